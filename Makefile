@@ -1,0 +1,62 @@
+# Valley developer interface (../shared/DESIGN.md section 3). Everything a fresh machine needs is
+# installed by these targets; Kubernetes binaries are cached in ~/.cache/valley (VALLEY_CACHE).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+BUILD_DIR ?= build
+SANITIZE_DIR ?= build-sanitize
+JOBS ?= $(shell nproc)
+# CI builds with warnings as errors; so does everyone, so CI holds no surprises.
+CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
+CTEST := ctest --output-on-failure --no-tests=error
+CLUSTER := tests/cluster/cluster.sh
+
+.PHONY: help deps build unit unit-sanitize cluster-binaries cluster-up cluster-down e2e test demo bench clean
+
+help:
+	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
+	@echo "make test    everything: deps, build, unit tests (plain and sanitized), e2e on a real control plane"
+	@echo "other targets: deps build unit unit-sanitize cluster-up cluster-down e2e bench clean"
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+
+build: $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+unit: build
+	cd $(BUILD_DIR) && $(CTEST) -L unit
+
+# The unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (no e2e binaries needed).
+unit-sanitize:
+	cmake -S . -B $(SANITIZE_DIR) -G Ninja $(CMAKE_FLAGS) -DVALLEY_SANITIZE=ON -DVALLEY_E2E=OFF \
+	  -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target valley_unit_tests
+	cd $(SANITIZE_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(CTEST) -L unit
+
+cluster-binaries:
+	@tests/cluster/build-binaries.sh
+
+cluster-up: cluster-binaries
+	@$(CLUSTER) up
+
+cluster-down:
+	@$(CLUSTER) down
+
+e2e: build cluster-up
+	cd $(BUILD_DIR) && $(CTEST) -L e2e
+
+test: deps build unit unit-sanitize e2e
+
+demo: deps build cluster-up
+	@scripts/demo.sh
+
+bench:
+	@echo "bench: no benchmarks yet (issue 9 adds bench/controlplane and bench/sim)"
+
+clean:
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)

@@ -1,0 +1,234 @@
+#include "operator/kube/http.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "operator/kube/error.h"
+
+namespace valley::kube {
+namespace {
+
+// curl_global_init is not thread-safe; run it once before any handle exists.
+struct CurlGlobal {
+  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+  ~CurlGlobal() { curl_global_cleanup(); }
+};
+void ensure_curl_global() { static CurlGlobal global; }
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* response = static_cast<HttpResponse*>(user);
+  std::string_view line(data, size * count);
+  if (auto colon = line.find(':'); colon != std::string_view::npos) {
+    std::string name = lower(std::string(line.substr(0, colon)));
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+    response->headers[name] = std::string(value);
+  } else if (line.rfind("HTTP/", 0) == 0) {
+    response->headers.clear();  // a new response (after 100-continue or a redirect)
+  }
+  return size * count;
+}
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+struct StreamState {
+  std::string buffer;
+  const std::function<bool(std::string_view)>* on_line = nullptr;
+  const std::atomic<bool>* cancel = nullptr;
+  HttpResponse* response = nullptr;
+  CURL* curl = nullptr;
+  bool stopped = false;
+};
+
+size_t on_stream(char* data, size_t size, size_t count, void* user) {
+  auto* st = static_cast<StreamState*>(user);
+  size_t n = size * count;
+  long status = 0;
+  curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status < 200 || status >= 300) {  // an error answer: keep it whole for the caller
+    st->response->body.append(data, n);
+    return n;
+  }
+  st->buffer.append(data, n);
+  size_t start = 0;
+  for (size_t nl; (nl = st->buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::string_view line(st->buffer.data() + start, nl - start);
+    if (!line.empty() && !(*st->on_line)(line)) {
+      st->stopped = true;
+      return 0;  // makes curl abort the transfer
+    }
+  }
+  st->buffer.erase(0, start);
+  return n;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* st = static_cast<StreamState*>(user);
+  if (st->cancel != nullptr && st->cancel->load()) {
+    st->stopped = true;
+    return 1;
+  }
+  return 0;
+}
+
+void set_blob(CURL* curl, CURLoption option, const std::string& pem) {
+  curl_blob blob{};
+  blob.data = const_cast<char*>(pem.data());
+  blob.len = pem.size();
+  blob.flags = CURL_BLOB_COPY;
+  curl_easy_setopt(curl, option, &blob);
+}
+
+}  // namespace
+
+struct HttpClient::Handle {
+  CURL* curl = nullptr;
+  curl_slist* headers = nullptr;
+  Handle() : curl(curl_easy_init()) {
+    if (curl == nullptr) throw KubeError("curl_easy_init failed");
+  }
+  ~Handle() {
+    if (headers != nullptr) curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+};
+
+HttpClient::HttpClient(ClusterConfig config, HttpOptions options)
+    : config_(std::move(config)), options_(std::move(options)) {
+  ensure_curl_global();
+}
+
+HttpClient::~HttpClient() = default;
+
+std::unique_ptr<HttpClient::Handle> HttpClient::acquire() {
+  std::lock_guard lock(mu_);
+  if (!idle_.empty()) {
+    auto h = std::move(idle_.back());
+    idle_.pop_back();
+    return h;
+  }
+  return std::make_unique<Handle>();
+}
+
+void HttpClient::release(std::unique_ptr<Handle> handle) {
+  std::lock_guard lock(mu_);
+  if (idle_.size() < 16) idle_.push_back(std::move(handle));
+}
+
+std::string HttpClient::bearer_token() {
+  if (config_.token_file.empty()) return config_.bearer_token;
+  std::lock_guard lock(mu_);
+  std::error_code ec;
+  auto mtime = std::filesystem::last_write_time(config_.token_file, ec);
+  if (ec) {
+    if (!token_cache_.empty()) return token_cache_;  // a rotation in progress: keep the old one
+    throw KubeError("cannot read token file " + config_.token_file + ": " + ec.message());
+  }
+  if (token_cache_.empty() || mtime != token_mtime_) {
+    std::string token = read_file(config_.token_file, "token file");
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+    token_cache_ = token;
+    token_mtime_ = mtime;
+  }
+  return token_cache_;
+}
+
+void HttpClient::prepare(Handle& h, const HttpRequest& request, std::string& body_sink, HttpResponse& response) {
+  CURL* c = h.curl;
+  curl_easy_reset(c);  // keeps the connection cache, clears options
+  std::string url = config_.server + request.path;
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, options_.user_agent.c_str());
+  if (!config_.ca_pem.empty()) set_blob(c, CURLOPT_CAINFO_BLOB, config_.ca_pem);
+  if (!config_.client_cert_pem.empty()) {
+    set_blob(c, CURLOPT_SSLCERT_BLOB, config_.client_cert_pem);
+    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    set_blob(c, CURLOPT_SSLKEY_BLOB, config_.client_key_pem);
+    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+  if (h.headers != nullptr) {
+    curl_slist_free_all(h.headers);
+    h.headers = nullptr;
+  }
+  h.headers = curl_slist_append(h.headers, "Accept: application/json");
+  if (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH")
+    h.headers = curl_slist_append(h.headers, ("Content-Type: " + request.content_type).c_str());
+  if (std::string token = bearer_token(); !token.empty())
+    h.headers = curl_slist_append(h.headers, ("Authorization: Bearer " + token).c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h.headers);
+  if (request.method == "GET") {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
+  if (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  }
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &response);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body_sink);
+}
+
+HttpResponse HttpClient::send(const HttpRequest& request) {
+  auto h = acquire();
+  HttpResponse response;
+  prepare(*h, request, response.body, response);
+  CURLcode rc = curl_easy_perform(h->curl);
+  if (rc != CURLE_OK) {
+    // A failed handle may hold a broken connection; do not return it to the pool.
+    throw KubeError(request.method + " " + config_.server + request.path + ": " + curl_easy_strerror(rc));
+  }
+  curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &response.status);
+  release(std::move(h));
+  return response;
+}
+
+HttpResponse HttpClient::stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_line,
+                                const std::atomic<bool>* cancel) {
+  auto h = acquire();
+  HttpResponse response;
+  std::string unused;
+  prepare(*h, request, unused, response);
+  StreamState st;
+  st.on_line = &on_line;
+  st.cancel = cancel;
+  st.response = &response;
+  st.curl = h->curl;
+  curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_stream);
+  curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &st);
+  curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(h->curl, CURLOPT_XFERINFODATA, &st);
+  CURLcode rc = curl_easy_perform(h->curl);
+  curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &response.status);
+  if (rc != CURLE_OK && !st.stopped)
+    throw KubeError("watch " + config_.server + request.path + ": " + curl_easy_strerror(rc));
+  // A stream stopped midway leaves its connection unusable; only a completed one is reused.
+  if (rc == CURLE_OK) release(std::move(h));
+  return response;
+}
+
+}  // namespace valley::kube

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the pinned Kubernetes control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl), kwok and our node-profile renderer from source through the Go module proxy,
+# into a cache outside the repository keyed by what they are built from, then links them into
+# $VALLEY_HOME/bin. A second run builds nothing.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache_root=${VALLEY_CACHE:-$HOME/.cache/valley}
+out=${VALLEY_HOME:-$repo/.valley}/bin
+
+command -v go >/dev/null || { echo "build-binaries: no Go toolchain on PATH (need Go >= 1.24)" >&2; exit 1; }
+
+k8s_version=$(awk '$1=="k8s.io/kubernetes"{print $2}' "$here/k8s/go.mod")
+kwok_version=$(awk '$1=="require" && $2=="sigs.k8s.io/kwok"{print $3}' "$here/kwok/go.mod")
+# A cache entry is keyed by everything it is built from, this script (its flags) included.
+key() { cat "$0" "$@" | sha256sum | cut -c1-12; }
+k8s_dir="$cache_root/k8s-$k8s_version-$(key "$here/k8s/go.mod" "$here/k8s/go.sum")"
+kwok_dir="$cache_root/kwok-$kwok_version-$(key "$here/kwok/go.mod" "$here/kwok/go.sum")"
+nodegen_dir="$cache_root/nodegen-$(key "$here/kwok/go.sum" "$here"/kwok/nodegen/*.go)"
+
+# Stamp the release into the binaries as Kubernetes' own build does (hack/lib/version.sh), so
+# /version and kubectl report it.
+minor=${k8s_version#v1.}; minor=${minor%%.*}
+k8s_ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+kwok_ldflags="-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
+
+# -trimpath and stripped binaries: a smaller cache, the same bytes from any checkout.
+build() { # dest module-dir ldflags pkg...
+  local dest=$1 mod=$2 ldflags=$3; shift 3
+  [ -f "$dest/.complete" ] && return 0
+  echo "building $(basename "$dest") (first time only; cached in $dest)" >&2
+  local start=$SECONDS
+  rm -rf "$dest.tmp" && mkdir -p "$dest.tmp/bin"
+  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $ldflags" -o "$dest.tmp/bin/" "$@")
+  # go build names a binary after its package path's last element: give two of them real names.
+  if [ -f "$dest.tmp/bin/server" ]; then mv "$dest.tmp/bin/server" "$dest.tmp/bin/etcd"; fi
+  if [ -f "$dest.tmp/bin/nodegen" ]; then mv "$dest.tmp/bin/nodegen" "$dest.tmp/bin/valley-nodegen"; fi
+  echo "$((SECONDS - start))" > "$dest.tmp/build-seconds"
+  touch "$dest.tmp/.complete"
+  rm -rf "$dest" && mv "$dest.tmp" "$dest"
+  echo "built $(basename "$dest") in $((SECONDS - start))s, $(du -sh "$dest" | cut -f1)" >&2
+}
+
+build "$k8s_dir" "$here/k8s" "$k8s_ldflags" go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver \
+  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+build "$kwok_dir" "$here/kwok" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
+build "$nodegen_dir" "$here/kwok" "" ./nodegen
+
+mkdir -p "$out"
+for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done

@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# The local control plane Valley is tested on: real etcd, kube-apiserver, kube-controller-manager and
+# kube-scheduler of one pinned Kubernetes release, with GPU nodes simulated by kwok.
+#
+#   cluster.sh up                  start everything (idempotent); returns when all of it is ready
+#   cluster.sh down                stop every process it started and wipe cluster state
+#   cluster.sh status              which components run and answer
+#   cluster.sh nodes PROFILE       make the kwok nodes exactly those of PROFILE (YAML, see profiles/)
+#   cluster.sh stop|start|restart COMPONENT   one of etcd, apiserver, controller-manager, scheduler, kwok
+#
+# State lives in $VALLEY_HOME (default: <repo>/.valley): bin/ (links into the build cache), pki/,
+# kubeconfig (admin), etcd/, logs/, run/. The API server listens on 127.0.0.1 only, with TLS, client
+# certificates, service-account tokens and RBAC authorization.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+VALLEY_HOME=${VALLEY_HOME:-$repo/.valley}
+BIN=$VALLEY_HOME/bin
+PKI=$VALLEY_HOME/pki
+LOGS=$VALLEY_HOME/logs
+RUN=$VALLEY_HOME/run
+KUBECONFIG_ADMIN=$VALLEY_HOME/kubeconfig
+PROFILE=${VALLEY_PROFILE:-$here/profiles/default.yaml}
+
+ETCD_PORT=${VALLEY_ETCD_PORT:-12379}
+ETCD_PEER_PORT=${VALLEY_ETCD_PEER_PORT:-12380}
+APISERVER_PORT=${VALLEY_APISERVER_PORT:-16443}
+KCM_PORT=${VALLEY_KCM_PORT:-10257}
+SCHEDULER_PORT=${VALLEY_SCHEDULER_PORT:-10259}
+SERVICE_CIDR=10.96.0.0/16
+READY_TIMEOUT=${VALLEY_READY_TIMEOUT:-90}
+
+COMPONENTS=(etcd apiserver controller-manager scheduler kwok)
+
+log() { echo "[cluster] $*" >&2; }
+die() { echo "[cluster] error: $*" >&2; exit 1; }
+kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+
+# ---------------------------------------------------------------------------------------------------
+# Certificates and kubeconfigs (openssl; made once, reused while the CA exists)
+
+make_cert() { # name subject [san]
+  local name=$1 subject=$2 san=${3:-}
+  [ -f "$PKI/$name.crt" ] && return 0
+  openssl genrsa -out "$PKI/$name.key" 2048 2>/dev/null
+  openssl req -new -key "$PKI/$name.key" -subj "$subject" -out "$PKI/$name.csr" 2>/dev/null
+  local ext="$PKI/$name.ext"
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    if [ -n "$san" ]; then
+      echo "extendedKeyUsage=serverAuth,clientAuth"
+      echo "subjectAltName=$san"
+    else
+      echo "extendedKeyUsage=clientAuth"
+    fi
+  } > "$ext"
+  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    -days 3650 -sha256 -extfile "$ext" -out "$PKI/$name.crt" 2>/dev/null
+  rm -f "$PKI/$name.csr" "$ext"
+}
+
+write_kubeconfig() { # file user-cert-name
+  local file=$1 cert=$2
+  cat > "$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: valley-local
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority: $PKI/ca.crt
+users:
+- name: $cert
+  user:
+    client-certificate: $PKI/$cert.crt
+    client-key: $PKI/$cert.key
+contexts:
+- name: valley-local
+  context: {cluster: valley-local, user: $cert}
+current-context: valley-local
+EOF
+}
+
+ensure_pki() {
+  mkdir -p "$PKI"
+  if [ ! -f "$PKI/ca.crt" ]; then
+    log "creating certificates in $PKI"
+    openssl genrsa -out "$PKI/ca.key" 2048 2>/dev/null
+    openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=valley-local-ca" -days 3650 -sha256 \
+      -out "$PKI/ca.crt" 2>/dev/null
+    rm -f "$PKI"/*.crt.old
+    find "$PKI" -name '*.crt' ! -name ca.crt -delete
+  fi
+  make_cert apiserver "/CN=kube-apiserver" \
+    "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1"
+  make_cert admin "/O=system:masters/CN=valley-admin"
+  make_cert controller-manager "/CN=system:kube-controller-manager"
+  make_cert scheduler "/CN=system:kube-scheduler"
+  # kwok plays every kubelet; like the Node authorizer's kubelets it is a privileged node agent.
+  make_cert kwok "/O=system:masters/CN=kwok"
+  if [ ! -f "$PKI/sa.key" ]; then
+    openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+  fi
+  write_kubeconfig "$KUBECONFIG_ADMIN" admin
+  write_kubeconfig "$PKI/controller-manager.kubeconfig" controller-manager
+  write_kubeconfig "$PKI/scheduler.kubeconfig" scheduler
+  write_kubeconfig "$PKI/kwok.kubeconfig" kwok
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Processes
+
+pidfile() { echo "$RUN/$1.pid"; }
+binary_of() {
+  case $1 in
+    etcd) echo etcd ;; apiserver) echo kube-apiserver ;; controller-manager) echo kube-controller-manager ;;
+    scheduler) echo kube-scheduler ;; kwok) echo kwok ;; *) die "unknown component $1" ;;
+  esac
+}
+running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
+
+args_of() {
+  case $1 in
+    etcd) echo --name=valley --data-dir="$VALLEY_HOME/etcd" \
+        --listen-client-urls=http://127.0.0.1:$ETCD_PORT --advertise-client-urls=http://127.0.0.1:$ETCD_PORT \
+        --listen-peer-urls=http://127.0.0.1:$ETCD_PEER_PORT \
+        --initial-advertise-peer-urls=http://127.0.0.1:$ETCD_PEER_PORT \
+        --initial-cluster=valley=http://127.0.0.1:$ETCD_PEER_PORT \
+        --listen-metrics-urls=http://127.0.0.1:$((ETCD_PORT + 2)) \
+        --quota-backend-bytes=4294967296 --log-level=warn ;;
+    apiserver) echo --etcd-servers=http://127.0.0.1:$ETCD_PORT \
+        --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=$APISERVER_PORT \
+        --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+        --client-ca-file="$PKI/ca.crt" \
+        --authorization-mode=RBAC \
+        --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+        --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+        --service-cluster-ip-range=$SERVICE_CIDR --allow-privileged=true \
+        --endpoint-reconciler-type=none \
+        --max-requests-inflight=1000 --max-mutating-requests-inflight=500 \
+        --v=1 ;;
+    controller-manager) echo --kubeconfig="$PKI/controller-manager.kubeconfig" \
+        --authentication-kubeconfig="$PKI/controller-manager.kubeconfig" \
+        --authorization-kubeconfig="$PKI/controller-manager.kubeconfig" \
+        --bind-address=127.0.0.1 --secure-port=$KCM_PORT \
+        --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+        --use-service-account-credentials=true \
+        --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+        --service-cluster-ip-range=$SERVICE_CIDR \
+        --kube-api-qps=100 --kube-api-burst=200 --v=1 ;;
+    scheduler) echo --kubeconfig="$PKI/scheduler.kubeconfig" \
+        --authentication-kubeconfig="$PKI/scheduler.kubeconfig" \
+        --authorization-kubeconfig="$PKI/scheduler.kubeconfig" \
+        --bind-address=127.0.0.1 --secure-port=$SCHEDULER_PORT \
+        --kube-api-qps=200 --kube-api-burst=400 --v=1 ;;
+    kwok) echo --kubeconfig="$PKI/kwok.kubeconfig" --config="$here/kwok-stages.yaml" ;;
+  esac
+}
+
+start_component() {
+  local c=$1
+  if running "$c"; then return 0; fi
+  local bin; bin=$(binary_of "$c")
+  [ -x "$BIN/$bin" ] || die "$BIN/$bin is missing; run tests/cluster/build-binaries.sh"
+  mkdir -p "$LOGS" "$RUN"
+  # shellcheck disable=SC2046
+  setsid "$BIN/$bin" $(args_of "$c") >>"$LOGS/$c.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile "$c")"
+}
+
+stop_component() {
+  local c=$1 p
+  p=$(cat "$(pidfile "$c")" 2>/dev/null) || return 0
+  if kill -0 "$p" 2>/dev/null; then
+    kill -TERM "$p" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  fi
+  rm -f "$(pidfile "$c")"
+}
+
+# Processes of ours whose pid file was lost (e.g. a killed shell) would hold the ports: find them by
+# the binary path, which is unique to this VALLEY_HOME.
+kill_strays() {
+  local pids
+  pids=$(pgrep -f "^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok) " || true)
+  if [ -n "$pids" ]; then
+    log "stopping stray processes: $(echo $pids)"
+    kill -TERM $pids 2>/dev/null || true; sleep 1; kill -KILL $pids 2>/dev/null || true
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Readiness
+
+wait_for() { # description command...
+  local what=$1; shift
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then
+      log "timed out waiting for $what; last lines of the logs:"
+      for c in "${COMPONENTS[@]}"; do [ -f "$LOGS/$c.log" ] && { echo "--- $c"; tail -n 8 "$LOGS/$c.log"; }; done >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+}
+
+etcd_healthy() { curl -sf "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; }
+apiserver_ready() {
+  curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+    "https://127.0.0.1:$APISERVER_PORT/readyz" | grep -q ok
+}
+# These two serve on self-signed certificates they make at start; /healthz needs no credentials.
+kcm_healthy() { curl -skf "https://127.0.0.1:$KCM_PORT/healthz" | grep -q ok; }
+scheduler_healthy() { curl -skf "https://127.0.0.1:$SCHEDULER_PORT/healthz" | grep -q ok; }
+default_sa_exists() { kubectl get serviceaccount default -n default; }
+
+profile_node_count() {
+  "$BIN/valley-nodegen" "$1" | grep -c '"kind": "Node"'
+}
+nodes_ready() { # expected
+  local n
+  n=$(kubectl get nodes -l type=kwok -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)
+  [ "$n" -eq "$1" ]
+}
+
+apply_profile() { # profile
+  local profile=$1
+  [ -f "$profile" ] || die "node profile $profile not found"
+  local wanted
+  wanted=$("$BIN/valley-nodegen" "$profile" | grep -o '"name": "[^"]*"' | cut -d'"' -f4 | sort)
+  "$BIN/valley-nodegen" "$profile" | kubectl apply -f - >/dev/null
+  # Nodes of an earlier profile that this one does not have are removed.
+  local have
+  have=$(kubectl get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+  local extra
+  extra=$(comm -13 <(echo "$wanted") <(echo "$have") | grep -v '^$' || true)
+  [ -z "$extra" ] || kubectl delete node $extra >/dev/null
+  wait_for "$(echo "$wanted" | wc -l) kwok nodes Ready" nodes_ready "$(echo "$wanted" | wc -l)"
+}
+
+# ---------------------------------------------------------------------------------------------------
+
+cmd_up() {
+  local start=$SECONDS
+  "$here/build-binaries.sh"
+  ensure_pki
+  if ! running etcd; then kill_strays; fi
+  start_component etcd;               wait_for etcd etcd_healthy
+  start_component apiserver;          wait_for kube-apiserver apiserver_ready
+  start_component controller-manager; wait_for kube-controller-manager kcm_healthy
+  start_component scheduler;          wait_for kube-scheduler scheduler_healthy
+  start_component kwok
+  wait_for "the default ServiceAccount" default_sa_exists
+  apply_profile "$PROFILE"
+  log "ready in $((SECONDS - start))s: $(kubectl get nodes --no-headers | wc -l) nodes;" \
+      "kubeconfig $KUBECONFIG_ADMIN"
+}
+
+cmd_down() {
+  local i
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_component "${COMPONENTS[$i]}"; done
+  kill_strays
+  rm -rf "$VALLEY_HOME/etcd" "$RUN"
+  log "stopped; cluster state removed (certificates kept in $PKI)"
+}
+
+cmd_status() {
+  local c rc=0
+  for c in "${COMPONENTS[@]}"; do
+    if running "$c"; then echo "$c: running (pid $(cat "$(pidfile "$c")"))"; else echo "$c: stopped"; rc=1; fi
+  done
+  return $rc
+}
+
+main() {
+  local cmd=${1:-}
+  case $cmd in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    nodes) [ $# -eq 2 ] || die "usage: cluster.sh nodes PROFILE"; apply_profile "$2" ;;
+    stop) stop_component "${2:?component}" ;;
+    start) start_component "${2:?component}" ;;
+    restart) stop_component "${2:?component}"; start_component "$2" ;;
+    *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  esac
+}
+main "$@"

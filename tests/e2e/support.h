@@ -1,0 +1,62 @@
+// Helpers for end-to-end tests against the local control plane (tests/cluster/cluster.sh):
+// the admin client, a fresh namespace per test that is deleted afterwards, polling with a deadline,
+// and child processes for the project's own binaries.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "operator/kube/client.h"
+
+namespace valley::e2e {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// $VALLEY_KUBECONFIG, else <repo>/.valley/kubeconfig.
+std::string admin_kubeconfig_path();
+kube::ClusterConfig admin_config();
+
+// The Kubernetes version pinned in tests/cluster/k8s/go.mod, e.g. "v1.34.4".
+std::string pinned_kubernetes_version();
+
+// Polls `done` every 100 ms until it returns true or `timeout` passes; returns the last result.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout);
+
+// A test fixture with an admin client and its own namespace, deleted in TearDown.
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  std::unique_ptr<kube::Client> admin;
+  std::string ns;
+};
+
+// A child process with stdout and stderr going to a file; killed (SIGKILL) if still running at
+// destruction so a failed test leaves nothing behind.
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& argv, const std::string& log_path);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  void signal(int sig);
+  // Waits for exit; returns the exit status (128+N if killed by signal N), or -1 on timeout.
+  int wait(std::chrono::milliseconds timeout);
+  std::string output() const;
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  bool reaped_ = false;
+  std::string log_path_;
+};
+
+std::string binary(const std::string& name);  // <build>/bin/<name>
+
+}  // namespace valley::e2e
