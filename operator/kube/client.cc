@@ -34,6 +34,40 @@ std::string url_encode(const std::string& value) {
   return out;
 }
 
+std::string resource_version_of(const json& object) {
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return {};
+  auto rv = meta->find("resourceVersion");
+  return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : std::string();
+}
+
+std::string object_key(const json& object) {
+  const json& meta = object.at("metadata");
+  std::string ns = meta.value("namespace", "");
+  std::string name = meta.value("name", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+namespace {
+
+// Appends `key=value` to a path, with '?' or '&' as needed; empty values are left out.
+void add_query(std::string& path, const std::string& key, const std::string& value) {
+  if (value.empty()) return;
+  path += path.find('?') == std::string::npos ? '?' : '&';
+  path += key + "=" + url_encode(value);
+}
+
+std::string patch_content_type(PatchType type) {
+  switch (type) {
+    case PatchType::Merge: return "application/merge-patch+json";
+    case PatchType::JSON: return "application/json-patch+json";
+    case PatchType::Strategic: return "application/strategic-merge-patch+json";
+  }
+  return "application/merge-patch+json";
+}
+
+}  // namespace
+
 Client::Client(ClusterConfig config, HttpOptions options) : http_(std::move(config), std::move(options)) {}
 
 json Client::call(const std::string& method, const std::string& path, const std::string& body,
@@ -60,31 +94,100 @@ json Client::patch(const std::string& path, const json& patch, const std::string
   return call("PATCH", path, patch.dump(), content_type);
 }
 
-void Client::remove(const std::string& path, const std::string& propagation) {
-  json options = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
-  if (!propagation.empty()) options["propagationPolicy"] = propagation;
+bool Client::remove(const std::string& path, const DeleteOptions& options) {
+  json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (!options.propagation.empty()) body["propagationPolicy"] = options.propagation;
+  if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
+  if (!options.precondition_uid.empty()) body["preconditions"]["uid"] = options.precondition_uid;
+  if (!options.precondition_resource_version.empty())
+    body["preconditions"]["resourceVersion"] = options.precondition_resource_version;
   try {
-    call("DELETE", path, options.dump());
+    call("DELETE", path, body.dump());
+    return true;
   } catch (const KubeError& e) {
-    if (e.http_status() != 404) throw;
+    if (e.http_status() == 404) return false;
+    throw;
   }
 }
 
-json Client::server_version() { return get("/version"); }
+json Client::get(const Resource& r, const std::string& ns, const std::string& name, const std::string& subresource) {
+  return get(r.item(ns, name, subresource));
+}
 
-void Client::watch(const std::string& path, const std::function<bool(const WatchEvent&)>& on_event,
+ListResult Client::list(const Resource& r, const std::string& ns, const ListOptions& options) {
+  ListResult result;
+  std::string continue_token;
+  do {
+    std::string path = r.collection(ns);
+    add_query(path, "labelSelector", options.label_selector);
+    add_query(path, "fieldSelector", options.field_selector);
+    if (options.page_size > 0) add_query(path, "limit", std::to_string(options.page_size));
+    add_query(path, "continue", continue_token);
+    json page = get(path);
+    ++result.pages;
+    for (auto& item : page["items"]) {
+      // Items of a list carry no kind/apiVersion; restore them so cached objects are whole.
+      item["kind"] = r.kind;
+      item["apiVersion"] = r.api_version();
+      result.items.push_back(std::move(item));
+    }
+    const json& meta = page.value("metadata", json::object());
+    result.resource_version = meta.value("resourceVersion", "");
+    continue_token = meta.value("continue", "");
+  } while (!continue_token.empty());
+  return result;
+}
+
+json Client::create(const Resource& r, const std::string& ns, const json& object) {
+  return create(r.collection(ns), object);
+}
+
+json Client::update(const Resource& r, const json& object, const std::string& subresource) {
+  const json& meta = object.at("metadata");
+  return update(r.item(meta.value("namespace", ""), meta.at("name").get<std::string>(), subresource), object);
+}
+
+json Client::patch(const Resource& r, const std::string& ns, const std::string& name, PatchType type,
+                   const json& patch_body, const std::string& subresource) {
+  return patch(r.item(ns, name, subresource), patch_body, patch_content_type(type));
+}
+
+json Client::apply(const Resource& r, const json& object, const std::string& field_manager, bool force,
+                   const std::string& subresource) {
+  const json& meta = object.at("metadata");
+  std::string path = r.item(meta.value("namespace", ""), meta.at("name").get<std::string>(), subresource);
+  add_query(path, "fieldManager", field_manager);
+  if (force) add_query(path, "force", "true");
+  return call("PATCH", path, object.dump(), "application/apply-patch+yaml");  // JSON is YAML
+}
+
+bool Client::remove(const Resource& r, const std::string& ns, const std::string& name, const DeleteOptions& options) {
+  return remove(r.item(ns, name), options);
+}
+
+void Client::watch(const Resource& r, const std::string& ns, const WatchOptions& options,
+                   const std::function<bool(WatchEvent&&)>& on_event, const std::atomic<bool>* cancel) {
+  std::string path = r.collection(ns);
+  add_query(path, "watch", "1");
+  add_query(path, "resourceVersion", options.resource_version);
+  add_query(path, "labelSelector", options.label_selector);
+  add_query(path, "fieldSelector", options.field_selector);
+  if (options.bookmarks) add_query(path, "allowWatchBookmarks", "true");
+  if (options.timeout_seconds > 0) add_query(path, "timeoutSeconds", std::to_string(options.timeout_seconds));
+  watch(path, on_event, cancel);
+}
+
+void Client::watch(const std::string& path, const std::function<bool(WatchEvent&&)>& on_event,
                    const std::atomic<bool>* cancel) {
   HttpRequest req;
   req.path = path;
   req.timeout = std::chrono::milliseconds(0);
-  auto on_line = [&](std::string_view line) {
-    json frame = json::parse(line, nullptr, false);
-    if (!frame.is_object()) return true;  // not a watch frame; the server sends none such
-    WatchEvent ev{frame.value("type", ""), frame.value("object", json::object())};
-    return on_event(ev);
-  };
-  HttpResponse resp = http_.stream(req, on_line, cancel);
-  if (resp.status != 0 && (resp.status < 200 || resp.status >= 300)) throw_status("watch " + path, resp);
+  WatchDecoder decoder(on_event);
+  HttpResponse resp = http_.stream(req, [&](std::string_view chunk) { return decoder.feed(chunk); }, cancel);
+  if (resp.status < 200 || resp.status >= 300) throw_status("watch " + path, resp);
+  decoder.finish();
 }
+
+json Client::server_version() { return get("/version"); }
 
 }  // namespace valley::kube

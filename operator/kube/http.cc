@@ -6,6 +6,10 @@
 #include <cctype>
 #include <filesystem>
 
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
 #include "operator/kube/error.h"
 
 namespace valley::kube {
@@ -44,8 +48,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
 }
 
 struct StreamState {
-  std::string buffer;
-  const std::function<bool(std::string_view)>* on_line = nullptr;
+  const std::function<bool(std::string_view)>* on_chunk = nullptr;
   const std::atomic<bool>* cancel = nullptr;
   HttpResponse* response = nullptr;
   CURL* curl = nullptr;
@@ -61,16 +64,10 @@ size_t on_stream(char* data, size_t size, size_t count, void* user) {
     st->response->body.append(data, n);
     return n;
   }
-  st->buffer.append(data, n);
-  size_t start = 0;
-  for (size_t nl; (nl = st->buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::string_view line(st->buffer.data() + start, nl - start);
-    if (!line.empty() && !(*st->on_line)(line)) {
-      st->stopped = true;
-      return 0;  // makes curl abort the transfer
-    }
+  if (!(*st->on_chunk)(std::string_view(data, n))) {
+    st->stopped = true;
+    return 0;  // makes curl abort the transfer
   }
-  st->buffer.erase(0, start);
   return n;
 }
 
@@ -108,8 +105,17 @@ struct HttpClient::Handle {
 };
 
 HttpClient::HttpClient(ClusterConfig config, HttpOptions options)
-    : config_(std::move(config)), options_(std::move(options)) {
+    : config_(std::move(config)), options_(std::move(options)), limiter_(options_.qps, options_.burst) {
   ensure_curl_global();
+}
+
+void HttpClient::wait_for_rate_limit() {
+  auto wait = limiter_.reserve(Clock::now());
+  if (wait > Clock::duration::zero()) std::this_thread::sleep_for(wait);
+}
+
+void HttpClient::observe(const std::string& verb, long status, Clock::time_point start) {
+  if (options_.observer) options_.observer(verb, status, Clock::now() - start);
 }
 
 HttpClient::~HttpClient() = default;
@@ -193,27 +199,47 @@ void HttpClient::prepare(Handle& h, const HttpRequest& request, std::string& bod
 }
 
 HttpResponse HttpClient::send(const HttpRequest& request) {
-  auto h = acquire();
-  HttpResponse response;
-  prepare(*h, request, response.body, response);
-  CURLcode rc = curl_easy_perform(h->curl);
-  if (rc != CURLE_OK) {
-    // A failed handle may hold a broken connection; do not return it to the pool.
-    throw KubeError(request.method + " " + config_.server + request.path + ": " + curl_easy_strerror(rc));
+  for (int attempt = 0;; ++attempt) {
+    wait_for_rate_limit();
+    auto start = Clock::now();
+    auto h = acquire();
+    HttpResponse response;
+    prepare(*h, request, response.body, response);
+    CURLcode rc = curl_easy_perform(h->curl);
+    Transport transport = Transport::Answered;
+    if (rc == CURLE_OK) {
+      curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &response.status);
+      release(std::move(h));  // a failed handle may hold a broken connection: not reused
+    } else {
+      transport = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ? Transport::NotConnected
+                                                                                  : Transport::Failed;
+    }
+    observe(request.method, response.status, start);
+    std::string retry_after;
+    if (auto it = response.headers.find("retry-after"); it != response.headers.end()) retry_after = it->second;
+    auto delay = retry_delay(options_.retry, attempt, request.method, transport, response.status, retry_after);
+    if (!delay) {
+      if (rc != CURLE_OK)
+        throw KubeError(request.method + " " + config_.server + request.path + ": " + curl_easy_strerror(rc));
+      return response;
+    }
+    spdlog::debug("{} {}: {}, retry {} in {} ms", request.method, request.path,
+                  rc != CURLE_OK ? std::string(curl_easy_strerror(rc)) : "HTTP " + std::to_string(response.status),
+                  attempt + 1, delay->count());
+    std::this_thread::sleep_for(*delay);
   }
-  curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &response.status);
-  release(std::move(h));
-  return response;
 }
 
-HttpResponse HttpClient::stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_line,
+HttpResponse HttpClient::stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_chunk,
                                 const std::atomic<bool>* cancel) {
+  wait_for_rate_limit();
+  auto start = Clock::now();
   auto h = acquire();
   HttpResponse response;
   std::string unused;
   prepare(*h, request, unused, response);
   StreamState st;
-  st.on_line = &on_line;
+  st.on_chunk = &on_chunk;
   st.cancel = cancel;
   st.response = &response;
   st.curl = h->curl;
@@ -224,6 +250,7 @@ HttpResponse HttpClient::stream(const HttpRequest& request, const std::function<
   curl_easy_setopt(h->curl, CURLOPT_XFERINFODATA, &st);
   CURLcode rc = curl_easy_perform(h->curl);
   curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &response.status);
+  observe("WATCH", response.status, start);
   if (rc != CURLE_OK && !st.stopped)
     throw KubeError("watch " + config_.server + request.path + ": " + curl_easy_strerror(rc));
   // A stream stopped midway leaves its connection unusable; only a completed one is reused.

@@ -1,7 +1,8 @@
 // HTTPS transport to the API server over libcurl: TLS verified against the configured CA, client
 // certificate or bearer-token authentication (token files re-read when they change), HTTP/2 when the
-// server offers it, and connections kept alive in a pool of handles shared by threads.
-// Request/response for ordinary calls; line-by-line streaming for watches.
+// server offers it, connections kept alive in a pool of handles shared by threads, a client-side
+// rate limit (QPS/burst), and retries with backoff on 429/5xx honouring Retry-After (see retry.h).
+// Request/response for ordinary calls; raw chunk streaming for watches.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "operator/kube/config.h"
+#include "operator/kube/rate_limit.h"
+#include "operator/kube/retry.h"
 
 namespace valley::kube {
 
@@ -33,9 +36,16 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  // names lower-cased
 };
 
+// Called after every request with the verb, the HTTP status (0: no answer) and the latency.
+using RequestObserver = std::function<void(const std::string& verb, long status, std::chrono::nanoseconds latency)>;
+
 struct HttpOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
   std::string user_agent = "valley";
+  double qps = 50;  // client-side limit; <= 0 disables it
+  int burst = 100;
+  RetryPolicy retry;
+  RequestObserver observer;
 };
 
 class HttpClient {
@@ -45,13 +55,16 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Throws KubeError (status 0) when no HTTP answer was had: connection refused, TLS, timeout.
+  // Sends with rate limiting and retries. Returns the final answer, whatever its status; throws
+  // KubeError (status 0) when no HTTP answer was had after retries: connection refused, TLS, timeout.
   HttpResponse send(const HttpRequest& request);
 
-  // Streams the response body, calling on_line for each complete line. Stops when on_line returns
-  // false, when *cancel becomes true (checked about once a second, even while no data arrives), or
-  // when the server ends the response. Non-2xx answers are not streamed: their body is returned.
-  HttpResponse stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_line,
+  // Streams a 2xx response body to on_chunk as it arrives. Stops when on_chunk returns false, when
+  // *cancel becomes true (checked about once a second, even while no data arrives), or when the
+  // server ends the response. Non-2xx answers are not streamed: their body is returned whole. No
+  // retries: the caller (a reflector) decides how to resume. Throws KubeError when there was no answer
+  // or the stream broke.
+  HttpResponse stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_chunk,
                       const std::atomic<bool>* cancel = nullptr);
 
   const ClusterConfig& config() const { return config_; }
@@ -62,9 +75,12 @@ class HttpClient {
   void release(std::unique_ptr<Handle> handle);
   void prepare(Handle& handle, const HttpRequest& request, std::string& body_sink, HttpResponse& response);
   std::string bearer_token();
+  void wait_for_rate_limit();
+  void observe(const std::string& verb, long status, Clock::time_point start);
 
   ClusterConfig config_;
   HttpOptions options_;
+  TokenBucket limiter_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Handle>> idle_;  // keep-alive connections ready for reuse
   std::string token_cache_;

@@ -1,0 +1,187 @@
+#include "operator/kube/informer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+#include <unordered_set>
+
+#include "operator/kube/error.h"
+
+namespace valley::kube {
+
+void InformerOptions::strip_managed_fields(nlohmann::json& object) {
+  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) meta->erase("managedFields");
+}
+
+Informer::Informer(Client& client, Resource resource, InformerOptions options)
+    : client_(client), resource_(std::move(resource)), options_(std::move(options)) {
+  store_.add_standard_indexes();
+}
+
+Informer::~Informer() { stop(); }
+
+void Informer::add_handlers(InformerHandlers handlers) { handlers_.push_back(std::move(handlers)); }
+
+void Informer::start() {
+  thread_ = std::thread([this] { run(); });
+  if (options_.resync.count() > 0) resync_thread_ = std::thread([this] { resync_loop(); });
+}
+
+void Informer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (resync_thread_.joinable()) resync_thread_.join();
+}
+
+bool Informer::wait_for_sync(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return synced_.load() || stop_.load(); }) && synced_.load();
+}
+
+std::string Informer::last_resource_version() const {
+  std::lock_guard lock(mu_);
+  return last_rv_;
+}
+
+bool Informer::sleep_unless_stopped(std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
+}
+
+void Informer::list_and_replace() {
+  ListOptions lo;
+  lo.label_selector = options_.label_selector;
+  lo.field_selector = options_.field_selector;
+  lo.page_size = options_.page_size;
+  ListResult result = client_.list(resource_, options_.ns, lo);
+  ++stats_.lists;
+
+  std::unordered_set<std::string> seen;
+  seen.reserve(result.items.size());
+  for (auto& item : result.items) {
+    if (options_.transform) options_.transform(item);
+    std::string key = object_key(item);
+    seen.insert(key);
+    auto fresh = std::make_shared<const nlohmann::json>(std::move(item));
+    ObjectPtr old = store_.upsert(key, fresh);
+    if (!old) {
+      for (auto& h : handlers_)
+        if (h.on_add) h.on_add(fresh);
+    } else if (resource_version_of(*old) != resource_version_of(*fresh)) {
+      for (auto& h : handlers_)
+        if (h.on_update) h.on_update(old, fresh);
+    }
+  }
+  // Objects deleted while we were not watching.
+  for (const auto& key : store_.keys()) {
+    if (seen.count(key)) continue;
+    if (ObjectPtr gone = store_.erase(key))
+      for (auto& h : handlers_)
+        if (h.on_delete) h.on_delete(gone);
+  }
+  {
+    std::lock_guard lock(mu_);
+    last_rv_ = result.resource_version;
+    synced_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Informer::apply_event(WatchEvent&& event) {
+  if (event.type == "ERROR") {
+    // A Status inside the stream: 410 means our resourceVersion is gone from the watch cache.
+    long code = event.object.value("code", 0L);
+    std::string reason = event.object.value("reason", "");
+    throw KubeError("watch " + resource_.plural + ": " + event.object.value("message", "error event"), code, reason);
+  }
+  std::string rv = resource_version_of(event.object);
+  if (event.type == "BOOKMARK") {
+    std::lock_guard lock(mu_);
+    if (!rv.empty()) last_rv_ = rv;
+    return;
+  }
+  ++stats_.events;
+  if (options_.transform) options_.transform(event.object);
+  std::string key = object_key(event.object);
+  if (event.type == "ADDED" || event.type == "MODIFIED") {
+    auto fresh = std::make_shared<const nlohmann::json>(std::move(event.object));
+    ObjectPtr old = store_.upsert(key, fresh);
+    for (auto& h : handlers_) {
+      if (!old && h.on_add) h.on_add(fresh);
+      if (old && h.on_update) h.on_update(old, fresh);
+    }
+  } else if (event.type == "DELETED") {
+    ObjectPtr gone = store_.erase(key);
+    if (!gone) gone = std::make_shared<const nlohmann::json>(std::move(event.object));
+    for (auto& h : handlers_)
+      if (h.on_delete) h.on_delete(gone);
+  }
+  std::lock_guard lock(mu_);
+  if (!rv.empty()) last_rv_ = rv;
+}
+
+void Informer::watch_once() {
+  static thread_local std::mt19937 rng(std::random_device{}());
+  WatchOptions wo;
+  wo.resource_version = last_resource_version();
+  wo.label_selector = options_.label_selector;
+  wo.field_selector = options_.field_selector;
+  auto min = static_cast<int>(options_.watch_timeout_min.count());
+  wo.timeout_seconds = min + static_cast<int>(rng() % static_cast<unsigned>(std::max(1, min)));
+  ++stats_.watches;
+  client_.watch(resource_, options_.ns, wo, [this](WatchEvent&& ev) {
+    apply_event(std::move(ev));
+    return !stop_.load();
+  }, &stop_);
+}
+
+void Informer::run() {
+  std::chrono::milliseconds backoff(100);
+  const std::chrono::milliseconds max_backoff(30000);
+  bool need_list = true;
+  while (!stop_.load()) {
+    try {
+      if (need_list) {
+        list_and_replace();
+        need_list = false;
+      }
+      watch_once();
+      backoff = std::chrono::milliseconds(100);  // a watch that ended normally: resume at once
+    } catch (const KubeError& e) {
+      if (stop_.load()) break;
+      if (e.http_status() == 410 || e.reason() == "Expired" || e.reason() == "Gone") {
+        ++stats_.expired;
+        spdlog::info("informer {}: resourceVersion {} expired, listing again", resource_.plural, last_resource_version());
+        need_list = true;
+        continue;
+      }
+      ++stats_.watch_errors;
+      spdlog::warn("informer {}: {}; retrying in {} ms", resource_.plural, e.what(), backoff.count());
+      if (!sleep_unless_stopped(backoff)) break;
+      backoff = std::min(backoff * 2, max_backoff);
+    } catch (const std::exception& e) {
+      // A bug or a malformed object must not kill the informer: log, back off, list again.
+      ++stats_.watch_errors;
+      spdlog::error("informer {}: unexpected error: {}; listing again in {} ms", resource_.plural, e.what(), backoff.count());
+      need_list = true;
+      if (!sleep_unless_stopped(backoff)) break;
+      backoff = std::min(backoff * 2, max_backoff);
+    }
+  }
+}
+
+void Informer::resync_loop() {
+  auto period = std::chrono::duration_cast<std::chrono::milliseconds>(options_.resync);
+  while (sleep_unless_stopped(period)) {
+    if (!synced_.load()) continue;
+    for (const auto& obj : store_.list())
+      for (auto& h : handlers_)
+        if (h.on_update) h.on_update(obj, obj);
+  }
+}
+
+}  // namespace valley::kube

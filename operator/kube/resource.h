@@ -1,0 +1,45 @@
+// Where a kind of object lives in the API: group/version/plural and scope, and the URL paths built
+// from them. The kinds Valley uses are declared here once.
+#pragma once
+
+#include <string>
+
+namespace valley::kube {
+
+struct Resource {
+  std::string group;  // "" for the core group
+  std::string version;
+  std::string plural;
+  std::string kind;
+  bool namespaced = true;
+
+  std::string api_version() const { return group.empty() ? version : group + "/" + version; }
+  // "/api/v1" or "/apis/<group>/<version>"
+  std::string base() const { return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version; }
+  // The collection, in one namespace (ns non-empty) or across all (ns empty).
+  std::string collection(const std::string& ns) const {
+    return namespaced && !ns.empty() ? base() + "/namespaces/" + ns + "/" + plural : base() + "/" + plural;
+  }
+  std::string item(const std::string& ns, const std::string& name, const std::string& subresource = "") const {
+    return collection(ns) + "/" + name + (subresource.empty() ? "" : "/" + subresource);
+  }
+};
+
+namespace resources {
+inline const Resource kPods{"", "v1", "pods", "Pod", true};
+inline const Resource kNodes{"", "v1", "nodes", "Node", false};
+inline const Resource kNamespaces{"", "v1", "namespaces", "Namespace", false};
+inline const Resource kServices{"", "v1", "services", "Service", true};
+inline const Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
+inline const Resource kSecrets{"", "v1", "secrets", "Secret", true};
+inline const Resource kServiceAccounts{"", "v1", "serviceaccounts", "ServiceAccount", true};
+inline const Resource kDeployments{"apps", "v1", "deployments", "Deployment", true};
+inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
+inline const Resource kEvents{"events.k8s.io", "v1", "events", "Event", true};
+inline const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                                 "CustomResourceDefinition", false};
+inline const Resource kTrainingTasks{"valley.dev", "v1alpha1", "trainingtasks", "TrainingTask", true};
+inline const Resource kPricingPolicies{"valley.dev", "v1alpha1", "pricingpolicies", "PricingPolicy", false};
+}  // namespace resources
+
+}  // namespace valley::kube

@@ -1,0 +1,59 @@
+#include "operator/kube/watch_decoder.h"
+
+namespace valley::kube {
+
+bool WatchDecoder::decode_line(std::string_view line) {
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+  if (line.empty()) return true;
+  nlohmann::json frame = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!frame.is_object() || !frame.contains("type") || !frame["type"].is_string() || !frame.contains("object") ||
+      !frame["object"].is_object()) {
+    ++malformed_;
+    return true;
+  }
+  ++events_;
+  WatchEvent ev{frame["type"].get<std::string>(), std::move(frame["object"])};
+  if (!on_event_(std::move(ev))) {
+    stopped_ = true;
+    return false;
+  }
+  return true;
+}
+
+bool WatchDecoder::feed(std::string_view chunk) {
+  if (stopped_) return false;
+  while (!chunk.empty()) {
+    size_t nl = chunk.find('\n');
+    if (nl == std::string_view::npos) {
+      if (!discarding_) pending_.append(chunk);
+      if (pending_.size() > kMaxLine) {
+        pending_.clear();
+        discarding_ = true;
+        ++malformed_;
+      }
+      return true;
+    }
+    if (discarding_) {
+      discarding_ = false;
+    } else if (pending_.empty()) {
+      if (!decode_line(chunk.substr(0, nl))) return false;
+    } else {
+      pending_.append(chunk.substr(0, nl));
+      std::string line;
+      line.swap(pending_);
+      if (!decode_line(line)) return false;
+    }
+    chunk.remove_prefix(nl + 1);
+  }
+  return true;
+}
+
+bool WatchDecoder::finish() {
+  if (stopped_) return false;
+  if (discarding_ || pending_.empty()) return true;
+  std::string line;
+  line.swap(pending_);
+  return decode_line(line);
+}
+
+}  // namespace valley::kube

@@ -1,0 +1,131 @@
+#include "operator/kube/workqueue.h"
+
+#include <spdlog/spdlog.h>
+
+namespace valley::kube {
+
+WorkQueue::WorkQueue(WorkQueueOptions options)
+    : options_(options), backoff_(options.backoff_base, options.backoff_cap), bucket_(options.qps, options.burst) {}
+
+WorkQueue::~WorkQueue() { shut_down(); }
+
+void WorkQueue::add_locked(const std::string& key) {
+  if (shutting_down_ || dirty_.count(key)) return;
+  dirty_.insert(key);
+  if (processing_.count(key)) return;  // re-queued by done()
+  queue_.push_back(key);
+  cv_.notify_one();
+}
+
+void WorkQueue::add(const std::string& key) {
+  std::lock_guard lock(mu_);
+  waiting_.erase(key);  // due now: any pending delay is moot
+  add_locked(key);
+}
+
+void WorkQueue::add_after(const std::string& key, Clock::duration delay) {
+  if (delay <= Clock::duration::zero()) return add(key);
+  std::lock_guard lock(mu_);
+  if (shutting_down_) return;
+  auto due = Clock::now() + delay;
+  auto [it, inserted] = waiting_.emplace(key, due);
+  if (!inserted && due < it->second) it->second = due;  // the earliest request wins
+  cv_.notify_all();  // a sleeping get() may need to wake earlier
+}
+
+void WorkQueue::add_rate_limited(const std::string& key) {
+  auto delay = std::max(backoff_.next(key), bucket_.reserve(Clock::now()));
+  add_after(key, delay);
+}
+
+void WorkQueue::forget(const std::string& key) { backoff_.forget(key); }
+
+void WorkQueue::promote_due_locked(Clock::time_point now) {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->second <= now) {
+      std::string key = it->first;
+      it = waiting_.erase(it);
+      add_locked(key);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::optional<std::string> WorkQueue::get() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (shutting_down_) return std::nullopt;
+    promote_due_locked(Clock::now());
+    if (!queue_.empty()) break;
+    if (waiting_.empty()) {
+      cv_.wait(lock);
+    } else {
+      auto next = waiting_.begin()->second;
+      for (const auto& [k, due] : waiting_) next = std::min(next, due);
+      cv_.wait_until(lock, next);
+    }
+  }
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  processing_.insert(key);
+  dirty_.erase(key);
+  return key;
+}
+
+void WorkQueue::done(const std::string& key) {
+  std::lock_guard lock(mu_);
+  processing_.erase(key);
+  if (dirty_.count(key) && !shutting_down_) {
+    queue_.push_back(key);
+    cv_.notify_one();
+  }
+}
+
+void WorkQueue::shut_down() {
+  {
+    std::lock_guard lock(mu_);
+    shutting_down_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool WorkQueue::shutting_down() const {
+  std::lock_guard lock(mu_);
+  return shutting_down_;
+}
+
+size_t WorkQueue::length() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+size_t WorkQueue::delayed() const {
+  std::lock_guard lock(mu_);
+  return waiting_.size();
+}
+
+std::vector<std::thread> run_workers(WorkQueue& queue, int workers, std::function<bool(const std::string&)> reconcile) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < workers; ++i) {
+    threads.emplace_back([&queue, reconcile] {
+      while (auto key = queue.get()) {
+        bool ok = false;
+        try {
+          ok = reconcile(*key);
+        } catch (const std::exception& e) {
+          spdlog::error("reconcile {}: {}", *key, e.what());
+        }
+        if (ok) {
+          queue.forget(*key);
+        } else {
+          queue.add_rate_limited(*key);
+        }
+        queue.done(*key);
+      }
+    });
+  }
+  return threads;
+}
+
+}  // namespace valley::kube

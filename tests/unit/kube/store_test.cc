@@ -1,0 +1,63 @@
+#include "operator/kube/store.h"
+
+#include <gtest/gtest.h>
+
+namespace valley::kube {
+namespace {
+using json = nlohmann::json;
+
+ObjectPtr pod(const std::string& ns, const std::string& name, const std::string& node, const std::string& owner,
+              json labels = json::object()) {
+  json p = {{"metadata", {{"namespace", ns}, {"name", name}, {"labels", labels}}}, {"spec", json::object()}};
+  if (!node.empty()) p["spec"]["nodeName"] = node;
+  if (!owner.empty()) p["metadata"]["ownerReferences"] = {{{"uid", owner}, {"kind", "TrainingTask"}}};
+  return std::make_shared<const json>(p);
+}
+
+TEST(Store, IndexesFollowUpdatesAndDeletes) {
+  Store s;
+  s.add_standard_indexes();
+  s.upsert("a/p1", pod("a", "p1", "n1", "u1", {{"valley.dev/task", "t1"}}));
+  s.upsert("a/p2", pod("a", "p2", "n1", "u1", {{"valley.dev/task", "t1"}}));
+  s.upsert("b/p3", pod("b", "p3", "", "u2"));
+  EXPECT_EQ(s.size(), 3u);
+  EXPECT_EQ(s.by_index(index::kNamespace, "a").size(), 2u);
+  EXPECT_EQ(s.by_index(index::kOwnerUid, "u1").size(), 2u);
+  EXPECT_EQ(s.by_index(index::kNodeName, "n1").size(), 2u);
+  EXPECT_EQ(s.by_index(index::kLabel, "valley.dev/task=t1").size(), 2u);
+
+  // p1 moves to another node and loses its label: the old index entries go.
+  auto old = s.upsert("a/p1", pod("a", "p1", "n2", "u1"));
+  ASSERT_TRUE(old);
+  EXPECT_EQ((*old)["spec"]["nodeName"], "n1");
+  EXPECT_EQ(s.by_index(index::kNodeName, "n1").size(), 1u);
+  EXPECT_EQ(s.by_index(index::kNodeName, "n2").size(), 1u);
+  EXPECT_EQ(s.by_index(index::kLabel, "valley.dev/task=t1").size(), 1u);
+
+  EXPECT_TRUE(s.erase("a/p2"));
+  EXPECT_FALSE(s.erase("a/p2"));
+  EXPECT_TRUE(s.by_index(index::kNodeName, "n1").empty());
+  EXPECT_EQ(s.by_index(index::kOwnerUid, "u1").size(), 1u);
+  EXPECT_TRUE(s.by_index("no-such-index", "x").empty());
+}
+
+TEST(Store, MalformedObjectsAreCachedWithoutIndexEntries) {
+  Store s;
+  s.add_standard_indexes();
+  s.upsert("x", std::make_shared<const json>(json{{"metadata", "not an object"}, {"spec", 3}}));
+  s.upsert("y", std::make_shared<const json>(json::object()));
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_TRUE(s.by_index(index::kNamespace, "").empty());
+}
+
+TEST(Store, ReadersKeepTheirSnapshot) {
+  Store s;
+  s.upsert("a/p", pod("a", "p", "n1", ""));
+  ObjectPtr held = s.get("a/p");
+  s.upsert("a/p", pod("a", "p", "n2", ""));
+  EXPECT_EQ((*held)["spec"]["nodeName"], "n1");
+  EXPECT_EQ((*s.get("a/p"))["spec"]["nodeName"], "n2");
+}
+
+}  // namespace
+}  // namespace valley::kube
