@@ -11,12 +11,12 @@ CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
 CTEST := ctest --output-on-failure --no-tests=error
 CLUSTER := tests/cluster/cluster.sh
 
-.PHONY: help deps build unit unit-sanitize cluster-binaries cluster-up cluster-down e2e test demo bench clean
+.PHONY: help deps build unit unit-sanitize fuzz cluster-binaries cluster-up cluster-down e2e test demo bench clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
 	@echo "make test    everything: deps, build, unit tests (plain and sanitized), e2e on a real control plane"
-	@echo "other targets: deps build unit unit-sanitize cluster-up cluster-down e2e bench clean"
+	@echo "other targets: deps build unit unit-sanitize fuzz cluster-up cluster-down e2e bench clean"
 
 deps:
 	@scripts/deps.sh
@@ -38,6 +38,10 @@ unit-sanitize:
 	cd $(SANITIZE_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(CTEST) -L unit
 
+# libFuzzer targets (clang), briefly; FUZZ_SECONDS=600 make fuzz for a longer run.
+fuzz:
+	@tests/fuzz/run.sh
+
 cluster-binaries:
 	@tests/cluster/build-binaries.sh
 
@@ -50,7 +54,7 @@ cluster-down:
 e2e: build cluster-up
 	cd $(BUILD_DIR) && $(CTEST) -L e2e
 
-test: deps build unit unit-sanitize e2e
+test: deps build unit unit-sanitize fuzz e2e
 
 demo: deps build cluster-up
 	@scripts/demo.sh
@@ -59,4 +63,4 @@ bench:
 	@echo "bench: no benchmarks yet (issue 9 adds bench/controlplane and bench/sim)"
 
 clean:
-	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) build-fuzz

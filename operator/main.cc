@@ -1,15 +1,16 @@
-// valley-operator: the Valley controller process. At this stage it connects to the API server named
-// by a kubeconfig or the in-cluster service account, reports the server version, and runs until
-// SIGTERM/SIGINT. Controllers, leader election and the HTTP endpoints join it in later issues.
+// valley-operator: the Valley controller process. Connects to the API server named by a kubeconfig
+// or the in-cluster service account, wins leader election, and runs the controllers while leading
+// until SIGTERM/SIGINT (see manager.h).
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <iostream>
 
+#include "operator/duration.h"
 #include "operator/flags.h"
 #include "operator/kube/client.h"
 #include "operator/kube/error.h"
 #include "operator/logging.h"
+#include "operator/manager.h"
 #include "operator/signals.h"
 #include "valley/version.h"
 
@@ -20,9 +21,24 @@ valley::Flags make_flags() {
       {"kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, in-cluster, then ~/.kube/config"},
       {"context", "", "kubeconfig context to use; empty: the current context"},
       {"log-level", "info", "trace, debug, info, warn or error"},
+      {"kube-api-qps", "50", "client-side limit on requests per second to the API server"},
+      {"kube-api-burst", "100", "requests allowed above kube-api-qps in a burst"},
+      {"leader-elect", "true", "run controllers only while holding the leader Lease", true},
+      {"leader-elect-namespace", "", "namespace of the leader Lease; empty: the service account's namespace"},
+      {"leader-elect-name", "valley-operator", "name of the leader Lease"},
+      {"leader-elect-identity", "", "this process's identity in the Lease; empty: hostname_random"},
+      {"leader-elect-lease-duration", "15s", "how long a lease stays valid after its last renewal"},
+      {"leader-elect-renew-deadline", "10s", "how long the leader keeps trying to renew before stepping down"},
+      {"leader-elect-retry-period", "2s", "time between attempts to acquire or renew"},
       {"version", "false", "print the version and exit", true},
       {"help", "false", "print this help and exit", true},
   });
+}
+
+std::chrono::milliseconds duration_flag(const valley::Flags& flags, const std::string& name) {
+  auto d = valley::parse_duration(flags.get(name));
+  if (!d) throw std::invalid_argument("--" + name + "=" + flags.get(name) + " is not a duration like 15s or 1m");
+  return *d;
 }
 
 }  // namespace
@@ -30,25 +46,34 @@ valley::Flags make_flags() {
 int main(int argc, char** argv) {
   valley::ShutdownSignal shutdown;  // first: blocks the signals before any other thread starts
   valley::Flags flags = make_flags();
+  valley::ManagerOptions options;
+  valley::kube::HttpOptions http;
   try {
     auto positional = flags.parse(argc, argv);
     if (!positional.empty()) throw std::invalid_argument("unexpected argument \"" + positional[0] + "\"");
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "valley-operator: " << e.what() << "\n\nflags:\n" << flags.usage();
-    return 2;
-  }
-  if (flags.get_bool("help")) {
-    std::cout << "valley-operator: runs Valley's controllers\n\nflags:\n" << flags.usage();
-    return 0;
-  }
-  if (flags.get_bool("version")) {
-    std::cout << "valley-operator " << valley::kVersion << " (" << valley::kGitCommit << ")\n";
-    return 0;
-  }
-  try {
+    if (flags.get_bool("help")) {
+      std::cout << "valley-operator: runs Valley's controllers\n\nflags (or VALLEY_<FLAG> variables):\n" << flags.usage();
+      return 0;
+    }
+    if (flags.get_bool("version")) {
+      std::cout << "valley-operator " << valley::kVersion << " (" << valley::kGitCommit << ")\n";
+      return 0;
+    }
     valley::init_logging(flags.get("log-level"));
-  } catch (const std::exception& e) {
-    std::cerr << "valley-operator: " << e.what() << "\n";
+    http.qps = std::stod(flags.get("kube-api-qps"));
+    http.burst = std::stoi(flags.get("kube-api-burst"));
+    options.leader_elect = flags.get_bool("leader-elect");
+    auto& le = options.leader_election;
+    le.lease_name = flags.get("leader-elect-name");
+    le.identity = flags.get("leader-elect-identity");
+    if (le.identity.empty()) le.identity = valley::kube::default_identity();
+    le.lease_duration = duration_flag(flags, "leader-elect-lease-duration");
+    le.renew_deadline = duration_flag(flags, "leader-elect-renew-deadline");
+    le.retry_period = duration_flag(flags, "leader-elect-retry-period");
+    if (le.lease_duration <= le.renew_deadline || le.renew_deadline.count() <= le.retry_period.count() * 1.2)
+      throw std::invalid_argument("leader election needs lease-duration > renew-deadline > 1.2 x retry-period");
+  } catch (const std::exception& e) {  // std::stod/stoi throw std::invalid_argument/out_of_range too
+    std::cerr << "valley-operator: " << e.what() << "\n\nflags:\n" << flags.usage();
     return 2;
   }
 
@@ -57,32 +82,15 @@ int main(int argc, char** argv) {
   try {
     auto config = valley::kube::load_default(flags.get("kubeconfig"), flags.get("context"));
     spdlog::info("API server {} from {}", config.server, config.source);
-    client = std::make_unique<valley::kube::Client>(std::move(config));
+    if (options.leader_election.lease_namespace = flags.get("leader-elect-namespace");
+        options.leader_election.lease_namespace.empty())
+      options.leader_election.lease_namespace = config.default_namespace;
+    client = std::make_unique<valley::kube::Client>(std::move(config), http);
   } catch (const valley::kube::KubeError& e) {
     spdlog::error("configuration: {}", e.what());
     return 1;
   }
 
-  // The API server may be restarting (or not up yet when we are): retry, with backoff, until it
-  // answers or we are told to stop. Authentication and authorization failures will not heal: exit.
-  std::chrono::milliseconds backoff(200);
-  for (;;) {
-    try {
-      auto version = client->server_version();
-      spdlog::info("connected: Kubernetes {} (platform {})", version.value("gitVersion", "?"), version.value("platform", "?"));
-      break;
-    } catch (const valley::kube::KubeError& e) {
-      if (e.http_status() == 401 || e.http_status() == 403) {
-        spdlog::error("the API server refused our credentials: {}", e.what());
-        return 1;
-      }
-      spdlog::warn("API server not reachable yet, retrying in {} ms: {}", backoff.count(), e.what());
-    }
-    if (shutdown.wait_for(backoff)) break;
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
-  }
-
-  shutdown.wait();
-  spdlog::info("signal {} received, shutting down", shutdown.signal_number());
-  return 0;
+  valley::Manager manager(*client, options, shutdown);
+  return manager.run();
 }

@@ -6,6 +6,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates openssl
   libcurl4-openssl-dev nlohmann-json3-dev libyaml-cpp-dev libboost-dev libboost-system-dev
   libspdlog-dev libfmt-dev libssl-dev libgtest-dev libgmock-dev googletest
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${pkgs[@]}"; do

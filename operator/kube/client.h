@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/kube/error.h"
 #include "operator/kube/http.h"
 #include "operator/kube/resource.h"
 #include "operator/kube/watch_decoder.h"
@@ -95,6 +96,20 @@ class Client {
 
   HttpClient http_;
 };
+
+// Runs `f` (read-modify-write), again while it fails with 409 Conflict, up to `attempts` times;
+// the last conflict is rethrown. The usual way to update an object that others also write.
+template <typename F>
+void retry_on_conflict(F&& f, int attempts = 5) {
+  for (int i = 1;; ++i) {
+    try {
+      f();
+      return;
+    } catch (const KubeError& e) {
+      if (e.http_status() != 409 || i >= attempts) throw;
+    }
+  }
+}
 
 // Throws KubeError from a non-2xx response, using the Status object's message and reason if any.
 [[noreturn]] void throw_status(const std::string& what, const HttpResponse& response);

@@ -7,6 +7,7 @@
 #   cluster.sh status              which components run and answer
 #   cluster.sh nodes PROFILE       make the kwok nodes exactly those of PROFILE (YAML, see profiles/)
 #   cluster.sh stop|start|restart COMPONENT   one of etcd, apiserver, controller-manager, scheduler, kwok
+#   cluster.sh compact             compact etcd's history up to now (old resourceVersions expire)
 #
 # State lives in $VALLEY_HOME (default: <repo>/.valley): bin/ (links into the build cache), pki/,
 # kubeconfig (admin), etcd/, logs/, run/. The API server listens on 127.0.0.1 only, with TLS, client
@@ -219,6 +220,16 @@ kcm_healthy() { curl -skf "https://127.0.0.1:$KCM_PORT/healthz" | grep -q ok; }
 scheduler_healthy() { curl -skf "https://127.0.0.1:$SCHEDULER_PORT/healthz" | grep -q ok; }
 default_sa_exists() { kubectl get serviceaccount default -n default; }
 
+wait_healthy() { # component
+  case $1 in
+    etcd) wait_for etcd etcd_healthy ;;
+    apiserver) wait_for kube-apiserver apiserver_ready ;;
+    controller-manager) wait_for kube-controller-manager kcm_healthy ;;
+    scheduler) wait_for kube-scheduler scheduler_healthy ;;
+    kwok) sleep 0.5 ;;  # kwok has no health endpoint of its own here; nodes show its work
+  esac
+}
+
 profile_node_count() {
   "$BIN/valley-nodegen" "$1" | grep -c '"kind": "Node"'
 }
@@ -241,6 +252,16 @@ apply_profile() { # profile
   extra=$(comm -13 <(echo "$wanted") <(echo "$have") | grep -v '^$' || true)
   [ -z "$extra" ] || kubectl delete node $extra >/dev/null
   wait_for "$(echo "$wanted" | wc -l) kwok nodes Ready" nodes_ready "$(echo "$wanted" | wc -l)"
+}
+
+# etcd's JSON gateway: the current revision, then a physical compaction at it.
+compact_etcd() {
+  local rev
+  rev=$(curl -sf -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/range" -d '{"key":"AA==","limit":1}' |
+        grep -o '"revision":"[0-9]*"' | head -1 | grep -o '[0-9]*')
+  [ -n "$rev" ] || die "could not read etcd's revision"
+  curl -sf -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null
+  log "etcd compacted at revision $rev"
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -285,8 +306,9 @@ main() {
     status) cmd_status ;;
     nodes) [ $# -eq 2 ] || die "usage: cluster.sh nodes PROFILE"; apply_profile "$2" ;;
     stop) stop_component "${2:?component}" ;;
-    start) start_component "${2:?component}" ;;
-    restart) stop_component "${2:?component}"; start_component "$2" ;;
+    start) start_component "${2:?component}"; wait_healthy "$2" ;;
+    restart) stop_component "${2:?component}"; start_component "$2"; wait_healthy "$2" ;;
+    compact) compact_etcd ;;
     *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -122,5 +123,25 @@ std::string ChildProcess::output() const {
 }
 
 std::string binary(const std::string& name) { return std::string(VALLEY_BIN_DIR) + "/" + name; }
+
+int cluster_sh(const std::vector<std::string>& args, std::chrono::seconds timeout) {
+  std::vector<std::string> argv{"/bin/bash", std::string(VALLEY_SOURCE_DIR) + "/tests/cluster/cluster.sh"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess p(argv, ::testing::TempDir() + "/cluster-sh.log");
+  int rc = p.wait(timeout);
+  if (rc != 0) std::cerr << "cluster.sh output:\n" << p.output();
+  return rc;
+}
+
+std::unique_ptr<kube::Client> unlimited_admin() {
+  kube::HttpOptions options;
+  options.qps = 0;
+  return std::make_unique<kube::Client>(admin_config(), options);
+}
+
+json config_map(const std::string& name, const json& labels) {
+  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"labels", labels}}},
+          {"data", {{"k", "v"}}}};
+}
 
 }  // namespace valley::e2e

@@ -59,4 +59,12 @@ class ChildProcess {
 
 std::string binary(const std::string& name);  // <build>/bin/<name>
 
+// Runs tests/cluster/cluster.sh with `args` (e.g. {"restart", "apiserver"}); returns its exit status.
+int cluster_sh(const std::vector<std::string>& args, std::chrono::seconds timeout = std::chrono::seconds(120));
+
+// An admin client without the client-side rate limit (tests create objects in bulk).
+std::unique_ptr<kube::Client> unlimited_admin();
+
+json config_map(const std::string& name, const json& labels = json::object());
+
 }  // namespace valley::e2e

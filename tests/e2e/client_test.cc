@@ -1,0 +1,389 @@
+// The Kubernetes client against the real control plane: pagination, conflicts, server-side apply,
+// deletes with preconditions, watches that survive an API server restart, relists after etcd
+// compaction, leader election between two operator processes, and event aggregation.
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "operator/kube/error.h"
+#include "operator/kube/events.h"
+#include "operator/kube/informer.h"
+#include "operator/kube/timefmt.h"
+#include "tests/e2e/support.h"
+
+namespace valley::e2e {
+namespace {
+
+using kube::resources::kConfigMaps;
+using kube::resources::kLeases;
+
+using Rest = ClusterTest;
+
+TEST_F(Rest, ListingMoreThan1500ObjectsFollowsContinueTokens) {
+  auto client = unlimited_admin();
+  const int n = 1600;
+  std::vector<std::thread> creators;
+  for (int t = 0; t < 8; ++t)
+    creators.emplace_back([&, t] {
+      for (int i = t; i < n; i += 8) client->create(kConfigMaps, ns, config_map("cm-" + std::to_string(i), {{"bulk", "yes"}}));
+    });
+  for (auto& c : creators) c.join();
+  kube::ListOptions lo;
+  lo.label_selector = "bulk=yes";
+  lo.page_size = 500;
+  auto result = client->list(kConfigMaps, ns, lo);
+  EXPECT_EQ(result.items.size(), static_cast<size_t>(n));
+  EXPECT_EQ(result.pages, 4);
+  EXPECT_FALSE(result.resource_version.empty());
+  std::set<std::string> names;
+  for (const auto& item : result.items) names.insert(item["metadata"]["name"]);
+  EXPECT_EQ(names.size(), static_cast<size_t>(n));  // no duplicates across pages
+  EXPECT_EQ(result.items[0]["kind"], "ConfigMap");  // restored on list items
+}
+
+TEST_F(Rest, StaleUpdateIsAConflictAndRetryOnConflictConverges) {
+  admin->create(kConfigMaps, ns, config_map("counter"));
+  json a = admin->get(kConfigMaps, ns, "counter");
+  json b = a;
+  a["data"]["k"] = "from-a";
+  admin->update(kConfigMaps, a);
+  b["data"]["k"] = "from-b";
+  try {
+    admin->update(kConfigMaps, b);
+    FAIL() << "a stale update was accepted";
+  } catch (const kube::KubeError& e) {
+    EXPECT_EQ(e.http_status(), 409);
+    EXPECT_EQ(e.reason(), "Conflict");
+  }
+  // Ten writers incrementing one counter: every increment lands once.
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 10; ++w)
+    writers.emplace_back([&] {
+      kube::retry_on_conflict([&] {
+        json cm = admin->get(kConfigMaps, ns, "counter");
+        int v = cm["data"].value("n", "0") == "0" ? 0 : std::stoi(cm["data"]["n"].get<std::string>());
+        cm["data"]["n"] = std::to_string(v + 1);
+        admin->update(kConfigMaps, cm);
+      }, 50);
+    });
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(admin->get(kConfigMaps, ns, "counter")["data"]["n"], "10");
+}
+
+TEST_F(Rest, ServerSideApplyPatchesAndDeletePreconditions) {
+  json desired = config_map("applied", {{"app", "valley"}});
+  desired["metadata"]["namespace"] = ns;
+  json applied = admin->apply(kConfigMaps, desired, "valley-test");
+  EXPECT_EQ(applied["data"]["k"], "v");
+  desired["data"]["k"] = "v2";
+  applied = admin->apply(kConfigMaps, desired, "valley-test");
+  EXPECT_EQ(applied["data"]["k"], "v2");
+  bool managed = false;
+  for (const auto& mf : applied["metadata"]["managedFields"]) managed |= mf["manager"] == "valley-test";
+  EXPECT_TRUE(managed);
+
+  json patched = admin->patch(kConfigMaps, ns, "applied", kube::PatchType::Merge, {{"data", {{"extra", "1"}}}});
+  EXPECT_EQ(patched["data"]["extra"], "1");
+  patched = admin->patch(kConfigMaps, ns, "applied", kube::PatchType::JSON,
+                         json::array({{{"op", "remove"}, {"path", "/data/extra"}}}));
+  EXPECT_FALSE(patched["data"].contains("extra"));
+
+  kube::DeleteOptions wrong;
+  wrong.precondition_uid = "00000000-0000-0000-0000-000000000000";
+  try {
+    admin->remove(kConfigMaps, ns, "applied", wrong);
+    FAIL() << "delete ignored its precondition";
+  } catch (const kube::KubeError& e) {
+    EXPECT_EQ(e.http_status(), 409);
+  }
+  kube::DeleteOptions right;
+  right.precondition_uid = patched["metadata"]["uid"];
+  EXPECT_TRUE(admin->remove(kConfigMaps, ns, "applied", right));
+  EXPECT_FALSE(admin->remove(kConfigMaps, ns, "applied"));  // already gone: not an error
+  try {
+    admin->get(kConfigMaps, ns, "applied");
+    FAIL();
+  } catch (const kube::KubeError& e) {
+    EXPECT_EQ(e.http_status(), 404);
+    EXPECT_EQ(e.reason(), "NotFound");
+  }
+}
+
+// Records what an informer delivers, for comparison with what was written.
+struct Recorder {
+  std::mutex mu;
+  std::set<std::string> added, deleted;
+  int updates = 0;
+  kube::InformerHandlers handlers() {
+    return {[this](const kube::ObjectPtr& o) {
+              std::lock_guard l(mu);
+              added.insert((*o)["metadata"]["name"].get<std::string>());
+            },
+            [this](const kube::ObjectPtr&, const kube::ObjectPtr&) {
+              std::lock_guard l(mu);
+              ++updates;
+            },
+            [this](const kube::ObjectPtr& o) {
+              std::lock_guard l(mu);
+              deleted.insert((*o)["metadata"]["name"].get<std::string>());
+            }};
+  }
+  size_t added_count() {
+    std::lock_guard l(mu);
+    return added.size();
+  }
+};
+
+// Creates `name`, retrying while the API server is away (as a controller would).
+void create_until_done(kube::Client& client, const std::string& ns, const std::string& name) {
+  for (int attempt = 0; attempt < 600; ++attempt) {
+    try {
+      client.create(kConfigMaps, ns, config_map(name, {{"watched", "yes"}}));
+      return;
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() == 409) return;  // an earlier attempt landed after all
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  FAIL() << "could not create " << name;
+}
+
+using Watch = ClusterTest;
+
+TEST_F(Watch, InformerSurvivesAnApiServerRestartWithoutMissingAnEvent) {
+  auto client = unlimited_admin();
+  kube::InformerOptions io;
+  io.ns = ns;
+  io.label_selector = "watched=yes";
+  kube::Informer informer(*client, kConfigMaps, io);
+  Recorder rec;
+  informer.add_handlers(rec.handlers());
+  informer.start();
+  ASSERT_TRUE(informer.wait_for_sync(10s));
+
+  const int n = 120;
+  std::atomic<int> written{0};
+  auto writer = std::thread([&] {
+    auto w = unlimited_admin();
+    for (int i = 0; i < n; ++i) {
+      create_until_done(*w, ns, "cm-" + std::to_string(i));
+      ++written;
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return written.load() >= 30; }, 30s));
+  ASSERT_EQ(cluster_sh({"restart", "apiserver"}), 0);  // mid-stream
+  writer.join();
+
+  EXPECT_TRUE(eventually([&] { return rec.added_count() == static_cast<size_t>(n); }, 60s))
+      << "informer saw " << rec.added_count() << " of " << n;
+  EXPECT_EQ(informer.store().size(), static_cast<size_t>(n));
+  EXPECT_GE(informer.stats().watches.load(), 2u) << "the watch was not resumed";
+  EXPECT_TRUE(rec.deleted.empty());
+  informer.stop();
+}
+
+TEST_F(Watch, StaleResourceVersionAfterCompactionLeadsToOneRelistNotACrashLoop) {
+  auto client = unlimited_admin();
+  client->create(kConfigMaps, ns, config_map("before", {{"watched", "yes"}}));
+  kube::InformerOptions io;
+  io.ns = ns;
+  io.label_selector = "watched=yes";
+  kube::Informer informer(*client, kConfigMaps, io);
+  Recorder rec;
+  informer.add_handlers(rec.handlers());
+  informer.start();
+  ASSERT_TRUE(informer.wait_for_sync(10s));
+  std::string synced_rv = informer.last_resource_version();
+
+  // History the informer does not follow (other labels) moves etcd on; then compact and restart
+  // the API server so its watch cache starts after the informer's resourceVersion.
+  for (int i = 0; i < 20; ++i) client->create(kConfigMaps, ns, config_map("noise-" + std::to_string(i)));
+  ASSERT_EQ(cluster_sh({"stop", "apiserver"}), 0);
+  ASSERT_EQ(cluster_sh({"compact"}), 0);
+  ASSERT_EQ(cluster_sh({"start", "apiserver"}), 0);
+
+  // Once listed again, it keeps working.
+  ASSERT_TRUE(eventually([&] { return informer.stats().expired.load() >= 1; }, 60s))
+      << "lists " << informer.stats().lists << ", watch errors " << informer.stats().watch_errors;
+  create_until_done(*client, ns, "after");
+  EXPECT_TRUE(eventually([&] { return rec.added_count() == 2; }, 30s));
+  EXPECT_LE(informer.stats().lists.load(), 3u) << "relisting in a loop";
+  EXPECT_NE(informer.last_resource_version(), synced_rv);
+
+  // The old resourceVersion is refused with 410 to a plain watch too.
+  try {
+    kube::WatchOptions wo;
+    wo.resource_version = synced_rv;
+    wo.timeout_seconds = 5;
+    bool expired_event = false;
+    client->watch(kConfigMaps, ns, wo, [&](kube::WatchEvent&& ev) {
+      expired_event = ev.type == "ERROR" && ev.object.value("code", 0) == 410;
+      return false;
+    });
+    EXPECT_TRUE(expired_event);
+  } catch (const kube::KubeError& e) {
+    EXPECT_EQ(e.http_status(), 410);
+  }
+  informer.stop();
+}
+
+TEST_F(Watch, DeletesAndIndexesFollowTheServer) {
+  auto client = unlimited_admin();
+  for (int i = 0; i < 5; ++i) client->create(kConfigMaps, ns, config_map("x-" + std::to_string(i), {{"watched", "yes"}}));
+  kube::InformerOptions io;
+  io.ns = ns;
+  io.label_selector = "watched=yes";
+  kube::Informer informer(*client, kConfigMaps, io);
+  Recorder rec;
+  informer.add_handlers(rec.handlers());
+  informer.start();
+  ASSERT_TRUE(informer.wait_for_sync(10s));
+  client->remove(kConfigMaps, ns, "x-3");
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard l(rec.mu);
+    return rec.deleted.count("x-3") == 1;
+  }, 10s));
+  EXPECT_EQ(informer.store().size(), 4u);
+  EXPECT_EQ(informer.store().by_index(kube::index::kLabel, "watched=yes").size(), 4u);
+  EXPECT_EQ(informer.store().by_index(kube::index::kNamespace, ns).size(), 4u);
+  // Cached objects carry no managedFields (stripped to save memory).
+  EXPECT_FALSE((*informer.store().get(ns + "/x-0"))["metadata"].contains("managedFields"));
+  informer.stop();
+}
+
+using Events = ClusterTest;
+
+TEST_F(Events, AHotLoopBecomesOneEventWithACount) {
+  json cm = admin->create(kConfigMaps, ns, config_map("subject"));
+  uint64_t writes = 0;
+  {
+    kube::EventOptions eo;
+    eo.reporting_instance = "e2e";
+    kube::EventRecorder recorder(*admin, eo);
+    for (int i = 0; i < 500; ++i) recorder.warning(cm, "Unschedulable", "Admit", "needs 8 GPUs, 3 free");
+    recorder.normal(cm, "Admitted", "Admit", "4 workers placed");
+    recorder.flush();
+    writes = recorder.writes();
+  }
+  auto events = admin->list(kube::resources::kEvents, ns);
+  ASSERT_EQ(events.items.size(), 2u);
+  int total = 0;
+  for (const auto& ev : events.items) {
+    EXPECT_EQ(ev["regarding"]["uid"], cm["metadata"]["uid"]);
+    EXPECT_EQ(ev["reportingController"], "valley.dev/operator");
+    if (ev["reason"] == "Unschedulable") {
+      total = ev.contains("series") ? ev["series"]["count"].get<int>() : 1;
+      EXPECT_EQ(ev["type"], "Warning");
+    }
+  }
+  EXPECT_EQ(total, 500);
+  EXPECT_LE(writes, 4u) << "500 recordings should cost a handful of writes";
+}
+
+// --- leader election between two real operator processes ---
+
+struct OperatorProcess {
+  std::unique_ptr<ChildProcess> process;
+  std::string id;
+};
+
+OperatorProcess start_operator(const std::string& ns, const std::string& id) {
+  std::vector<std::string> argv = {binary("valley-operator"),
+                                   "--kubeconfig=" + admin_kubeconfig_path(),
+                                   "--leader-elect-namespace=" + ns,
+                                   "--leader-elect-identity=" + id,
+                                   "--leader-elect-lease-duration=4s",
+                                   "--leader-elect-renew-deadline=3s",
+                                   "--leader-elect-retry-period=500ms"};
+  return {std::make_unique<ChildProcess>(argv, ::testing::TempDir() + "/operator-" + id + ".log"), id};
+}
+
+bool leads(const OperatorProcess& p) { return p.process->output().find(p.id + " became the leader") != std::string::npos; }
+
+using LeaderElection = ClusterTest;
+
+TEST_F(LeaderElection, ExactlyOneLeadsAndASurvivorTakesOverAfterKill9) {
+  // Every version of the Lease, to check that leadership never overlaps.
+  std::mutex mu;
+  std::vector<json> history;
+  std::atomic<bool> stop_watch{false};
+  std::thread watcher([&] {
+    auto c = unlimited_admin();
+    while (!stop_watch) {
+      try {
+        kube::WatchOptions wo;
+        wo.timeout_seconds = 5;
+        wo.field_selector = "metadata.name=valley-operator";
+        c->watch(kLeases, ns, wo, [&](kube::WatchEvent&& ev) {
+          if (ev.type == "ADDED" || ev.type == "MODIFIED") {
+            std::lock_guard l(mu);
+            history.push_back(ev.object["spec"]);
+          }
+          return !stop_watch.load();
+        }, &stop_watch);
+      } catch (const kube::KubeError&) {
+      }
+    }
+  });
+
+  auto a = start_operator(ns, "op-a");
+  auto b = start_operator(ns, "op-b");
+  ASSERT_TRUE(eventually([&] { return leads(a) || leads(b); }, 20s));
+  std::this_thread::sleep_for(2s);  // several renewals: still exactly one leader
+  ASSERT_NE(leads(a), leads(b)) << a.process->output() << b.process->output();
+  auto& leader = leads(a) ? a : b;
+  auto& follower = leads(a) ? b : a;
+
+  auto killed_at = std::chrono::steady_clock::now();
+  leader.process->signal(SIGKILL);
+  leader.process->wait(5s);
+  ASSERT_TRUE(eventually([&] { return leads(follower); }, 15s)) << follower.process->output();
+  auto failover = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  std::cout << "[figure] leader failover after kill -9: " << failover << " s (lease duration 4 s)\n";
+  RecordProperty("failover_seconds", std::to_string(failover));
+
+  stop_watch = true;
+  watcher.join();
+  // The survivor acquired no earlier than a full lease duration after the dead leader's last renewal.
+  std::lock_guard l(mu);
+  std::string last_renew_of_dead;
+  std::string acquire_of_survivor;
+  for (const auto& spec : history) {
+    if (spec.value("holderIdentity", "") == leader.id) last_renew_of_dead = spec.value("renewTime", "");
+    if (spec.value("holderIdentity", "") == follower.id && acquire_of_survivor.empty())
+      acquire_of_survivor = spec.value("acquireTime", "");
+  }
+  ASSERT_FALSE(last_renew_of_dead.empty());
+  ASSERT_FALSE(acquire_of_survivor.empty());
+  auto gap = *kube::parse_time(acquire_of_survivor) - *kube::parse_time(last_renew_of_dead);
+  EXPECT_GE(gap, 4s) << "leadership overlapped: " << last_renew_of_dead << " -> " << acquire_of_survivor;
+
+  follower.process->signal(SIGTERM);
+  EXPECT_EQ(follower.process->wait(10s), 0);
+}
+
+TEST_F(LeaderElection, OrderlyShutdownReleasesTheLeaseForAFastHandover) {
+  auto a = start_operator(ns, "op-a");
+  ASSERT_TRUE(eventually([&] { return leads(a); }, 20s));
+  auto b = start_operator(ns, "op-b");
+  std::this_thread::sleep_for(1s);
+  ASSERT_FALSE(leads(b));
+  auto stopped_at = std::chrono::steady_clock::now();
+  a.process->signal(SIGTERM);
+  EXPECT_EQ(a.process->wait(10s), 0);
+  EXPECT_NE(a.process->output().find("released lease"), std::string::npos);
+  ASSERT_TRUE(eventually([&] { return leads(b); }, 10s));
+  auto handover = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  std::cout << "[figure] leader handover after SIGTERM: " << handover << " s (lease duration 4 s)\n";
+  RecordProperty("handover_seconds", std::to_string(handover));
+  b.process->signal(SIGTERM);
+  EXPECT_EQ(b.process->wait(10s), 0);
+}
+
+}  // namespace
+}  // namespace valley::e2e
