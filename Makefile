@@ -59,8 +59,8 @@ test: deps build unit unit-sanitize fuzz e2e
 demo: deps build cluster-up
 	@scripts/demo.sh
 
-bench:
-	@echo "bench: no benchmarks yet (issue 9 adds bench/controlplane and bench/sim)"
+bench: build cluster-up
+	@bench/run.sh
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) build-fuzz

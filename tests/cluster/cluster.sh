@@ -15,6 +15,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# Absolute, so supervisors can be found (and re-run) by their command line.
+case $0 in /*) ;; *) exec "$here/$(basename "$0")" "$@" ;; esac
 repo=$(cd "$here/../.." && pwd)
 VALLEY_HOME=${VALLEY_HOME:-$repo/.valley}
 BIN=$VALLEY_HOME/bin
@@ -151,14 +153,31 @@ args_of() {
         --use-service-account-credentials=true \
         --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
         --service-cluster-ip-range=$SERVICE_CIDR \
-        --kube-api-qps=100 --kube-api-burst=200 --v=1 ;;
+        --leader-elect=false --kube-api-qps=100 --kube-api-burst=200 --v=1 ;;
     scheduler) echo --kubeconfig="$PKI/scheduler.kubeconfig" \
         --authentication-kubeconfig="$PKI/scheduler.kubeconfig" \
         --authorization-kubeconfig="$PKI/scheduler.kubeconfig" \
         --bind-address=127.0.0.1 --secure-port=$SCHEDULER_PORT \
-        --kube-api-qps=200 --kube-api-burst=400 --v=1 ;;
+        --leader-elect=false --kube-api-qps=200 --kube-api-burst=400 --v=1 ;;
     kwok) echo --kubeconfig="$PKI/kwok.kubeconfig" --config="$here/kwok-stages.yaml" ;;
   esac
+}
+
+# Each component runs under a supervisor loop, as a kubelet runs static pods, so a crashed component
+# comes back. (There is one replica of each, so kube-controller-manager and kube-scheduler run without
+# leader election: with it they exit by design when an API server outage outlasts their lease.) The supervisor is the process group leader, so
+# stopping the group stops both.
+supervise() { # component
+  local c=$1 bin; bin=$(binary_of "$c")
+  trap 'kill -TERM $child 2>/dev/null; wait $child; exit 0' TERM INT
+  while :; do
+    # shellcheck disable=SC2046
+    "$BIN/$bin" $(args_of "$c") &
+    child=$!
+    wait $child && rc=0 || rc=$?
+    echo "[supervisor] $bin exited with status $rc; restarting in 1s"
+    sleep 1
+  done
 }
 
 start_component() {
@@ -167,8 +186,7 @@ start_component() {
   local bin; bin=$(binary_of "$c")
   [ -x "$BIN/$bin" ] || die "$BIN/$bin is missing; run tests/cluster/build-binaries.sh"
   mkdir -p "$LOGS" "$RUN"
-  # shellcheck disable=SC2046
-  setsid "$BIN/$bin" $(args_of "$c") >>"$LOGS/$c.log" 2>&1 < /dev/null &
+  setsid "$0" supervise "$c" >>"$LOGS/$c.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile "$c")"
 }
 
@@ -176,18 +194,18 @@ stop_component() {
   local c=$1 p
   p=$(cat "$(pidfile "$c")" 2>/dev/null) || return 0
   if kill -0 "$p" 2>/dev/null; then
-    kill -TERM "$p" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
+    kill -TERM -- "-$p" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 -- "-$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$p" 2>/dev/null || true
   fi
   rm -f "$(pidfile "$c")"
 }
 
-# Processes of ours whose pid file was lost (e.g. a killed shell) would hold the ports: find them by
-# the binary path, which is unique to this VALLEY_HOME.
+# Processes of ours whose pid file was lost (e.g. a killed shell) would hold the ports: find the
+# supervisors and the binaries by paths unique to this checkout.
 kill_strays() {
   local pids
-  pids=$(pgrep -f "^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok) " || true)
+  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok) " || true)
   if [ -n "$pids" ]; then
     log "stopping stray processes: $(echo $pids)"
     kill -TERM $pids 2>/dev/null || true; sleep 1; kill -KILL $pids 2>/dev/null || true
@@ -309,6 +327,7 @@ main() {
     start) start_component "${2:?component}"; wait_healthy "$2" ;;
     restart) stop_component "${2:?component}"; start_component "$2"; wait_healthy "$2" ;;
     compact) compact_etcd ;;
+    supervise) supervise "${2:?component}" ;;
     *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 }

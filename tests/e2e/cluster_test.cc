@@ -68,6 +68,18 @@ TEST(Cluster, DefaultProfileProvidesReadyGpuNodesOfEveryKind) {
   EXPECT_EQ(kinds, (std::set<std::string>{"amd", "mig", "nvidia-on-demand", "nvidia-spot"}));
 }
 
+TEST(Cluster, ACrashedComponentIsRestartedBySupervisor) {
+  auto scheduler_healthy = [] {
+    ChildProcess probe({"/usr/bin/curl", "-skf", "https://127.0.0.1:10259/healthz"}, ::testing::TempDir() + "/probe.log");
+    return probe.wait(5s) == 0;
+  };
+  ASSERT_TRUE(scheduler_healthy());
+  ChildProcess kill({"/usr/bin/pkill", "-KILL", "-f", std::string("^") + VALLEY_SOURCE_DIR + "/.valley/bin/kube-scheduler "},
+                    ::testing::TempDir() + "/pkill.log");
+  ASSERT_EQ(kill.wait(5s), 0) << "no kube-scheduler process found";
+  EXPECT_TRUE(eventually(scheduler_healthy, 30s));
+}
+
 using PodLifecycle = ClusterTest;
 
 TEST_F(PodLifecycle, GpuPodIsScheduledOntoAGpuNodeAndRuns) {
@@ -77,7 +89,7 @@ TEST_F(PodLifecycle, GpuPodIsScheduledOntoAGpuNodeAndRuns) {
   ASSERT_EQ(pod["status"].value("phase", ""), "Running") << pod.dump();
   EXPECT_FALSE(pod["status"].value("podIP", "").empty());
   json node = node_of(*admin, pod);
-  EXPECT_EQ(node["status"]["allocatable"].value("nvidia.com/gpu", ""), "8");
+  EXPECT_GE(std::stoi(node["status"]["allocatable"].value("nvidia.com/gpu", "0")), 2) << node["metadata"]["name"];
 }
 
 TEST_F(PodLifecycle, AmdAndMigRequestsLandOnNodesThatOfferThem) {

@@ -55,6 +55,39 @@ void ClusterTest::SetUp() {
   for (auto& c : base) c = std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
   ns = "e2e-" + base + "-" + std::to_string(rd() % 100000);
   admin->create("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  // Pods cannot be created before kube-controller-manager has made the namespace's default
+  // ServiceAccount.
+  ASSERT_TRUE(eventually([&] {
+    try {
+      admin->get(kube::resources::kServiceAccounts, ns, "default");
+      return true;
+    } catch (const kube::KubeError&) {
+      return false;
+    }
+  }, 30s)) << "no default ServiceAccount in " << ns;
+}
+
+bool wait_until_cluster_serves_pods(std::chrono::seconds timeout) {
+  auto client = unlimited_admin();
+  std::string probe = "e2e-recovery-" + std::to_string(std::random_device{}() % 100000);
+  bool ok = eventually([&] {
+    try {
+      client->create(kube::resources::kNamespaces, "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", probe}}}});
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() != 409) return false;
+    }
+    try {
+      client->get(kube::resources::kServiceAccounts, probe, "default");
+      return true;
+    } catch (const kube::KubeError&) {
+      return false;
+    }
+  }, timeout);
+  try {
+    client->remove(kube::resources::kNamespaces, "", probe);
+  } catch (const kube::KubeError&) {
+  }
+  return ok;
 }
 
 void ClusterTest::TearDown() {

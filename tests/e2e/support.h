@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "operator/kube/client.h"
+#include "operator/kube/informer.h"
+
+#include <mutex>
+#include <set>
 
 namespace valley::e2e {
 
@@ -66,5 +70,35 @@ int cluster_sh(const std::vector<std::string>& args, std::chrono::seconds timeou
 std::unique_ptr<kube::Client> unlimited_admin();
 
 json config_map(const std::string& name, const json& labels = json::object());
+
+// Waits until a new namespace gets its default ServiceAccount, i.e. pods can be created again.
+bool wait_until_cluster_serves_pods(std::chrono::seconds timeout);
+
+// Records what an informer delivers, for comparison with what was written.
+struct Recorder {
+  std::mutex mu;
+  std::set<std::string> added, deleted;
+  int updates = 0;
+  kube::InformerHandlers handlers() {
+    return {[this](const kube::ObjectPtr& o) {
+              std::lock_guard l(mu);
+              added.insert((*o)["metadata"]["name"].get<std::string>());
+            },
+            [this](const kube::ObjectPtr&, const kube::ObjectPtr&) {
+              std::lock_guard l(mu);
+              ++updates;
+            },
+            [this](const kube::ObjectPtr& o) {
+              std::lock_guard l(mu);
+              deleted.insert((*o)["metadata"]["name"].get<std::string>());
+            }};
+  }
+  size_t added_count() {
+    std::lock_guard l(mu);
+    return added.size();
+  }
+};
+
+
 
 }  // namespace valley::e2e

@@ -1,0 +1,81 @@
+// Cache memory per object: creates N pods (default 10,000) in a scratch namespace of the local
+// cluster, syncs an informer over them, and reports heap bytes held by the cache per pod
+// (mallinfo2, before vs after) next to the pod's JSON size. Deletes the namespace afterwards.
+//   bench_informer_memory [kubeconfig] [pods]
+#include <malloc.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "bench/kube/sample_pod.h"
+#include "operator/kube/error.h"
+#include "operator/kube/informer.h"
+
+using namespace valley;
+
+static size_t heap_in_use() {
+  malloc_trim(0);
+  return mallinfo2().uordblks;
+}
+
+int main(int argc, char** argv) {
+  std::string kubeconfig = argc > 1 ? argv[1] : ".valley/kubeconfig";
+  int pods = argc > 2 ? std::atoi(argv[2]) : 10000;
+  kube::HttpOptions http;
+  http.qps = 0;
+  kube::Client client(kube::load_kubeconfig(kubeconfig), http);
+  std::string ns = "bench-informer-" + std::to_string(::getpid());
+  client.create(kube::resources::kNamespaces, "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> creators;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < 16; ++t)
+    creators.emplace_back([&, t] {
+      for (int i = t; i < pods; i += 16) {
+        try {
+          client.create(kube::resources::kPods, ns, bench::sample_pod_spec("pod-" + std::to_string(i)));
+        } catch (const kube::KubeError&) {
+          ++failed;
+        }
+      }
+    });
+  for (auto& c : creators) c.join();
+  double create_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // One pod as the server returns it: its JSON size, with and without managedFields.
+  nlohmann::json one = client.get(kube::resources::kPods, ns, "pod-0");
+  size_t json_bytes = one.dump().size();
+  one["metadata"].erase("managedFields");
+  size_t json_bytes_stripped = one.dump().size();
+  one = nullptr;
+
+  size_t before = heap_in_use();
+  size_t cached = 0;
+  {
+    kube::InformerOptions io;
+    io.ns = ns;
+    kube::Informer informer(client, kube::resources::kPods, io);
+    auto s0 = std::chrono::steady_clock::now();
+    informer.start();
+    if (!informer.wait_for_sync(std::chrono::minutes(5))) {
+      std::fprintf(stderr, "informer did not sync\n");
+      return 1;
+    }
+    double sync_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+    cached = informer.store().size();
+    size_t after = heap_in_use();
+    double per_pod = static_cast<double>(after - before) / static_cast<double>(cached);
+    std::printf("{\"benchmark\":\"informer_memory\",\"pods\":%zu,\"create_seconds\":%.1f,\"create_failures\":%d,"
+                "\"list_and_sync_seconds\":%.2f,\"heap_bytes_per_cached_pod\":%.0f,\"pod_json_bytes\":%zu,"
+                "\"pod_json_bytes_without_managed_fields\":%zu,\"cache_total_megabytes\":%.1f}\n",
+                cached, create_s, failed.load(), sync_s, per_pod, json_bytes, json_bytes_stripped,
+                static_cast<double>(after - before) / 1e6);
+    informer.stop();
+  }
+  client.remove(kube::resources::kNamespaces, "", ns);
+  return cached == static_cast<size_t>(pods) ? 0 : 1;
+}

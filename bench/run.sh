@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `make bench`: runs every benchmark program and writes bench/results/<name>.json plus a Markdown
+# table bench/results/README.md. Figures are printed, never asserted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+results=bench/results
+mkdir -p "$results"
+kubeconfig=.valley/kubeconfig
+pods=${BENCH_INFORMER_PODS:-10000}
+
+echo "bench: watch stream decoding"
+build/bin/bench_watch_decode 50000 | tee "$results/watch_decode.json"
+echo "bench: informer cache memory with $pods pods on the local cluster"
+build/bin/bench_informer_memory "$kubeconfig" "$pods" | tee "$results/informer_memory.json"
+
+python3 - "$results" <<'PY'
+import json, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+rows = []
+for f in sorted(d.glob("*.json")):
+    data = json.loads(f.read_text())
+    name = data.pop("benchmark", f.stem)
+    rows.append((name, ", ".join(f"{k} = {v}" for k, v in data.items())))
+lines = ["# Benchmark results", "", "Written by `make bench` on the project machine (2 cores).", "",
+         "| benchmark | figures |", "| --- | --- |"] + [f"| {n} | {v} |" for n, v in rows]
+(d / "README.md").write_text("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
