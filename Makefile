@@ -11,7 +11,7 @@ CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
 CTEST := ctest --output-on-failure --no-tests=error
 CLUSTER := tests/cluster/cluster.sh
 
-.PHONY: help deps build unit unit-sanitize fuzz cluster-binaries cluster-up cluster-down e2e test demo bench clean
+.PHONY: help deps build unit unit-sanitize fuzz cluster-binaries cluster-up cluster-down crds e2e test demo bench clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -51,12 +51,17 @@ cluster-up: cluster-binaries
 cluster-down:
 	@$(CLUSTER) down
 
-e2e: build cluster-up
+# Valley's CustomResourceDefinitions, installed and Established.
+crds: cluster-up
+	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig apply -f crds/ >/dev/null
+	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig wait --for=condition=Established --timeout=60s -f crds/ >/dev/null
+
+e2e: build crds
 	cd $(BUILD_DIR) && $(CTEST) -L e2e
 
 test: deps build unit unit-sanitize fuzz e2e
 
-demo: deps build cluster-up
+demo: deps build crds
 	@scripts/demo.sh
 
 bench: build cluster-up

@@ -5,10 +5,12 @@
 
 #include <iostream>
 
+#include "controllers/task/controller.h"
 #include "operator/duration.h"
 #include "operator/flags.h"
 #include "operator/kube/client.h"
 #include "operator/kube/error.h"
+#include "operator/kube/events.h"
 #include "operator/logging.h"
 #include "operator/manager.h"
 #include "operator/signals.h"
@@ -23,6 +25,7 @@ valley::Flags make_flags() {
       {"log-level", "info", "trace, debug, info, warn or error"},
       {"kube-api-qps", "50", "client-side limit on requests per second to the API server"},
       {"kube-api-burst", "100", "requests allowed above kube-api-qps in a burst"},
+      {"workers", "4", "reconcile workers per controller"},
       {"leader-elect", "true", "run controllers only while holding the leader Lease", true},
       {"leader-elect-namespace", "", "namespace of the leader Lease; empty: the service account's namespace"},
       {"leader-elect-name", "valley-operator", "name of the leader Lease"},
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
   valley::Flags flags = make_flags();
   valley::ManagerOptions options;
   valley::kube::HttpOptions http;
+  valley::task::ControllerOptions task_options;
   try {
     auto positional = flags.parse(argc, argv);
     if (!positional.empty()) throw std::invalid_argument("unexpected argument \"" + positional[0] + "\"");
@@ -62,6 +66,8 @@ int main(int argc, char** argv) {
     valley::init_logging(flags.get("log-level"));
     http.qps = std::stod(flags.get("kube-api-qps"));
     http.burst = std::stoi(flags.get("kube-api-burst"));
+    task_options.workers = std::stoi(flags.get("workers"));
+    if (task_options.workers < 1) throw std::invalid_argument("--workers must be at least 1");
     options.leader_elect = flags.get_bool("leader-elect");
     auto& le = options.leader_election;
     le.lease_name = flags.get("leader-elect-name");
@@ -91,6 +97,12 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  valley::kube::EventOptions event_options;
+  event_options.reporting_instance = options.leader_election.identity;
+  valley::kube::EventRecorder events(*client, event_options);
+  valley::task::TaskController tasks(*client, events, task_options);
+
   valley::Manager manager(*client, options, shutdown);
+  manager.add({"trainingtask controller", [&tasks](const std::atomic<bool>& stop) { tasks.run(stop); }});
   return manager.run();
 }

@@ -1,0 +1,196 @@
+#include "controllers/render/render.h"
+
+#include "operator/kube/base64.h"
+
+namespace valley::render {
+namespace {
+
+constexpr const char* kHostfilePath = "/etc/mpi/hostfile";
+constexpr const char* kConfigMount = "/etc/mpi";
+constexpr const char* kSshMount = "/root/.ssh";
+
+json labels(const TaskSpec& spec, const std::string& role, int epoch) {
+  json l = {{label::kManagedBy, "valley"}, {label::kTask, spec.name}};
+  if (!role.empty()) l[label::kRole] = role;
+  if (epoch > 0) l[label::kEpoch] = std::to_string(epoch);
+  return l;
+}
+
+json owner_reference(const TaskSpec& spec) {
+  return json::array({{{"apiVersion", "valley.dev/v1alpha1"},
+                       {"kind", "TrainingTask"},
+                       {"name", spec.name},
+                       {"uid", spec.uid},
+                       {"controller", true},
+                       {"blockOwnerDeletion", true}}});
+}
+
+json metadata(const TaskSpec& spec, const std::string& name, const std::string& role, int epoch) {
+  return {{"name", name}, {"namespace", spec.ns}, {"labels", labels(spec, role, epoch)}, {"ownerReferences", owner_reference(spec)}};
+}
+
+json env(const std::string& name, const std::string& value) { return {{"name", name}, {"value", value}}; }
+
+json contract_env(const TaskSpec& spec, const std::string& role, const Shape& shape) {
+  return json::array({env("VALLEY_TASK", spec.name), env("VALLEY_ROLE", role),
+                      env("VALLEY_WORLD_SIZE", std::to_string(shape.workers * spec.slots_per_worker)),
+                      env("VALLEY_WORKERS", std::to_string(shape.workers)),
+                      env("VALLEY_SLOTS_PER_WORKER", std::to_string(spec.slots_per_worker)),
+                      env("VALLEY_EPOCH", std::to_string(shape.epoch)), env("VALLEY_CHECKPOINT_URI", spec.checkpoint_uri),
+                      env("VALLEY_RESUME", shape.epoch > 1 ? "1" : "0")});
+}
+
+// The user's PodTemplateSpec is the base; Valley's own fields win where both say something.
+json pod_from_template(const TaskSpec& spec, const task::ContainerSpec& c, const std::string& name,
+                       const std::string& role, const Shape& shape) {
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
+  json tmpl_meta = c.pod_template.value("metadata", json::object());
+  json tmpl_spec = c.pod_template.value("spec", json::object());
+  pod["metadata"] = metadata(spec, name, role, shape.epoch);
+  for (const char* field : {"labels", "annotations"}) {
+    if (!tmpl_meta.contains(field) || !tmpl_meta[field].is_object()) continue;
+    for (const auto& [k, v] : tmpl_meta[field].items())
+      if (!pod["metadata"][field].contains(k)) pod["metadata"][field][k] = v;
+  }
+  pod["spec"] = tmpl_spec.is_object() ? tmpl_spec : json::object();
+  json& ps = pod["spec"];
+  ps["restartPolicy"] = "Never";  // Valley restarts whole epochs; a pod never restarts in place
+  ps["hostname"] = name;
+  ps["subdomain"] = service_name(spec.name);
+
+  json container = json::object();
+  if (ps.contains("containers") && ps["containers"].is_array() && !ps["containers"].empty()) container = ps["containers"][0];
+  container["name"] = role;
+  container["image"] = c.image;
+  if (!c.command.empty()) container["command"] = c.command;
+  if (!c.args.empty()) container["args"] = c.args;
+  json envs = container.value("env", json::array());
+  for (auto& e : contract_env(spec, role, shape)) envs.push_back(e);
+  envs.push_back(env("OMPI_MCA_orte_default_hostfile", kHostfilePath));
+  envs.push_back(env("OMPI_MCA_plm_rsh_args", "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10"));
+  container["env"] = envs;
+  json resources = container.value("resources", json::object());
+  for (const auto& [k, v] : c.resources.items()) resources[k] = v;
+  container["resources"] = resources;
+  json mounts = container.value("volumeMounts", json::array());
+  mounts.push_back({{"name", "valley-ssh"}, {"mountPath", kSshMount}, {"readOnly", true}});
+  mounts.push_back({{"name", "valley-mpi"}, {"mountPath", kConfigMount}, {"readOnly", true}});
+  container["volumeMounts"] = mounts;
+  if (ps.contains("containers") && ps["containers"].is_array() && !ps["containers"].empty()) {
+    ps["containers"][0] = container;
+  } else {
+    ps["containers"] = json::array({container});
+  }
+
+  json volumes = ps.value("volumes", json::array());
+  volumes.push_back({{"name", "valley-ssh"},
+                     {"secret",
+                      {{"secretName", ssh_secret_name(spec.name)},
+                       {"defaultMode", 0600},
+                       {"items",
+                        {{{"key", "ssh-privatekey"}, {"path", "id_ecdsa"}},
+                         {{"key", "ssh-publickey"}, {"path", "id_ecdsa.pub"}},
+                         {{"key", "ssh-publickey"}, {"path", "authorized_keys"}}}}}}});
+  volumes.push_back({{"name", "valley-mpi"}, {"configMap", {{"name", config_name(spec.name)}, {"defaultMode", 0755}}}});
+  ps["volumes"] = volumes;
+  return pod;
+}
+
+}  // namespace
+
+std::string launcher_name(const std::string& task) { return task + "-launcher"; }
+std::string worker_name(const std::string& task, int index) { return task + "-worker-" + std::to_string(index); }
+std::string service_name(const std::string& task) { return task + "-workers"; }
+std::string config_name(const std::string& task) { return task + "-mpi"; }
+std::string ssh_secret_name(const std::string& task) { return task + "-ssh"; }
+std::string task_selector(const std::string& task) { return std::string(label::kTask) + "=" + task; }
+
+WorkerPlacement default_placement(const TaskSpec& spec) {
+  WorkerPlacement p;
+  if (spec.gpus.whole()) {
+    p.gpu_resource = "nvidia.com/gpu";
+    p.gpu_count = spec.gpus.count();
+    return p;
+  }
+  // Sevenths of an A100: the smallest profile whose share covers the request.
+  struct Profile {
+    int sevenths;
+    const char* resource;
+  };
+  static const Profile kProfiles[] = {{1, "nvidia.com/mig-1g.10gb"}, {2, "nvidia.com/mig-2g.20gb"},
+                                      {3, "nvidia.com/mig-3g.40gb"}, {4, "nvidia.com/mig-4g.40gb"}};
+  for (const auto& profile : kProfiles) {
+    if (spec.gpus.milli * 7 <= profile.sevenths * 1000) {
+      p.gpu_resource = profile.resource;
+      p.gpu_count = 1;
+      return p;
+    }
+  }
+  p.gpu_resource = "nvidia.com/gpu";
+  p.gpu_count = 1;
+  return p;
+}
+
+json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement) {
+  task::ContainerSpec c = spec.worker;
+  if (placement.vendor == "amd" && !spec.worker.amd_image.empty()) c.image = spec.worker.amd_image;
+  std::string name = spec.type == task::TaskType::Single ? worker_name(spec.name, 0) : worker_name(spec.name, index);
+  json pod = pod_from_template(spec, c, name, "worker", shape);
+  pod["metadata"]["labels"][label::kWorkerIndex] = std::to_string(index);
+  json& container = pod["spec"]["containers"][0];
+  container["env"].push_back(env("VALLEY_WORKER_INDEX", std::to_string(index)));
+  if (placement.gpu_count > 0) {
+    container["resources"]["limits"][placement.gpu_resource] = std::to_string(placement.gpu_count);
+    container["resources"]["requests"][placement.gpu_resource] = std::to_string(placement.gpu_count);
+  }
+  if (!placement.node.empty()) pod["spec"]["nodeName"] = placement.node;
+  return pod;
+}
+
+json launcher_pod(const TaskSpec& spec, const Shape& shape) {
+  return pod_from_template(spec, spec.launcher, launcher_name(spec.name), "launcher", shape);
+}
+
+json headless_service(const TaskSpec& spec) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", metadata(spec, service_name(spec.name), "", 0)},
+          {"spec",
+           {{"clusterIP", "None"},
+            // Workers must resolve each other before they are Ready: sshd comes up before training.
+            {"publishNotReadyAddresses", true},
+            {"selector", labels(spec, "", 0)},
+            {"ports", json::array({{{"name", "ssh"}, {"port", 22}, {"targetPort", 22}}})}}}};
+}
+
+std::string hostfile(const TaskSpec& spec, int workers) {
+  std::string out;
+  for (int i = 0; i < workers; ++i)
+    out += worker_name(spec.name, i) + "." + service_name(spec.name) + "." + spec.ns + ".svc slots=" +
+           std::to_string(spec.slots_per_worker) + "\n";
+  return out;
+}
+
+json mpi_config(const TaskSpec& spec, const Shape& shape) {
+  // Horovod's elastic mode asks this script which hosts are up ("host:slots" per line).
+  std::string discover = "#!/bin/sh\n";
+  for (int i = 0; i < shape.workers; ++i)
+    discover += "echo " + worker_name(spec.name, i) + "." + service_name(spec.name) + "." + spec.ns + ".svc:" +
+                std::to_string(spec.slots_per_worker) + "\n";
+  json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
+             {"metadata", metadata(spec, config_name(spec.name), "", 0)},
+             {"data", {{"hostfile", hostfile(spec, shape.workers)}, {"discover_hosts.sh", discover}}}};
+  cm["metadata"]["annotations"] = {{"valley.dev/epoch", std::to_string(shape.epoch)}};
+  return cm;
+}
+
+json ssh_secret(const TaskSpec& spec, const SshKeyPair& keys) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"type", "kubernetes.io/ssh-auth"},
+          {"metadata", metadata(spec, ssh_secret_name(spec.name), "", 0)},
+          {"data", {{"ssh-privatekey", kube::base64_encode(keys.private_pem)}, {"ssh-publickey", kube::base64_encode(keys.public_openssh)}}}};
+}
+
+}  // namespace valley::render

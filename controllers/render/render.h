@@ -1,0 +1,68 @@
+// TrainingTask -> the Kubernetes objects that run it. Pure: same inputs, same objects.
+//
+// Names are deterministic so a restarted operator finds what it made: <task>-launcher,
+// <task>-worker-<i>, <task>-workers (headless Service for worker DNS), <task>-mpi (hostfile and
+// discover_hosts.sh), <task>-ssh (key pair). Every object carries Valley's labels and a controller
+// owner reference to the task, so deleting the task deletes everything.
+//
+// Workload contract (env in every pod): VALLEY_TASK, VALLEY_ROLE, VALLEY_WORLD_SIZE (MPI ranks =
+// workers x slots), VALLEY_WORKERS, VALLEY_SLOTS_PER_WORKER, VALLEY_EPOCH, VALLEY_CHECKPOINT_URI,
+// VALLEY_RESUME (1 from the second epoch on: load the latest checkpoint), VALLEY_WORKER_INDEX.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "controllers/render/ssh_keys.h"
+#include "controllers/task/spec.h"
+
+namespace valley::render {
+
+using json = nlohmann::json;
+using task::TaskSpec;
+
+namespace label {
+inline constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr const char* kTask = "valley.dev/task";
+inline constexpr const char* kRole = "valley.dev/role";
+inline constexpr const char* kEpoch = "valley.dev/epoch";
+inline constexpr const char* kWorkerIndex = "valley.dev/worker-index";
+}  // namespace label
+
+std::string launcher_name(const std::string& task);
+std::string worker_name(const std::string& task, int index);
+std::string service_name(const std::string& task);
+std::string config_name(const std::string& task);
+std::string ssh_secret_name(const std::string& task);
+// "valley.dev/task=<name>": the label selector of all the task's pods (status.selector).
+std::string task_selector(const std::string& task);
+
+// Where and on what a worker runs: the GPU resource to request and, once the planner decides
+// placement, the node it is pinned to.
+struct WorkerPlacement {
+  std::string vendor = "nvidia";        // "nvidia" or "amd": chooses the image (amdImage)
+  std::string gpu_resource = "nvidia.com/gpu";
+  int gpu_count = 1;                     // of gpu_resource
+  std::string node;                      // "" = let kube-scheduler choose
+};
+
+// Before the planner exists (or when it has no opinion): NVIDIA, whole GPUs as nvidia.com/gpu,
+// a fraction as the smallest A100 MIG profile that holds it (1g.10gb = 1/7, 2g.20gb = 2/7,
+// 3g.40gb = 3/7, 4g.40gb = 4/7, 7g.80gb = 1).
+WorkerPlacement default_placement(const TaskSpec& spec);
+
+struct Shape {
+  int workers = 1;
+  int epoch = 1;
+};
+
+json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement);
+json launcher_pod(const TaskSpec& spec, const Shape& shape);
+json headless_service(const TaskSpec& spec);
+// The hostfile has one line per worker: "<worker>.<service>.<ns>.svc slots=<n>".
+json mpi_config(const TaskSpec& spec, const Shape& shape);
+std::string hostfile(const TaskSpec& spec, int workers);
+json ssh_secret(const TaskSpec& spec, const SshKeyPair& keys);
+
+}  // namespace valley::render

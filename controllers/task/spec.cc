@@ -1,0 +1,236 @@
+#include "controllers/task/spec.h"
+
+#include <cctype>
+
+#include "operator/duration.h"
+
+namespace valley::task {
+namespace {
+
+// Reads typed fields and collects an error, with the field path, for each that is wrong.
+class Reader {
+ public:
+  explicit Reader(std::vector<std::string>& errors) : errors_(errors) {}
+
+  const json* object(const json& parent, const std::string& key, const std::string& path) {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return nullptr;
+    if (!it->is_object()) {
+      errors_.push_back(path + ": must be an object");
+      return nullptr;
+    }
+    return &*it;
+  }
+  std::optional<std::string> str(const json& parent, const std::string& key, const std::string& path) {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return std::nullopt;
+    if (!it->is_string()) {
+      errors_.push_back(path + ": must be a string");
+      return std::nullopt;
+    }
+    return it->get<std::string>();
+  }
+  std::optional<int64_t> integer(const json& parent, const std::string& key, const std::string& path, int64_t lo,
+                                 int64_t hi) {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer()) {
+      errors_.push_back(path + ": must be an integer");
+      return std::nullopt;
+    }
+    int64_t v = it->get<int64_t>();
+    if (v < lo || v > hi) {
+      errors_.push_back(path + ": must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+      return std::nullopt;
+    }
+    return v;
+  }
+  std::optional<bool> boolean(const json& parent, const std::string& key, const std::string& path) {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return std::nullopt;
+    if (!it->is_boolean()) {
+      errors_.push_back(path + ": must be true or false");
+      return std::nullopt;
+    }
+    return it->get<bool>();
+  }
+  std::vector<std::string> strings(const json& parent, const std::string& key, const std::string& path) {
+    std::vector<std::string> out;
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return out;
+    if (!it->is_array()) {
+      errors_.push_back(path + ": must be a list of strings");
+      return out;
+    }
+    for (const auto& v : *it) {
+      if (!v.is_string()) {
+        errors_.push_back(path + ": must be a list of strings");
+        return {};
+      }
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  }
+  void error(const std::string& e) { errors_.push_back(e); }
+
+ private:
+  std::vector<std::string>& errors_;
+};
+
+ContainerSpec container(Reader& r, const json& c, const std::string& path) {
+  ContainerSpec out;
+  out.image = r.str(c, "image", path + ".image").value_or("");
+  out.amd_image = r.str(c, "amdImage", path + ".amdImage").value_or("");
+  out.command = r.strings(c, "command", path + ".command");
+  out.args = r.strings(c, "args", path + ".args");
+  if (const json* res = r.object(c, "resources", path + ".resources")) out.resources = *res;
+  if (const json* t = r.object(c, "template", path + ".template")) out.pod_template = *t;
+  return out;
+}
+
+std::optional<GpuRequest> parse_gpus(const std::string& text) {
+  // "1", "8", "0.5", "0.125": whole GPUs or a fraction below one, to a thousandth.
+  if (text.empty() || text.size() > 5) return std::nullopt;
+  if (text.find('.') == std::string::npos) {
+    for (char c : text)
+      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    int n = std::stoi(text);
+    if (n < 1 || n > 999) return std::nullopt;
+    return GpuRequest{n * 1000};
+  }
+  if (text.rfind("0.", 0) != 0 || text.size() < 3) return std::nullopt;
+  std::string frac = text.substr(2);
+  for (char c : frac)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  while (frac.size() < 3) frac += '0';
+  int milli = std::stoi(frac.substr(0, 3));
+  if (milli == 0) return std::nullopt;
+  return GpuRequest{milli};
+}
+
+}  // namespace
+
+std::optional<int64_t> parse_money_micros(const std::string& text) {
+  if (text.empty() || text.size() > 16) return std::nullopt;
+  int64_t units = 0, micros = 0;
+  size_t i = 0;
+  size_t digits = 0;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i, ++digits) units = units * 10 + (text[i] - '0');
+  if (digits == 0) return std::nullopt;
+  if (i < text.size()) {
+    if (text[i] != '.') return std::nullopt;
+    ++i;
+    int64_t scale = 100000;
+    size_t frac = 0;
+    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i, ++frac) {
+      if (frac >= 6) return std::nullopt;
+      micros += (text[i] - '0') * scale;
+      scale /= 10;
+    }
+    if (frac == 0 || i != text.size()) return std::nullopt;
+  }
+  return units * 1'000'000 + micros;
+}
+
+ParsedTask parse_task(const json& object) {
+  ParsedTask result;
+  Reader r(result.errors);
+  TaskSpec s;
+  if (!object.is_object()) {
+    result.errors.push_back("the object is not a JSON object");
+    return result;
+  }
+  if (const json* meta = r.object(object, "metadata", "metadata")) {
+    s.name = r.str(*meta, "name", "metadata.name").value_or("");
+    s.ns = r.str(*meta, "namespace", "metadata.namespace").value_or("");
+    s.uid = r.str(*meta, "uid", "metadata.uid").value_or("");
+    s.generation = meta->value("generation", int64_t{0});
+  }
+  if (s.name.empty()) r.error("metadata.name: missing");
+  if (s.name.size() > 50) r.error("metadata.name: must be at most 50 characters");
+  const json* spec = r.object(object, "spec", "spec");
+  if (spec == nullptr) {
+    r.error("spec: missing");
+    return result;
+  }
+
+  std::string type = r.str(*spec, "taskType", "spec.taskType").value_or("MPI");
+  if (type == "MPI") {
+    s.type = TaskType::MPI;
+  } else if (type == "Single") {
+    s.type = TaskType::Single;
+  } else {
+    r.error("spec.taskType: must be MPI or Single, not \"" + type + "\"");
+  }
+  s.priority = static_cast<int>(r.integer(*spec, "priority", "spec.priority", 0, 100).value_or(0));
+
+  if (const json* rep = r.object(*spec, "replicas", "spec.replicas")) {
+    s.min_workers = static_cast<int>(r.integer(*rep, "min", "spec.replicas.min", 1, 10000).value_or(1));
+    s.max_workers = static_cast<int>(r.integer(*rep, "max", "spec.replicas.max", 1, 10000).value_or(s.min_workers));
+    if (auto t = r.integer(*rep, "target", "spec.replicas.target", 1, 10000)) s.target_workers = static_cast<int>(*t);
+  }
+  if (s.min_workers > s.max_workers) r.error("spec.replicas.min: must not exceed spec.replicas.max");
+  if (s.target_workers && (*s.target_workers < s.min_workers || *s.target_workers > s.max_workers))
+    r.error("spec.replicas.target: must lie within spec.replicas.min..max");
+
+  s.amd_support = r.boolean(*spec, "amdSupport", "spec.amdSupport").value_or(false);
+  s.reduce_cost = r.boolean(*spec, "reduceCost", "spec.reduceCost").value_or(false);
+
+  if (const json* w = r.object(*spec, "worker", "spec.worker")) {
+    s.worker = container(r, *w, "spec.worker");
+    std::string gpus = r.str(*w, "gpus", "spec.worker.gpus").value_or("1");
+    if (auto g = parse_gpus(gpus)) {
+      s.gpus = *g;
+    } else {
+      r.error("spec.worker.gpus: \"" + gpus + "\" is not a whole number of GPUs (1-999) or a fraction below 1 like 0.5");
+    }
+    s.slots_per_worker = static_cast<int>(r.integer(*w, "slotsPerWorker", "spec.worker.slotsPerWorker", 1, 1024).value_or(1));
+  }
+  if (const json* m = r.object(*spec, "master", "spec.master")) s.launcher = container(r, *m, "spec.master");
+
+  if (s.type == TaskType::Single) {
+    // A Single task's pod may be described at the top (image/command/args) or as its worker.
+    if (auto img = r.str(*spec, "image", "spec.image")) s.worker.image = *img;
+    if (auto cmd = r.strings(*spec, "command", "spec.command"); !cmd.empty()) s.worker.command = cmd;
+    if (auto args = r.strings(*spec, "args", "spec.args"); !args.empty()) s.worker.args = args;
+    if (s.worker.image.empty()) r.error("spec.image: a Single task needs an image");
+    if (s.max_workers != 1) r.error("spec.replicas.max: a Single task runs one pod");
+  } else {
+    if (s.launcher.image.empty()) r.error("spec.master.image: an MPI task needs a launcher image");
+    if (s.worker.image.empty()) r.error("spec.worker.image: an MPI task needs a worker image");
+  }
+  if (!s.worker.amd_image.empty() && !s.amd_support) r.error("spec.worker.amdImage: only used with spec.amdSupport true");
+
+  if (const json* c = r.object(*spec, "checkpoint", "spec.checkpoint")) {
+    s.checkpoint_uri = r.str(*c, "uri", "spec.checkpoint.uri").value_or("");
+    if (s.checkpoint_uri.rfind("s3://", 0) != 0 && s.checkpoint_uri.rfind("pvc://", 0) != 0)
+      r.error("spec.checkpoint.uri: must start with s3:// or pvc://");
+    if (const json* ref = r.object(*c, "secretRef", "spec.checkpoint.secretRef"))
+      s.checkpoint_secret = r.str(*ref, "name", "spec.checkpoint.secretRef.name").value_or("");
+  }
+  if (auto d = r.str(*spec, "estimatedDuration", "spec.estimatedDuration")) {
+    s.estimated_duration = parse_duration(*d);
+    if (!s.estimated_duration) r.error("spec.estimatedDuration: \"" + *d + "\" is not a duration like 6h or 90m");
+  }
+  if (auto c = r.str(*spec, "maxCost", "spec.maxCost")) {
+    s.max_cost_micros = parse_money_micros(*c);
+    if (!s.max_cost_micros) r.error("spec.maxCost: \"" + *c + "\" is not an amount like 250.00");
+  }
+  if (const json* rp = r.object(*spec, "runPolicy", "spec.runPolicy")) {
+    s.run_policy.backoff_limit = static_cast<int>(r.integer(*rp, "backoffLimit", "spec.runPolicy.backoffLimit", 0, 100).value_or(3));
+    s.run_policy.active_deadline_seconds =
+        r.integer(*rp, "activeDeadlineSeconds", "spec.runPolicy.activeDeadlineSeconds", 1, int64_t{1} << 40);
+    s.run_policy.ttl_seconds_after_finished =
+        r.integer(*rp, "ttlSecondsAfterFinished", "spec.runPolicy.ttlSecondsAfterFinished", 0, int64_t{1} << 40);
+    std::string policy = r.str(*rp, "cleanPodPolicy", "spec.runPolicy.cleanPodPolicy").value_or("Running");
+    if (policy == "Running") s.run_policy.clean_pod_policy = CleanPodPolicy::Running;
+    else if (policy == "All") s.run_policy.clean_pod_policy = CleanPodPolicy::All;
+    else if (policy == "None") s.run_policy.clean_pod_policy = CleanPodPolicy::None;
+    else r.error("spec.runPolicy.cleanPodPolicy: must be Running, All or None");
+    s.run_policy.suspend = r.boolean(*rp, "suspend", "spec.runPolicy.suspend").value_or(false);
+  }
+  if (result.errors.empty()) result.spec = std::move(s);
+  return result;
+}
+
+}  // namespace valley::task

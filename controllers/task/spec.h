@@ -1,0 +1,74 @@
+// A TrainingTask's spec as typed values, parsed from the object the API server stored. The CRD
+// schema already refused most bad input; this parser is the second line for what slips past it
+// (an older CRD, a hand-edited etcd, a field the schema cannot express) and turns it into a list
+// of errors for an InvalidSpec condition rather than a crash.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace valley::task {
+
+using json = nlohmann::json;
+
+enum class TaskType { MPI, Single };
+enum class CleanPodPolicy { Running, All, None };
+
+struct ContainerSpec {
+  std::string image;
+  std::string amd_image;  // workers only: the image to use on AMD nodes ("" = image)
+  std::vector<std::string> command, args;
+  json resources = json::object();  // requests/limits besides GPUs
+  json pod_template = json::object();  // optional PodTemplateSpec merged under Valley's pod
+};
+
+// GPUs per worker in thousandths: 1000 = one whole GPU, 500 = half (MIG slice or time-slice).
+struct GpuRequest {
+  int milli = 1000;
+  bool whole() const { return milli % 1000 == 0; }
+  int count() const { return milli / 1000; }
+};
+
+struct RunPolicy {
+  int backoff_limit = 3;
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> ttl_seconds_after_finished;
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::Running;
+  bool suspend = false;
+};
+
+struct TaskSpec {
+  std::string name, ns, uid;
+  int64_t generation = 0;
+  TaskType type = TaskType::MPI;
+  int priority = 0;
+  int min_workers = 1, max_workers = 1;
+  std::optional<int> target_workers;  // kubectl scale
+  bool amd_support = false;
+  bool reduce_cost = false;
+  ContainerSpec launcher;  // MPI only
+  ContainerSpec worker;    // the MPI workers, or the one pod of a Single task
+  GpuRequest gpus;
+  int slots_per_worker = 1;
+  std::string checkpoint_uri;
+  std::string checkpoint_secret;
+  std::optional<std::chrono::milliseconds> estimated_duration;
+  std::optional<int64_t> max_cost_micros;  // money as integer micro-units
+  RunPolicy run_policy;
+};
+
+struct ParsedTask {
+  std::optional<TaskSpec> spec;     // set when errors is empty
+  std::vector<std::string> errors;  // "spec.replicas.min: must be >= 1", ...
+};
+
+ParsedTask parse_task(const json& object);
+
+// "12.34" -> 12'340'000 micro-units; nullopt when malformed.
+std::optional<int64_t> parse_money_micros(const std::string& text);
+
+}  // namespace valley::task

@@ -1,0 +1,128 @@
+#include "controllers/render/render.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace valley::render {
+namespace {
+
+TaskSpec spec() {
+  auto parsed = task::parse_task(json::parse(R"({"metadata":{"name":"resnet","namespace":"team-a","uid":"u-1"},
+    "spec":{"replicas":{"min":2,"max":8},"amdSupport":true,
+      "master":{"image":"l:1","command":["mpirun","python","train.py"],
+                "template":{"metadata":{"annotations":{"sim":"1"}},"spec":{"tolerations":[{"key":"gpu","operator":"Exists"}]}}},
+      "worker":{"image":"w:1","amdImage":"w-rocm:1","gpus":"2","slotsPerWorker":4,"resources":{"requests":{"cpu":"8"}}},
+      "checkpoint":{"uri":"s3://b/p/"}}})"));
+  return *parsed.spec;
+}
+
+std::string env_of(const json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0]["env"])
+    if (e["name"] == name) return e["value"];
+  return "<unset>";
+}
+
+TEST(Render, WorkerPodCarriesNamesLabelsOwnerContractAndGpus) {
+  json pod = worker_pod(spec(), 3, {6, 2}, default_placement(spec()));
+  EXPECT_EQ(pod["metadata"]["name"], "resnet-worker-3");
+  EXPECT_EQ(pod["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(pod["metadata"]["labels"]["app.kubernetes.io/managed-by"], "valley");
+  EXPECT_EQ(pod["metadata"]["labels"]["valley.dev/task"], "resnet");
+  EXPECT_EQ(pod["metadata"]["labels"]["valley.dev/role"], "worker");
+  EXPECT_EQ(pod["metadata"]["labels"]["valley.dev/epoch"], "2");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], "u-1");
+  EXPECT_TRUE(pod["metadata"]["ownerReferences"][0]["controller"].get<bool>());
+  EXPECT_EQ(pod["spec"]["hostname"], "resnet-worker-3");
+  EXPECT_EQ(pod["spec"]["subdomain"], "resnet-workers");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(env_of(pod, "VALLEY_WORLD_SIZE"), "24");  // 6 workers x 4 slots
+  EXPECT_EQ(env_of(pod, "VALLEY_EPOCH"), "2");
+  EXPECT_EQ(env_of(pod, "VALLEY_RESUME"), "1");
+  EXPECT_EQ(env_of(pod, "VALLEY_WORKER_INDEX"), "3");
+  EXPECT_EQ(env_of(pod, "VALLEY_CHECKPOINT_URI"), "s3://b/p/");
+  const json& res = pod["spec"]["containers"][0]["resources"];
+  EXPECT_EQ(res["limits"]["nvidia.com/gpu"], "2");
+  EXPECT_EQ(res["requests"]["cpu"], "8");
+  EXPECT_EQ(pod["spec"]["containers"][0]["image"], "w:1");
+}
+
+TEST(Render, FirstEpochDoesNotResume) {
+  EXPECT_EQ(env_of(worker_pod(spec(), 0, {2, 1}, default_placement(spec())), "VALLEY_RESUME"), "0");
+}
+
+TEST(Render, AmdPlacementUsesTheAmdImageAndResource) {
+  WorkerPlacement p{"amd", "amd.com/gpu", 2, "mi250-od-0"};
+  json pod = worker_pod(spec(), 0, {2, 1}, p);
+  EXPECT_EQ(pod["spec"]["containers"][0]["image"], "w-rocm:1");
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"], "2");
+  EXPECT_EQ(pod["spec"]["nodeName"], "mi250-od-0");
+}
+
+TEST(Render, FractionsMapToTheSmallestMigProfileThatHoldsThem) {
+  TaskSpec s = spec();
+  s.gpus.milli = 100;
+  EXPECT_EQ(default_placement(s).gpu_resource, "nvidia.com/mig-1g.10gb");
+  s.gpus.milli = 250;
+  EXPECT_EQ(default_placement(s).gpu_resource, "nvidia.com/mig-2g.20gb");
+  s.gpus.milli = 400;
+  EXPECT_EQ(default_placement(s).gpu_resource, "nvidia.com/mig-3g.40gb");
+  s.gpus.milli = 500;
+  EXPECT_EQ(default_placement(s).gpu_resource, "nvidia.com/mig-4g.40gb");
+  s.gpus.milli = 900;
+  EXPECT_EQ(default_placement(s).gpu_resource, "nvidia.com/gpu");
+}
+
+TEST(Render, LauncherMergesTheUserTemplate) {
+  json pod = launcher_pod(spec(), {2, 1});
+  EXPECT_EQ(pod["metadata"]["name"], "resnet-launcher");
+  EXPECT_EQ(pod["metadata"]["annotations"]["sim"], "1");
+  EXPECT_EQ(pod["spec"]["tolerations"][0]["key"], "gpu");
+  EXPECT_EQ(pod["spec"]["containers"][0]["command"][0], "mpirun");
+  EXPECT_FALSE(pod["spec"]["containers"][0]["resources"].contains("limits"));  // no GPUs for mpirun
+  bool ssh = false;
+  for (const auto& v : pod["spec"]["volumes"]) ssh |= v["name"] == "valley-ssh" && v["secret"]["defaultMode"] == 0600;
+  EXPECT_TRUE(ssh);
+}
+
+TEST(Render, HostfileHasOneLinePerWorkerWithSlots) {
+  std::string h = hostfile(spec(), 3);
+  EXPECT_EQ(h,
+            "resnet-worker-0.resnet-workers.team-a.svc slots=4\n"
+            "resnet-worker-1.resnet-workers.team-a.svc slots=4\n"
+            "resnet-worker-2.resnet-workers.team-a.svc slots=4\n");
+  json cm = mpi_config(spec(), {3, 1});
+  EXPECT_NE(cm["data"]["discover_hosts.sh"].get<std::string>().find("echo resnet-worker-2.resnet-workers.team-a.svc:4"),
+            std::string::npos);
+}
+
+TEST(Render, HeadlessServiceSelectsTheTasksPodsBeforeTheyAreReady) {
+  json svc = headless_service(spec());
+  EXPECT_EQ(svc["metadata"]["name"], "resnet-workers");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_TRUE(svc["spec"]["publishNotReadyAddresses"].get<bool>());
+  EXPECT_EQ(svc["spec"]["selector"]["valley.dev/task"], "resnet");
+}
+
+TEST(SshKeys, OpenSshAcceptsThePairAndDerivesTheSamePublicKey) {
+  SshKeyPair keys = generate_ssh_key_pair("valley");
+  EXPECT_EQ(keys.public_openssh.rfind("ecdsa-sha2-nistp256 AAAA", 0), 0u);
+  EXPECT_NE(keys.private_pem.find("BEGIN PRIVATE KEY"), std::string::npos);
+  EXPECT_NE(generate_ssh_key_pair().public_openssh, keys.public_openssh);
+  if (std::ifstream("/usr/bin/ssh-keygen").good()) {
+    std::string path = ::testing::TempDir() + "/valley-key";
+    std::ofstream(path) << keys.private_pem;
+    std::string cmd = "chmod 600 " + path + " && /usr/bin/ssh-keygen -y -f " + path;
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[512] = {0};
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
+    pclose(p);
+    std::string derived(buf, n);
+    EXPECT_EQ(derived.substr(0, derived.find_last_not_of(" \n") + 1),
+              keys.public_openssh.substr(0, keys.public_openssh.rfind(' ')));
+  }
+}
+
+}  // namespace
+}  // namespace valley::render
