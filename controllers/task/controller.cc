@@ -116,7 +116,9 @@ bool TaskController::reconcile(const std::string& key) {
     } catch (const kube::KubeError& e) {
       if (e.http_status() == 409) return;  // made already (by us, before a restart or a stale cache)
       spdlog::warn("{}: create {} {}: {}", key, r.kind, object["metadata"].value("name", ""), e.what());
-      if (e.http_status() == 422 || e.http_status() == 403) {
+      // Refusals that will not heal by retrying are the user's to see (bad resources in the spec,
+      // a quota, an admission policy).
+      if (e.http_status() == 400 || e.http_status() == 403 || e.http_status() == 422) {
         events_.warning(o.task, "CreateFailed", "Create", r.kind + " " + object["metadata"].value("name", "") + ": " + e.what());
       }
       ok = false;

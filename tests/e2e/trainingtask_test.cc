@@ -1,0 +1,346 @@
+// TrainingTasks end to end: the CRD in the real API server, the operator binary reconciling, kwok
+// running (and, through annotations on the pod templates, finishing or failing) the pods.
+#include <signal.h>
+
+#include <set>
+#include <sstream>
+
+#include "operator/kube/error.h"
+#include "tests/e2e/support.h"
+
+namespace valley::e2e {
+namespace {
+
+using kube::resources::kConfigMaps;
+using kube::resources::kPods;
+using kube::resources::kSecrets;
+using kube::resources::kServices;
+using kube::resources::kTrainingTasks;
+
+class TaskTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    start_operator();
+  }
+  void TearDown() override {
+    stop_operator();
+    ClusterTest::TearDown();
+  }
+  void start_operator() {
+    op_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{binary("valley-operator"), "--kubeconfig=" + admin_kubeconfig_path(),
+                                 "--leader-elect-namespace=" + ns, "--leader-elect-lease-duration=4s",
+                                 "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"},
+        ::testing::TempDir() + "/operator-" + ns + "-" + std::to_string(++starts_) + ".log");
+  }
+  void stop_operator(int sig = SIGTERM) {
+    if (!op_) return;
+    op_->signal(sig);
+    op_->wait(15s);
+    op_.reset();
+  }
+
+  json apply(const json& spec, const std::string& name = "job") {
+    return admin->create(kTrainingTasks, ns,
+                         {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+  }
+  json task(const std::string& name = "job") { return admin->get(kTrainingTasks, ns, name); }
+  std::string phase(const std::string& name = "job") {
+    return task(name).value("status", json::object()).value("phase", "");
+  }
+  bool wait_phase(const std::string& want, std::chrono::seconds timeout = 60s, const std::string& name = "job") {
+    return eventually([&] { return phase(name) == want; }, timeout);
+  }
+  std::vector<json> pods(const std::string& name = "job") {
+    kube::ListOptions lo;
+    lo.label_selector = "valley.dev/task=" + name;
+    return admin->list(kPods, ns, lo).items;
+  }
+  std::string operator_log() const { return op_ ? op_->output() : ""; }
+
+  std::unique_ptr<ChildProcess> op_;
+  int starts_ = 0;
+};
+
+json mpi_spec(int min, int max, json launcher_annotations = json::object()) {
+  json spec = {{"taskType", "MPI"},
+               {"replicas", {{"min", min}, {"max", max}}},
+               {"master", {{"image", "valley.dev/examples/launcher:1"}, {"command", {"mpirun", "python", "train.py"}}}},
+               {"worker", {{"image", "valley.dev/examples/worker:1"}, {"gpus", "1"}, {"slotsPerWorker", 2}}}};
+  if (!launcher_annotations.empty()) spec["master"]["template"] = {{"metadata", {{"annotations", launcher_annotations}}}};
+  return spec;
+}
+
+std::string ready_time(const json& pod) {
+  for (const auto& c : pod["status"].value("conditions", json::array()))
+    if (c["type"] == "Ready" && c["status"] == "True") return c.value("lastTransitionTime", "");
+  return "";
+}
+
+TEST_F(TaskTest, ApplyExpandsIntoLauncherWorkersServiceHostfileAndKeys) {
+  json created = apply(mpi_spec(3, 6));
+  ASSERT_TRUE(wait_phase("Running")) << task().dump(2) << operator_log();
+  const std::string uid = created["metadata"]["uid"];
+  auto all = pods();
+  ASSERT_EQ(all.size(), 4u);
+  std::set<std::string> names;
+  std::string launcher_created, last_worker_ready;
+  for (const auto& p : all) {
+    names.insert(p["metadata"]["name"]);
+    EXPECT_EQ(p["metadata"]["ownerReferences"][0]["uid"], uid);
+    EXPECT_EQ(p["metadata"]["labels"]["app.kubernetes.io/managed-by"], "valley");
+    EXPECT_EQ(p["metadata"]["labels"]["valley.dev/epoch"], "1");
+    if (p["metadata"]["labels"]["valley.dev/role"] == "launcher") {
+      launcher_created = p["metadata"]["creationTimestamp"];
+    } else {
+      last_worker_ready = std::max(last_worker_ready, ready_time(p));
+      EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
+    }
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"job-launcher", "job-worker-0", "job-worker-1", "job-worker-2"}));
+  // The launcher was created only once every worker was Ready (second precision on both).
+  EXPECT_GE(launcher_created, last_worker_ready);
+
+  json svc = admin->get(kServices, ns, "job-workers");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["metadata"]["ownerReferences"][0]["uid"], uid);
+  json cm = admin->get(kConfigMaps, ns, "job-mpi");
+  std::istringstream hostfile(cm["data"]["hostfile"].get<std::string>());
+  int lines = 0;
+  for (std::string line; std::getline(hostfile, line); ++lines) {
+    EXPECT_EQ(line, "job-worker-" + std::to_string(lines) + ".job-workers." + ns + ".svc slots=2");
+  }
+  EXPECT_EQ(lines, 3);  // workers; 3 x 2 slots = 6 ranks
+  json secret = admin->get(kSecrets, ns, "job-ssh");
+  EXPECT_EQ(secret["type"], "kubernetes.io/ssh-auth");
+  EXPECT_TRUE(secret["data"].contains("ssh-privatekey") && secret["data"].contains("ssh-publickey"));
+
+  json st = task()["status"];
+  EXPECT_EQ(st["replicas"], 3);
+  EXPECT_EQ(st["selector"], "valley.dev/task=job");
+  EXPECT_EQ(st["observedGeneration"], created["metadata"]["generation"]);
+
+  // `kubectl get tt` shows the printer columns.
+  ChildProcess get({VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(), "-n", ns, "get", "tt"},
+                   ::testing::TempDir() + "/kubectl-get-tt.log");
+  ASSERT_EQ(get.wait(20s), 0) << get.output();
+  for (const char* column : {"PHASE", "WORKERS", "MIN", "MAX", "PRIORITY", "COST", "AGE"})
+    EXPECT_NE(get.output().find(column), std::string::npos) << get.output();
+  EXPECT_NE(get.output().find("Running"), std::string::npos) << get.output();
+
+  // Deleting the task deletes everything it owns (kube-controller-manager's garbage collector).
+  admin->remove(kTrainingTasks, ns, "job");
+  EXPECT_TRUE(eventually([&] { return pods().empty(); }, 60s));
+}
+
+TEST_F(TaskTest, LauncherSuccessMeansTaskSuccessAndRunningWorkersAreCleanedUp) {
+  apply(mpi_spec(2, 2, {{"valley.dev/sim-run-time", "2s"}}));
+  ASSERT_TRUE(wait_phase("Succeeded")) << task().dump(2);
+  json st = task()["status"];
+  EXPECT_TRUE(st.contains("completionTime"));
+  EXPECT_TRUE(eventually([&] {
+    auto left = pods();
+    return left.size() == 1 && left[0]["metadata"]["name"] == "job-launcher";  // cleanPodPolicy Running
+  }, 30s));
+  auto events = admin->list(kube::resources::kEvents, ns).items;
+  std::set<std::string> reasons;
+  for (const auto& e : events) reasons.insert(e.value("reason", ""));
+  for (const char* r : {"Admitted", "Running", "Succeeded"}) EXPECT_TRUE(reasons.count(r)) << r;
+}
+
+TEST_F(TaskTest, RetryableFailuresAreRetriedUpToTheBackoffLimit) {
+  json spec = mpi_spec(2, 2, {{"valley.dev/sim-run-time", "1s"}, {"valley.dev/sim-exit-code", "137"}});
+  spec["runPolicy"] = {{"backoffLimit", 2}};
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Failed", 90s)) << task().dump(2);
+  json st = task()["status"];
+  EXPECT_EQ(st["reason"], "BackoffLimitExceeded");
+  EXPECT_EQ(st["restarts"]["failures"], 2);
+  EXPECT_EQ(st["epoch"], 3);
+}
+
+TEST_F(TaskTest, PermanentFailureFailsAtOnce) {
+  apply(mpi_spec(1, 1, {{"valley.dev/sim-run-time", "1s"}, {"valley.dev/sim-exit-code", "2"}}));
+  ASSERT_TRUE(wait_phase("Failed")) << task().dump(2);
+  json st = task()["status"];
+  EXPECT_EQ(st["reason"], "ExitCode");
+  EXPECT_EQ(st["epoch"], 1);
+  EXPECT_FALSE(st.contains("restarts"));
+}
+
+TEST_F(TaskTest, WorkerDeletedByHandIsRecreated) {
+  apply(mpi_spec(2, 2));
+  ASSERT_TRUE(wait_phase("Running"));
+  std::string old_uid = admin->get(kPods, ns, "job-worker-1")["metadata"]["uid"];
+  admin->remove(kPods, ns, "job-worker-1");
+  EXPECT_TRUE(eventually([&] {
+    try {
+      json p = admin->get(kPods, ns, "job-worker-1");
+      return p["metadata"]["uid"] != old_uid && p["status"].value("phase", "") == "Running";
+    } catch (const kube::KubeError&) {
+      return false;
+    }
+  }, 30s));
+}
+
+TEST_F(TaskTest, SuspendStopsPodsAndResumeRestartsThemInANewEpoch) {
+  apply(mpi_spec(2, 2));
+  ASSERT_TRUE(wait_phase("Running"));
+  admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"spec", {{"runPolicy", {{"suspend", true}}}}}});
+  ASSERT_TRUE(wait_phase("Suspended"));
+  EXPECT_TRUE(eventually([&] { return pods().empty(); }, 30s));
+  admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"spec", {{"runPolicy", {{"suspend", false}}}}}});
+  ASSERT_TRUE(wait_phase("Running"));
+  EXPECT_EQ(task()["status"]["epoch"], 2);
+  for (const auto& p : pods()) EXPECT_EQ(p["metadata"]["labels"]["valley.dev/epoch"], "2");
+}
+
+TEST_F(TaskTest, ScaleIsACheckpointRestartAtTheNewWorldSize) {
+  apply(mpi_spec(2, 4));
+  ASSERT_TRUE(wait_phase("Running"));
+  admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"spec", {{"replicas", 4}}}}, "scale");
+  EXPECT_TRUE(eventually([&] {
+    json st = task()["status"];
+    return st.value("phase", "") == "Running" && st.value("replicas", 0) == 4 && st.value("epoch", 0) == 2;
+  }, 60s)) << task()["status"].dump(2);
+  EXPECT_EQ(task()["status"]["restarts"]["resizes"], 1);
+  for (const auto& p : pods()) {
+    EXPECT_EQ(p["metadata"]["labels"]["valley.dev/epoch"], "2");
+    for (const auto& e : p["spec"]["containers"][0]["env"]) {
+      if (e["name"] == "VALLEY_WORLD_SIZE") {
+        EXPECT_EQ(e["value"], "8");
+      }
+      if (e["name"] == "VALLEY_RESUME") {
+        EXPECT_EQ(e["value"], "1");
+      }
+    }
+  }
+}
+
+TEST_F(TaskTest, FinishedTaskIsDeletedAfterItsTtl) {
+  json spec = mpi_spec(1, 1, {{"valley.dev/sim-run-time", "1s"}});
+  spec["runPolicy"] = {{"ttlSecondsAfterFinished", 2}};
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Succeeded"));
+  EXPECT_TRUE(eventually([&] {
+    try {
+      task();
+      return false;
+    } catch (const kube::KubeError& e) {
+      return e.http_status() == 404;
+    }
+  }, 30s));
+}
+
+TEST_F(TaskTest, SingleTaskRunsOnePod) {
+  apply({{"taskType", "Single"}, {"image", "valley.dev/examples/train:1"}, {"worker", {{"gpus", "0.1"}}}});
+  ASSERT_TRUE(wait_phase("Running"));
+  auto all = pods();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0]["metadata"]["name"], "job-worker-0");
+  // A tenth of a GPU is a MIG slice, so it lands on the MIG node.
+  EXPECT_EQ(all[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"], "1");
+}
+
+TEST_F(TaskTest, OperatorKilledMidExpansionConvergesWithoutDuplicatesOrOrphans) {
+  apply(mpi_spec(8, 8));
+  // Kill -9 as soon as the expansion has begun, three times, at different points.
+  for (int round = 0; round < 3; ++round) {
+    size_t before = pods().size();
+    eventually([&] { return pods().size() > before || phase() == "Running"; }, 20s);
+    stop_operator(SIGKILL);
+    start_operator();
+  }
+  ASSERT_TRUE(wait_phase("Running", 60s)) << task().dump(2);
+  auto all = pods();
+  std::set<std::string> names;
+  const std::string uid = task()["metadata"]["uid"];
+  for (const auto& p : all) {
+    names.insert(p["metadata"]["name"]);
+    EXPECT_EQ(p["metadata"]["ownerReferences"][0]["uid"], uid);
+  }
+  EXPECT_EQ(all.size(), 9u);
+  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(task()["status"]["epoch"], 1) << "a restart of the operator restarted the job";
+  EXPECT_FALSE(task()["status"].contains("restarts"));
+}
+
+TEST_F(TaskTest, PodsTheApiServerRefusesAreReportedAsEventsNotACrash) {
+  // The schema keeps `resources` free-form, so a nonsense quantity passes it; the pod does not.
+  json spec = mpi_spec(1, 1);
+  spec["worker"]["resources"] = {{"requests", {{"cpu", "lots"}}}};
+  apply(spec);
+  // The API server refuses the pod: the task reports it through an Event, and the operator lives.
+  EXPECT_TRUE(eventually([&] {
+    for (const auto& e : admin->list(kube::resources::kEvents, ns).items)
+      if (e.value("reason", "") == "CreateFailed") return true;
+    return false;
+  }, 30s));
+  EXPECT_EQ(op_->wait(1s), -1) << "the operator exited:\n" << operator_log();
+}
+
+// The API server refuses bad specs with a clear message, before Valley sees them.
+struct BadSpec {
+  const char* what;
+  json spec;
+  const char* message;
+};
+
+TEST_F(TaskTest, InvalidSpecsAreRejectedByTheApiServer) {
+  json mpi = mpi_spec(1, 2);
+  auto with = [&](const json& patch) {
+    json s = mpi;
+    s.merge_patch(patch);
+    return s;
+  };
+  std::vector<BadSpec> cases = {
+      {"min > max", with({{"replicas", {{"min", 4}, {"max", 2}}}}), "replicas.min must not exceed replicas.max"},
+      {"no worker image", with({{"worker", {{"image", nullptr}}}}), "an MPI task needs master.image and worker.image"},
+      {"no launcher", with({{"master", nullptr}}), "an MPI task needs master.image and worker.image"},
+      {"priority 150", with({{"priority", 150}}), "should be less than or equal to 100"},
+      {"gpus 1.5", with({{"worker", {{"gpus", "1.5"}}}}), "spec.worker.gpus"},
+      {"unknown type", with({{"taskType", "Horovod"}}), "Unsupported value: \"Horovod\""},
+      {"scale outside range", with({{"replicas", {{"target", 5}}}}), "must lie within replicas.min..replicas.max"},
+      {"single with 2", {{"taskType", "Single"}, {"image", "i"}, {"replicas", {{"min", 1}, {"max", 2}}}}, "a Single task runs one pod"},
+      {"amdImage without amdSupport", with({{"worker", {{"amdImage", "rocm"}}}}), "only used with amdSupport true"},
+      {"bad checkpoint", with({{"checkpoint", {{"uri", "ftp://x"}}}}), "spec.checkpoint.uri"},
+      {"bad maxCost", with({{"maxCost", "lots"}}), "spec.maxCost"},
+      {"bad duration", with({{"estimatedDuration", "soon"}}), "spec.estimatedDuration"},
+      {"negative backoff", with({{"runPolicy", {{"backoffLimit", -1}}}}), "should be greater than or equal to 0"},
+      {"bad cleanPodPolicy", with({{"runPolicy", {{"cleanPodPolicy", "Sometimes"}}}}), "Unsupported value"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    try {
+      apply(c.spec, "bad-" + std::to_string(i++));
+      ADD_FAILURE() << c.what << ": accepted";
+    } catch (const kube::KubeError& e) {
+      EXPECT_EQ(e.http_status(), 422) << c.what;
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.what << ": " << e.what();
+    }
+  }
+  try {
+    apply(mpi, std::string(51, 'x'));
+    ADD_FAILURE() << "a 51-character name was accepted";
+  } catch (const kube::KubeError& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 50 characters"), std::string::npos) << e.what();
+  }
+
+  // Once admitted, images and taskType are fixed.
+  apply(mpi);
+  ASSERT_TRUE(wait_phase("Running"));
+  for (const json& patch : {json{{"spec", {{"worker", {{"image", "other:2"}}}}}}, json{{"spec", {{"taskType", "Single"}}}}}) {
+    try {
+      admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, patch);
+      ADD_FAILURE() << "changed after admission: " << patch.dump();
+    } catch (const kube::KubeError& e) {
+      EXPECT_EQ(e.http_status(), 422) << e.what();
+    }
+  }
+  // The elastic range may change.
+  EXPECT_NO_THROW(admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"spec", {{"replicas", {{"max", 3}}}}}}));
+}
+
+}  // namespace
+}  // namespace valley::e2e
