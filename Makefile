@@ -49,11 +49,12 @@ cluster-up: cluster-binaries
 	@$(CLUSTER) up
 
 cluster-down:
+	@scripts/operator.sh stop
 	@$(CLUSTER) down
 
 # Valley's CustomResourceDefinitions, installed and Established.
 crds: cluster-up
-	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig apply -f crds/ >/dev/null
+	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig apply --server-side --force-conflicts -f crds/ >/dev/null
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig wait --for=condition=Established --timeout=60s -f crds/ >/dev/null
 
 e2e: build crds

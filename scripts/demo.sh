@@ -1,41 +1,59 @@
 #!/usr/bin/env bash
-# `make demo`: what Valley has to show on the local cluster today. The cluster is left running
-# (`make cluster-down` stops it). Grows with each feature into the full story.
+# `make demo`: Valley on the local cluster, told as a story. The cluster and the operator are left
+# running (`make cluster-down` stops both). Grows with each feature.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 K() { .valley/bin/kubectl --kubeconfig .valley/kubeconfig "$@"; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+ns=valley-demo
 
-say "The local cluster: real kube-apiserver, etcd, scheduler, controller-manager; GPU nodes simulated by kwok"
+say "The local cluster: real kube-apiserver, etcd, scheduler and controller-manager; GPU nodes simulated by kwok"
 build/bin/valleyctl --kubeconfig .valley/kubeconfig version
-K get nodes -o custom-columns='NODE:.metadata.name,NVIDIA:.status.allocatable.nvidia\.com/gpu,AMD:.status.allocatable.amd\.com/gpu,MIG-1g.10gb:.status.allocatable.nvidia\.com/mig-1g\.10gb,PRODUCT:.metadata.labels.nvidia\.com/gpu\.product,CAPACITY:.metadata.labels.karpenter\.sh/capacity-type,ZONE:.metadata.labels.topology\.kubernetes\.io/zone,READY:.status.conditions[?(@.type=="Ready")].status'
+K get nodes -o custom-columns='NODE:.metadata.name,NVIDIA:.status.allocatable.nvidia\.com/gpu,AMD:.status.allocatable.amd\.com/gpu,MIG-1g.10gb:.status.allocatable.nvidia\.com/mig-1g\.10gb,CAPACITY:.metadata.labels.karpenter\.sh/capacity-type,ZONE:.metadata.labels.topology\.kubernetes\.io/zone'
 
-say "RBAC is enforced: a fresh service account may not list pods"
-K create namespace valley-demo --dry-run=client -o yaml | K apply -f - >/dev/null
-K -n valley-demo create serviceaccount demo-user --dry-run=client -o yaml | K apply -f - >/dev/null
-echo "kubectl auth can-i list pods --as=system:serviceaccount:valley-demo:demo-user -> $(K auth can-i list pods -n valley-demo --as=system:serviceaccount:valley-demo:demo-user || true)"
+say "Valley's operator starts, wins leader election and watches TrainingTasks"
+scripts/operator.sh start
+for _ in $(seq 1 50); do grep -q "caches synced" .valley/logs/operator.log 2>/dev/null && break; sleep 0.2; done
+grep -E "became the leader|caches synced" .valley/logs/operator.log | tail -2 | cut -c31-
 
-say "A pod asking for 4 NVIDIA GPUs is scheduled by kube-scheduler onto a GPU node and runs"
-K -n valley-demo delete pod gpu-hello --ignore-not-found --wait=true >/dev/null
-K -n valley-demo apply -f - >/dev/null <<'YAML'
-apiVersion: v1
-kind: Pod
-metadata:
-  name: gpu-hello
-  annotations: {valley.dev/sim-run-time: 5s}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: train
-    image: valley.dev/examples/hello:1
-    resources: {limits: {nvidia.com/gpu: "4"}}
+say "Three tasks are applied (deploy/samples/): an elastic MPI job, the seed platform's example, a single pod on a MIG slice"
+K delete namespace $ns --ignore-not-found --wait=true >/dev/null
+K create namespace $ns >/dev/null
+for _ in $(seq 1 50); do K -n $ns get serviceaccount default >/dev/null 2>&1 && break; sleep 0.2; done
+K apply -f deploy/samples/
+echo
+echo "A bad spec is refused by the API server before Valley sees it:"
+K -n $ns apply -f - <<'YAML' 2>&1 | sed 's/^/  /' || true
+apiVersion: valley.dev/v1alpha1
+kind: TrainingTask
+metadata: {name: broken}
+spec: {replicas: {min: 8, max: 2}, master: {image: l}, worker: {image: w, gpus: "1.5"}}
 YAML
-K -n valley-demo wait pod/gpu-hello --for=jsonpath='{.status.phase}'=Running --timeout=30s >/dev/null
-K -n valley-demo get pod gpu-hello -o wide
-echo "(its simulated run time is 5s)"
-K -n valley-demo wait pod/gpu-hello --for=jsonpath='{.status.phase}'=Succeeded --timeout=30s >/dev/null
-K -n valley-demo get pod gpu-hello
 
-say "Done. The cluster is still up:"
-echo "  .valley/bin/kubectl --kubeconfig .valley/kubeconfig get nodes"
-echo "  make cluster-down    # stops it"
+say "What happens to them (kubectl get tt, as it changes)"
+last=""
+start=$SECONDS
+while [ $((SECONDS - start)) -lt 90 ]; do
+  now=$(K -n $ns get tt --no-headers -o custom-columns='N:.metadata.name,P:.status.phase,W:.status.replicas,E:.status.epoch' 2>/dev/null | sort)
+  if [ "$now" != "$last" ]; then
+    printf -- '--- after %ss\n' $((SECONDS - start))
+    K -n $ns get tt -o wide
+    last=$now
+  fi
+  phase=$(K -n $ns get tt resnet50 -o jsonpath='{.status.phase}' 2>/dev/null || true)
+  single=$(K -n $ns get tt finetune-small -o jsonpath='{.status.phase}' 2>/dev/null || true)
+  [ "$phase" = Succeeded ] && [ "$single" = Failed ] && break
+  sleep 1
+done
+
+say "The pods Valley made for resnet50 (launcher started only after all workers were Ready)"
+K -n $ns get pods -l valley.dev/task=resnet50 -L valley.dev/role,valley.dev/epoch
+say "Its hostfile (workers x slots) and its events"
+K -n $ns get configmap resnet50-mpi -o jsonpath='{.data.hostfile}'
+K -n $ns get events.events.k8s.io --field-selector regarding.name=resnet50 -o custom-columns='REASON:.reason,NOTE:.note' 2>/dev/null
+say "finetune-small: exit code 137 is retryable; it was retried once (backoffLimit 1), then failed"
+K -n $ns get tt finetune-small -o jsonpath='{.status.reason}: {.status.message}{"\n"}'
+
+say "Done. The cluster and the operator are still up:"
+echo "  .valley/bin/kubectl --kubeconfig .valley/kubeconfig -n $ns get tt"
+echo "  make cluster-down    # stops the operator and the cluster"
