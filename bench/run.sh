@@ -13,6 +13,9 @@ build/bin/bench_watch_decode 50000 | tee "$results/watch_decode.json"
 echo "bench: informer cache memory with $pods pods on the local cluster"
 build/bin/bench_informer_memory "$kubeconfig" "$pods" | tee "$results/informer_memory.json"
 
+echo "bench: TrainingTask with 1 launcher + 16 workers, apply to all pods Running"
+bench/task_startup.sh 16 | tee "$results/task_startup.json"
+
 python3 - "$results" <<'PY'
 import json, sys, pathlib
 d = pathlib.Path(sys.argv[1])

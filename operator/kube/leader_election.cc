@@ -60,11 +60,7 @@ bool LeaderElector::try_acquire_or_renew() {
                     {"renewTime", now_text},
                     {"leaseTransitions", 0}}}};
     try {
-      json created = client_.create(resources::kLeases, config_.lease_namespace, fresh);
-      observed_holder_ = config_.identity;
-      observed_renew_ = now_text;
-      observed_rv_ = resource_version_of(created);
-      observed_time_ = now;
+      observe_own_write(client_.create(resources::kLeases, config_.lease_namespace, fresh), now_text, now);
       return true;
     } catch (const KubeError& ce) {
       if (ce.http_status() == 409) return false;  // another candidate created it first
@@ -96,16 +92,20 @@ bool LeaderElector::try_acquire_or_renew() {
   }
   spec["leaseDurationSeconds"] = lease_seconds;
   try {
-    json updated = client_.update(resources::kLeases, lease);  // conditional on resourceVersion
-    observed_holder_ = config_.identity;
-    observed_renew_ = now_text;
-    observed_rv_ = resource_version_of(updated);
-    observed_time_ = now;
+    observe_own_write(client_.update(resources::kLeases, lease), now_text, now);  // conditional on resourceVersion
     return true;
   } catch (const KubeError& e) {
     if (e.http_status() == 409) return false;  // someone else wrote it meanwhile
     throw;
   }
+}
+
+void LeaderElector::observe_own_write(const json& written, const std::string& renew_time,
+                                      std::chrono::steady_clock::time_point now) {
+  observed_holder_ = config_.identity;
+  observed_renew_ = renew_time;
+  observed_rv_ = resource_version_of(written);
+  observed_time_ = now;
 }
 
 void LeaderElector::release() {

@@ -44,6 +44,7 @@ class LeaderElector {
 
  private:
   bool try_acquire_or_renew();
+  void observe_own_write(const json& written, const std::string& renew_time, std::chrono::steady_clock::time_point now);
   void release();
   bool sleep(const std::atomic<bool>& stop, std::chrono::milliseconds d);
 

@@ -118,14 +118,9 @@ using Watch = ClusterTest;
 TEST_F(Watch, DeletesAndIndexesFollowTheServer) {
   auto client = unlimited_admin();
   for (int i = 0; i < 5; ++i) client->create(kConfigMaps, ns, config_map("x-" + std::to_string(i), {{"watched", "yes"}}));
-  kube::InformerOptions io;
-  io.ns = ns;
-  io.label_selector = "watched=yes";
-  kube::Informer informer(*client, kConfigMaps, io);
   Recorder rec;
-  informer.add_handlers(rec.handlers());
-  informer.start();
-  ASSERT_TRUE(informer.wait_for_sync(10s));
+  auto informer_ptr = watched_config_maps(*client, ns, rec);
+  kube::Informer& informer = *informer_ptr;
   client->remove(kConfigMaps, ns, "x-3");
   EXPECT_TRUE(eventually([&] {
     std::lock_guard l(rec.mu);

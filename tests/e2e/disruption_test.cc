@@ -38,14 +38,9 @@ void create_until_done(kube::Client& client, const std::string& ns, const std::s
 
 TEST_F(Watch, InformerSurvivesAnApiServerRestartWithoutMissingAnEvent) {
   auto client = unlimited_admin();
-  kube::InformerOptions io;
-  io.ns = ns;
-  io.label_selector = "watched=yes";
-  kube::Informer informer(*client, kConfigMaps, io);
   Recorder rec;
-  informer.add_handlers(rec.handlers());
-  informer.start();
-  ASSERT_TRUE(informer.wait_for_sync(10s));
+  auto informer_ptr = watched_config_maps(*client, ns, rec);
+  kube::Informer& informer = *informer_ptr;
 
   const int n = 120;
   std::atomic<int> written{0};
@@ -72,14 +67,9 @@ TEST_F(Watch, InformerSurvivesAnApiServerRestartWithoutMissingAnEvent) {
 TEST_F(Watch, StaleResourceVersionAfterCompactionLeadsToOneRelistNotACrashLoop) {
   auto client = unlimited_admin();
   client->create(kConfigMaps, ns, config_map("before", {{"watched", "yes"}}));
-  kube::InformerOptions io;
-  io.ns = ns;
-  io.label_selector = "watched=yes";
-  kube::Informer informer(*client, kConfigMaps, io);
   Recorder rec;
-  informer.add_handlers(rec.handlers());
-  informer.start();
-  ASSERT_TRUE(informer.wait_for_sync(10s));
+  auto informer_ptr = watched_config_maps(*client, ns, rec);
+  kube::Informer& informer = *informer_ptr;
   std::string synced_rv = informer.last_resource_version();
 
   // History the informer does not follow (other labels) moves etcd on; then compact and restart

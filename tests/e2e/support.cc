@@ -178,3 +178,18 @@ json config_map(const std::string& name, const json& labels) {
 }
 
 }  // namespace valley::e2e
+
+namespace valley::e2e {
+
+std::unique_ptr<kube::Informer> watched_config_maps(kube::Client& client, const std::string& ns, Recorder& recorder) {
+  kube::InformerOptions io;
+  io.ns = ns;
+  io.label_selector = "watched=yes";
+  auto informer = std::make_unique<kube::Informer>(client, kube::resources::kConfigMaps, io);
+  informer->add_handlers(recorder.handlers());
+  informer->start();
+  EXPECT_TRUE(informer->wait_for_sync(10s)) << "the informer did not sync";
+  return informer;
+}
+
+}  // namespace valley::e2e

@@ -101,4 +101,8 @@ struct Recorder {
 
 
 
+// An informer over the ConfigMaps labelled watched=yes in `ns`, reporting to `recorder`, started
+// and synced (the test fails if it does not sync).
+std::unique_ptr<kube::Informer> watched_config_maps(kube::Client& client, const std::string& ns, Recorder& recorder);
+
 }  // namespace valley::e2e
