@@ -3,7 +3,9 @@
 // life by annotations, RBAC enforced for service-account tokens, and our operator binary connecting.
 #include <signal.h>
 
+#include <fstream>
 #include <set>
+#include <thread>
 
 #include "operator/kube/error.h"
 #include "tests/e2e/support.h"
@@ -182,6 +184,34 @@ TEST_F(Rbac, ServiceAccountTokenGetsOnlyWhatItWasGranted) {
   EXPECT_NO_THROW(robot.get("/api/v1/namespaces/" + ns + "/pods"));
   EXPECT_FALSE(can_i("delete", "pods"));
   EXPECT_FALSE(can_i("list", "secrets"));
+}
+
+// In a pod the service-account token is a file the kubelet rotates; the client must pick up the new
+// token without a restart. Two service accounts stand for the old and the rotated token.
+TEST_F(Rbac, TokenFileIsReReadWhenItChanges) {
+  auto token_for = [&](const std::string& sa) {
+    admin->create("/api/v1/namespaces/" + ns + "/serviceaccounts",
+                  {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", sa}}}});
+    json r = admin->create("/api/v1/namespaces/" + ns + "/serviceaccounts/" + sa + "/token",
+                           {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", json::object()}});
+    return r["status"]["token"].get<std::string>();
+  };
+  std::string path = ::testing::TempDir() + "/valley-token-" + ns;
+  std::ofstream(path) << token_for("before") << "\n";
+  kube::ClusterConfig cfg = admin_config();
+  cfg.client_cert_pem.clear();
+  cfg.client_key_pem.clear();
+  cfg.token_file = path;
+  kube::Client client(cfg);
+  auto whoami = [&] {
+    json r = client.create("/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                           {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "SelfSubjectReview"}});
+    return r["status"]["userInfo"]["username"].get<std::string>();
+  };
+  EXPECT_EQ(whoami(), "system:serviceaccount:" + ns + ":before");
+  std::this_thread::sleep_for(1100ms);  // a new mtime even on file systems with 1 s resolution
+  std::ofstream(path) << token_for("after") << "\n";
+  EXPECT_EQ(whoami(), "system:serviceaccount:" + ns + ":after");
 }
 
 TEST(OperatorBinary, ConnectsWithTheKubeconfigAndStopsOnSigterm) {
