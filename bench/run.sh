@@ -8,6 +8,8 @@ mkdir -p "$results"
 kubeconfig=.valley/kubeconfig
 pods=${BENCH_INFORMER_PODS:-10000}
 
+echo "bench: planner decision time, 1,000 nodes x 500 pending tasks"
+build/bin/bench_planner 1000 500 3 | tee "$results/planner.json"
 echo "bench: watch stream decoding"
 build/bin/bench_watch_decode 50000 | tee "$results/watch_decode.json"
 echo "bench: informer cache memory with $pods pods on the local cluster"

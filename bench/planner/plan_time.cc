@@ -1,0 +1,74 @@
+// Planner decision time on a large snapshot: N nodes (mixed NVIDIA 8-GPU on-demand/spot, AMD, MIG)
+// and T pending tasks of mixed sizes and priorities, planned from scratch; then the same cluster
+// re-planned with the result as its state (the steady-state case). Prints JSON.
+//   bench_planner [nodes=1000] [tasks=500] [repeats=5]
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "controllers/planner/planner.h"
+
+using namespace valley::planner;
+
+int main(int argc, char** argv) {
+  int n_nodes = argc > 1 ? std::atoi(argv[1]) : 1000;
+  int n_tasks = argc > 2 ? std::atoi(argv[2]) : 500;
+  int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
+  std::mt19937 rng(42);
+  std::vector<Node> nodes;
+  for (int i = 0; i < n_nodes; ++i) {
+    int kind = i % 10;
+    Node n;
+    n.name = "node-" + std::to_string(i);
+    if (kind < 6) {
+      n.vendor = "nvidia";
+      n.capacity_class = kind < 4 ? "on-demand" : "spot";
+      n.free = {{"nvidia.com/gpu", 8}};
+    } else if (kind < 9) {
+      n.vendor = "amd";
+      n.free = {{"amd.com/gpu", 8}};
+    } else {
+      n.vendor = "nvidia";
+      n.free = {{"nvidia.com/gpu", 4}, {"nvidia.com/mig-1g.10gb", 14}, {"nvidia.com/mig-3g.40gb", 4}};
+    }
+    nodes.push_back(n);
+  }
+  auto now = SystemTime(std::chrono::seconds(1795316645));
+  std::vector<Task> tasks;
+  for (int i = 0; i < n_tasks; ++i) {
+    Task t;
+    t.key = "ns/task-" + std::to_string(i);
+    t.priority = static_cast<int>(rng() % 5) * 20;
+    t.min_workers = 1 + static_cast<int>(rng() % 16);
+    t.max_workers = t.min_workers + static_cast<int>(rng() % 32);
+    t.gpu_milli = std::vector<int>{1000, 1000, 2000, 500, 8000}[rng() % 5];
+    t.amd_support = rng() % 2;
+    t.reduce_cost = rng() % 4 == 0;
+    t.created = now - std::chrono::seconds(rng() % 7200);
+    tasks.push_back(t);
+  }
+  double cold_best = 1e9, warm_best = 1e9;
+  std::vector<Decision> ds;
+  for (int r = 0; r < repeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    ds = plan(nodes, tasks, now);
+    cold_best = std::min(cold_best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::vector<Task> state = tasks;
+  int admitted = 0, workers = 0;
+  for (size_t i = 0; i < state.size(); ++i) {
+    state[i].admitted = ds[i].workers > 0;
+    state[i].workers = ds[i].placement;
+    admitted += state[i].admitted;
+    workers += ds[i].workers;
+  }
+  for (int r = 0; r < repeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    plan(nodes, state, now + std::chrono::minutes(1));
+    warm_best = std::min(warm_best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf("{\"benchmark\":\"planner\",\"nodes\":%d,\"tasks\":%d,\"admitted\":%d,\"workers_placed\":%d,"
+              "\"plan_ms_from_scratch\":%.1f,\"plan_ms_steady_state\":%.1f}\n",
+              n_nodes, n_tasks, admitted, workers, cold_best, warm_best);
+  return 0;
+}

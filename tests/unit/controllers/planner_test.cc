@@ -1,0 +1,279 @@
+#include "controllers/planner/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace valley::planner {
+namespace {
+using namespace std::chrono_literals;
+
+const SystemTime kNow = SystemTime(std::chrono::seconds(1795316645));
+
+Node nvidia(const std::string& name, int gpus, const std::string& cls = "on-demand") {
+  return {name, "nvidia", cls, {{"nvidia.com/gpu", gpus}}, {}, {}, true};
+}
+Node amd(const std::string& name, int gpus) { return {name, "amd", "on-demand", {{"amd.com/gpu", gpus}}, {}, {}, true}; }
+
+Task task(const std::string& key, int priority, int min, int max, int gpu_milli = 1000) {
+  Task t;
+  t.key = key;
+  t.priority = priority;
+  t.min_workers = min;
+  t.max_workers = max;
+  t.gpu_milli = gpu_milli;
+  t.created = kNow - 60s;
+  return t;
+}
+
+// Turns a decision into the task's next state, as the controller would after carrying it out.
+Task apply(Task t, const Decision& d, SystemTime when) {
+  bool resized = t.admitted && d.workers != static_cast<int>(t.workers.size());
+  t.admitted = d.workers > 0;
+  t.workers = d.placement;
+  if (resized) t.last_resize = when;
+  return t;
+}
+
+const Decision& find(const std::vector<Decision>& ds, const std::string& key) {
+  for (const auto& d : ds)
+    if (d.key == key) return d;
+  throw std::runtime_error("no decision for " + key);
+}
+
+TEST(Planner, AdmitsAtMaxWhenItAllFitsOnFewestNodes) {
+  auto ds = plan({nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8)}, {task("a", 0, 2, 16)}, kNow);
+  EXPECT_EQ(ds[0].action, Action::Admit);
+  EXPECT_EQ(ds[0].workers, 16);
+  std::set<std::string> nodes;
+  for (const auto& w : ds[0].placement) nodes.insert(w.node);
+  EXPECT_EQ(nodes.size(), 2u);  // 16 one-GPU workers on two 8-GPU nodes, not spread over three
+}
+
+TEST(Planner, GangIsAllOrNothing) {
+  auto ds = plan({nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8), nvidia("n4", 8)},
+                 {task("a", 0, 20, 20), task("b", 0, 20, 20)}, kNow);
+  EXPECT_EQ(find(ds, "a").action, Action::Admit);
+  const Decision& b = find(ds, "b");
+  EXPECT_EQ(b.action, Action::Wait);
+  EXPECT_TRUE(b.placement.empty());
+  EXPECT_EQ(b.queue_position, 1);
+  EXPECT_EQ(b.reason, "InsufficientCapacity: needs 20 GPUs (20 workers x 1), 12 free");
+}
+
+TEST(Planner, HigherPriorityShrinksLowerThenLowerGrowsBack) {
+  std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8), nvidia("n4", 8)};
+  Task a = task("a", 10, 2, 32);
+  auto d1 = plan(nodes, {a}, kNow);
+  ASSERT_EQ(d1[0].workers, 32);
+  a = apply(a, d1[0], kNow);
+
+  Task b = task("b", 50, 8, 8);
+  auto d2 = plan(nodes, {a, b}, kNow + 1h);
+  EXPECT_EQ(find(d2, "a").action, Action::Shrink);
+  EXPECT_EQ(find(d2, "a").workers, 24);  // gave up exactly what b needs, not more
+  EXPECT_EQ(find(d2, "b").action, Action::Admit);
+  EXPECT_EQ(find(d2, "b").workers, 8);
+  a = apply(a, find(d2, "a"), kNow + 1h);
+
+  // b finished: a grows back once its resize interval has passed.
+  EXPECT_EQ(plan(nodes, {a}, kNow + 1h + 10s)[0].action, Action::Keep);
+  auto d3 = plan(nodes, {a}, kNow + 2h);
+  EXPECT_EQ(d3[0].action, Action::Grow);
+  EXPECT_EQ(d3[0].workers, 32);
+}
+
+TEST(Planner, PreemptsOnlyWhenShrinkingIsNotEnoughAndReduceCostFirst) {
+  std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 8)};
+  Task cheap = task("cheap", 10, 4, 4);
+  cheap.reduce_cost = true;
+  Task normal = task("normal", 10, 4, 4);
+  cheap = apply(cheap, plan(nodes, {cheap}, kNow)[0], kNow);
+  auto both = plan(nodes, {cheap, normal}, kNow);
+  normal = apply(normal, find(both, "normal"), kNow);
+  ASSERT_EQ(cheap.workers.size(), 4u);
+  ASSERT_EQ(normal.workers.size(), 4u);
+  // 8 of 16 GPUs free. A 4-worker important task fits without touching anyone.
+  auto fits = plan(nodes, {cheap, normal, task("vip", 90, 4, 4)}, kNow);
+  EXPECT_EQ(find(fits, "cheap").action, Action::Keep);
+  EXPECT_EQ(find(fits, "normal").action, Action::Keep);
+  // Both are at min, so 12 workers need a preemption: the reduceCost task goes first, and alone.
+  auto ds = plan(nodes, {cheap, normal, task("vip", 90, 12, 12)}, kNow);
+  EXPECT_EQ(find(ds, "cheap").action, Action::Preempt);
+  EXPECT_EQ(find(ds, "normal").action, Action::Keep);
+  EXPECT_EQ(find(ds, "vip").action, Action::Admit);
+  // 16 need both.
+  auto all = plan(nodes, {cheap, normal, task("vip", 90, 16, 16)}, kNow);
+  EXPECT_EQ(find(all, "cheap").action, Action::Preempt);
+  EXPECT_EQ(find(all, "normal").action, Action::Preempt);
+  EXPECT_NE(find(all, "normal").reason.find("preempted for vip"), std::string::npos);
+}
+
+TEST(Planner, EqualPriorityNeverPreempts) {
+  std::vector<Node> nodes = {nvidia("n1", 8)};
+  Task a = apply(task("a", 10, 8, 8), plan(nodes, {task("a", 10, 8, 8)}, kNow)[0], kNow);
+  auto ds = plan(nodes, {a, task("b", 10, 1, 1)}, kNow);
+  EXPECT_EQ(find(ds, "a").action, Action::Keep);
+  EXPECT_EQ(find(ds, "b").action, Action::Wait);
+}
+
+TEST(Planner, AmdNodesOnlyForAmdSupportAndGangsNeverMixVendors) {
+  std::vector<Node> nodes = {nvidia("n1", 4), amd("m1", 8)};
+  EXPECT_EQ(plan(nodes, {task("a", 0, 6, 6)}, kNow)[0].action, Action::Wait);
+  Task a = task("a", 0, 6, 6);
+  a.amd_support = true;
+  auto ds = plan(nodes, {a}, kNow);
+  ASSERT_EQ(ds[0].action, Action::Admit);
+  for (const auto& w : ds[0].placement) EXPECT_EQ(w.gpu_resource, "amd.com/gpu");
+  // 4 NVIDIA + 8 AMD = 12 GPUs, but a 10-worker gang cannot span both.
+  Task big = task("big", 0, 10, 10);
+  big.amd_support = true;
+  EXPECT_EQ(plan(nodes, {big}, kNow)[0].action, Action::Wait);
+}
+
+TEST(Planner, ReduceCostAmdTasksPreferAmd) {
+  Task a = task("a", 0, 2, 2);
+  a.amd_support = a.reduce_cost = true;
+  auto ds = plan({nvidia("n1", 8), amd("m1", 8)}, {a}, kNow);
+  EXPECT_EQ(ds[0].placement[0].node, "m1");
+}
+
+TEST(Planner, FractionalGpusUseTheSmallestFreeMigSliceThenWholeGpus) {
+  Node mig = {"mig", "nvidia", "on-demand", {{"nvidia.com/mig-1g.10gb", 2}, {"nvidia.com/mig-3g.40gb", 1}}, {}, {}, true};
+  auto ds = plan({mig}, {task("a", 0, 3, 3, 100)}, kNow);
+  ASSERT_EQ(ds[0].action, Action::Admit);
+  EXPECT_EQ(ds[0].placement[0].gpu_resource, "nvidia.com/mig-1g.10gb");
+  EXPECT_EQ(ds[0].placement[2].gpu_resource, "nvidia.com/mig-3g.40gb");  // 1g slices used up
+  EXPECT_EQ(plan({mig}, {task("b", 0, 1, 1, 500)}, kNow)[0].action, Action::Wait);  // no 4g slice, no whole GPU
+  EXPECT_EQ(worker_shape(500, nvidia("n", 1))->gpu_resource, "nvidia.com/gpu");
+}
+
+TEST(Planner, TaintsSelectorsAndUnschedulableNodesAreHonoured) {
+  Node tainted = nvidia("t", 8);
+  tainted.taints.push_back({"dedicated", "team-b", "NoSchedule"});
+  Node cordoned = nvidia("c", 8);
+  cordoned.schedulable = false;
+  Node labelled = nvidia("l", 8);
+  labelled.labels["zone"] = "b";
+  EXPECT_EQ(plan({tainted, cordoned}, {task("a", 0, 1, 1)}, kNow)[0].action, Action::Wait);
+  Task tol = task("a", 0, 1, 1);
+  tol.tolerations.push_back({"dedicated", "Equal", "team-b", "NoSchedule"});
+  EXPECT_EQ(plan({tainted}, {tol}, kNow)[0].placement[0].node, "t");
+  Task sel = task("a", 0, 1, 1);
+  sel.node_selector["zone"] = "b";
+  EXPECT_EQ(plan({nvidia("a-first", 8), labelled}, {sel}, kNow)[0].placement[0].node, "l");
+}
+
+TEST(Planner, AntiThrashNeedsIntervalAndWorthwhileGain) {
+  std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 1)};
+  Task a = task("a", 0, 8, 16);
+  a = apply(a, plan({nvidia("n1", 8)}, {a}, kNow)[0], kNow);  // admitted at 8 on n1
+  a.last_resize = kNow - 1h;
+  // One more GPU would be a 12% gain: not worth a checkpoint-restart (default 25%).
+  EXPECT_EQ(plan(nodes, {a}, kNow)[0].action, Action::Keep);
+  Config eager;
+  eager.min_gain_fraction = 0;
+  EXPECT_EQ(plan(nodes, {a}, kNow, eager)[0].action, Action::Grow);
+  // Within the interval, not even a big gain.
+  a.last_resize = kNow - 10s;
+  EXPECT_EQ(plan({nvidia("n1", 8), nvidia("n2", 8)}, {a}, kNow)[0].action, Action::Keep);
+}
+
+TEST(Planner, AgingLetsALongWaitingTaskOvertakeNewerHigherPriorityOnes) {
+  Task old_low = task("old", 0, 8, 8);
+  old_low.created = kNow - 10h;  // 60 aging steps
+  Task new_high = task("new", 50, 8, 8);
+  auto ds = plan({nvidia("n1", 8)}, {new_high, old_low}, kNow);
+  EXPECT_EQ(find(ds, "old").action, Action::Admit);
+  EXPECT_EQ(find(ds, "new").action, Action::Wait);
+}
+
+TEST(Planner, PinnedSizeWins) {
+  Task a = task("a", 0, 2, 8);
+  a.pinned_workers = 3;
+  EXPECT_EQ(plan({nvidia("n1", 8)}, {a}, kNow)[0].workers, 3);
+}
+
+TEST(Planner, WorkersOnALostNodeAreReplacedOrTheTaskWaits) {
+  Task a = task("a", 0, 4, 4);
+  a = apply(a, plan({nvidia("n1", 4)}, {a}, kNow)[0], kNow);
+  auto ds = plan({nvidia("n2", 8)}, {a}, kNow);  // n1 is gone
+  EXPECT_EQ(ds[0].action, Action::Grow);
+  EXPECT_EQ(ds[0].workers, 4);
+  EXPECT_EQ(ds[0].placement[0].node, "n2");
+  EXPECT_EQ(plan({nvidia("n2", 2)}, {a}, kNow)[0].action, Action::Preempt);
+}
+
+// Random clusters and task mixes: invariants that must always hold.
+TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterministic) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<Node> nodes;
+    int n_nodes = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < n_nodes; ++i) {
+      int kind = static_cast<int>(rng() % 4);
+      if (kind == 0) nodes.push_back(amd("amd-" + std::to_string(i), 8));
+      else if (kind == 1) nodes.push_back({"mig-" + std::to_string(i), "nvidia", "on-demand",
+                                           {{"nvidia.com/gpu", 4}, {"nvidia.com/mig-1g.10gb", 7}, {"nvidia.com/mig-3g.40gb", 2}}, {}, {}, true});
+      else nodes.push_back(nvidia("nv-" + std::to_string(i), 1 + static_cast<int>(rng() % 8), rng() % 2 ? "spot" : "on-demand"));
+    }
+    std::vector<Task> tasks;
+    int n_tasks = 1 + static_cast<int>(rng() % 10);
+    for (int i = 0; i < n_tasks; ++i) {
+      int min = 1 + static_cast<int>(rng() % 8);
+      Task t = task("t" + std::to_string(i), static_cast<int>(rng() % 4) * 25, min, min + static_cast<int>(rng() % 8),
+                    std::vector<int>{1000, 2000, 500, 100}[rng() % 4]);
+      t.amd_support = rng() % 2;
+      t.reduce_cost = rng() % 3 == 0;
+      t.created = kNow - std::chrono::seconds(rng() % 3000);
+      tasks.push_back(t);
+    }
+    // Two rounds: admit, then re-plan with the result as current state.
+    for (int step = 0; step < 2; ++step) {
+      auto ds = plan(nodes, tasks, kNow + std::chrono::hours(step));
+      ASSERT_EQ(plan(nodes, tasks, kNow + std::chrono::hours(step)).size(), ds.size());
+      // Determinism.
+      auto again = plan(nodes, tasks, kNow + std::chrono::hours(step));
+      for (size_t i = 0; i < ds.size(); ++i) {
+        ASSERT_EQ(ds[i].workers, again[i].workers);
+        ASSERT_EQ(ds[i].placement.size(), again[i].placement.size());
+      }
+      std::map<std::string, std::map<std::string, int64_t>> used;
+      for (size_t i = 0; i < ds.size(); ++i) {
+        const auto& d = ds[i];
+        const auto& t = tasks[i];
+        ASSERT_EQ(static_cast<int>(d.placement.size()), d.workers) << d.key;
+        if (d.workers > 0) {
+          // Gang: at least min, at most max; one vendor.
+          ASSERT_GE(d.workers, t.min_workers) << d.key << " " << to_string(d.action);
+          ASSERT_LE(d.workers, t.max_workers) << d.key;
+          std::set<std::string> vendors;
+          for (const auto& w : d.placement) vendors.insert(w.gpu_resource.substr(0, w.gpu_resource.find('.')));
+          ASSERT_EQ(vendors.size(), 1u) << d.key;
+          if (!t.amd_support) {
+            ASSERT_EQ(*vendors.begin(), "nvidia") << d.key;
+          }
+        }
+        for (const auto& w : d.placement) used[w.node][w.gpu_resource] += w.count;
+      }
+      for (const auto& n : nodes)
+        for (const auto& [res, units] : used[n.name]) ASSERT_LE(units, n.free.count(res) ? n.free.at(res) : 0) << n.name << " " << res;
+      // A waiting task never has strictly lower priority tasks holding workers above their min
+      // on nodes it could use (here: all NVIDIA whole-GPU tasks compete for the same resources).
+      for (size_t i = 0; i < ds.size(); ++i) {
+        if (ds[i].action != Action::Wait) continue;
+        for (size_t j = 0; j < ds.size(); ++j) {
+          if (tasks[j].priority >= tasks[i].priority || ds[j].workers == 0) continue;
+          bool same_pool = tasks[j].gpu_milli == tasks[i].gpu_milli && !tasks[i].amd_support && !tasks[j].amd_support;
+          if (same_pool && tasks[j].admitted && ds[j].action != Action::Admit) {
+            ASSERT_EQ(ds[j].workers, tasks[j].min_workers) << tasks[i].key << " waits while " << tasks[j].key << " holds extra";
+          }
+        }
+      }
+      for (size_t i = 0; i < tasks.size(); ++i) tasks[i] = apply(tasks[i], ds[i], kNow + std::chrono::hours(step));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace valley::planner
