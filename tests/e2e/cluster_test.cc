@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "controllers/planner/snapshot.h"
 #include "operator/kube/error.h"
 #include "tests/e2e/support.h"
 
@@ -80,6 +81,28 @@ TEST(Cluster, ACrashedComponentIsRestartedBySupervisor) {
                     ::testing::TempDir() + "/pkill.log");
   ASSERT_EQ(kill.wait(5s), 0) << "no kube-scheduler process found";
   EXPECT_TRUE(eventually(scheduler_healthy, 30s));
+}
+
+// The planner's view of the real cluster: every node of the default profile read right, and a plan
+// that fits a 16-worker gang on it.
+TEST(Cluster, PlannerSnapshotOfTheLocalCluster) {
+  kube::Client client(admin_config());
+  std::vector<planner::Node> nodes;
+  for (const auto& n : client.list(kube::resources::kNodes, "", {"type=kwok", "", 500}).items) nodes.push_back(planner::node_from(n));
+  std::map<std::string, planner::Node> by_name;
+  for (const auto& n : nodes) by_name[n.name] = n;
+  ASSERT_TRUE(by_name.count("a100-spot-0") && by_name.count("mi250-od-0") && by_name.count("a100-mig-0"));
+  EXPECT_EQ(by_name["a100-spot-0"].capacity_class, "spot");
+  EXPECT_EQ(by_name["a100-od-0"].capacity_class, "on-demand");
+  EXPECT_EQ(by_name["mi250-od-0"].vendor, "amd");
+  EXPECT_EQ(by_name["a100-mig-0"].free["nvidia.com/mig-1g.10gb"], 14);
+  for (const auto& n : nodes) EXPECT_TRUE(n.schedulable) << n.name;
+  planner::Task t;
+  t.key = "ns/big";
+  t.min_workers = 16;
+  t.max_workers = 16;
+  auto ds = planner::plan(nodes, {t}, std::chrono::system_clock::now());
+  EXPECT_EQ(ds[0].action, planner::Action::Admit) << ds[0].reason;
 }
 
 using PodLifecycle = ClusterTest;

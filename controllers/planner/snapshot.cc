@@ -1,0 +1,136 @@
+#include "controllers/planner/snapshot.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "controllers/render/render.h"
+
+namespace valley::planner {
+namespace {
+
+const json& field(const json& o, const char* name) {
+  static const json kEmpty = json::object();
+  auto it = o.find(name);
+  return it == o.end() || !it->is_object() ? kEmpty : *it;
+}
+
+// Extended resources are plain integers; "8" or 8. Anything else counts as 0.
+int64_t quantity(const json& v) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (!v.is_string()) return 0;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.empty() || s.size() > 12 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return 0;
+  return std::stoll(s);
+}
+
+}  // namespace
+
+bool is_gpu_resource(const std::string& name) {
+  return name == "nvidia.com/gpu" || name == "amd.com/gpu" || name.rfind("nvidia.com/mig-", 0) == 0;
+}
+
+Node node_from(const json& node, const NodeFacts& facts) {
+  Node n;
+  const json& meta = field(node, "metadata");
+  n.name = meta.value("name", "");
+  for (const auto& [k, v] : field(meta, "labels").items())
+    if (v.is_string()) n.labels[k] = v.get<std::string>();
+  for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
+    if (!is_gpu_resource(k)) continue;
+    int64_t units = quantity(v);
+    if (units <= 0) continue;
+    n.free[k] = units;
+    if (n.vendor.empty() || k == "nvidia.com/gpu" || k == "amd.com/gpu") n.vendor = k.substr(0, k.find('.'));
+  }
+  for (const auto& [key, value] : facts.spot_labels) {
+    auto it = n.labels.find(key);
+    if (it != n.labels.end() && it->second == value) n.capacity_class = "spot";
+  }
+  const json& spec = field(node, "spec");
+  bool cordoned = spec.value("unschedulable", false);
+  bool notice = false;
+  if (auto taints = spec.find("taints"); taints != spec.end() && taints->is_array()) {
+    for (const auto& t : *taints) {
+      if (!t.is_object()) continue;
+      std::string key = t.value("key", "");
+      if (std::find(facts.disruption_taints.begin(), facts.disruption_taints.end(), key) != facts.disruption_taints.end()) notice = true;
+      std::string effect = t.value("effect", "");
+      if (effect == "NoSchedule" || effect == "NoExecute") n.taints.push_back({key, t.value("value", ""), effect});
+    }
+  }
+  bool ready = false;
+  if (auto conds = field(node, "status").find("conditions"); conds != field(node, "status").end() && conds->is_array())
+    for (const auto& c : *conds)
+      if (c.is_object() && c.value("type", "") == "Ready") ready = c.value("status", "") == "True";
+  n.schedulable = ready && !cordoned && !notice;
+  return n;
+}
+
+std::map<std::string, int64_t> gpu_usage(const json& pod) {
+  std::map<std::string, int64_t> out;
+  const json& status = field(pod, "status");
+  std::string phase = status.value("phase", "");
+  if (phase == "Succeeded" || phase == "Failed") return out;
+  const json& spec = field(pod, "spec");
+  auto container_usage = [](const json& c) {
+    std::map<std::string, int64_t> u;
+    const json& res = field(c, "resources");
+    const json& requests = field(res, "requests");
+    const json& limits = field(res, "limits");
+    for (const json* src : {&limits, &requests})  // requests win where both exist
+      for (const auto& [k, v] : src->items())
+        if (is_gpu_resource(k)) u[k] = quantity(v);
+    return u;
+  };
+  if (auto cs = spec.find("containers"); cs != spec.end() && cs->is_array())
+    for (const auto& c : *cs)
+      for (const auto& [k, v] : container_usage(c)) out[k] += v;
+  if (auto ics = spec.find("initContainers"); ics != spec.end() && ics->is_array())
+    for (const auto& c : *ics)
+      for (const auto& [k, v] : container_usage(c)) out[k] = std::max(out[k], v);
+  return out;
+}
+
+void subtract(Node& node, const json& pod) {
+  for (const auto& [k, v] : gpu_usage(pod)) node.free[k] -= v;
+}
+
+Task task_from(const task::TaskSpec& spec, const json& task_object, const std::vector<json>& owned_pods) {
+  Task t;
+  t.key = spec.ns + "/" + spec.name;
+  t.priority = spec.priority;
+  t.reduce_cost = spec.reduce_cost;
+  t.amd_support = spec.amd_support;
+  t.min_workers = spec.type == task::TaskType::Single ? 1 : spec.min_workers;
+  t.max_workers = spec.type == task::TaskType::Single ? 1 : spec.max_workers;
+  t.pinned_workers = spec.target_workers;
+  t.gpu_milli = spec.gpus.milli;
+  const json& meta = field(task_object, "metadata");
+  if (auto created = kube::parse_time(meta.value("creationTimestamp", ""))) t.created = *created;
+  const json& status = field(task_object, "status");
+  std::string phase = status.value("phase", "");
+  int epoch = status.value("epoch", 0);
+  t.admitted = epoch > 0 && phase != "Succeeded" && phase != "Failed" && phase != "Suspended" && phase != "Pending";
+  if (auto last = kube::parse_time(status.value("lastResizeTime", ""))) t.last_resize = *last;
+  std::vector<std::pair<int, Task::Worker>> workers;
+  for (const auto& pod : owned_pods) {
+    const json& labels = field(field(pod, "metadata"), "labels");
+    if (labels.value(render::label::kRole, "") != "worker") continue;
+    if (labels.value(render::label::kEpoch, "") != std::to_string(epoch)) continue;
+    std::string node = field(pod, "spec").value("nodeName", "");
+    auto usage = gpu_usage(pod);
+    if (node.empty() || usage.empty()) continue;  // not placed yet, or finished
+    int index = 0;
+    try {
+      index = std::stoi(labels.value(render::label::kWorkerIndex, "0"));
+    } catch (const std::exception&) {
+    }
+    workers.push_back({index, Task::Worker{node, usage.begin()->first, usage.begin()->second}});
+  }
+  std::sort(workers.begin(), workers.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [i, w] : workers) t.workers.push_back(w);
+  return t;
+}
+
+}  // namespace valley::planner

@@ -1,0 +1,47 @@
+// From API objects to the planner's view, purely: a Node's GPU capacity, vendor, capacity class
+// (on-demand or spot, from the labels cloud providers and Karpenter set) and whether it takes new
+// work (Ready, not cordoned, no disruption notice); what a pod holds; a TrainingTask with its live
+// workers. The lists of labels and taints understood are configurable (DESIGN.md section 4).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "controllers/planner/planner.h"
+#include "controllers/task/spec.h"
+
+namespace valley::planner {
+
+using json = nlohmann::json;
+
+struct NodeFacts {
+  // label=value pairs that mark spot/preemptible capacity.
+  std::vector<std::pair<std::string, std::string>> spot_labels = {{"karpenter.sh/capacity-type", "spot"},
+                                                                  {"eks.amazonaws.com/capacityType", "SPOT"},
+                                                                  {"cloud.google.com/gke-spot", "true"},
+                                                                  {"cloud.google.com/gke-preemptible", "true"}};
+  // Taint keys that announce the node is going away: no new work goes there.
+  std::vector<std::string> disruption_taints = {"aws-node-termination-handler/spot-itn", "karpenter.sh/disrupted",
+                                                "cloud.google.com/impending-node-termination"};
+};
+
+// GPU resources of a node as free capacity (allocatable, before any pod), its vendor and class.
+Node node_from(const json& node, const NodeFacts& facts = {});
+
+// True for the extended resources Valley plans: <vendor>.com/gpu and nvidia.com/mig-*.
+bool is_gpu_resource(const std::string& name);
+
+// The GPU resources a pod holds (requests, else limits, summed over containers; init containers
+// count by their maximum, as the scheduler does). Empty for finished pods.
+std::map<std::string, int64_t> gpu_usage(const json& pod);
+
+// Subtracts what `pod` holds from its node's free capacity.
+void subtract(Node& node, const json& pod);
+
+// The planner's view of a task: spec, whether it is admitted (has an epoch and has not ended) and
+// its live workers of the current epoch (node and GPU resource each holds).
+Task task_from(const task::TaskSpec& spec, const json& task_object, const std::vector<json>& owned_pods);
+
+}  // namespace valley::planner

@@ -1,0 +1,83 @@
+#include "controllers/planner/snapshot.h"
+
+#include <gtest/gtest.h>
+
+namespace valley::planner {
+namespace {
+
+json node(const std::string& name, json labels, json allocatable, json taints = json::array(), bool ready = true,
+          bool cordoned = false) {
+  return {{"metadata", {{"name", name}, {"labels", labels}}},
+          {"spec", {{"taints", taints}, {"unschedulable", cordoned}}},
+          {"status", {{"allocatable", allocatable}, {"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
+}
+
+TEST(Snapshot, NodeVendorClassAndGpuCapacity) {
+  Node n = node_from(node("a", {{"karpenter.sh/capacity-type", "spot"}}, {{"cpu", "96"}, {"nvidia.com/gpu", "8"}, {"pods", "110"}}));
+  EXPECT_EQ(n.vendor, "nvidia");
+  EXPECT_EQ(n.capacity_class, "spot");
+  EXPECT_EQ(n.free, (std::map<std::string, int64_t>{{"nvidia.com/gpu", 8}}));
+  EXPECT_TRUE(n.schedulable);
+  Node m = node_from(node("m", {{"cloud.google.com/gke-spot", "true"}}, {{"amd.com/gpu", "4"}}));
+  EXPECT_EQ(m.vendor, "amd");
+  EXPECT_EQ(m.capacity_class, "spot");
+  Node mig = node_from(node("g", json::object(), {{"nvidia.com/mig-1g.10gb", "14"}, {"nvidia.com/gpu", "5"}}));
+  EXPECT_EQ(mig.vendor, "nvidia");
+  EXPECT_EQ(mig.free["nvidia.com/mig-1g.10gb"], 14);
+  EXPECT_EQ(node_from(node("cpu", json::object(), {{"cpu", "8"}})).vendor, "");
+}
+
+TEST(Snapshot, NotReadyCordonedOrNoticedNodesTakeNoWork) {
+  json gpus = {{"nvidia.com/gpu", "8"}};
+  EXPECT_FALSE(node_from(node("a", json::object(), gpus, json::array(), false)).schedulable);
+  EXPECT_FALSE(node_from(node("a", json::object(), gpus, json::array(), true, true)).schedulable);
+  Node noticed = node_from(node("a", json::object(), gpus, {{{"key", "aws-node-termination-handler/spot-itn"}, {"effect", "NoSchedule"}}}));
+  EXPECT_FALSE(noticed.schedulable);
+  Node tainted = node_from(node("a", json::object(), gpus, {{{"key", "team"}, {"value", "b"}, {"effect", "NoSchedule"}}}));
+  EXPECT_TRUE(tainted.schedulable);
+  ASSERT_EQ(tainted.taints.size(), 1u);
+  EXPECT_EQ(tainted.taints[0].key, "team");
+}
+
+TEST(Snapshot, PodUsageCountsRequestsOrLimitsAndNothingOnceFinished) {
+  json pod = json::parse(R"({"spec":{"nodeName":"a","containers":[
+      {"resources":{"limits":{"nvidia.com/gpu":"2"}}},
+      {"resources":{"requests":{"nvidia.com/gpu":"1","cpu":"4"},"limits":{"nvidia.com/gpu":"1"}}}],
+    "initContainers":[{"resources":{"limits":{"nvidia.com/gpu":"4"}}}]},"status":{"phase":"Running"}})");
+  EXPECT_EQ(gpu_usage(pod), (std::map<std::string, int64_t>{{"nvidia.com/gpu", 4}}));  // init max(4) over sum(3)
+  pod["status"]["phase"] = "Succeeded";
+  EXPECT_TRUE(gpu_usage(pod).empty());
+  Node n = node_from(node("a", json::object(), {{"nvidia.com/gpu", "8"}}));
+  pod["status"]["phase"] = "Running";
+  subtract(n, pod);
+  EXPECT_EQ(n.free["nvidia.com/gpu"], 4);
+}
+
+TEST(Snapshot, TaskWithItsLiveWorkersOfTheCurrentEpoch) {
+  json obj = json::parse(R"({"metadata":{"name":"t","namespace":"ns","uid":"u","creationTimestamp":"2026-11-22T03:00:00Z"},
+    "spec":{"priority":30,"replicas":{"min":2,"max":6},"reduceCost":true,"master":{"image":"l"},"worker":{"image":"w","gpus":"2"}},
+    "status":{"phase":"Running","epoch":2,"lastResizeTime":"2026-11-22T03:10:00Z"}})");
+  auto spec = *task::parse_task(obj).spec;
+  auto worker = [](int index, int epoch, const std::string& node, const std::string& phase) {
+    return json{{"metadata", {{"labels", {{"valley.dev/role", "worker"}, {"valley.dev/epoch", std::to_string(epoch)},
+                                          {"valley.dev/worker-index", std::to_string(index)}}}}},
+                {"spec", {{"nodeName", node}, {"containers", {{{"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}}},
+                {"status", {{"phase", phase}}}};
+  };
+  std::vector<json> pods = {worker(1, 2, "n2", "Running"), worker(0, 2, "n1", "Running"), worker(0, 1, "old", "Running"),
+                            worker(2, 2, "n3", "Failed")};
+  Task t = task_from(spec, obj, pods);
+  EXPECT_EQ(t.key, "ns/t");
+  EXPECT_TRUE(t.admitted);
+  EXPECT_TRUE(t.reduce_cost);
+  EXPECT_EQ(t.gpu_milli, 2000);
+  ASSERT_EQ(t.workers.size(), 2u);  // the epoch-1 pod and the failed one do not count
+  EXPECT_EQ(t.workers[0].node, "n1");
+  EXPECT_EQ(t.workers[1].count, 2);
+  EXPECT_TRUE(t.last_resize.has_value());
+  obj["status"]["phase"] = "Succeeded";
+  EXPECT_FALSE(task_from(spec, obj, pods).admitted);
+}
+
+}  // namespace
+}  // namespace valley::planner
