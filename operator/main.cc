@@ -26,6 +26,10 @@ valley::Flags make_flags() {
       {"kube-api-qps", "50", "client-side limit on requests per second to the API server"},
       {"kube-api-burst", "100", "requests allowed above kube-api-qps in a burst"},
       {"workers", "4", "reconcile workers per controller"},
+      {"planner-min-resize-interval", "5m", "a running task is resized at most this often (checkpoint-restarts cost time)"},
+      {"planner-min-gain-workers", "1", "grow a running task only by at least this many workers"},
+      {"planner-min-gain-fraction", "0.25", "... and by at least this fraction of its current size"},
+      {"planner-aging-step", "10m", "a waiting task gains one priority point per this much waiting"},
       {"leader-elect", "true", "run controllers only while holding the leader Lease", true},
       {"leader-elect-namespace", "", "namespace of the leader Lease; empty: the service account's namespace"},
       {"leader-elect-name", "valley-operator", "name of the leader Lease"},
@@ -67,6 +71,11 @@ int main(int argc, char** argv) {
     http.qps = std::stod(flags.get("kube-api-qps"));
     http.burst = std::stoi(flags.get("kube-api-burst"));
     task_options.workers = std::stoi(flags.get("workers"));
+    task_options.planner.min_resize_interval =
+        std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "planner-min-resize-interval"));
+    task_options.planner.min_gain_workers = std::stoi(flags.get("planner-min-gain-workers"));
+    task_options.planner.min_gain_fraction = std::stod(flags.get("planner-min-gain-fraction"));
+    task_options.planner.aging_step = std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "planner-aging-step"));
     if (task_options.workers < 1) throw std::invalid_argument("--workers must be at least 1");
     options.leader_elect = flags.get_bool("leader-elect");
     auto& le = options.leader_election;

@@ -21,6 +21,13 @@ constexpr MigProfile kMig[] = {{1, "nvidia.com/mig-1g.10gb"}, {2, "nvidia.com/mi
 
 std::string whole_resource(const std::string& vendor) { return vendor + ".com/gpu"; }
 
+// How much of a GPU a worker's resource takes, in thousandths.
+int64_t gpu_share_milli(const Task::Worker& w) {
+  for (const auto& p : kMig)
+    if (w.gpu_resource == p.resource) return w.count * p.sevenths * 1000 / 7;
+  return w.count * 1000;
+}
+
 int64_t get(const std::map<std::string, int64_t>& m, const std::string& k) {
   auto it = m.find(k);
   return it == m.end() ? 0 : it->second;
@@ -291,26 +298,28 @@ class Planner {
       int remaining = count;
       while (remaining > 0) {
         const Node* best = nullptr;
-        std::tuple<bool, int, int64_t> best_score{};
+        // Most workers here (fewest nodes), then least GPU wasted (a MIG slice over a whole GPU for
+        // a fraction), then the task's own nodes, then the tightest fit.
+        std::tuple<int, int64_t, bool, int64_t> best_score{};
         int best_fit = 0;
         for (const Node* n : nodes_) {
           if (n->vendor != vendor || !eligible(t, *n)) continue;
           auto node_free = trial[n->name];
           int fit = 0;
+          int64_t share = 0;  // thousandths of a GPU taken
           while (fit < remaining) {
             auto s = shape_on(t.gpu_milli, vendor, node_free);
             if (!s) break;
             node_free[s->gpu_resource] -= s->count;
+            share += gpu_share_milli(*s);
             ++fit;
           }
           if (fit == 0) continue;
           int64_t left = 0;
           for (const auto& [r, v] : node_free) left += v;
-          // Most workers here first (fewest nodes), then the task's own nodes, then the tightest fit.
-          std::tuple<bool, int, int64_t> score{preferred.count(n->name) > 0, fit, -left};
-          if (!best || std::get<1>(score) > std::get<1>(best_score) ||
-              (std::get<1>(score) == std::get<1>(best_score) &&
-               std::make_pair(std::get<0>(score), std::get<2>(score)) > std::make_pair(std::get<0>(best_score), std::get<2>(best_score)))) {
+          std::tuple<int, int64_t, bool, int64_t> score{fit, -(share - int64_t{fit} * t.gpu_milli),
+                                                        preferred.count(n->name) > 0, -left};
+          if (!best || score > best_score) {
             best = n;
             best_score = score;
             best_fit = fit;

@@ -143,7 +143,12 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
     container["resources"]["limits"][placement.gpu_resource] = std::to_string(placement.gpu_count);
     container["resources"]["requests"][placement.gpu_resource] = std::to_string(placement.gpu_count);
   }
-  if (!placement.node.empty()) pod["spec"]["nodeName"] = placement.node;
+  if (!placement.node.empty()) {
+    // kube-scheduler still binds the pod (checking CPU, memory, taints), but only to the planned node.
+    pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
+        {"nodeSelectorTerms",
+         json::array({{{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {placement.node}}}})}}})}};
+  }
   return pod;
 }
 

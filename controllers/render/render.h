@@ -44,7 +44,7 @@ struct WorkerPlacement {
   std::string vendor = "nvidia";        // "nvidia" or "amd": chooses the image (amdImage)
   std::string gpu_resource = "nvidia.com/gpu";
   int gpu_count = 1;                     // of gpu_resource
-  std::string node;                      // "" = let kube-scheduler choose
+  std::string node;                      // "" = let kube-scheduler choose; else required node affinity
 };
 
 // Before the planner exists (or when it has no opinion): NVIDIA, whole GPUs as nvidia.com/gpu,

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "controllers/planner/snapshot.h"
 #include "controllers/render/render.h"
 #include "controllers/render/ssh_keys.h"
 #include "controllers/task/lifecycle.h"
@@ -18,17 +19,131 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   tasks_ = std::make_unique<kube::Informer>(client_, res::kTrainingTasks);
   kube::InformerOptions owned;
   owned.label_selector = std::string(render::label::kManagedBy) + "=valley";
-  pods_ = std::make_unique<kube::Informer>(client_, res::kPods, owned);
+  // All pods, not only Valley's: the planner must know what everything else holds on each node.
+  pods_ = std::make_unique<kube::Informer>(client_, res::kPods);
+  nodes_ = std::make_unique<kube::Informer>(client_, res::kNodes);
   services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned);
   configs_ = std::make_unique<kube::Informer>(client_, res::kConfigMaps, owned);
   secrets_ = std::make_unique<kube::Informer>(client_, res::kSecrets, owned);
 
-  auto enqueue_task = [this](const kube::ObjectPtr& o) { queue_.add(kube::object_key(*o)); };
+  auto enqueue_task = [this](const kube::ObjectPtr& o) {
+    queue_.add(kube::object_key(*o));
+    mark_dirty();
+  };
   tasks_->add_handlers({enqueue_task, [enqueue_task](const kube::ObjectPtr&, const kube::ObjectPtr& o) { enqueue_task(o); },
                         enqueue_task});
   auto owner = [this](const kube::ObjectPtr& o) { enqueue_owner(o); };
   kube::InformerHandlers owned_handlers{owner, [owner](const kube::ObjectPtr&, const kube::ObjectPtr& o) { owner(o); }, owner};
   for (auto* inf : {pods_.get(), services_.get(), configs_.get(), secrets_.get()}) inf->add_handlers(owned_handlers);
+  auto dirty = [this](const kube::ObjectPtr&) { mark_dirty(); };
+  kube::InformerHandlers capacity{dirty, [this](const kube::ObjectPtr&, const kube::ObjectPtr&) { mark_dirty(); }, dirty};
+  pods_->add_handlers(capacity);
+  nodes_->add_handlers(capacity);
+}
+
+void TaskController::mark_dirty() {
+  {
+    std::lock_guard lock(plan_mu_);
+    dirty_ = true;
+  }
+  plan_cv_.notify_one();
+}
+
+void TaskController::planning_loop(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    {
+      std::unique_lock lock(plan_mu_);
+      plan_cv_.wait_for(lock, std::chrono::seconds(5), [this, &stop] { return dirty_ || stop.load(); });
+      if (!dirty_) continue;
+      dirty_ = false;
+    }
+    // Let a burst of changes (a gang of pods appearing) settle into one plan.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      plan_once();
+    } catch (const std::exception& e) {
+      spdlog::error("planner: {}", e.what());
+    }
+  }
+}
+
+void TaskController::plan_once() {
+  std::map<std::string, Admission> published;
+  {
+    std::lock_guard lock(plan_mu_);
+    published = admissions_;
+  }
+  std::vector<planner::Node> nodes;
+  std::map<std::string, size_t> node_index;
+  for (const auto& n : nodes_->store().list()) {
+    node_index[(*n)["metadata"].value("name", "")] = nodes.size();
+    nodes.push_back(planner::node_from(*n));
+  }
+  std::vector<planner::Task> tasks;
+  std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
+  for (const auto& obj : tasks_->store().list()) {
+    ParsedTask parsed = parse_task(*obj);
+    if (!parsed.spec) continue;
+    const auto status = obj->value("status", nlohmann::json::object());
+    std::string phase = status.value("phase", "");
+    if (phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend) continue;
+    std::string uid = (*obj)["metadata"].value("uid", "");
+    std::vector<nlohmann::json> owned;
+    for (const auto& p : pods_->store().by_index(kube::index::kOwnerUid, uid)) owned.push_back(*p);
+    planner::Task t = planner::task_from(*parsed.spec, *obj, owned);
+    // What we published counts as taken until the pods show it.
+    if (auto it = published.find(t.key); it != published.end() && it->second.admitted) {
+      t.admitted = true;
+      t.workers.clear();
+      for (const auto& w : it->second.placement) t.workers.push_back({w.node, w.gpu_resource, w.gpu_count});
+    }
+    planned_epoch[t.key] = status.value("epoch", 0);
+    tasks.push_back(std::move(t));
+  }
+  // Everything that is not a current worker of a planned task holds what it holds.
+  for (const auto& p : pods_->store().list()) {
+    std::string node = (*p)["spec"].value("nodeName", "");
+    if (node.empty()) node = planner::pinned_node(*p);
+    auto ni = node_index.find(node);
+    if (ni == node_index.end()) continue;
+    const auto labels = (*p)["metadata"].value("labels", nlohmann::json::object());
+    std::string key = (*p)["metadata"].value("namespace", "") + "/" + labels.value(render::label::kTask, "");
+    if (labels.value(render::label::kManagedBy, "") == "valley" && labels.value(render::label::kRole, "") == "worker") {
+      auto pe = planned_epoch.find(key);
+      if (pe != planned_epoch.end() && labels.value(render::label::kEpoch, "") == std::to_string(pe->second)) continue;
+    }
+    planner::subtract(nodes[ni->second], *p);
+  }
+
+  auto decisions = planner::plan(nodes, tasks, std::chrono::system_clock::now(), options_.planner);
+  std::map<std::string, Admission> next;
+  std::map<std::string, std::string> vendor_of;
+  for (const auto& n : nodes) vendor_of[n.name] = n.vendor;
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    const auto& d = decisions[i];
+    Admission a;
+    a.admitted = d.workers > 0;
+    a.workers = d.workers;
+    a.reason = d.reason;
+    a.queue_position = d.queue_position;
+    for (const auto& w : d.placement) a.placement.push_back({vendor_of[w.node], w.gpu_resource, static_cast<int>(w.count), w.node});
+    next[d.key] = std::move(a);
+  }
+  std::vector<std::string> changed;
+  for (const auto& [key, a] : next) {
+    auto old = published.find(key);
+    bool same = old != published.end() && old->second.admitted == a.admitted && old->second.workers == a.workers &&
+                old->second.reason == a.reason && old->second.queue_position == a.queue_position;
+    if (same) {
+      for (size_t k = 0; k < a.placement.size() && same; ++k) same = old->second.placement[k].node == a.placement[k].node;
+    }
+    if (!same) changed.push_back(key);
+  }
+  {
+    std::lock_guard lock(plan_mu_);
+    admissions_ = std::move(next);
+  }
+  for (const auto& key : changed) queue_.add(key);
 }
 
 TaskController::~TaskController() { queue_.shut_down(); }
@@ -41,17 +156,20 @@ void TaskController::enqueue_owner(const kube::ObjectPtr& object) {
 }
 
 void TaskController::run(const std::atomic<bool>& stop) {
-  kube::Informer* informers[] = {tasks_.get(), pods_.get(), services_.get(), configs_.get(), secrets_.get()};
+  kube::Informer* informers[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), secrets_.get()};
   for (auto* inf : informers) inf->start();
   for (auto* inf : informers) {
     while (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(1))) {
     }
   }
   if (!stop.load()) spdlog::info("trainingtask controller: caches synced, {} workers", options_.workers);
+  std::thread planner([this, &stop] { planning_loop(stop); });
   auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) { return reconcile(key); });
   while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   queue_.shut_down();
   for (auto& t : threads) t.join();
+  plan_cv_.notify_all();
+  planner.join();
   for (auto* inf : informers) inf->stop();
 }
 
@@ -72,6 +190,10 @@ bool TaskController::reconcile(const std::string& key) {
     if ((*cm).contains("data")) o.config_hostfile = (*cm)["data"].value("hostfile", "");
   }
   o.secret_exists = secrets_->store().get(ns + "/" + render::ssh_secret_name(name)) != nullptr;
+  {
+    std::lock_guard lock(plan_mu_);
+    if (auto it = admissions_.find(key); it != admissions_.end()) o.admission = it->second;
+  }
 
   Decision d = decide(o);
 

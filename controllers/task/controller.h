@@ -1,15 +1,24 @@
-// The TrainingTask controller: informers over TrainingTasks and the pods, Services, ConfigMaps and
-// Secrets Valley made (label app.kubernetes.io/managed-by=valley); a workqueue of task keys fed by
-// changes to any of them; workers that observe a task from the caches, call the pure lifecycle
-// decide(), and carry the decision out: status first (conditional on resourceVersion, so a stale
-// cache can never apply a transition twice), then deletions, then creations (deterministic names:
-// a repeat is a harmless AlreadyExists), then Events.
+// The TrainingTask controller: informers over TrainingTasks, all pods and nodes, and the Services,
+// ConfigMaps and Secrets Valley made; a planning loop that turns the cached cluster into a capacity
+// plan (controllers/planner) whenever something changed and publishes each task's admission; a
+// workqueue of task keys fed by changes and by new admissions; workers that observe a task from the
+// caches and its admission, call the pure lifecycle decide(), and carry the decision out: status
+// first (conditional on resourceVersion, so a stale cache can never apply a transition twice), then
+// deletions, then creations (deterministic names: a repeat is a harmless AlreadyExists), then Events.
+//
+// The plan counts the placements it published as taken until the pods show them (as kube-scheduler
+// assumes its bindings), so two rounds never hand the same GPUs to two tasks.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
+#include "controllers/planner/planner.h"
+#include "controllers/task/lifecycle.h"
 #include "operator/kube/client.h"
 #include "operator/kube/events.h"
 #include "operator/kube/informer.h"
@@ -20,25 +29,34 @@ namespace valley::task {
 struct ControllerOptions {
   int workers = 4;
   std::string field_manager = "valley-operator";
+  planner::Config planner;
 };
 
 class TaskController {
  public:
   TaskController(kube::Client& client, kube::EventRecorder& events, ControllerOptions options = {});
   ~TaskController();
-  // Starts informers and workers, runs until *stop, then shuts everything down.
+  // Starts informers, the planning loop and workers, runs until *stop, then shuts everything down.
   void run(const std::atomic<bool>& stop);
   // One reconcile of one task key ("ns/name"); true when done, false to retry with backoff.
   bool reconcile(const std::string& key);
 
  private:
   void enqueue_owner(const kube::ObjectPtr& object);
+  void mark_dirty();
+  void planning_loop(const std::atomic<bool>& stop);
+  void plan_once();
 
   kube::Client& client_;
   kube::EventRecorder& events_;
   ControllerOptions options_;
   kube::WorkQueue queue_;
-  std::unique_ptr<kube::Informer> tasks_, pods_, services_, configs_, secrets_;
+  std::unique_ptr<kube::Informer> tasks_, pods_, nodes_, services_, configs_, secrets_;
+
+  std::mutex plan_mu_;
+  std::condition_variable plan_cv_;
+  bool dirty_ = true;
+  std::map<std::string, Admission> admissions_;  // published, by task key
 };
 
 }  // namespace valley::task

@@ -213,17 +213,31 @@ class Decider {
       set_condition(status_, "Suspended", false, "Resumed", "runPolicy.suspend is false", now_, generation_);
       event("Normal", "Resumed", "Resume", "resumed as epoch " + std::to_string(epoch_));
     }
-    const int workers = desired_workers(*spec_);
-    if (epoch_ == 0) {
-      epoch_ = 1;
-      status_["epoch"] = 1;
-      status_["epochReplicas"] = workers;
+    const bool waiting = phase_ == kPending || epoch_ == 0;
+    const Admission* adm = o_.admission ? &*o_.admission : nullptr;
+    if (waiting) {
+      if (!adm || !adm->admitted) {
+        wait(adm);
+        return;
+      }
+      if (epoch_ == 0) {
+        epoch_ = 1;
+      } else {
+        epoch_ += 1;  // re-admitted after a preemption: resume from the checkpoint
+      }
+      status_["epoch"] = epoch_;
+      status_["epochReplicas"] = adm->workers;
       if (!status_.contains("startTime")) status_["startTime"] = now_;
-      std::string message = std::to_string(workers) + (workers == 1 ? " worker" : " workers") + " requested";
+      std::string message = std::to_string(adm->workers) + (adm->workers == 1 ? " worker" : " workers") + " placed: " + adm->reason;
       set_phase(kAdmitted, "Admitted", message);
       set_condition(status_, "Admitted", true, "Admitted", message, now_, generation_);
       event("Normal", "Admitted", "Admit", message);
+    } else if (adm && !adm->admitted) {
+      preempted(*adm);
+      return;
     }
+    const int workers = adm ? adm->workers : static_cast<int>(status_.value("epochReplicas", desired_workers(*spec_)));
+    status_["desiredReplicas"] = workers;
 
     // An MPI job's world size is fixed when mpirun starts: a new size is a new epoch, which resumes
     // from the last checkpoint (VALLEY_RESUME=1).
@@ -235,6 +249,8 @@ class Decider {
       bump(status_, "resizes");
       std::string message = "resizing from " + std::to_string(epoch_workers) + " to " + std::to_string(workers) +
                             " workers as epoch " + std::to_string(epoch_);
+      status_["lastResizeTime"] = now_;
+      status_["lastResizeReason"] = adm ? adm->reason : std::string("replicas.target changed");
       set_phase(kRestarting, "Resizing", message);
       set_condition(status_, "Restarting", true, "Resizing", message, now_, generation_);
       set_condition(status_, "Running", false, "Resizing", message, now_, generation_);
@@ -260,6 +276,32 @@ class Decider {
       }
     }
     ensure_objects(workers, mpi);
+  }
+
+  // Not admitted (yet): no pods; the planner's reason and queue position in the status.
+  void wait(const Admission* adm) {
+    std::string reason = adm ? adm->reason : "waiting for the capacity planner";
+    std::string message = reason + (adm && adm->queue_position > 0 ? " (queue position " + std::to_string(adm->queue_position) + ")" : "");
+    if (status_.value("message", "") != message) {
+      if (phase_ != kPending || status_.value("reason", "") != "Waiting") event("Normal", "Waiting", "Admit", message);
+      set_phase(kPending, "Waiting", message);
+      set_condition(status_, "Admitted", false, "Waiting", message, now_, generation_);
+    }
+    phase_ = kPending;
+    for (const auto& p : o_.pods) delete_pod(p);
+    count_replicas();
+  }
+
+  // Higher-priority work took this task's GPUs: stop its pods, count it, wait to be re-admitted.
+  void preempted(const Admission& adm) {
+    bump(status_, "preemptions");
+    std::string message = "preempted: " + adm.reason;
+    set_phase(kPending, "Preempted", message);
+    set_condition(status_, "Admitted", false, "Preempted", message, now_, generation_);
+    set_condition(status_, "Running", false, "Preempted", message, now_, generation_);
+    event("Warning", "Preempted", "Preempt", message);
+    for (const auto& p : o_.pods) delete_pod(p);
+    count_replicas();
   }
 
   void suspend() {
@@ -301,7 +343,9 @@ class Decider {
       std::string name = render::worker_name(spec_->name, i);
       auto it = by_name.find(name);
       if (it == by_name.end()) {
-        d_.create.push_back(render::worker_pod(*spec_, i, shape, render::default_placement(*spec_)));
+        const bool planned = o_.admission && i < static_cast<int>(o_.admission->placement.size());
+        d_.create.push_back(render::worker_pod(*spec_, i, shape,
+                                               planned ? o_.admission->placement[i] : render::default_placement(*spec_)));
       } else if (it->second->epoch == epoch_ && !it->second->deleting && it->second->phase == "Running" &&
                  it->second->ready) {
         ++ready;

@@ -3,8 +3,9 @@
 // update or delete. Level-triggered and idempotent: deciding again on the same observation gives
 // the same answer, and an answer carried out halfway is finished by the next decision.
 //
-// Phases: Pending -> Admitted -> Running -> Succeeded | Failed, with Restarting (a new epoch after
-// a retryable failure) and Suspended. The launcher's exit decides the task (the only pod of a
+// Phases: Pending (waiting for the planner to admit the minimum gang) -> Admitted -> Running ->
+// Succeeded | Failed, with Restarting (a new epoch after a retryable failure or a resize) and
+// Suspended; a preempted task goes back to Pending and resumes in a new epoch when re-admitted. The launcher's exit decides the task (the only pod of a
 // Single task decides it): 0 = Succeeded; 1-127 = permanent failure; 128-255 (signals) or no exit
 // code (evicted) = retried in a new epoch up to runPolicy.backoffLimit. Pods of an older epoch are
 // deleted; the launcher starts only when every worker of the epoch is Running and Ready.
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/render/render.h"
 #include "controllers/task/spec.h"
 #include "operator/kube/timefmt.h"
 
@@ -33,6 +35,16 @@ struct PodView {
 };
 PodView view_pod(const json& pod);
 
+// What the capacity planner decided for this task (controllers/planner): admitted with `workers`
+// placed as `placement` (one entry per worker index), or waiting with a reason.
+struct Admission {
+  bool admitted = false;
+  int workers = 0;
+  std::vector<render::WorkerPlacement> placement;
+  std::string reason;
+  int queue_position = 0;
+};
+
 struct Observed {
   json task;  // the TrainingTask as cached (metadata, spec, status)
   ParsedTask parsed;
@@ -41,6 +53,9 @@ struct Observed {
   bool config_exists = false;
   std::string config_hostfile;  // data.hostfile of <task>-mpi
   bool secret_exists = false;
+  // nullopt: no plan yet (the planner has not run). A waiting task then stays Pending and an
+  // admitted one keeps its size.
+  std::optional<Admission> admission;
   kube::SystemTime now;
 };
 
@@ -62,8 +77,7 @@ struct Decision {
 
 Decision decide(const Observed& observed);
 
-// How many workers the task should run now: replicas.target if pinned, else min (the elastic
-// planner replaces this with a capacity-driven choice).
+// Without a planner (tests, or a cluster without GPUs): replicas.target if pinned, else min.
 int desired_workers(const TaskSpec& spec);
 
 }  // namespace valley::task

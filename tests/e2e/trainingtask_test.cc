@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <set>
+#include <thread>
 #include <sstream>
 
 #include "operator/kube/error.h"
@@ -31,7 +32,8 @@ class TaskTest : public ClusterTest {
     op_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary("valley-operator"), "--kubeconfig=" + admin_kubeconfig_path(),
                                  "--leader-elect-namespace=" + ns, "--leader-elect-lease-duration=4s",
-                                 "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"},
+                                 "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
+                                 "--planner-min-resize-interval=2s"},
         ::testing::TempDir() + "/operator-" + ns + "-" + std::to_string(++starts_) + ".log");
   }
   void stop_operator(int sig = SIGTERM) {
@@ -79,7 +81,7 @@ std::string ready_time(const json& pod) {
 }
 
 TEST_F(TaskTest, ApplyExpandsIntoLauncherWorkersServiceHostfileAndKeys) {
-  json created = apply(mpi_spec(3, 6));
+  json created = apply(mpi_spec(3, 3));
   ASSERT_TRUE(wait_phase("Running")) << task().dump(2) << operator_log();
   const std::string uid = created["metadata"]["uid"];
   auto all = pods();
@@ -197,8 +199,10 @@ TEST_F(TaskTest, SuspendStopsPodsAndResumeRestartsThemInANewEpoch) {
 }
 
 TEST_F(TaskTest, ScaleIsACheckpointRestartAtTheNewWorldSize) {
-  apply(mpi_spec(2, 4));
-  ASSERT_TRUE(wait_phase("Running"));
+  apply(mpi_spec(2, 8));
+  // Admitted straight at max: the GPUs are free.
+  ASSERT_TRUE(eventually([&] { return phase() == "Running" && task()["status"].value("replicas", 0) == 8; }, 60s))
+      << task()["status"].dump(2);
   admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"spec", {{"replicas", 4}}}}, "scale");
   EXPECT_TRUE(eventually([&] {
     json st = task()["status"];
@@ -278,6 +282,71 @@ TEST_F(TaskTest, PodsTheApiServerRefusesAreReportedAsEventsNotACrash) {
     return false;
   }, 30s));
   EXPECT_EQ(op_->wait(1s), -1) << "the operator exited:\n" << operator_log();
+}
+
+// --- capacity-aware admission and elastic resizing (default profile: 37 whole NVIDIA GPUs, 16 AMD) ---
+
+int workers_of(const json& t) { return t.value("status", json::object()).value("replicas", 0); }
+
+// Capacity tests need the GPUs that earlier tests' pods (still being deleted with their
+// namespaces) hold.
+void wait_until_no_valley_pods(kube::Client& client) {
+  kube::ListOptions lo;
+  lo.label_selector = "app.kubernetes.io/managed-by=valley";
+  ASSERT_TRUE(eventually([&] { return client.list(kPods, "", lo).items.empty(); }, 120s)) << "earlier tests' pods linger";
+}
+
+TEST_F(TaskTest, TwoGangsThatDoNotFitTogetherRunOneAtATimeWithNoPodsForTheWaitingOne) {
+  wait_until_no_valley_pods(*admin);
+  apply(mpi_spec(20, 20), "first");
+  ASSERT_TRUE(wait_phase("Running", 60s, "first")) << task("first").dump(2);
+  apply(mpi_spec(20, 20), "second");
+  EXPECT_TRUE(eventually([&] { return task("second").value("status", json::object()).value("reason", "") == "Waiting"; }, 30s));
+  std::this_thread::sleep_for(2s);
+  json waiting = task("second");
+  EXPECT_EQ(waiting["status"]["phase"], "Pending");
+  EXPECT_NE(waiting["status"]["message"].get<std::string>().find("InsufficientCapacity: needs 20 GPUs"), std::string::npos)
+      << waiting["status"].dump(2);
+  EXPECT_TRUE(pods("second").empty()) << "a waiting gang must not hold any pod";
+  // When the first ends, the second is admitted.
+  admin->remove(kTrainingTasks, ns, "first");
+  EXPECT_TRUE(wait_phase("Running", 90s, "second")) << task("second").dump(2);
+}
+
+TEST_F(TaskTest, ElasticTaskGrowsShrinksForHigherPriorityAndGrowsBack) {
+  wait_until_no_valley_pods(*admin);
+  apply(mpi_spec(2, 16), "elastic");
+  ASSERT_TRUE(eventually([&] { return phase("elastic") == "Running" && workers_of(task("elastic")) == 16; }, 60s))
+      << task("elastic").dump(2);
+  json vip = mpi_spec(28, 28);
+  vip["priority"] = 80;
+  apply(vip, "vip");
+  ASSERT_TRUE(wait_phase("Running", 90s, "vip")) << task("vip").dump(2) << task("elastic").dump(2);
+  json shrunk = task("elastic");
+  EXPECT_LT(workers_of(shrunk), 16);
+  EXPECT_GE(workers_of(shrunk), 2);
+  EXPECT_EQ(shrunk["status"]["restarts"].value("resizes", 0), 1) << shrunk["status"].dump(2);
+  EXPECT_EQ(shrunk["status"].value("phase", ""), "Running");
+  admin->remove(kTrainingTasks, ns, "vip");
+  EXPECT_TRUE(eventually([&] { return phase("elastic") == "Running" && workers_of(task("elastic")) == 16; }, 90s))
+      << task("elastic").dump(2);
+}
+
+TEST_F(TaskTest, AmdCapableTaskLandsOnAmdWhenNvidiaIsFull) {
+  wait_until_no_valley_pods(*admin);
+  apply(mpi_spec(37, 37), "fill");
+  ASSERT_TRUE(wait_phase("Running", 90s, "fill")) << task("fill").dump(2);
+  json amd = mpi_spec(4, 4);
+  amd["amdSupport"] = true;
+  amd["worker"]["amdImage"] = "valley.dev/examples/worker-rocm:1";
+  apply(amd, "rocm");
+  ASSERT_TRUE(wait_phase("Running", 60s, "rocm")) << task("rocm").dump(2);
+  for (const auto& p : pods("rocm")) {
+    if (p["metadata"]["labels"]["valley.dev/role"] != "worker") continue;
+    EXPECT_EQ(p["spec"]["containers"][0]["image"], "valley.dev/examples/worker-rocm:1");
+    EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"], "1");
+    EXPECT_EQ(p["spec"]["nodeName"].get<std::string>().rfind("mi250", 0), 0u);
+  }
 }
 
 // The API server refuses bad specs with a clear message, before Valley sees them.

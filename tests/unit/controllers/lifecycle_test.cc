@@ -45,6 +45,14 @@ Observed observe(const json& task, std::vector<PodView> pods = {}, bool objects 
     o.config_hostfile = h;
   }
   o.now = kNow;
+  if (o.parsed.spec) {  // the planner admits the task at its pinned size or its minimum
+    Admission a;
+    a.admitted = true;
+    a.workers = desired_workers(*o.parsed.spec);
+    a.placement.assign(a.workers, render::default_placement(*o.parsed.spec));
+    a.reason = "minimum gang fits";
+    o.admission = a;
+  }
   return o;
 }
 
@@ -222,6 +230,58 @@ TEST(Lifecycle, SingleTaskRunsOnePodThatDecides) {
   t["status"] = d.status;
   Decision ok = decide(observe(t, {pod("s-worker-0", "worker", 1, "Succeeded", false, 0, 0)}, false));
   EXPECT_EQ(ok.status["phase"], "Succeeded");
+}
+
+TEST(Lifecycle, WithoutAdmissionATaskWaitsWithThePlannersReasonAndNoPods) {
+  Observed o = observe(task_object(), {}, false);
+  o.admission->admitted = false;
+  o.admission->workers = 0;
+  o.admission->reason = "InsufficientCapacity: needs 8 GPUs (8 workers x 1), 3 free";
+  o.admission->queue_position = 2;
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["phase"], "Pending");
+  EXPECT_EQ(d.status["reason"], "Waiting");
+  EXPECT_EQ(d.status["message"], "InsufficientCapacity: needs 8 GPUs (8 workers x 1), 3 free (queue position 2)");
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_FALSE(d.create_ssh_secret);
+  ASSERT_EQ(d.events.size(), 1u);
+  // Nothing is announced again while the reason stays the same.
+  json t = task_object();
+  t["status"] = d.status;
+  Observed again = o;
+  again.task = t;
+  EXPECT_TRUE(decide(again).events.empty());
+  // No plan yet at all: wait too.
+  Observed none = observe(task_object(), {}, false);
+  none.admission.reset();
+  EXPECT_EQ(decide(none).status["phase"], "Pending");
+}
+
+TEST(Lifecycle, PlannedPlacementPinsWorkersToNodes) {
+  Observed o = observe(task_object(), {}, false);
+  o.admission->placement[1].node = "a100-od-1";
+  Decision d = decide(o);
+  ASSERT_EQ(d.create.size(), 4u);
+  EXPECT_FALSE(d.create[2]["spec"].contains("affinity"));
+  EXPECT_EQ(d.create[3]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                     ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0],
+            "a100-od-1");
+}
+
+TEST(Lifecycle, PreemptionStopsPodsAndReadmissionResumesInANewEpoch) {
+  Observed o = observe(task_object({}, running_status()), running_pods());
+  o.admission->admitted = false;
+  o.admission->workers = 0;
+  o.admission->reason = "preempted for ns/vip (priority 90)";
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["phase"], "Pending");
+  EXPECT_EQ(d.status["reason"], "Preempted");
+  EXPECT_EQ(d.status["restarts"]["preemptions"], 1);
+  EXPECT_EQ(d.status["restarts"]["total"], 1);
+  EXPECT_EQ(d.delete_pods.size(), 3u);
+  Decision back = decide(observe(task_object({}, d.status), {}, true));
+  EXPECT_EQ(back.status["phase"], "Admitted");
+  EXPECT_EQ(back.status["epoch"], 2);
 }
 
 TEST(Lifecycle, PodViewReadsLabelsPhaseReadinessAndExitCode) {

@@ -57,7 +57,9 @@ TEST(Render, AmdPlacementUsesTheAmdImageAndResource) {
   json pod = worker_pod(spec(), 0, {2, 1}, p);
   EXPECT_EQ(pod["spec"]["containers"][0]["image"], "w-rocm:1");
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"], "2");
-  EXPECT_EQ(pod["spec"]["nodeName"], "mi250-od-0");
+  const json& term = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0];
+  EXPECT_EQ(term["matchFields"][0]["key"], "metadata.name");
+  EXPECT_EQ(term["matchFields"][0]["values"][0], "mi250-od-0");
 }
 
 TEST(Render, FractionsMapToTheSmallestMigProfileThatHoldsThem) {
