@@ -82,6 +82,7 @@ void TaskController::plan_once() {
   std::vector<planner::Task> tasks;
   std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
   for (const auto& obj : tasks_->store().list()) {
+    if ((*obj)["metadata"].contains("deletionTimestamp")) continue;  // going away: holds nothing
     ParsedTask parsed = parse_task(*obj);
     if (!parsed.spec) continue;
     const auto status = obj->value("status", nlohmann::json::object());

@@ -288,12 +288,14 @@ TEST_F(TaskTest, PodsTheApiServerRefusesAreReportedAsEventsNotACrash) {
 
 int workers_of(const json& t) { return t.value("status", json::object()).value("replicas", 0); }
 
-// Capacity tests need the GPUs that earlier tests' pods (still being deleted with their
+// Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their
 // namespaces) hold.
 void wait_until_no_valley_pods(kube::Client& client) {
   kube::ListOptions lo;
   lo.label_selector = "app.kubernetes.io/managed-by=valley";
-  ASSERT_TRUE(eventually([&] { return client.list(kPods, "", lo).items.empty(); }, 120s)) << "earlier tests' pods linger";
+  ASSERT_TRUE(eventually([&] {
+    return client.list(kTrainingTasks, "").items.empty() && client.list(kPods, "", lo).items.empty();
+  }, 120s)) << "earlier tests' tasks or pods linger";
 }
 
 TEST_F(TaskTest, TwoGangsThatDoNotFitTogetherRunOneAtATimeWithNoPodsForTheWaitingOne) {
