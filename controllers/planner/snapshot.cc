@@ -119,6 +119,14 @@ Task task_from(const task::TaskSpec& spec, const json& task_object, const std::v
   t.max_workers = spec.type == task::TaskType::Single ? 1 : spec.max_workers;
   t.pinned_workers = spec.target_workers;
   t.gpu_milli = spec.gpus.milli;
+  // Where the workers may go, from the worker pod template the user gave.
+  const json& tmpl_spec = field(spec.worker.pod_template, "spec");
+  for (const auto& [k, v] : field(tmpl_spec, "nodeSelector").items())
+    if (v.is_string()) t.node_selector[k] = v.get<std::string>();
+  if (auto tols = tmpl_spec.find("tolerations"); tols != tmpl_spec.end() && tols->is_array())
+    for (const auto& tol : *tols)
+      if (tol.is_object())
+        t.tolerations.push_back({tol.value("key", ""), tol.value("operator", "Equal"), tol.value("value", ""), tol.value("effect", "")});
   const json& meta = field(task_object, "metadata");
   if (auto created = kube::parse_time(meta.value("creationTimestamp", ""))) t.created = *created;
   const json& status = field(task_object, "status");

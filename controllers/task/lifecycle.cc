@@ -243,18 +243,25 @@ class Decider {
     // from the last checkpoint (VALLEY_RESUME=1).
     const int epoch_workers = static_cast<int>(status_.value("epochReplicas", workers));
     if (epoch_workers != workers) {
-      epoch_ += 1;
-      status_["epoch"] = epoch_;
-      status_["epochReplicas"] = workers;
       bump(status_, "resizes");
-      std::string message = "resizing from " + std::to_string(epoch_workers) + " to " + std::to_string(workers) +
-                            " workers as epoch " + std::to_string(epoch_);
       status_["lastResizeTime"] = now_;
       status_["lastResizeReason"] = adm ? adm->reason : std::string("replicas.target changed");
-      set_phase(kRestarting, "Resizing", message);
-      set_condition(status_, "Restarting", true, "Resizing", message, now_, generation_);
-      set_condition(status_, "Running", false, "Resizing", message, now_, generation_);
-      event("Normal", "Resizing", "Resize", message);
+      if (spec_->hot_elastic) {
+        // The launcher keeps running; discover_hosts.sh and the worker set change under it.
+        status_["epochReplicas"] = workers;
+        event("Normal", "Resized", "Resize", "resized from " + std::to_string(epoch_workers) + " to " +
+                                                 std::to_string(workers) + " workers in place (elasticity Hot)");
+      } else {
+        epoch_ += 1;
+        status_["epoch"] = epoch_;
+        status_["epochReplicas"] = workers;
+        std::string message = "resizing from " + std::to_string(epoch_workers) + " to " + std::to_string(workers) +
+                              " workers as epoch " + std::to_string(epoch_);
+        set_phase(kRestarting, "Resizing", message);
+        set_condition(status_, "Restarting", true, "Resizing", message, now_, generation_);
+        set_condition(status_, "Running", false, "Resizing", message, now_, generation_);
+        event("Normal", "Resizing", "Resize", message);
+      }
     }
     status_["epochReplicas"] = workers;
 

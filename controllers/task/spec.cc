@@ -174,6 +174,12 @@ ParsedTask parse_task(const json& object) {
     r.error("spec.replicas.target: must lie within spec.replicas.min..max");
 
   s.amd_support = r.boolean(*spec, "amdSupport", "spec.amdSupport").value_or(false);
+  std::string elasticity = r.str(*spec, "elasticity", "spec.elasticity").value_or("Restart");
+  if (elasticity == "Hot") {
+    s.hot_elastic = true;
+  } else if (elasticity != "Restart") {
+    r.error("spec.elasticity: must be Restart or Hot");
+  }
   s.reduce_cost = r.boolean(*spec, "reduceCost", "spec.reduceCost").value_or(false);
 
   if (const json* w = r.object(*spec, "worker", "spec.worker")) {

@@ -54,6 +54,9 @@ struct TaskSpec {
   ContainerSpec worker;    // the MPI workers, or the one pod of a Single task
   GpuRequest gpus;
   int slots_per_worker = 1;
+  // Hot: the workload follows discover_hosts.sh (Horovod elastic), so a resize adds or removes
+  // workers without restarting the launcher. Restart (default): a resize is a new epoch.
+  bool hot_elastic = false;
   std::string checkpoint_uri;
   std::string checkpoint_secret;
   std::optional<std::chrono::milliseconds> estimated_duration;

@@ -74,6 +74,8 @@ json mpi_spec(int min, int max, json launcher_annotations = json::object()) {
   return spec;
 }
 
+int workers_of(const json& t) { return t.value("status", json::object()).value("replicas", 0); }
+
 std::string ready_time(const json& pod) {
   for (const auto& c : pod["status"].value("conditions", json::array()))
     if (c["type"] == "Ready" && c["status"] == "True") return c.value("lastTransitionTime", "");
@@ -222,6 +224,24 @@ TEST_F(TaskTest, ScaleIsACheckpointRestartAtTheNewWorldSize) {
   }
 }
 
+TEST_F(TaskTest, HotElasticTaskResizesWithoutRestartingTheLauncher) {
+  json spec = mpi_spec(2, 4);
+  spec["elasticity"] = "Hot";
+  apply(spec);
+  ASSERT_TRUE(eventually([&] { return phase() == "Running" && workers_of(task()) == 4; }, 60s)) << task().dump(2);
+  std::string launcher_uid = admin->get(kPods, ns, "job-launcher")["metadata"]["uid"];
+  admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"spec", {{"replicas", 2}}}}, "scale");
+  EXPECT_TRUE(eventually([&] { return workers_of(task()) == 2 && pods().size() == 3; }, 60s)) << task()["status"].dump(2);
+  json st = task()["status"];
+  EXPECT_EQ(st["epoch"], 1);
+  EXPECT_EQ(st["phase"], "Running");
+  EXPECT_EQ(st["restarts"]["resizes"], 1);
+  EXPECT_EQ(admin->get(kPods, ns, "job-launcher")["metadata"]["uid"], launcher_uid);
+  std::string discover = admin->get(kConfigMaps, ns, "job-mpi")["data"]["discover_hosts.sh"];
+  EXPECT_NE(discover.find("job-worker-1"), std::string::npos);
+  EXPECT_EQ(discover.find("job-worker-2"), std::string::npos);
+}
+
 TEST_F(TaskTest, FinishedTaskIsDeletedAfterItsTtl) {
   json spec = mpi_spec(1, 1, {{"valley.dev/sim-run-time", "1s"}});
   spec["runPolicy"] = {{"ttlSecondsAfterFinished", 2}};
@@ -285,8 +305,6 @@ TEST_F(TaskTest, PodsTheApiServerRefusesAreReportedAsEventsNotACrash) {
 }
 
 // --- capacity-aware admission and elastic resizing (default profile: 37 whole NVIDIA GPUs, 16 AMD) ---
-
-int workers_of(const json& t) { return t.value("status", json::object()).value("replicas", 0); }
 
 // Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their
 // namespaces) hold.

@@ -185,6 +185,22 @@ TEST(Lifecycle, ResizeIsANewEpochAtTheNewWorldSize) {
   EXPECT_NE((*d.replace_config)["data"]["hostfile"].get<std::string>().find("t-worker-2"), std::string::npos);
 }
 
+TEST(Lifecycle, HotElasticResizeKeepsTheLauncherAndTheEpoch) {
+  Decision d = decide(observe(task_object({{"elasticity", "Hot"}, {"replicas", {{"target", 3}}}}, running_status()), running_pods()));
+  EXPECT_EQ(d.status["epoch"], 1);
+  EXPECT_EQ(d.status["epochReplicas"], 3);
+  EXPECT_EQ(d.status["restarts"]["resizes"], 1);
+  EXPECT_EQ(d.status["phase"], "Running");
+  EXPECT_TRUE(d.delete_pods.empty());
+  EXPECT_EQ(created_names(d), std::vector<std::string>{"t-worker-2"});
+  ASSERT_TRUE(d.replace_config.has_value());
+  EXPECT_NE((*d.replace_config)["data"]["discover_hosts.sh"].get<std::string>().find("t-worker-2"), std::string::npos);
+  // Shrinking in place removes the highest workers only.
+  Decision down = decide(observe(task_object({{"elasticity", "Hot"}, {"replicas", {{"target", 2}}}}, running_status(1, 3)), running_pods(1, 3)));
+  ASSERT_EQ(down.delete_pods.size(), 1u);
+  EXPECT_EQ(down.delete_pods[0].first, "t-worker-2");
+}
+
 TEST(Lifecycle, SuspendStopsPodsAndResumeStartsTheNextEpoch) {
   Decision s = decide(observe(task_object({{"runPolicy", {{"suspend", true}}}}, running_status()), running_pods()));
   EXPECT_EQ(s.status["phase"], "Suspended");

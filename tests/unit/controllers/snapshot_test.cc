@@ -79,5 +79,17 @@ TEST(Snapshot, TaskWithItsLiveWorkersOfTheCurrentEpoch) {
   EXPECT_FALSE(task_from(spec, obj, pods).admitted);
 }
 
+TEST(Snapshot, TaskPlacementConstraintsComeFromTheWorkerTemplate) {
+  json obj = json::parse(R"({"metadata":{"name":"t","namespace":"ns"},
+    "spec":{"master":{"image":"l"},"worker":{"image":"w","template":{"spec":{
+      "nodeSelector":{"topology.kubernetes.io/zone":"zone-b"},
+      "tolerations":[{"key":"dedicated","operator":"Equal","value":"ml","effect":"NoSchedule"},{"operator":"Exists"}]}}}}})");
+  Task t = task_from(*task::parse_task(obj).spec, obj, {});
+  EXPECT_EQ(t.node_selector.at("topology.kubernetes.io/zone"), "zone-b");
+  ASSERT_EQ(t.tolerations.size(), 2u);
+  EXPECT_EQ(t.tolerations[0].key, "dedicated");
+  EXPECT_EQ(t.tolerations[1].op, "Exists");
+}
+
 }  // namespace
 }  // namespace valley::planner
