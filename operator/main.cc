@@ -30,6 +30,7 @@ valley::Flags make_flags() {
       {"planner-min-gain-workers", "1", "grow a running task only by at least this many workers"},
       {"planner-min-gain-fraction", "0.25", "... and by at least this fraction of its current size"},
       {"planner-aging-step", "10m", "a waiting task gains one priority point per this much waiting"},
+      {"unschedulable-timeout", "60s", "re-plan a worker its planned node has not bound after this long"},
       {"leader-elect", "true", "run controllers only while holding the leader Lease", true},
       {"leader-elect-namespace", "", "namespace of the leader Lease; empty: the service account's namespace"},
       {"leader-elect-name", "valley-operator", "name of the leader Lease"},
@@ -75,6 +76,8 @@ int main(int argc, char** argv) {
         std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "planner-min-resize-interval"));
     task_options.planner.min_gain_workers = std::stoi(flags.get("planner-min-gain-workers"));
     task_options.planner.min_gain_fraction = std::stod(flags.get("planner-min-gain-fraction"));
+    task_options.unschedulable_timeout =
+        std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "unschedulable-timeout"));
     task_options.planner.aging_step = std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "planner-aging-step"));
     if (task_options.workers < 1) throw std::invalid_argument("--workers must be at least 1");
     options.leader_elect = flags.get_bool("leader-elect");

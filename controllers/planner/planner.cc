@@ -60,6 +60,7 @@ bool tolerates(const Task& t, const Taint& taint) {
 
 bool eligible(const Task& t, const Node& n) {
   if (!n.schedulable) return false;
+  if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
   for (const auto& [k, v] : t.node_selector) {
     auto it = n.labels.find(k);
     if (it == n.labels.end() || it->second != v) return false;
@@ -106,7 +107,7 @@ class Planner {
       Decision& d = decisions_[i];
       for (const auto& w : t.workers) {
         auto it = by_name_.find(w.node);
-        if (it == by_name_.end() || !it->second->schedulable) continue;  // lost with its node
+        if (it == by_name_.end() || !eligible(t, *it->second)) continue;  // lost with its node, or not bindable there
         free_[w.node][w.gpu_resource] -= w.count;
         d.placement.push_back(w);
       }

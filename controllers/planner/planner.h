@@ -58,6 +58,7 @@ struct Task {
   SystemTime created{};
   std::map<std::string, std::string> node_selector;
   std::vector<Toleration> tolerations;
+  std::vector<std::string> avoid_nodes;  // nodes where its pods could not be bound lately
   // Current state.
   bool admitted = false;
   struct Worker {

@@ -26,19 +26,6 @@ int64_t quantity(const json& v) {
 
 }  // namespace
 
-std::string pinned_node(const json& pod) {
-  try {
-    const json& terms = pod.at("spec").at("affinity").at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution").at("nodeSelectorTerms");
-    for (const auto& term : terms)
-      for (const auto& f : term.value("matchFields", json::array()))
-        if (f.value("key", "") == "metadata.name" && f.value("operator", "") == "In" && f.contains("values") &&
-            f["values"].is_array() && f["values"].size() == 1)
-          return f["values"][0].get<std::string>();
-  } catch (const json::exception&) {
-  }
-  return "";
-}
-
 bool is_gpu_resource(const std::string& name) {
   return name == "nvidia.com/gpu" || name == "amd.com/gpu" || name.rfind("nvidia.com/mig-", 0) == 0;
 }
@@ -140,7 +127,7 @@ Task task_from(const task::TaskSpec& spec, const json& task_object, const std::v
     if (labels.value(render::label::kRole, "") != "worker") continue;
     if (labels.value(render::label::kEpoch, "") != std::to_string(epoch)) continue;
     std::string node = field(pod, "spec").value("nodeName", "");
-    if (node.empty()) node = pinned_node(pod);  // created but not bound yet: where it will be
+    if (node.empty()) node = render::pinned_node(pod);  // created but not bound yet: where it will be
     auto usage = gpu_usage(pod);
     if (node.empty() || usage.empty()) continue;  // not placed yet, or finished
     int index = 0;

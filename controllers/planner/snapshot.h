@@ -37,9 +37,6 @@ bool is_gpu_resource(const std::string& name);
 // count by their maximum, as the scheduler does). Empty for finished pods.
 std::map<std::string, int64_t> gpu_usage(const json& pod);
 
-// The node a pod is pinned to by a required node affinity on metadata.name ("" if none).
-std::string pinned_node(const json& pod);
-
 // Subtracts what `pod` holds from its node's free capacity.
 void subtract(Node& node, const json& pod);
 

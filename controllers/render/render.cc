@@ -199,3 +199,20 @@ json ssh_secret(const TaskSpec& spec, const SshKeyPair& keys) {
 }
 
 }  // namespace valley::render
+
+namespace valley::render {
+
+std::string pinned_node(const json& pod) {
+  try {
+    const json& terms = pod.at("spec").at("affinity").at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution").at("nodeSelectorTerms");
+    for (const auto& term : terms)
+      for (const auto& f : term.value("matchFields", json::array()))
+        if (f.value("key", "") == "metadata.name" && f.value("operator", "") == "In" && f.contains("values") &&
+            f["values"].is_array() && f["values"].size() == 1)
+          return f["values"][0].get<std::string>();
+  } catch (const json::exception&) {
+  }
+  return "";
+}
+
+}  // namespace valley::render

@@ -57,6 +57,9 @@ struct Shape {
   int epoch = 1;
 };
 
+// The node a pod is pinned to by worker_pod's required node affinity ("" if none).
+std::string pinned_node(const json& pod);
+
 json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement);
 json launcher_pod(const TaskSpec& spec, const Shape& shape);
 json headless_service(const TaskSpec& spec);

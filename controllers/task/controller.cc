@@ -53,8 +53,9 @@ void TaskController::planning_loop(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     {
       std::unique_lock lock(plan_mu_);
-      plan_cv_.wait_for(lock, std::chrono::seconds(5), [this, &stop] { return dirty_ || stop.load(); });
-      if (!dirty_) continue;
+      // Also every couple of seconds without changes: time alone matters (aging, resize intervals,
+      // unschedulable timeouts).
+      plan_cv_.wait_for(lock, std::chrono::seconds(2), [this, &stop] { return dirty_ || stop.load(); });
       dirty_ = false;
     }
     // Let a burst of changes (a gang of pods appearing) settle into one plan.
@@ -92,6 +93,25 @@ void TaskController::plan_once() {
     std::vector<nlohmann::json> owned;
     for (const auto& p : pods_->store().by_index(kube::index::kOwnerUid, uid)) owned.push_back(*p);
     planner::Task t = planner::task_from(*parsed.spec, *obj, owned);
+    const auto now = std::chrono::system_clock::now();
+    auto& avoid = avoid_[t.key];
+    for (const auto& pod : owned) {
+      // Pinned, unbound and refused by kube-scheduler for longer than the timeout.
+      std::string pinned = render::pinned_node(pod);
+      if (pinned.empty() || !pod["spec"].value("nodeName", "").empty()) continue;
+      for (const auto& c : pod.value("status", nlohmann::json::object()).value("conditions", nlohmann::json::array())) {
+        if (c.value("type", "") != "PodScheduled" || c.value("status", "") != "False") continue;
+        auto since = kube::parse_time(c.value("lastTransitionTime", ""));
+        if (since && now - *since >= options_.unschedulable_timeout && !avoid.count(pinned)) {
+          avoid[pinned] = now + options_.avoid_for;
+          spdlog::info("{}: node {} did not take its worker for {}s ({}); planning around it", t.key, pinned,
+                       options_.unschedulable_timeout.count(), c.value("message", ""));
+          mark_dirty();
+        }
+      }
+    }
+    for (auto it = avoid.begin(); it != avoid.end();) it = it->second <= now ? avoid.erase(it) : std::next(it);
+    for (const auto& [node, until] : avoid) t.avoid_nodes.push_back(node);
     // What we published counts as taken until the pods show it.
     if (auto it = published.find(t.key); it != published.end() && it->second.admitted) {
       t.admitted = true;
@@ -104,7 +124,7 @@ void TaskController::plan_once() {
   // Everything that is not a current worker of a planned task holds what it holds.
   for (const auto& p : pods_->store().list()) {
     std::string node = (*p)["spec"].value("nodeName", "");
-    if (node.empty()) node = planner::pinned_node(*p);
+    if (node.empty()) node = render::pinned_node(*p);
     auto ni = node_index.find(node);
     if (ni == node_index.end()) continue;
     const auto labels = (*p)["metadata"].value("labels", nlohmann::json::object());
@@ -136,6 +156,7 @@ void TaskController::plan_once() {
     bool same = old != published.end() && old->second.admitted == a.admitted && old->second.workers == a.workers &&
                 old->second.reason == a.reason && old->second.queue_position == a.queue_position;
     if (same) {
+      if (same) same = old->second.placement.size() == a.placement.size();
       for (size_t k = 0; k < a.placement.size() && same; ++k) same = old->second.placement[k].node == a.placement[k].node;
     }
     if (!same) changed.push_back(key);

@@ -28,6 +28,11 @@ namespace valley::task {
 
 struct ControllerOptions {
   int workers = 4;
+  // A worker pinned to a node that kube-scheduler still cannot bind it to after this long (CPU,
+  // memory or a constraint the planner does not model) makes the planner avoid that node for the
+  // task for `avoid_for`, and re-plan.
+  std::chrono::seconds unschedulable_timeout{60};
+  std::chrono::seconds avoid_for{600};
   std::string field_manager = "valley-operator";
   planner::Config planner;
 };
@@ -57,6 +62,7 @@ class TaskController {
   std::condition_variable plan_cv_;
   bool dirty_ = true;
   std::map<std::string, Admission> admissions_;  // published, by task key
+  std::map<std::string, std::map<std::string, kube::SystemTime>> avoid_;  // task -> node -> until
 };
 
 }  // namespace valley::task

@@ -340,6 +340,11 @@ class Decider {
     for (const auto& p : o_.pods) {
       bool stale = p.epoch != epoch_ || (p.role == "worker" && p.worker_index >= workers) ||
                    (p.role == "launcher" && !mpi);
+      // Not bound yet and the plan moved it (its node would not take it): start it where planned.
+      if (!stale && p.role == "worker" && p.node.empty() && !p.pinned.empty() && o_.admission &&
+          p.worker_index >= 0 && p.worker_index < static_cast<int>(o_.admission->placement.size()) &&
+          !o_.admission->placement[p.worker_index].node.empty() && o_.admission->placement[p.worker_index].node != p.pinned)
+        stale = true;
       if (stale) {
         delete_pod(p);
       }
@@ -420,6 +425,9 @@ PodView view_pod(const json& pod) {
   } catch (const std::exception&) {
     v.epoch = 0;  // a mangled label makes the pod stale: it is replaced
   }
+  const json spec = pod.value("spec", json::object());
+  v.node = spec.value("nodeName", "");
+  v.pinned = render::pinned_node(pod);
   const json status = pod.value("status", json::object());
   v.phase = status.value("phase", "Pending");
   for (const auto& c : status.value("conditions", json::array()))

@@ -32,6 +32,8 @@ struct PodView {
   bool ready = false;
   bool deleting = false;
   std::optional<int> exit_code;
+  std::string node;    // spec.nodeName once bound
+  std::string pinned;  // the node its affinity requires ("" if none)
 };
 PodView view_pod(const json& pod);
 

@@ -33,7 +33,7 @@ class TaskTest : public ClusterTest {
         std::vector<std::string>{binary("valley-operator"), "--kubeconfig=" + admin_kubeconfig_path(),
                                  "--leader-elect-namespace=" + ns, "--leader-elect-lease-duration=4s",
                                  "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
-                                 "--planner-min-resize-interval=2s"},
+                                 "--planner-min-resize-interval=2s", "--unschedulable-timeout=3s"},
         ::testing::TempDir() + "/operator-" + ns + "-" + std::to_string(++starts_) + ".log");
   }
   void stop_operator(int sig = SIGTERM) {
@@ -367,6 +367,20 @@ TEST_F(TaskTest, AmdCapableTaskLandsOnAmdWhenNvidiaIsFull) {
     EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"], "1");
     EXPECT_EQ(p["spec"]["nodeName"].get<std::string>().rfind("mi250", 0), 0u);
   }
+}
+
+TEST_F(TaskTest, WorkersTheirPlannedNodeCannotBindAreReplannedNotStuck) {
+  wait_until_no_valley_pods(*admin);
+  // 100 CPUs: more than an NVIDIA node's 96 (which the planner does not model), less than an AMD
+  // node's 128. kube-scheduler refuses each NVIDIA node in turn; Valley plans around them.
+  json spec = mpi_spec(1, 1);
+  spec["amdSupport"] = true;
+  spec["worker"]["resources"] = {{"requests", {{"cpu", "100"}}}};
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Running", 120s)) << task().dump(2) << operator_log();
+  json worker = admin->get(kPods, ns, "job-worker-0");
+  EXPECT_EQ(worker["spec"]["nodeName"].get<std::string>().rfind("mi250", 0), 0u);
+  EXPECT_NE(operator_log().find("planning around it"), std::string::npos);
 }
 
 // The API server refuses bad specs with a clear message, before Valley sees them.

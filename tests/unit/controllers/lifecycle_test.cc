@@ -284,6 +284,22 @@ TEST(Lifecycle, PlannedPlacementPinsWorkersToNodes) {
             "a100-od-1");
 }
 
+TEST(Lifecycle, AnUnboundWorkerThePlanMovedIsReplacedABoundOneIsNot) {
+  json st = {{"phase", "Admitted"}, {"epoch", 1}, {"epochReplicas", 2}};
+  auto pods = running_pods(1, 2, false);
+  pods[0].phase = "Pending";
+  pods[0].ready = false;
+  pods[0].pinned = "busy-node";  // kube-scheduler cannot bind it there
+  pods[1].pinned = "n1";
+  pods[1].node = "n1";
+  Observed o = observe(task_object({}, st), pods);
+  o.admission->placement[0].node = "other-node";
+  o.admission->placement[1].node = "n2";  // bound already: left alone
+  Decision d = decide(o);
+  ASSERT_EQ(d.delete_pods.size(), 1u);
+  EXPECT_EQ(d.delete_pods[0].first, "t-worker-0");
+}
+
 TEST(Lifecycle, PreemptionStopsPodsAndReadmissionResumesInANewEpoch) {
   Observed o = observe(task_object({}, running_status()), running_pods());
   o.admission->admitted = false;

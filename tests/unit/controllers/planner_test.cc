@@ -188,6 +188,18 @@ TEST(Planner, AgingLetsALongWaitingTaskOvertakeNewerHigherPriorityOnes) {
   EXPECT_EQ(find(ds, "new").action, Action::Wait);
 }
 
+TEST(Planner, AvoidedNodesAreNotUsedAndWorkersThereAreReplaced) {
+  Task a = task("a", 0, 2, 2);
+  a.avoid_nodes = {"n1"};
+  auto ds = plan({nvidia("n1", 8), nvidia("n2", 8)}, {a}, kNow);
+  for (const auto& w : ds[0].placement) EXPECT_EQ(w.node, "n2");
+  Task b = apply(task("b", 0, 2, 2), plan({nvidia("n1", 8)}, {task("b", 0, 2, 2)}, kNow)[0], kNow);
+  b.avoid_nodes = {"n1"};
+  auto moved = plan({nvidia("n1", 8), nvidia("n2", 8)}, {b}, kNow);
+  EXPECT_EQ(moved[0].workers, 2);
+  for (const auto& w : moved[0].placement) EXPECT_EQ(w.node, "n2");
+}
+
 TEST(Planner, PinnedSizeWins) {
   Task a = task("a", 0, 2, 8);
   a.pinned_workers = 3;
