@@ -12,7 +12,9 @@ build/bin/valleyctl --kubeconfig .valley/kubeconfig version
 K get nodes -o custom-columns='NODE:.metadata.name,NVIDIA:.status.allocatable.nvidia\.com/gpu,AMD:.status.allocatable.amd\.com/gpu,MIG-1g.10gb:.status.allocatable.nvidia\.com/mig-1g\.10gb,CAPACITY:.metadata.labels.karpenter\.sh/capacity-type,ZONE:.metadata.labels.topology\.kubernetes\.io/zone'
 
 say "Valley's operator starts, wins leader election and watches TrainingTasks"
-scripts/operator.sh start
+scripts/operator.sh stop
+# A short resize interval so the demo shows a task growing back within a minute (default 5m).
+VALLEY_OPERATOR_ARGS="--planner-min-resize-interval=10s" scripts/operator.sh start
 for _ in $(seq 1 50); do grep -q "caches synced" .valley/logs/operator.log 2>/dev/null && break; sleep 0.2; done
 grep -E "became the leader|caches synced" .valley/logs/operator.log | tail -2 | cut -c31-
 
@@ -31,9 +33,26 @@ spec: {replicas: {min: 8, max: 2}, master: {image: l}, worker: {image: w, gpus: 
 YAML
 
 say "What happens to them (kubectl get tt, as it changes)"
+echo "(resnet50 asks for 4-8 GPUs and gets 8; training1 may use AMD and wants it cheap: the 16 AMD GPUs;"
+echo " at 12s an urgent priority-90 task needing 32 NVIDIA GPUs arrives: resnet50 shrinks for it, then grows back)"
 last=""
 start=$SECONDS
-while [ $((SECONDS - start)) -lt 90 ]; do
+urgent=""
+while [ $((SECONDS - start)) -lt 150 ]; do
+  if [ -z "$urgent" ] && [ $((SECONDS - start)) -ge 12 ]; then
+    urgent=yes
+    echo ">>> kubectl apply urgent (priority 90, 32 workers, runs 15s)"
+    K -n $ns apply -f - >/dev/null <<'YAML'
+apiVersion: valley.dev/v1alpha1
+kind: TrainingTask
+metadata: {name: urgent}
+spec:
+  priority: 90
+  replicas: {min: 32, max: 32}
+  master: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, template: {metadata: {annotations: {valley.dev/sim-run-time: 15s}}}}
+  worker: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, gpus: "1"}
+YAML
+  fi
   now=$(K -n $ns get tt --no-headers -o custom-columns='N:.metadata.name,P:.status.phase,W:.status.replicas,E:.status.epoch' 2>/dev/null | sort)
   if [ "$now" != "$last" ]; then
     printf -- '--- after %ss\n' $((SECONDS - start))
@@ -42,15 +61,17 @@ while [ $((SECONDS - start)) -lt 90 ]; do
   fi
   phase=$(K -n $ns get tt resnet50 -o jsonpath='{.status.phase}' 2>/dev/null || true)
   single=$(K -n $ns get tt finetune-small -o jsonpath='{.status.phase}' 2>/dev/null || true)
-  [ "$phase" = Succeeded ] && [ "$single" = Failed ] && break
+  urgent_phase=$(K -n $ns get tt urgent -o jsonpath='{.status.phase}' 2>/dev/null || true)
+  [ "$phase" = Succeeded ] && [ "$single" = Failed ] && [ "$urgent_phase" = Succeeded ] && break
   sleep 1
 done
 
-say "The pods Valley made for resnet50 (launcher started only after all workers were Ready)"
-K -n $ns get pods -l valley.dev/task=resnet50 -L valley.dev/role,valley.dev/epoch
-say "Its hostfile (workers x slots) and its events"
-K -n $ns get configmap resnet50-mpi -o jsonpath='{.data.hostfile}'
-K -n $ns get events.events.k8s.io --field-selector regarding.name=resnet50 -o custom-columns='REASON:.reason,NOTE:.note' 2>/dev/null
+say "resnet50's story in its Events, and its status"
+K -n $ns get events.events.k8s.io --field-selector regarding.name=resnet50 --sort-by=.metadata.creationTimestamp -o custom-columns='REASON:.reason,NOTE:.note' 2>/dev/null
+K -n $ns get tt resnet50 -o jsonpath='restarts: {.status.restarts}{"\n"}last resize: {.status.lastResizeReason}{"\n"}'
+say "training1 (amdSupport + reduceCost) runs on the AMD nodes"
+K -n $ns get pods -l valley.dev/task=training1,valley.dev/role=worker -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[0].image' | head -5
+echo "..."
 say "finetune-small: exit code 137 is retryable; it was retried once (backoffLimit 1), then failed"
 K -n $ns get tt finetune-small -o jsonpath='{.status.reason}: {.status.message}{"\n"}'
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the locally built valley-operator against the local cluster in the background (for the demo
 # and for trying things by hand): scripts/operator.sh start|stop|status. Logs: .valley/logs/operator.log.
+# Extra flags in VALLEY_OPERATOR_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pidfile=.valley/run/operator.pid
@@ -8,8 +9,9 @@ case ${1:-} in
   start)
     if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then echo "operator: running (pid $(cat "$pidfile"))"; exit 0; fi
     mkdir -p .valley/run .valley/logs
+    # shellcheck disable=SC2086
     setsid build/bin/valley-operator --kubeconfig .valley/kubeconfig --leader-elect-namespace=kube-system \
-      >>.valley/logs/operator.log 2>&1 < /dev/null &
+      ${VALLEY_OPERATOR_ARGS:-} >>.valley/logs/operator.log 2>&1 < /dev/null &
     echo $! > "$pidfile"
     echo "operator: started (pid $!), log .valley/logs/operator.log"
     ;;

@@ -169,9 +169,19 @@ class Planner {
   // fits; roll everything back if even that is not enough.
   bool reclaim_for(size_t i, int need) {
     const Task& t = tasks_[i];
+    // Only tasks holding GPUs this task could use are worth shrinking (an AMD job frees nothing
+    // for an NVIDIA-only one).
+    auto usable = [&](const Task::Worker& w) {
+      auto it = by_name_.find(w.node);
+      if (it == by_name_.end() || !eligible(t, *it->second)) return false;
+      return it->second->vendor == "nvidia" || (it->second->vendor == "amd" && t.amd_support);
+    };
     std::vector<size_t> victims;
-    for (size_t v : admitted_)
-      if (!new_.count(v) && tasks_[v].priority < t.priority) victims.push_back(v);
+    for (size_t v : admitted_) {
+      if (new_.count(v) || tasks_[v].priority >= t.priority) continue;
+      const auto& placed = decisions_[v].placement;
+      if (std::any_of(placed.begin(), placed.end(), usable)) victims.push_back(v);
+    }
     std::sort(victims.begin(), victims.end(), [&](size_t a, size_t b) {
       const Task &x = tasks_[a], &y = tasks_[b];
       return std::make_tuple(!x.reduce_cost, x.priority, -x.created.time_since_epoch().count(), x.key) <

@@ -290,7 +290,8 @@ class Decider {
     std::string reason = adm ? adm->reason : "waiting for the capacity planner";
     std::string message = reason + (adm && adm->queue_position > 0 ? " (queue position " + std::to_string(adm->queue_position) + ")" : "");
     if (status_.value("message", "") != message) {
-      if (phase_ != kPending || status_.value("reason", "") != "Waiting") event("Normal", "Waiting", "Admit", message);
+      // Before the first plan there is nothing to tell the user yet.
+      if (adm && (phase_ != kPending || status_.value("reason", "") != "Waiting")) event("Normal", "Waiting", "Admit", message);
       set_phase(kPending, "Waiting", message);
       set_condition(status_, "Admitted", false, "Waiting", message, now_, generation_);
     }

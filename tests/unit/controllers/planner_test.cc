@@ -109,6 +109,22 @@ TEST(Planner, PreemptsOnlyWhenShrinkingIsNotEnoughAndReduceCostFirst) {
   EXPECT_NE(find(all, "normal").reason.find("preempted for vip"), std::string::npos);
 }
 
+TEST(Planner, TasksOnGpusTheNewcomerCannotUseAreLeftAlone) {
+  std::vector<Node> nodes = {nvidia("n1", 8), amd("m1", 8)};
+  Task on_amd = task("amd-job", 10, 2, 8);
+  on_amd.amd_support = on_amd.reduce_cost = true;
+  Task on_nv = task("nv-job", 20, 2, 8);
+  auto first = plan(nodes, {on_amd, on_nv}, kNow);
+  on_amd = apply(on_amd, find(first, "amd-job"), kNow);
+  on_nv = apply(on_nv, find(first, "nv-job"), kNow);
+  ASSERT_EQ(on_amd.workers.size(), 8u);
+  ASSERT_EQ(on_nv.workers.size(), 8u);
+  auto ds = plan(nodes, {on_amd, on_nv, task("vip", 90, 4, 4)}, kNow);
+  EXPECT_EQ(find(ds, "amd-job").action, Action::Keep);  // cheapest, but its GPUs are AMD
+  EXPECT_EQ(find(ds, "nv-job").action, Action::Shrink);
+  EXPECT_EQ(find(ds, "nv-job").workers, 4);
+}
+
 TEST(Planner, EqualPriorityNeverPreempts) {
   std::vector<Node> nodes = {nvidia("n1", 8)};
   Task a = apply(task("a", 10, 8, 8), plan(nodes, {task("a", 10, 8, 8)}, kNow)[0], kNow);
