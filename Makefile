@@ -57,7 +57,10 @@ crds: cluster-up
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig apply --server-side --force-conflicts -f crds/ >/dev/null
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig wait --for=condition=Established --timeout=60s -f crds/ >/dev/null
 
+# The tests start their own operators and count GPUs: a demo left running would take both.
 e2e: build crds
+	@scripts/operator.sh stop
+	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig delete namespace valley-demo --ignore-not-found --wait=true >/dev/null
 	cd $(BUILD_DIR) && $(CTEST) -L e2e
 
 test: deps build unit unit-sanitize fuzz e2e

@@ -9,7 +9,7 @@ ns=valley-demo
 
 say "The local cluster: real kube-apiserver, etcd, scheduler and controller-manager; GPU nodes simulated by kwok"
 build/bin/valleyctl --kubeconfig .valley/kubeconfig version
-K get nodes -o custom-columns='NODE:.metadata.name,NVIDIA:.status.allocatable.nvidia\.com/gpu,AMD:.status.allocatable.amd\.com/gpu,MIG-1g.10gb:.status.allocatable.nvidia\.com/mig-1g\.10gb,CAPACITY:.metadata.labels.karpenter\.sh/capacity-type,ZONE:.metadata.labels.topology\.kubernetes\.io/zone'
+K get nodes -o custom-columns='NODE:.metadata.name,NVIDIA:.status.allocatable.nvidia\.com/gpu,AMD:.status.allocatable.amd\.com/gpu,MIG-1g.10gb:.status.allocatable.nvidia\.com/mig-1g\.10gb,SHARED:.status.allocatable.nvidia\.com/gpu\.shared,CAPACITY:.metadata.labels.karpenter\.sh/capacity-type,ZONE:.metadata.labels.topology\.kubernetes\.io/zone'
 
 say "Valley's operator starts, wins leader election and watches TrainingTasks"
 scripts/operator.sh stop

@@ -19,12 +19,15 @@ constexpr MigProfile kMig[] = {{1, "nvidia.com/mig-1g.10gb"}, {2, "nvidia.com/mi
                                {3, "nvidia.com/mig-3g.40gb"}, {4, "nvidia.com/mig-4g.40gb"},
                                {7, "nvidia.com/mig-7g.80gb"}};
 
+constexpr const char* kTimeSliced = "nvidia.com/gpu.shared";
+
 std::string whole_resource(const std::string& vendor) { return vendor + ".com/gpu"; }
 
 // How much of a GPU a worker's resource takes, in thousandths.
 int64_t gpu_share_milli(const Task::Worker& w) {
   for (const auto& p : kMig)
     if (w.gpu_resource == p.resource) return w.count * p.sevenths * 1000 / 7;
+  if (w.gpu_resource == kTimeSliced) return w.count * 500;  // a replica of a shared GPU (4 per GPU below)
   return w.count * 1000;
 }
 
@@ -43,6 +46,8 @@ std::optional<Task::Worker> shape_on(int gpu_milli, const std::string& vendor, c
   if (vendor == "nvidia") {
     for (const auto& p : kMig)
       if (gpu_milli * 7 <= p.sevenths * 1000 && get(free, p.resource) >= 1) return Task::Worker{"", p.resource, 1};
+    // Time-sliced GPUs (the device plugin's sharing with renameByDefault): a replica each.
+    if (get(free, kTimeSliced) >= 1) return Task::Worker{"", kTimeSliced, 1};
   }
   if (get(free, whole_resource(vendor)) >= 1) return Task::Worker{"", whole_resource(vendor), 1};
   return std::nullopt;

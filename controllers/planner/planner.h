@@ -94,7 +94,7 @@ std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Tas
 
 // The GPU resource and count one worker of `gpu_milli` needs on a node of `vendor` whose free
 // resources are `free` (whole GPUs as "<vendor>.com/gpu"; a fraction as the smallest free MIG slice
-// that holds it, else one whole GPU). nullopt when the node cannot host such a worker at all.
+// that holds it, else a time-sliced replica "nvidia.com/gpu.shared", else one whole GPU). nullopt when the node cannot host such a worker at all.
 std::optional<Task::Worker> worker_shape(int gpu_milli, const Node& node);
 
 }  // namespace valley::planner

@@ -27,7 +27,8 @@ int64_t quantity(const json& v) {
 }  // namespace
 
 bool is_gpu_resource(const std::string& name) {
-  return name == "nvidia.com/gpu" || name == "amd.com/gpu" || name.rfind("nvidia.com/mig-", 0) == 0;
+  return name == "nvidia.com/gpu" || name == "amd.com/gpu" || name == "nvidia.com/gpu.shared" ||
+         name.rfind("nvidia.com/mig-", 0) == 0;
 }
 
 Node node_from(const json& node, const NodeFacts& facts) {

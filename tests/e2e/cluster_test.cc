@@ -67,8 +67,9 @@ TEST(Cluster, DefaultProfileProvidesReadyGpuNodesOfEveryKind) {
     }
     if (alloc.contains("amd.com/gpu")) kinds.insert("amd");
     if (alloc.contains("nvidia.com/mig-1g.10gb")) kinds.insert("mig");
+    if (alloc.contains("nvidia.com/gpu.shared")) kinds.insert("time-sliced");
   }
-  EXPECT_EQ(kinds, (std::set<std::string>{"amd", "mig", "nvidia-on-demand", "nvidia-spot"}));
+  EXPECT_EQ(kinds, (std::set<std::string>{"amd", "mig", "nvidia-on-demand", "nvidia-spot", "time-sliced"}));
 }
 
 TEST(Cluster, ACrashedComponentIsRestartedBySupervisor) {

@@ -267,6 +267,18 @@ TEST_F(TaskTest, SingleTaskRunsOnePod) {
   EXPECT_EQ(all[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"], "1");
 }
 
+TEST_F(TaskTest, HalfAGpuSharesATimeSlicedGpu) {
+  json spec = mpi_spec(2, 2);
+  spec["worker"]["gpus"] = "0.5";
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Running")) << task().dump(2);
+  for (const auto& p : pods()) {
+    if (p["metadata"]["labels"]["valley.dev/role"] != "worker") continue;
+    EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu.shared"], "1");
+    EXPECT_EQ(p["spec"]["nodeName"], "t4-shared-0");
+  }
+}
+
 TEST_F(TaskTest, OperatorKilledMidExpansionConvergesWithoutDuplicatesOrOrphans) {
   apply(mpi_spec(8, 8));
   // Kill -9 as soon as the expansion has begun, three times, at different points.

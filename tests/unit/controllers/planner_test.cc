@@ -162,6 +162,12 @@ TEST(Planner, FractionalGpusUseTheSmallestFreeMigSliceThenWholeGpus) {
   EXPECT_EQ(ds[0].placement[2].gpu_resource, "nvidia.com/mig-3g.40gb");  // 1g slices used up
   EXPECT_EQ(plan({mig}, {task("b", 0, 1, 1, 500)}, kNow)[0].action, Action::Wait);  // no 4g slice, no whole GPU
   EXPECT_EQ(worker_shape(500, nvidia("n", 1))->gpu_resource, "nvidia.com/gpu");
+  // A time-sliced node beats wasting a whole GPU on half of one.
+  Node shared = {"shared", "nvidia", "on-demand", {{"nvidia.com/gpu.shared", 4}}, {}, {}, true};
+  auto half = plan({nvidia("whole", 8), shared}, {task("c", 0, 2, 2, 500)}, kNow);
+  ASSERT_EQ(half[0].action, Action::Admit);
+  EXPECT_EQ(half[0].placement[0].gpu_resource, "nvidia.com/gpu.shared");
+  EXPECT_EQ(half[0].placement[0].node, "shared");
 }
 
 TEST(Planner, TaintsSelectorsAndUnschedulableNodesAreHonoured) {
