@@ -1,6 +1,7 @@
 #include "operator/kube/client.h"
 
 #include <cctype>
+#include <exception>
 
 #include "operator/kube/error.h"
 
@@ -182,10 +183,22 @@ void Client::watch(const std::string& path, const std::function<bool(WatchEvent&
   HttpRequest req;
   req.path = path;
   req.timeout = std::chrono::milliseconds(0);
-  WatchDecoder decoder(on_event);
+  // The handler runs inside libcurl's write callback: an exception must not unwind through C
+  // frames. It is caught here, the stream stopped, and rethrown once curl has returned.
+  std::exception_ptr failure;
+  WatchDecoder decoder([&](WatchEvent&& ev) {
+    try {
+      return on_event(std::move(ev));
+    } catch (...) {
+      failure = std::current_exception();
+      return false;
+    }
+  });
   HttpResponse resp = http_.stream(req, [&](std::string_view chunk) { return decoder.feed(chunk); }, cancel);
+  if (failure) std::rethrow_exception(failure);
   if (resp.status < 200 || resp.status >= 300) throw_status("watch " + path, resp);
   decoder.finish();
+  if (failure) std::rethrow_exception(failure);
 }
 
 json Client::server_version() { return get("/version"); }

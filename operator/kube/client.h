@@ -81,6 +81,7 @@ class Client {
   // Streams a watch (`path` already holding watch=1 and any selectors). Calls on_event for each
   // event until it returns false, *cancel is set, or the server closes the stream. A non-2xx answer
   // throws KubeError (e.g. 410 Gone when resourceVersion is too old); ERROR events are passed on.
+  // An exception thrown by on_event stops the stream and is rethrown to the caller.
   void watch(const std::string& path, const std::function<bool(WatchEvent&&)>& on_event,
              const std::atomic<bool>* cancel = nullptr);
 

@@ -115,6 +115,17 @@ TEST_F(Rest, ServerSideApplyPatchesAndDeletePreconditions) {
 
 using Watch = ClusterTest;
 
+// Handlers run inside libcurl's callback; what they throw must reach the caller, not crash.
+TEST_F(Watch, AnExceptionFromTheHandlerReachesTheCaller) {
+  admin->create(kConfigMaps, ns, config_map("trigger"));
+  kube::WatchOptions wo;
+  wo.timeout_seconds = 10;
+  EXPECT_THROW(admin->watch(kConfigMaps, ns, wo, [](kube::WatchEvent&&) -> bool { throw std::runtime_error("handler failed"); }),
+               std::runtime_error);
+  // The client is still usable afterwards.
+  EXPECT_NO_THROW(admin->get(kConfigMaps, ns, "trigger"));
+}
+
 TEST_F(Watch, DeletesAndIndexesFollowTheServer) {
   auto client = unlimited_admin();
   for (int i = 0; i < 5; ++i) client->create(kConfigMaps, ns, config_map("x-" + std::to_string(i), {{"watched", "yes"}}));
