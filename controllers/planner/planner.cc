@@ -1,5 +1,7 @@
 #include "controllers/planner/planner.h"
 
+#include "controllers/gpu/resources.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -10,26 +12,8 @@ namespace {
 
 using Free = std::map<std::string, std::map<std::string, int64_t>>;  // node -> resource -> units
 
-struct MigProfile {
-  int sevenths;
-  const char* resource;
-};
-// A100/H100 MIG profiles by compute share (sevenths of a GPU), smallest first.
-constexpr MigProfile kMig[] = {{1, "nvidia.com/mig-1g.10gb"}, {2, "nvidia.com/mig-2g.20gb"},
-                               {3, "nvidia.com/mig-3g.40gb"}, {4, "nvidia.com/mig-4g.40gb"},
-                               {7, "nvidia.com/mig-7g.80gb"}};
-
-constexpr const char* kTimeSliced = "nvidia.com/gpu.shared";
-
-std::string whole_resource(const std::string& vendor) { return vendor + ".com/gpu"; }
-
-// How much of a GPU a worker's resource takes, in thousandths.
-int64_t gpu_share_milli(const Task::Worker& w) {
-  for (const auto& p : kMig)
-    if (w.gpu_resource == p.resource) return w.count * p.sevenths * 1000 / 7;
-  if (w.gpu_resource == kTimeSliced) return w.count * 500;  // a replica of a shared GPU (4 per GPU below)
-  return w.count * 1000;
-}
+using gpu::kTimeSliced;
+using gpu::whole_resource;
 
 int64_t get(const std::map<std::string, int64_t>& m, const std::string& k) {
   auto it = m.find(k);
@@ -44,8 +28,8 @@ std::optional<Task::Worker> shape_on(int gpu_milli, const std::string& vendor, c
     return std::nullopt;
   }
   if (vendor == "nvidia") {
-    for (const auto& p : kMig)
-      if (gpu_milli * 7 <= p.sevenths * 1000 && get(free, p.resource) >= 1) return Task::Worker{"", p.resource, 1};
+    for (const auto& p : gpu::kMigProfiles)
+      if (gpu::holds(p, gpu_milli) && get(free, p.resource) >= 1) return Task::Worker{"", p.resource, 1};
     // Time-sliced GPUs (the device plugin's sharing with renameByDefault): a replica each.
     if (get(free, kTimeSliced) >= 1) return Task::Worker{"", kTimeSliced, 1};
   }
@@ -327,7 +311,7 @@ class Planner {
             auto s = shape_on(t.gpu_milli, vendor, node_free);
             if (!s) break;
             node_free[s->gpu_resource] -= s->count;
-            share += gpu_share_milli(*s);
+            share += gpu::share_milli(s->gpu_resource, s->count);
             ++fit;
           }
           if (fit == 0) continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "controllers/gpu/resources.h"
 #include "controllers/render/render.h"
 
 namespace valley::planner {
@@ -26,11 +27,6 @@ int64_t quantity(const json& v) {
 
 }  // namespace
 
-bool is_gpu_resource(const std::string& name) {
-  return name == "nvidia.com/gpu" || name == "amd.com/gpu" || name == "nvidia.com/gpu.shared" ||
-         name.rfind("nvidia.com/mig-", 0) == 0;
-}
-
 Node node_from(const json& node, const NodeFacts& facts) {
   Node n;
   const json& meta = field(node, "metadata");
@@ -38,7 +34,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
   for (const auto& [k, v] : field(meta, "labels").items())
     if (v.is_string()) n.labels[k] = v.get<std::string>();
   for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
-    if (!is_gpu_resource(k)) continue;
+    if (!gpu::is_gpu_resource(k)) continue;
     int64_t units = quantity(v);
     if (units <= 0) continue;
     n.free[k] = units;
@@ -81,7 +77,7 @@ std::map<std::string, int64_t> gpu_usage(const json& pod) {
     const json& limits = field(res, "limits");
     for (const json* src : {&limits, &requests})  // requests win where both exist
       for (const auto& [k, v] : src->items())
-        if (is_gpu_resource(k)) u[k] = quantity(v);
+        if (gpu::is_gpu_resource(k)) u[k] = quantity(v);
     return u;
   };
   if (auto cs = spec.find("containers"); cs != spec.end() && cs->is_array())

@@ -30,9 +30,6 @@ struct NodeFacts {
 // GPU resources of a node as free capacity (allocatable, before any pod), its vendor and class.
 Node node_from(const json& node, const NodeFacts& facts = {});
 
-// True for the extended resources Valley plans: <vendor>.com/gpu and nvidia.com/mig-*.
-bool is_gpu_resource(const std::string& name);
-
 // The GPU resources a pod holds (requests, else limits, summed over containers; init containers
 // count by their maximum, as the scheduler does). Empty for finished pods.
 std::map<std::string, int64_t> gpu_usage(const json& pod);

@@ -1,5 +1,6 @@
 #include "controllers/render/render.h"
 
+#include "controllers/gpu/resources.h"
 #include "operator/kube/base64.h"
 
 namespace valley::render {
@@ -112,21 +113,7 @@ WorkerPlacement default_placement(const TaskSpec& spec) {
     p.gpu_count = spec.gpus.count();
     return p;
   }
-  // Sevenths of an A100: the smallest profile whose share covers the request.
-  struct Profile {
-    int sevenths;
-    const char* resource;
-  };
-  static const Profile kProfiles[] = {{1, "nvidia.com/mig-1g.10gb"}, {2, "nvidia.com/mig-2g.20gb"},
-                                      {3, "nvidia.com/mig-3g.40gb"}, {4, "nvidia.com/mig-4g.40gb"}};
-  for (const auto& profile : kProfiles) {
-    if (spec.gpus.milli * 7 <= profile.sevenths * 1000) {
-      p.gpu_resource = profile.resource;
-      p.gpu_count = 1;
-      return p;
-    }
-  }
-  p.gpu_resource = "nvidia.com/gpu";
+  p.gpu_resource = gpu::smallest_partial_mig(spec.gpus.milli).value_or("nvidia.com/gpu");
   p.gpu_count = 1;
   return p;
 }

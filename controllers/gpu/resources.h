@@ -1,0 +1,43 @@
+// The GPU extended resources Valley understands, in one place: whole GPUs per vendor, NVIDIA MIG
+// slices (by compute share in sevenths of an A100/H100) and time-sliced replicas. Used by the
+// planner (placement), the snapshot (what a node offers, what a pod holds) and render (the default
+// request when no plan exists).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace valley::gpu {
+
+struct MigProfile {
+  int sevenths;  // compute share of one GPU
+  const char* resource;
+};
+
+// Smallest first.
+inline constexpr MigProfile kMigProfiles[] = {{1, "nvidia.com/mig-1g.10gb"}, {2, "nvidia.com/mig-2g.20gb"},
+                                              {3, "nvidia.com/mig-3g.40gb"}, {4, "nvidia.com/mig-4g.40gb"},
+                                              {7, "nvidia.com/mig-7g.80gb"}};
+
+// The NVIDIA device plugin's time-slicing with renameByDefault.
+inline constexpr const char* kTimeSliced = "nvidia.com/gpu.shared";
+// A time-sliced replica counts as half a GPU (4 replicas per GPU in the default profile; the
+// planner uses it only to prefer slices over whole GPUs, never to account capacity).
+inline constexpr int64_t kTimeSlicedShareMilli = 500;
+
+inline std::string whole_resource(const std::string& vendor) { return vendor + ".com/gpu"; }
+
+bool is_gpu_resource(const std::string& name);
+
+// Thousandths of a GPU that `count` units of `resource` stand for.
+int64_t share_milli(const std::string& resource, int64_t count);
+
+// True if the profile's share covers a request of `gpu_milli`.
+inline bool holds(const MigProfile& p, int gpu_milli) { return gpu_milli * 7 <= p.sevenths * 1000; }
+
+// The smallest MIG slice smaller than a whole GPU that holds `gpu_milli`; nullopt if only a
+// whole GPU does.
+std::optional<std::string> smallest_partial_mig(int gpu_milli);
+
+}  // namespace valley::gpu
