@@ -182,13 +182,7 @@ struct OperatorProcess {
 };
 
 OperatorProcess start_operator(const std::string& ns, const std::string& id) {
-  std::vector<std::string> argv = {binary("valley-operator"),
-                                   "--kubeconfig=" + admin_kubeconfig_path(),
-                                   "--leader-elect-namespace=" + ns,
-                                   "--leader-elect-identity=" + id,
-                                   "--leader-elect-lease-duration=4s",
-                                   "--leader-elect-renew-deadline=3s",
-                                   "--leader-elect-retry-period=500ms"};
+  auto argv = operator_argv(ns, {"--leader-elect-identity=" + id});
   return {std::make_unique<ChildProcess>(argv, ::testing::TempDir() + "/operator-" + id + ".log"), id};
 }
 

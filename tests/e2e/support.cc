@@ -157,6 +157,14 @@ std::string ChildProcess::output() const {
 
 std::string binary(const std::string& name) { return std::string(VALLEY_BIN_DIR) + "/" + name; }
 
+std::vector<std::string> operator_argv(const std::string& ns, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {binary("valley-operator"),           "--kubeconfig=" + admin_kubeconfig_path(),
+                                   "--leader-elect-namespace=" + ns,   "--leader-elect-lease-duration=4s",
+                                   "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
 int cluster_sh(const std::vector<std::string>& args, std::chrono::seconds timeout) {
   std::vector<std::string> argv{"/bin/bash", std::string(VALLEY_SOURCE_DIR) + "/tests/cluster/cluster.sh"};
   argv.insert(argv.end(), args.begin(), args.end());

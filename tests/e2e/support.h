@@ -63,6 +63,10 @@ class ChildProcess {
 
 std::string binary(const std::string& name);  // <build>/bin/<name>
 
+// The operator's command line for tests: admin kubeconfig, its Lease in `ns` with short timings
+// (4s lease, 3s renew deadline, 0.5s retry), plus `extra` flags.
+std::vector<std::string> operator_argv(const std::string& ns, const std::vector<std::string>& extra = {});
+
 // Runs tests/cluster/cluster.sh with `args` (e.g. {"restart", "apiserver"}); returns its exit status.
 int cluster_sh(const std::vector<std::string>& args, std::chrono::seconds timeout = std::chrono::seconds(120));
 

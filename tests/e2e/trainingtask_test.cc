@@ -30,10 +30,7 @@ class TaskTest : public ClusterTest {
   }
   void start_operator() {
     op_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary("valley-operator"), "--kubeconfig=" + admin_kubeconfig_path(),
-                                 "--leader-elect-namespace=" + ns, "--leader-elect-lease-duration=4s",
-                                 "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
-                                 "--planner-min-resize-interval=2s", "--unschedulable-timeout=3s"},
+        operator_argv(ns, {"--planner-min-resize-interval=2s", "--unschedulable-timeout=3s"}),
         ::testing::TempDir() + "/operator-" + ns + "-" + std::to_string(++starts_) + ".log");
   }
   void stop_operator(int sig = SIGTERM) {
