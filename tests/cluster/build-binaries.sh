@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl), kwok and our node-profile renderer from source through the Go module proxy,
+# kube-scheduler, kubectl), kwok, versitygw (S3) and our node-profile renderer from source through the Go module proxy,
 # into a cache outside the repository keyed by what they are built from, then links them into
 # $VALLEY_HOME/bin. A second run builds nothing.
 set -euo pipefail
@@ -13,12 +13,7 @@ command -v go >/dev/null || { echo "build-binaries: no Go toolchain on PATH (nee
 
 k8s_version=$(awk '$1=="k8s.io/kubernetes"{print $2}' "$here/k8s/go.mod")
 kwok_version=$(awk '$1=="require" && $2=="sigs.k8s.io/kwok"{print $3}' "$here/kwok/go.mod")
-# A cache entry is keyed by everything it is built from, this script (its flags) included.
-key() { cat "$0" "$@" | sha256sum | cut -c1-12; }
-k8s_dir="$cache_root/k8s-$k8s_version-$(key "$here/k8s/go.mod" "$here/k8s/go.sum")"
-kwok_dir="$cache_root/kwok-$kwok_version-$(key "$here/kwok/go.mod" "$here/kwok/go.sum")"
-nodegen_dir="$cache_root/nodegen-$(key "$here/kwok/go.sum" "$here"/kwok/nodegen/*.go)"
-
+s3_version=$(awk '$1=="require" && $2=="github.com/versity/versitygw"{print $3}' "$here/s3/go.mod")
 # Stamp the release into the binaries as Kubernetes' own build does (hack/lib/version.sh), so
 # /version and kubectl report it.
 minor=${k8s_version#v1.}; minor=${minor%%.*}
@@ -46,10 +41,20 @@ build() { # dest module-dir ldflags pkg...
   echo "built $(basename "$dest") in $((SECONDS - start))s, $(du -sh "$dest" | cut -f1)" >&2
 }
 
+# A cache entry is keyed by everything it is built from: the build recipe, its flags and the module
+# files (not the rest of this script, so adding a component does not rebuild the others).
+key() { local flags=$1; shift; { declare -f build; echo "$flags"; cat "$@"; } | sha256sum | cut -c1-12; }
+k8s_dir="$cache_root/k8s-$k8s_version-$(key "$k8s_ldflags" "$here/k8s/go.mod" "$here/k8s/go.sum")"
+kwok_dir="$cache_root/kwok-$kwok_version-$(key "$kwok_ldflags" "$here/kwok/go.mod" "$here/kwok/go.sum")"
+s3_dir="$cache_root/versitygw-$s3_version-$(key "" "$here/s3/go.mod" "$here/s3/go.sum")"
+nodegen_dir="$cache_root/nodegen-$(key "" "$here/kwok/go.sum" "$here"/kwok/nodegen/*.go)"
+
 build "$k8s_dir" "$here/k8s" "$k8s_ldflags" go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 build "$kwok_dir" "$here/kwok" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
 build "$nodegen_dir" "$here/kwok" "" ./nodegen
+# The S3-compatible server for checkpoint-store tests (verifies SigV4 like AWS does).
+build "$s3_dir" "$here/s3" "" github.com/versity/versitygw/cmd/versitygw
 
 mkdir -p "$out"
-for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done

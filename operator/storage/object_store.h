@@ -1,0 +1,66 @@
+// Where checkpoints live, named by a URI, and the two operations Valley and its workloads need on
+// it: read an object, write an object. Schemes:
+//   s3://bucket/prefix  an S3-compatible store (path-style requests, SigV4; see S3Settings)
+//   pvc://claim/path    a PersistentVolumeClaim: Valley mounts it in the task's pods at
+//                       /valley/checkpoint/<claim>; inside a pod it is the directory under it
+//   file:///dir         a local directory (workload runs outside Kubernetes, tests)
+// Keys are relative to the prefix/path ("latest.json", "ckpt-00000120.bin").
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "operator/storage/sigv4.h"
+
+namespace valley::storage {
+
+struct Location {
+  enum class Scheme { S3, Pvc, File } scheme = Scheme::File;
+  std::string bucket;  // S3 bucket, or PVC claim name
+  std::string prefix;  // no leading or trailing '/'; may be empty
+  std::string path;    // File: the directory
+};
+
+// nullopt + error when the URI is not one of the schemes above or is malformed.
+std::optional<Location> parse_location(const std::string& uri, std::string* error);
+
+// Where a pvc:// location appears inside the task's pods.
+std::string pvc_mount_path(const Location& location);  // /valley/checkpoint/<claim>
+std::string pvc_directory(const Location& location);   // the mount path plus the prefix
+
+// How to reach an S3-compatible endpoint. From the environment names the AWS tools use, so one
+// Secret serves the operator (which reads it) and the workload (envFrom).
+struct S3Settings {
+  std::string endpoint;  // "https://s3.us-east-1.amazonaws.com" or "http://127.0.0.1:7070"
+  std::string region = "us-east-1";
+  Credentials credentials;
+  std::string ca_file;  // optional CA bundle for a private endpoint
+};
+// Keys: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, AWS_REGION or AWS_DEFAULT_REGION,
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_CA_BUNDLE. nullopt + error when
+// the keys or the endpoint are missing.
+std::optional<S3Settings> s3_settings_from(const std::map<std::string, std::string>& values, std::string* error);
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+  // nullopt when the object does not exist; throws StoreError on any other failure.
+  virtual std::optional<std::string> get(const std::string& key) = 0;
+  // Whole-object write; readers never see a partial object.
+  virtual void put(const std::string& key, const std::string& data) = 0;
+  virtual std::string describe() const = 0;  // for messages: the URI
+};
+
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// An S3 store for `location` (Scheme::S3).
+std::unique_ptr<ObjectStore> make_s3_store(const Location& location, const S3Settings& settings);
+// A directory store (Scheme::File, or a PVC's directory inside a pod).
+std::unique_ptr<ObjectStore> make_dir_store(const std::string& directory);
+
+}  // namespace valley::storage
