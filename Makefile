@@ -11,12 +11,12 @@ CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
 CTEST := ctest --output-on-failure --no-tests=error
 CLUSTER := tests/cluster/cluster.sh
 
-.PHONY: help deps build unit unit-sanitize fuzz cluster-binaries cluster-up cluster-down crds e2e test demo bench clean
+.PHONY: help deps build unit unit-sanitize fuzz integration cluster-binaries cluster-up cluster-down crds e2e test demo bench clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
 	@echo "make test    everything: deps, build, unit tests (plain and sanitized), e2e on a real control plane"
-	@echo "other targets: deps build unit unit-sanitize fuzz cluster-up cluster-down e2e bench clean"
+	@echo "other targets: deps build unit unit-sanitize fuzz integration cluster-up cluster-down e2e bench clean"
 
 deps:
 	@scripts/deps.sh
@@ -42,6 +42,10 @@ unit-sanitize:
 fuzz:
 	@tests/fuzz/run.sh
 
+# Real programs beside the build, no cluster: the S3 store against versitygw, the MPI workload.
+integration: build cluster-binaries
+	cd $(BUILD_DIR) && $(CTEST) -L integration
+
 cluster-binaries:
 	@tests/cluster/build-binaries.sh
 
@@ -63,7 +67,7 @@ e2e: build crds
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig delete namespace valley-demo --ignore-not-found --wait=true >/dev/null
 	cd $(BUILD_DIR) && $(CTEST) -L e2e
 
-test: deps build unit unit-sanitize fuzz e2e
+test: deps build unit unit-sanitize fuzz integration e2e
 
 demo: deps build crds
 	@scripts/demo.sh

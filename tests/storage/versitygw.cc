@@ -1,0 +1,75 @@
+#include "tests/storage/versitygw.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace valley::testing {
+
+namespace fs = std::filesystem;
+
+int free_loopback_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+VersityGw::VersityGw() {
+  root_ = fs::temp_directory_path() / ("valley-s3-" + std::to_string(::getpid()) + "-" + std::to_string(free_loopback_port()));
+  fs::create_directories(root_ / kBucket);  // a bucket is a directory
+  port_ = free_loopback_port();
+  std::string gw = std::string(VALLEY_SOURCE_DIR) + "/.valley/bin/versitygw";
+  if (!fs::exists(gw)) throw std::runtime_error(gw + " missing: run make cluster-binaries");
+  process_ = std::make_unique<e2e::ChildProcess>(
+      std::vector<std::string>{gw, "--access", kAccess, "--secret", kSecret, "--port", "127.0.0.1:" + std::to_string(port_),
+                               "posix", "--nometa", root_.string()},
+      root_.string() + ".log");
+  // Ready when it answers at all (a missing object is an answer).
+  bool up = e2e::eventually(
+      [&] {
+        try {
+          store("probe")->get("x");
+          return true;
+        } catch (const storage::StoreError& e) {
+          return std::string(e.what()).find("HTTP") != std::string::npos;
+        }
+      },
+      std::chrono::seconds(20));
+  if (!up) throw std::runtime_error("versitygw did not answer: " + process_->output());
+}
+
+VersityGw::~VersityGw() {
+  process_.reset();
+  std::error_code ec;
+  fs::remove_all(root_, ec);
+  fs::remove(root_.string() + ".log", ec);
+}
+
+std::map<std::string, std::string> VersityGw::env(const std::string& secret) const {
+  return {{"AWS_ACCESS_KEY_ID", kAccess}, {"AWS_SECRET_ACCESS_KEY", secret}, {"AWS_ENDPOINT_URL", endpoint()},
+          {"AWS_REGION", "us-east-1"}};
+}
+
+storage::S3Settings VersityGw::settings(const std::string& secret) const {
+  std::string err;
+  auto s = storage::s3_settings_from(env(secret), &err);
+  if (!s) throw std::runtime_error(err);
+  return *s;
+}
+
+std::unique_ptr<storage::ObjectStore> VersityGw::store(const std::string& prefix, const std::string& secret) const {
+  std::string err;
+  auto l = storage::parse_location(std::string("s3://") + kBucket + "/" + prefix, &err);
+  if (!l) throw std::runtime_error(err);
+  return storage::make_s3_store(*l, settings(secret));
+}
+
+}  // namespace valley::testing
