@@ -33,4 +33,7 @@ class Flags {
   std::map<std::string, std::string> values_;
 };
 
+// "a, b,,c" -> {"a", "b", "c"}: comma-separated list flags, blanks dropped.
+std::vector<std::string> split_list(const std::string& text);
+
 }  // namespace valley

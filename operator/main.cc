@@ -31,6 +31,13 @@ valley::Flags make_flags() {
       {"planner-min-gain-fraction", "0.25", "... and by at least this fraction of its current size"},
       {"planner-aging-step", "10m", "a waiting task gains one priority point per this much waiting"},
       {"unschedulable-timeout", "60s", "re-plan a worker its planned node has not bound after this long"},
+      {"disruption-taints", "aws-node-termination-handler/spot-itn,karpenter.sh/disrupted,cloud.google.com/impending-node-termination",
+       "node taint keys that announce a node is going away (comma-separated): its tasks checkpoint and move"},
+      {"spot-labels", "karpenter.sh/capacity-type=spot,eks.amazonaws.com/capacityType=SPOT,cloud.google.com/gke-spot=true,cloud.google.com/gke-preemptible=true",
+       "node labels (key=value, comma-separated) that mark spot/preemptible capacity"},
+      {"node-not-ready-grace", "30s", "a node NotReady/Unknown this long is lost: its tasks restart elsewhere"},
+      {"failure-settle", "10s", "wait this long after a launcher's permanent-looking exit for a disruption that explains it"},
+      {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
       {"leader-elect", "true", "run controllers only while holding the leader Lease", true},
       {"leader-elect-namespace", "", "namespace of the leader Lease; empty: the service account's namespace"},
       {"leader-elect-name", "valley-operator", "name of the leader Lease"},
@@ -80,6 +87,20 @@ int main(int argc, char** argv) {
         std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "unschedulable-timeout"));
     task_options.planner.aging_step = std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "planner-aging-step"));
     if (task_options.workers < 1) throw std::invalid_argument("--workers must be at least 1");
+    auto seconds = [&](const char* name) {
+      return std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, name));
+    };
+    task_options.disruption.node_not_ready_grace = seconds("node-not-ready-grace");
+    task_options.disruption.failure_settle = seconds("failure-settle");
+    task_options.checkpoint_poll = seconds("checkpoint-poll-interval");
+    if (task_options.checkpoint_poll.count() < 1) throw std::invalid_argument("--checkpoint-poll-interval must be at least 1s");
+    task_options.node_facts.disruption_taints = valley::split_list(flags.get("disruption-taints"));
+    task_options.node_facts.spot_labels.clear();
+    for (const auto& kv : valley::split_list(flags.get("spot-labels"))) {
+      auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--spot-labels: \"" + kv + "\" is not key=value");
+      task_options.node_facts.spot_labels.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+    }
     options.leader_elect = flags.get_bool("leader-elect");
     auto& le = options.leader_election;
     le.lease_name = flags.get("leader-elect-name");

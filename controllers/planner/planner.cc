@@ -94,9 +94,13 @@ class Planner {
     for (size_t i : order(/*admitted=*/true)) {
       const Task& t = tasks_[i];
       Decision& d = decisions_[i];
+      bool lost = false;
       for (const auto& w : t.workers) {
         auto it = by_name_.find(w.node);
-        if (it == by_name_.end() || !eligible(t, *it->second)) continue;  // lost with its node, or not bindable there
+        if (it == by_name_.end() || !eligible(t, *it->second)) {  // lost with its node, or not bindable there
+          lost = true;
+          continue;
+        }
         free_[w.node][w.gpu_resource] -= w.count;
         d.placement.push_back(w);
       }
@@ -106,6 +110,12 @@ class Planner {
       d.workers = static_cast<int>(d.placement.size());
       if (d.action == Action::Shrink) d.reason = "size above max or pinned size, or workers lost";
       admitted_.insert(i);
+      // It restarts anyway (a checkpoint-restart at a new world size): it may as well take what is
+      // free up to its target, like a task admitted now.
+      if (lost) {
+        new_.insert(i);
+        lost_.insert(i);
+      }
       if (d.workers < t.min_workers) {
         // Below its gang (a node went away): take what it needs now, or wait like a new task.
         auto more = place(t, t.min_workers - d.workers, d.placement);
@@ -118,8 +128,9 @@ class Planner {
           while (!d.placement.empty()) release_last(d);
           d.workers = 0;
           d.action = Action::Preempt;
-          d.reason = "lost workers and the minimum no longer fits";
+          d.reason = "lost workers and the minimum no longer fits: " + insufficient(t, t.min_workers);
           admitted_.erase(i);
+          new_.erase(i);
         }
       }
     }
@@ -230,7 +241,7 @@ class Planner {
       if (!admitted_.count(i)) continue;
       const Task& t = tasks_[i];
       Decision& d = decisions_[i];
-      if (d.action == Action::Shrink || d.action == Action::Preempt) continue;
+      if (d.action == Action::Preempt || (d.action == Action::Shrink && !new_.count(i))) continue;
       // Nothing of higher priority may be waiting for what this growth would take.
       bool higher_waits = std::any_of(waiting_.begin(), waiting_.end(), [&](size_t w) { return tasks_[w].priority > t.priority; });
       if (higher_waits) continue;
@@ -261,6 +272,8 @@ class Planner {
       if (!fresh) {
         d.action = Action::Grow;
         d.reason = "grew by " + std::to_string(gain) + " into free capacity";
+      } else if (lost_.count(i)) {
+        d.reason = "replacing lost workers: " + std::to_string(d.workers) + " workers";
       } else {
         d.reason = "admitted with " + std::to_string(d.workers) + " workers";
       }
@@ -377,7 +390,7 @@ class Planner {
   std::map<std::string, const Node*> by_name_;
   Free free_;
   std::vector<Decision> decisions_;
-  std::set<size_t> admitted_, new_;
+  std::set<size_t> admitted_, new_, lost_;
   std::vector<size_t> waiting_;
 };
 

@@ -45,6 +45,9 @@ struct Node {
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
   bool schedulable = true;               // Ready, not cordoned, no disruption notice
+  bool ready = true;
+  std::optional<SystemTime> not_ready_since;  // the Ready condition's last transition, when not Ready
+  std::string notice;                         // the disruption taint's key, "" if none
 };
 
 struct Task {

@@ -51,7 +51,10 @@ Node node_from(const json& node, const NodeFacts& facts) {
     for (const auto& t : *taints) {
       if (!t.is_object()) continue;
       std::string key = t.value("key", "");
-      if (std::find(facts.disruption_taints.begin(), facts.disruption_taints.end(), key) != facts.disruption_taints.end()) notice = true;
+      if (std::find(facts.disruption_taints.begin(), facts.disruption_taints.end(), key) != facts.disruption_taints.end()) {
+        notice = true;
+        n.notice = key;
+      }
       std::string effect = t.value("effect", "");
       if (effect == "NoSchedule" || effect == "NoExecute") n.taints.push_back({key, t.value("value", ""), effect});
     }
@@ -59,7 +62,11 @@ Node node_from(const json& node, const NodeFacts& facts) {
   bool ready = false;
   if (auto conds = field(node, "status").find("conditions"); conds != field(node, "status").end() && conds->is_array())
     for (const auto& c : *conds)
-      if (c.is_object() && c.value("type", "") == "Ready") ready = c.value("status", "") == "True";
+      if (c.is_object() && c.value("type", "") == "Ready") {
+        ready = c.value("status", "") == "True";
+        if (!ready) n.not_ready_since = kube::parse_time(c.value("lastTransitionTime", ""));
+      }
+  n.ready = ready;
   n.schedulable = ready && !cordoned && !notice;
   return n;
 }

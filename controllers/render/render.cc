@@ -2,6 +2,7 @@
 
 #include "controllers/gpu/resources.h"
 #include "operator/kube/base64.h"
+#include "operator/storage/object_store.h"
 
 namespace valley::render {
 namespace {
@@ -67,6 +68,21 @@ json pod_from_template(const TaskSpec& spec, const task::ContainerSpec& c, const
   if (!c.args.empty()) container["args"] = c.args;
   json envs = container.value("env", json::array());
   for (auto& e : contract_env(spec, role, shape)) envs.push_back(e);
+  std::string why;
+  auto location = storage::parse_location(spec.checkpoint_uri, &why);
+  if (location && location->scheme == storage::Location::Scheme::Pvc)
+    envs.push_back(env("VALLEY_CHECKPOINT_DIR", storage::pvc_directory(*location)));
+  if (!spec.checkpoint_secret.empty()) {
+    // The store's credentials and endpoint, as the AWS SDKs and valley-train read them.
+    json from = container.value("envFrom", json::array());
+    from.push_back({{"secretRef", {{"name", spec.checkpoint_secret}}}});
+    container["envFrom"] = from;
+  }
+  if (!spec.checkpoint_uri.empty()) {
+    ps["terminationGracePeriodSeconds"] = spec.checkpoint_grace_seconds;
+    // The workload may leave its checkpoint record here; Valley reads it when the pod ends.
+    container["terminationMessagePolicy"] = "File";
+  }
   envs.push_back(env("OMPI_MCA_orte_default_hostfile", kHostfilePath));
   envs.push_back(env("OMPI_MCA_plm_rsh_args", "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10"));
   container["env"] = envs;
@@ -76,6 +92,8 @@ json pod_from_template(const TaskSpec& spec, const task::ContainerSpec& c, const
   json mounts = container.value("volumeMounts", json::array());
   mounts.push_back({{"name", "valley-ssh"}, {"mountPath", kSshMount}, {"readOnly", true}});
   mounts.push_back({{"name", "valley-mpi"}, {"mountPath", kConfigMount}, {"readOnly", true}});
+  if (location && location->scheme == storage::Location::Scheme::Pvc)
+    mounts.push_back({{"name", "valley-checkpoint"}, {"mountPath", storage::pvc_mount_path(*location)}});
   container["volumeMounts"] = mounts;
   if (ps.contains("containers") && ps["containers"].is_array() && !ps["containers"].empty()) {
     ps["containers"][0] = container;
@@ -93,6 +111,8 @@ json pod_from_template(const TaskSpec& spec, const task::ContainerSpec& c, const
                          {{"key", "ssh-publickey"}, {"path", "id_ecdsa.pub"}},
                          {{"key", "ssh-publickey"}, {"path", "authorized_keys"}}}}}}});
   volumes.push_back({{"name", "valley-mpi"}, {"configMap", {{"name", config_name(spec.name)}, {"defaultMode", 0755}}}});
+  if (location && location->scheme == storage::Location::Scheme::Pvc)
+    volumes.push_back({{"name", "valley-checkpoint"}, {"persistentVolumeClaim", {{"claimName", location->bucket}}}});
   ps["volumes"] = volumes;
   return pod;
 }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "controllers/planner/snapshot.h"
+#include "controllers/task/checkpoint_watcher.h"
 #include "controllers/render/render.h"
 #include "controllers/render/ssh_keys.h"
 #include "controllers/task/lifecycle.h"
@@ -15,7 +16,16 @@ namespace valley::task {
 namespace res = kube::resources;
 
 TaskController::TaskController(kube::Client& client, kube::EventRecorder& events, ControllerOptions options)
-    : client_(client), events_(events), options_(std::move(options)) {
+    : client_(client),
+      events_(events),
+      options_(std::move(options)),
+      checkpoints_(client_, options_.checkpoint_poll, [this](const std::string& key, const std::string& error) {
+        {
+          std::lock_guard lock(plan_mu_);
+          checkpoint_errors_[key] = error;
+        }
+        queue_.add(key);
+      }) {
   tasks_ = std::make_unique<kube::Informer>(client_, res::kTrainingTasks);
   kube::InformerOptions owned;
   owned.label_selector = std::string(render::label::kManagedBy) + "=valley";
@@ -78,7 +88,7 @@ void TaskController::plan_once() {
   std::map<std::string, size_t> node_index;
   for (const auto& n : nodes_->store().list()) {
     node_index[(*n)["metadata"].value("name", "")] = nodes.size();
-    nodes.push_back(planner::node_from(*n));
+    nodes.push_back(planner::node_from(*n, options_.node_facts));
   }
   std::vector<planner::Task> tasks;
   std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
@@ -186,18 +196,23 @@ void TaskController::run(const std::atomic<bool>& stop) {
   }
   if (!stop.load()) spdlog::info("trainingtask controller: caches synced, {} workers", options_.workers);
   std::thread planner([this, &stop] { planning_loop(stop); });
+  std::thread checkpoint_reader([this, &stop] { checkpoints_.run(stop); });
   auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) { return reconcile(key); });
   while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   queue_.shut_down();
   for (auto& t : threads) t.join();
   plan_cv_.notify_all();
   planner.join();
+  checkpoint_reader.join();
   for (auto* inf : informers) inf->stop();
 }
 
 bool TaskController::reconcile(const std::string& key) {
   kube::ObjectPtr task = tasks_->store().get(key);
-  if (!task) return true;  // deleted: owner references let the garbage collector remove the rest
+  if (!task) {
+    checkpoints_.forget(key);
+    return true;  // deleted: owner references let the garbage collector remove the rest
+  }
   Observed o;
   o.task = *task;
   o.parsed = parse_task(o.task);
@@ -206,6 +221,26 @@ bool TaskController::reconcile(const std::string& key) {
   const std::string name = o.task["metadata"].value("name", "");
   const std::string uid = o.task["metadata"].value("uid", "");
   for (const auto& pod : pods_->store().by_index(kube::index::kOwnerUid, uid)) o.pods.push_back(view_pod(*pod));
+  o.nodes_known = true;
+  o.disruption = options_.disruption;
+  for (const auto& p : o.pods) {
+    if (p.node.empty() || o.nodes.count(p.node)) continue;
+    if (auto n = nodes_->store().get(p.node)) {
+      planner::Node facts = planner::node_from(*n, options_.node_facts);
+      o.nodes[p.node] = NodeView{facts.ready, facts.not_ready_since, facts.notice};
+    }
+  }
+  std::string checkpoint_error;
+  if (o.parsed.spec) {
+    checkpoints_.watch(*o.parsed.spec);
+    o.checkpoint = checkpoints_.latest(key);
+    std::lock_guard lock(plan_mu_);
+    if (auto it = checkpoint_errors_.find(key); it != checkpoint_errors_.end()) {
+      checkpoint_error = it->second;
+      checkpoint_errors_.erase(it);
+    }
+  }
+  if (!checkpoint_error.empty()) events_.warning(o.task, "CheckpointUnreadable", "ReadCheckpoint", checkpoint_error);
   o.service_exists = services_->store().get(ns + "/" + render::service_name(name)) != nullptr;
   if (auto cm = configs_->store().get(ns + "/" + render::config_name(name))) {
     o.config_exists = true;
@@ -242,18 +277,22 @@ bool TaskController::reconcile(const std::string& key) {
   }
 
   bool ok = true;
-  for (const auto& [pod, pod_uid] : d.delete_pods) {
+  for (const auto& del : d.delete_pods) {
     kube::DeleteOptions opts;
-    opts.precondition_uid = pod_uid;  // never delete a newer pod that took the name meanwhile
+    opts.precondition_uid = del.uid;  // never delete a newer pod that took the name meanwhile
+    if (del.force) opts.grace_period_seconds = 0;
     try {
-      client_.remove(res::kPods, ns, pod, opts);
+      client_.remove(res::kPods, ns, del.name, opts);
+      if (del.force) spdlog::info("{}: force-deleted pod {} (its node is lost or it outlived its grace period)", key, del.name);
     } catch (const kube::KubeError& e) {
-      if (e.http_status() != 409) {
-        spdlog::warn("{}: delete pod {}: {}", key, pod, e.what());
+      if (e.http_status() != 409 && e.http_status() != 404) {
+        spdlog::warn("{}: delete pod {}: {}", key, del.name, e.what());
         ok = false;
       }
     }
   }
+  if (d.status.value("phase", "") == "Restarting" && o.task.value("status", nlohmann::json::object()).value("phase", "") != "Restarting")
+    checkpoints_.poke(key);
   auto create = [&](const kube::Resource& r, const nlohmann::json& object) {
     try {
       client_.create(r, ns, object);

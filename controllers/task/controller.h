@@ -18,6 +18,8 @@
 #include <string>
 
 #include "controllers/planner/planner.h"
+#include "controllers/planner/snapshot.h"
+#include "controllers/task/checkpoint_watcher.h"
 #include "controllers/task/lifecycle.h"
 #include "operator/kube/client.h"
 #include "operator/kube/events.h"
@@ -35,6 +37,9 @@ struct ControllerOptions {
   std::chrono::seconds avoid_for{600};
   std::string field_manager = "valley-operator";
   planner::Config planner;
+  DisruptionConfig disruption;
+  planner::NodeFacts node_facts;  // spot labels, disruption taints
+  std::chrono::seconds checkpoint_poll{30};  // how often latest.json is read from s3:// stores
 };
 
 class TaskController {
@@ -57,6 +62,8 @@ class TaskController {
   ControllerOptions options_;
   kube::WorkQueue queue_;
   std::unique_ptr<kube::Informer> tasks_, pods_, nodes_, services_, configs_, secrets_;
+  CheckpointWatcher checkpoints_;
+  std::map<std::string, std::string> checkpoint_errors_;  // task -> last store error reported
 
   std::mutex plan_mu_;
   std::condition_variable plan_cv_;

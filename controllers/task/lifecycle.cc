@@ -102,8 +102,42 @@ class Decider {
     status_["reason"] = reason;
     status_["message"] = message;
   }
+  // A node the pod is bound to that will never confirm its termination: deleted, or NotReady past
+  // the grace period.
+  bool node_lost(const PodView& p) const {
+    if (!o_.nodes_known || p.node.empty()) return false;
+    auto it = o_.nodes.find(p.node);
+    if (it == o_.nodes.end()) return true;
+    const NodeView& n = it->second;
+    return !n.ready && n.not_ready_since && o_.now - *n.not_ready_since >= o_.disruption.node_not_ready_grace;
+  }
+
   void delete_pod(const PodView& p) {
-    if (!p.deleting) d_.delete_pods.push_back({p.name, p.uid});
+    const bool lost = node_lost(p);
+    const bool stuck = p.deleting && p.deletion_deadline && o_.now - *p.deletion_deadline >= o_.disruption.stuck_termination;
+    if (!p.deleting || lost || stuck) d_.delete_pods.push_back({p.name, p.uid, lost || stuck});
+  }
+
+  // Stops pods so the workload can checkpoint: the launcher first (mpirun passes its SIGTERM to
+  // every rank), the workers once it has finished, is gone, or its grace period is over. Pods on
+  // lost nodes go at once, forcibly.
+  template <typename Pred>
+  void stop_pods(Pred which) {
+    bool launcher_stopping = false;
+    for (const auto& p : o_.pods) {
+      if (!which(p) || p.role != "launcher" || pod_finished(p) || node_lost(p)) continue;
+      const bool grace_over = p.deleting && p.deletion_deadline && o_.now >= *p.deletion_deadline;
+      if (!grace_over) launcher_stopping = true;
+      if (p.deleting && p.deletion_deadline && !grace_over)
+        d_.requeue_after = std::chrono::duration_cast<std::chrono::seconds>(*p.deletion_deadline - o_.now) + std::chrono::seconds(1);
+    }
+    for (const auto& p : o_.pods) {
+      if (!which(p)) continue;
+      if (p.role == "launcher" || !launcher_stopping || pod_finished(p) || node_lost(p)) delete_pod(p);
+    }
+  }
+  void stop_all_pods() {
+    stop_pods([](const PodView&) { return true; });
   }
 
   void invalid() {
@@ -184,6 +218,119 @@ class Decider {
     event("Warning", "Restarting", "Restart", message);
   }
 
+  struct Disruption {
+    std::string cause, node, message;
+  };
+
+  // Something outside the task's control is taking a pod of the current epoch away.
+  std::optional<Disruption> find_disruption() const {
+    const bool mpi = spec_->type == TaskType::MPI;
+    const int size = static_cast<int>(status_.value("epochReplicas", 0));
+    std::map<std::string, const PodView*> current;
+    for (const auto& p : o_.pods) {
+      if (p.epoch != epoch_) continue;
+      current[p.name] = &p;
+      const std::string who = "pod " + p.name + (p.node.empty() ? "" : " on node " + p.node);
+      if (!p.disruption.empty()) {
+        std::string cause = p.disruption == "PreemptionByScheduler" ? "PreemptedByScheduler"
+                            : p.disruption == "DeletionByTaintManager" ? "NodeTaint"
+                            : p.disruption == "TerminationByKubelet" || p.disruption == "Shutdown" ||
+                                      p.disruption == "NodeShutdown" || p.disruption == "Terminated"
+                                ? "NodeShutdown"
+                                : "Evicted";
+        return Disruption{cause, p.node, who + " is being taken away (" + p.disruption + ")"};
+      }
+      if (pod_finished(p) && p.phase != "Failed") continue;
+      if (o_.nodes_known && !p.node.empty()) {
+        auto it = o_.nodes.find(p.node);
+        if (it == o_.nodes.end()) return Disruption{"NodeLost", p.node, who + ": the node was deleted"};
+        if (!it->second.notice.empty())
+          return Disruption{"NodeNotice", p.node, who + ": the node has the termination notice " + it->second.notice};
+        if (node_lost(p)) return Disruption{"NodeNotReady", p.node, who + ": the node has not been Ready for " +
+                                                                        std::to_string(o_.disruption.node_not_ready_grace.count()) + "s"};
+      }
+      // Deleted, but not by Valley: Valley deletes a current-epoch pod only beyond the size (Hot
+      // shrink) or before it is bound (re-placement).
+      const bool ours = p.role == "worker" && (p.worker_index >= size || p.node.empty());
+      if (p.deleting && !ours && !pod_finished(p)) return Disruption{"PodDeleted", p.node, who + " was deleted"};
+    }
+    // A pod of a running epoch vanished (force-deleted). Hot tasks add workers while running, so
+    // only Restart ones can tell.
+    if (phase_ == kRunning && !spec_->hot_elastic) {
+      std::vector<std::string> expected;
+      for (int i = 0; i < size; ++i) expected.push_back(render::worker_name(spec_->name, i));
+      if (mpi) expected.push_back(render::launcher_name(spec_->name));
+      for (const auto& name : expected)
+        if (!current.count(name)) return Disruption{"PodDeleted", "", "pod " + name + " disappeared"};
+    }
+    return std::nullopt;
+  }
+
+  void disrupted(const Disruption& d) {
+    bump(status_, "disruptions");
+    const int old_epoch = epoch_;
+    epoch_ += 1;
+    status_["epoch"] = epoch_;
+    json last = {{"time", now_}, {"cause", d.cause}, {"message", d.message}, {"epoch", old_epoch}};
+    if (!d.node.empty()) last["node"] = d.node;
+    if (status_.contains("checkpoint") && status_["checkpoint"].is_object()) last["checkpointStep"] = status_["checkpoint"].value("step", 0);
+    status_["lastDisruption"] = last;
+    std::string message = d.message + "; restarting from the last checkpoint as epoch " + std::to_string(epoch_);
+    set_phase(kRestarting, d.cause, message);
+    set_condition(status_, "Restarting", true, d.cause, message, now_, generation_);
+    set_condition(status_, "Running", false, d.cause, message, now_, generation_);
+    event("Warning", "Disrupted", "Restart", message);
+    int grace = spec_->checkpoint_grace_seconds;
+    event("Normal", "Checkpointing", "Stop",
+          "stopping epoch " + std::to_string(old_epoch) + ": SIGTERM to the " +
+              (spec_->type == TaskType::MPI ? std::string("launcher first") : std::string("pod")) + ", up to " +
+              std::to_string(grace) + "s to checkpoint");
+  }
+
+  // The workload's latest.json (read by the controller from the store) or, for stores Valley
+  // cannot read, the checkpoint record a pod left as its termination message.
+  void record_checkpoint() {
+    std::optional<storage::CheckpointRecord> best = o_.checkpoint;
+    for (const auto& p : o_.pods) {
+      if (p.termination_message.empty()) continue;
+      if (auto r = storage::parse_checkpoint_record(p.termination_message, nullptr); r && (!best || r->step > best->step)) best = r;
+    }
+    if (!best) return;
+    json c = {{"step", best->step}, {"time", best->time}, {"uri", spec_->checkpoint_uri}};
+    if (best->epoch > 0) c["epoch"] = best->epoch;
+    if (best->world_size > 0) c["worldSize"] = best->world_size;
+    json& cur = status_["checkpoint"];
+    // A store reset (new run, same prefix) may go backwards in step but never in time.
+    if (!cur.is_object() || cur.value("time", "") < best->time || (cur.value("time", "") == best->time && cur.value("step", 0) != best->step)) cur = c;
+  }
+
+  // The epoch after a disruption is running: how long recovery took and what was lost.
+  void recovered() {
+    if (!status_.contains("lastDisruption") || !status_["lastDisruption"].is_object()) return;
+    json& last = status_["lastDisruption"];
+    if (last.contains("recoveredTime")) return;
+    auto at = parse_time(last.value("time", ""));
+    if (!at) return;
+    last["recoveredTime"] = now_;
+    int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(o_.now - *at).count();
+    last["recoverySeconds"] = seconds;
+    std::string lost = "unknown (no checkpoint reported)";
+    if (status_.contains("checkpoint") && status_["checkpoint"].is_object()) {
+      if (auto ct = parse_time(status_["checkpoint"].value("time", ""))) {
+        int64_t w = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(*at - *ct).count());
+        last["workLostSeconds"] = w;
+        last["resumedFromStep"] = status_["checkpoint"].value("step", 0);
+        lost = std::to_string(w) + "s (resumed from step " + std::to_string(status_["checkpoint"].value("step", 0)) + ")";
+      }
+    }
+    event("Normal", "Recovered", "Recover",
+          "running again " + std::to_string(seconds) + "s after the disruption (" + last.value("cause", "") + "); work lost: " + lost);
+  }
+
+  bool epoch_has_pods() const {
+    return std::any_of(o_.pods.begin(), o_.pods.end(), [&](const PodView& p) { return p.epoch == epoch_; });
+  }
+
   void live() {
     epoch_ = static_cast<int>(status_.value("epoch", 0));
     if (finished(phase_)) {
@@ -213,7 +360,11 @@ class Decider {
       set_condition(status_, "Suspended", false, "Resumed", "runPolicy.suspend is false", now_, generation_);
       event("Normal", "Resumed", "Resume", "resumed as epoch " + std::to_string(epoch_));
     }
+    record_checkpoint();
     const bool waiting = phase_ == kPending || epoch_ == 0;
+    if (!waiting) {
+      if (auto d = find_disruption()) disrupted(*d);
+    }
     const Admission* adm = o_.admission ? &*o_.admission : nullptr;
     if (waiting) {
       if (!adm || !adm->admitted) {
@@ -233,7 +384,12 @@ class Decider {
       set_condition(status_, "Admitted", true, "Admitted", message, now_, generation_);
       event("Normal", "Admitted", "Admit", message);
     } else if (adm && !adm->admitted) {
-      preempted(*adm);
+      // Between epochs (restarting after a disruption or failure) nothing runs to preempt: the
+      // task just waits for capacity again.
+      if (epoch_has_pods() && std::any_of(o_.pods.begin(), o_.pods.end(), [&](const PodView& p) { return p.epoch == epoch_ && !p.deleting; }))
+        preempted(*adm);
+      else
+        wait(adm);
       return;
     }
     const int workers = adm ? adm->workers : static_cast<int>(status_.value("epochReplicas", desired_workers(*spec_)));
@@ -242,7 +398,9 @@ class Decider {
     // An MPI job's world size is fixed when mpirun starts: a new size is a new epoch, which resumes
     // from the last checkpoint (VALLEY_RESUME=1).
     const int epoch_workers = static_cast<int>(status_.value("epochReplicas", workers));
-    if (epoch_workers != workers) {
+    // No pod of this epoch exists yet (it is waiting for the last one to stop): a new size only
+    // reshapes it, no restart.
+    if (epoch_workers != workers && epoch_has_pods()) {
       bump(status_, "resizes");
       status_["lastResizeTime"] = now_;
       status_["lastResizeReason"] = adm ? adm->reason : std::string("replicas.target changed");
@@ -276,6 +434,15 @@ class Decider {
       }
       // Any pod of the epoch that fails ends the epoch: an MPI job cannot go on without a rank.
       if (p.phase == "Failed") {
+        // A permanent-looking exit may be mpirun reporting a rank lost to a disruption whose
+        // signal (node deleted, taint) has not reached us yet: give it a moment.
+        const bool permanent = p.exit_code && *p.exit_code >= 1 && *p.exit_code <= 127;
+        if (permanent && p.finished_at && o_.now - *p.finished_at < o_.disruption.failure_settle) {
+          d_.requeue_after = std::chrono::duration_cast<std::chrono::seconds>(*p.finished_at + o_.disruption.failure_settle - o_.now) +
+                             std::chrono::seconds(1);
+          settling_ = true;
+          continue;
+        }
         int before = epoch_;
         failed(p);
         if (finished(phase_)) return;
@@ -296,7 +463,7 @@ class Decider {
       set_condition(status_, "Admitted", false, "Waiting", message, now_, generation_);
     }
     phase_ = kPending;
-    for (const auto& p : o_.pods) delete_pod(p);
+    stop_all_pods();
     count_replicas();
   }
 
@@ -308,7 +475,7 @@ class Decider {
     set_condition(status_, "Admitted", false, "Preempted", message, now_, generation_);
     set_condition(status_, "Running", false, "Preempted", message, now_, generation_);
     event("Warning", "Preempted", "Preempt", message);
-    for (const auto& p : o_.pods) delete_pod(p);
+    stop_all_pods();
     count_replicas();
   }
 
@@ -319,7 +486,7 @@ class Decider {
       set_condition(status_, "Running", false, "Suspended", "suspended", now_, generation_);
       event("Normal", "Suspended", "Suspend", "pods stopped; resume by setting runPolicy.suspend to false");
     }
-    for (const auto& p : o_.pods) delete_pod(p);
+    stop_all_pods();
     count_replicas();
   }
 
@@ -338,24 +505,25 @@ class Decider {
 
     // Pods by name; stale ones (older epoch, index beyond the size, wrong role) go.
     std::map<std::string, const PodView*> by_name;
-    for (const auto& p : o_.pods) {
-      bool stale = p.epoch != epoch_ || (p.role == "worker" && p.worker_index >= workers) ||
-                   (p.role == "launcher" && !mpi);
+    auto stale = [&](const PodView& p) {
+      if (p.epoch != epoch_ || (p.role == "worker" && p.worker_index >= workers) || (p.role == "launcher" && !mpi)) return true;
       // Not bound yet and the plan moved it (its node would not take it): start it where planned.
-      if (!stale && p.role == "worker" && p.node.empty() && !p.pinned.empty() && o_.admission &&
-          p.worker_index >= 0 && p.worker_index < static_cast<int>(o_.admission->placement.size()) &&
-          !o_.admission->placement[p.worker_index].node.empty() && o_.admission->placement[p.worker_index].node != p.pinned)
-        stale = true;
-      if (stale) {
-        delete_pod(p);
-      }
+      return p.role == "worker" && p.node.empty() && !p.pinned.empty() && o_.admission && p.worker_index >= 0 &&
+             p.worker_index < static_cast<int>(o_.admission->placement.size()) &&
+             !o_.admission->placement[p.worker_index].node.empty() && o_.admission->placement[p.worker_index].node != p.pinned;
+    };
+    stop_pods(stale);
+    bool older_epoch_alive = false;
+    for (const auto& p : o_.pods) {
       by_name[p.name] = &p;
+      if (p.epoch != epoch_) older_epoch_alive = true;
     }
     int ready = 0;
     for (int i = 0; i < workers; ++i) {
       std::string name = render::worker_name(spec_->name, i);
       auto it = by_name.find(name);
       if (it == by_name.end()) {
+        if (older_epoch_alive) continue;  // the last epoch is still stopping (checkpointing)
         const bool planned = o_.admission && i < static_cast<int>(o_.admission->placement.size());
         d_.create.push_back(render::worker_pod(*spec_, i, shape,
                                                planned ? o_.admission->placement[i] : render::default_placement(*spec_)));
@@ -371,7 +539,7 @@ class Decider {
       auto it = by_name.find(render::launcher_name(spec_->name));
       if (it == by_name.end()) {
         // mpirun resolves and reaches every worker at start: only when all of them are up.
-        if (ready == workers) d_.create.push_back(render::launcher_pod(*spec_, shape));
+        if (ready == workers && !older_epoch_alive) d_.create.push_back(render::launcher_pod(*spec_, shape));
       } else {
         running = it->second->epoch == epoch_ && it->second->phase == "Running";
       }
@@ -384,10 +552,11 @@ class Decider {
                             std::to_string(epoch_) + ")";
       set_phase(kRunning, "Running", message);
       set_condition(status_, "Running", true, "Running", message, now_, generation_);
+      recovered();
       if (condition_true(status_, "Restarting"))
         set_condition(status_, "Restarting", false, "Running", "epoch " + std::to_string(epoch_) + " is running", now_, generation_);
       event("Normal", "Running", "Run", message);
-    } else if (!running && phase_ == kRunning) {
+    } else if (!running && phase_ == kRunning && !settling_) {
       // The launcher is gone or not running although the task did not end (deleted by hand).
       set_phase(kAdmitted, "PodsStarting", "waiting for the launcher of epoch " + std::to_string(epoch_));
       set_condition(status_, "Running", false, "PodsStarting", "launcher not running", now_, generation_);
@@ -402,6 +571,7 @@ class Decider {
   std::string phase_;
   const TaskSpec* spec_ = nullptr;
   int epoch_ = 0;
+  bool settling_ = false;  // a failure is waiting for failure_settle
   Decision d_;
 };
 
@@ -429,16 +599,28 @@ PodView view_pod(const json& pod) {
   const json spec = pod.value("spec", json::object());
   v.node = spec.value("nodeName", "");
   v.pinned = render::pinned_node(pod);
+  if (v.deleting && meta["deletionTimestamp"].is_string()) v.deletion_deadline = parse_time(meta["deletionTimestamp"].get<std::string>());
   const json status = pod.value("status", json::object());
   v.phase = status.value("phase", "Pending");
-  for (const auto& c : status.value("conditions", json::array()))
+  for (const auto& c : status.value("conditions", json::array())) {
     if (c.value("type", "") == "Ready") v.ready = c.value("status", "") == "True";
+    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True") v.disruption = c.value("reason", "Disrupted");
+  }
+  static const char* kEvictionReasons[] = {"Evicted", "Shutdown", "NodeShutdown", "Terminated", "NodeLost"};
+  const std::string reason = status.value("reason", "");
+  if (v.disruption.empty())
+    for (const char* r : kEvictionReasons)
+      if (reason == r) v.disruption = reason;
   for (const auto& cs : status.value("containerStatuses", json::array())) {
     const json state = cs.value("state", json::object());
     if (state.contains("terminated") && state["terminated"].contains("exitCode")) {
-      int code = state["terminated"].value("exitCode", 0);
+      const json& t = state["terminated"];
+      int code = t.value("exitCode", 0);
       // The first non-zero exit among the containers explains the pod's failure.
       if (!v.exit_code || (*v.exit_code == 0 && code != 0)) v.exit_code = code;
+      if (auto at = parse_time(t.value("finishedAt", "")); at && (!v.finished_at || *at > *v.finished_at)) v.finished_at = at;
+      if (t.contains("message") && t["message"].is_string() && v.termination_message.empty())
+        v.termination_message = t["message"].get<std::string>();
     }
   }
   return v;

@@ -4,16 +4,30 @@
 // the same answer, and an answer carried out halfway is finished by the next decision.
 //
 // Phases: Pending (waiting for the planner to admit the minimum gang) -> Admitted -> Running ->
-// Succeeded | Failed, with Restarting (a new epoch after a retryable failure or a resize) and
-// Suspended; a preempted task goes back to Pending and resumes in a new epoch when re-admitted. The launcher's exit decides the task (the only pod of a
-// Single task decides it): 0 = Succeeded; 1-127 = permanent failure; 128-255 (signals) or no exit
-// code (evicted) = retried in a new epoch up to runPolicy.backoffLimit. Pods of an older epoch are
-// deleted; the launcher starts only when every worker of the epoch is Running and Ready.
+// Succeeded | Failed, with Restarting (a new epoch after a retryable failure, a resize or a
+// disruption) and Suspended; a preempted task goes back to Pending and resumes in a new epoch when
+// re-admitted. The launcher's exit decides the task (the only pod of a Single task decides it):
+// 0 = Succeeded; 1-127 = permanent failure; 128-255 (signals) or no exit code = retried in a new
+// epoch up to runPolicy.backoffLimit.
+//
+// Disruptions are not failures: a pod of the epoch on a node with a termination notice, on a node
+// deleted or NotReady too long, with the DisruptionTarget condition (eviction, taint manager,
+// scheduler preemption, node shutdown), or deleted by someone else ends the epoch; the task
+// restarts from its checkpoint in a new epoch on what the planner finds, counted under
+// restarts.disruptions, never against backoffLimit. A permanent-looking launcher failure waits
+// `failure_settle` for such a signal (a lost rank makes mpirun exit 1).
+//
+// Stopping an epoch gives the workload its checkpoint window: the launcher is deleted first (its
+// SIGTERM reaches every rank through mpirun), workers once it is gone or its grace period is over;
+// pods on lost nodes are force-deleted (no kubelet will confirm). No pod of a new epoch is created
+// while a pod of an older one exists (names are reused, and the new epoch must resume from the
+// checkpoint the old one writes while stopping).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +35,7 @@
 #include "controllers/render/render.h"
 #include "controllers/task/spec.h"
 #include "operator/kube/timefmt.h"
+#include "operator/storage/checkpoint_record.h"
 
 namespace valley::task {
 
@@ -34,8 +49,28 @@ struct PodView {
   std::optional<int> exit_code;
   std::string node;    // spec.nodeName once bound
   std::string pinned;  // the node its affinity requires ("" if none)
+  // Why Kubernetes is taking the pod away: the DisruptionTarget condition's reason when it is True
+  // (EvictionByEvictionAPI, DeletionByTaintManager, PreemptionByScheduler, TerminationByKubelet),
+  // else an eviction-like status.reason (Evicted, Shutdown, NodeShutdown, Terminated, NodeLost).
+  std::string disruption;
+  std::optional<kube::SystemTime> deletion_deadline;  // metadata.deletionTimestamp
+  std::optional<kube::SystemTime> finished_at;        // the last container's terminated.finishedAt
+  std::string termination_message;                    // the workload may report its checkpoint here
 };
 PodView view_pod(const json& pod);
+
+// A node the task's pods are bound to. A node absent from Observed::nodes has been deleted.
+struct NodeView {
+  bool ready = true;
+  std::optional<kube::SystemTime> not_ready_since;
+  std::string notice;  // the disruption taint it carries (spot termination notice), "" if none
+};
+
+struct DisruptionConfig {
+  std::chrono::seconds node_not_ready_grace{30};  // NotReady/Unknown this long = the node is lost
+  std::chrono::seconds failure_settle{10};        // see the header comment
+  std::chrono::seconds stuck_termination{60};     // past its grace period, a pod is force-deleted
+};
 
 // What the capacity planner decided for this task (controllers/planner): admitted with `workers`
 // placed as `placement` (one entry per worker index), or waiting with a reason.
@@ -59,6 +94,12 @@ struct Observed {
   // admitted one keeps its size.
   std::optional<Admission> admission;
   kube::SystemTime now;
+  // Nodes of the task's pods; node checks are skipped when !nodes_known (no node informer).
+  std::map<std::string, NodeView> nodes;
+  bool nodes_known = false;
+  DisruptionConfig disruption;
+  // The workload's latest.json as last read from the checkpoint store, if any.
+  std::optional<storage::CheckpointRecord> checkpoint;
 };
 
 struct EventSpec {
@@ -71,7 +112,11 @@ struct Decision {
   std::vector<json> create;               // pods, Service, ConfigMap
   bool create_ssh_secret = false;          // keys are made by the caller (randomness is not pure)
   std::optional<json> replace_config;      // the <task>-mpi ConfigMap, when its content is outdated
-  std::vector<std::pair<std::string, std::string>> delete_pods;  // name, uid
+  struct PodDeletion {
+    std::string name, uid;
+    bool force = false;  // gracePeriodSeconds 0: its node is gone, or it is stuck past its grace
+  };
+  std::vector<PodDeletion> delete_pods;
   std::vector<EventSpec> events;
   std::optional<std::chrono::seconds> requeue_after;
   bool delete_task = false;  // ttlSecondsAfterFinished has passed

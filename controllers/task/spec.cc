@@ -1,5 +1,7 @@
 #include "controllers/task/spec.h"
 
+#include "operator/storage/object_store.h"
+
 #include <cctype>
 
 #include "operator/duration.h"
@@ -209,8 +211,18 @@ ParsedTask parse_task(const json& object) {
 
   if (const json* c = r.object(*spec, "checkpoint", "spec.checkpoint")) {
     s.checkpoint_uri = r.str(*c, "uri", "spec.checkpoint.uri").value_or("");
-    if (s.checkpoint_uri.rfind("s3://", 0) != 0 && s.checkpoint_uri.rfind("pvc://", 0) != 0)
-      r.error("spec.checkpoint.uri: must start with s3:// or pvc://");
+    std::string why;
+    auto location = storage::parse_location(s.checkpoint_uri, &why);
+    if (!location || location->scheme == storage::Location::Scheme::File)
+      r.error("spec.checkpoint.uri: " + (location ? std::string("must start with s3:// or pvc://") : why));
+    s.checkpoint_grace_seconds = 60;
+    if (c->contains("gracePeriodSeconds")) {
+      const json& g = (*c)["gracePeriodSeconds"];
+      if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 3600)
+        r.error("spec.checkpoint.gracePeriodSeconds: must be an integer from 0 to 3600");
+      else
+        s.checkpoint_grace_seconds = g.get<int>();
+    }
     if (const json* ref = r.object(*c, "secretRef", "spec.checkpoint.secretRef"))
       s.checkpoint_secret = r.str(*ref, "name", "spec.checkpoint.secretRef.name").value_or("");
   }

@@ -57,8 +57,11 @@ struct TaskSpec {
   // Hot: the workload follows discover_hosts.sh (Horovod elastic), so a resize adds or removes
   // workers without restarting the launcher. Restart (default): a resize is a new epoch.
   bool hot_elastic = false;
-  std::string checkpoint_uri;
-  std::string checkpoint_secret;
+  std::string checkpoint_uri;     // s3://bucket/prefix or pvc://claim/path (operator/storage)
+  std::string checkpoint_secret;  // Secret with AWS_* keys: read by Valley, given to the pods as env
+  // The checkpoint window: the pods' terminationGracePeriodSeconds, so SIGTERM leaves the workload
+  // this long to checkpoint before SIGKILL. Keep it within the cloud's notice (AWS spot: 120 s).
+  int checkpoint_grace_seconds = 30;
   std::optional<std::chrono::milliseconds> estimated_duration;
   std::optional<int64_t> max_cost_micros;  // money as integer micro-units
   RunPolicy run_policy;

@@ -20,9 +20,9 @@ std::string trim_slashes(std::string s) {
   return s;
 }
 
-bool valid_bucket(const std::string& b) {
-  // S3 bucket rules (lower case, digits, '.', '-'; 3-63); a PVC name is a DNS subdomain, a subset.
-  if (b.size() < 3 || b.size() > 63) return false;
+bool valid_bucket(const std::string& b, bool s3) {
+  // S3 bucket rules: lower case, digits, '.', '-', 3-63 long; a PVC name is a DNS subdomain (1-253).
+  if (s3 ? (b.size() < 3 || b.size() > 63) : (b.empty() || b.size() > 253)) return false;
   for (char c : b)
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-')) return false;
   return std::isalnum(static_cast<unsigned char>(b.front())) && std::isalnum(static_cast<unsigned char>(b.back()));
@@ -171,9 +171,9 @@ std::optional<Location> parse_location(const std::string& uri, std::string* erro
   auto slash = rest.find('/');
   l.bucket = rest.substr(0, slash);
   l.prefix = slash == std::string::npos ? "" : trim_slashes(rest.substr(slash));
-  if (!valid_bucket(l.bucket))
-    return fail(std::string(scheme == "s3" ? "bucket" : "claim") + " name \"" + l.bucket +
-                "\" is invalid (3-63 lower-case letters, digits, '.', '-')");
+  if (!valid_bucket(l.bucket, scheme == "s3"))
+    return fail(scheme == "s3" ? "bucket name \"" + l.bucket + "\" is invalid (3-63 lower-case letters, digits, '.', '-')"
+                               : "claim name \"" + l.bucket + "\" is invalid (a DNS subdomain: lower-case letters, digits, '.', '-')");
   if (l.prefix.find("..") != std::string::npos) return fail("checkpoint path must not contain \"..\": \"" + uri + "\"");
   return l;
 }

@@ -8,6 +8,7 @@
 
 #include "operator/kube/error.h"
 #include "tests/e2e/support.h"
+#include "tests/e2e/task_fixture.h"
 
 namespace valley::e2e {
 namespace {
@@ -17,59 +18,6 @@ using kube::resources::kPods;
 using kube::resources::kSecrets;
 using kube::resources::kServices;
 using kube::resources::kTrainingTasks;
-
-class TaskTest : public ClusterTest {
- protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    start_operator();
-  }
-  void TearDown() override {
-    stop_operator();
-    ClusterTest::TearDown();
-  }
-  void start_operator() {
-    op_ = std::make_unique<ChildProcess>(
-        operator_argv(ns, {"--planner-min-resize-interval=2s", "--unschedulable-timeout=3s"}),
-        ::testing::TempDir() + "/operator-" + ns + "-" + std::to_string(++starts_) + ".log");
-  }
-  void stop_operator(int sig = SIGTERM) {
-    if (!op_) return;
-    op_->signal(sig);
-    op_->wait(15s);
-    op_.reset();
-  }
-
-  json apply(const json& spec, const std::string& name = "job") {
-    return admin->create(kTrainingTasks, ns,
-                         {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
-  }
-  json task(const std::string& name = "job") { return admin->get(kTrainingTasks, ns, name); }
-  std::string phase(const std::string& name = "job") {
-    return task(name).value("status", json::object()).value("phase", "");
-  }
-  bool wait_phase(const std::string& want, std::chrono::seconds timeout = 60s, const std::string& name = "job") {
-    return eventually([&] { return phase(name) == want; }, timeout);
-  }
-  std::vector<json> pods(const std::string& name = "job") {
-    kube::ListOptions lo;
-    lo.label_selector = "valley.dev/task=" + name;
-    return admin->list(kPods, ns, lo).items;
-  }
-  std::string operator_log() const { return op_ ? op_->output() : ""; }
-
-  std::unique_ptr<ChildProcess> op_;
-  int starts_ = 0;
-};
-
-json mpi_spec(int min, int max, json launcher_annotations = json::object()) {
-  json spec = {{"taskType", "MPI"},
-               {"replicas", {{"min", min}, {"max", max}}},
-               {"master", {{"image", "valley.dev/examples/launcher:1"}, {"command", {"mpirun", "python", "train.py"}}}},
-               {"worker", {{"image", "valley.dev/examples/worker:1"}, {"gpus", "1"}, {"slotsPerWorker", 2}}}};
-  if (!launcher_annotations.empty()) spec["master"]["template"] = {{"metadata", {{"annotations", launcher_annotations}}}};
-  return spec;
-}
 
 int workers_of(const json& t) { return t.value("status", json::object()).value("replicas", 0); }
 
@@ -170,19 +118,26 @@ TEST_F(TaskTest, PermanentFailureFailsAtOnce) {
   EXPECT_FALSE(st.contains("restarts"));
 }
 
-TEST_F(TaskTest, WorkerDeletedByHandIsRecreated) {
+TEST_F(TaskTest, WorkerDeletedByHandRestartsTheEpochFromItsCheckpoint) {
   apply(mpi_spec(2, 2));
   ASSERT_TRUE(wait_phase("Running"));
   std::string old_uid = admin->get(kPods, ns, "job-worker-1")["metadata"]["uid"];
   admin->remove(kPods, ns, "job-worker-1");
+  // mpirun has lost a rank: the whole epoch restarts (a disruption, not a failure).
   EXPECT_TRUE(eventually([&] {
     try {
       json p = admin->get(kPods, ns, "job-worker-1");
-      return p["metadata"]["uid"] != old_uid && p["status"].value("phase", "") == "Running";
+      json st = task()["status"];
+      return p["metadata"]["uid"] != old_uid && p["status"].value("phase", "") == "Running" && st.value("phase", "") == "Running" &&
+             st.value("epoch", 0) == 2;
     } catch (const kube::KubeError&) {
       return false;
     }
-  }, 30s));
+  }, 30s)) << task().dump(2);
+  json st = task()["status"];
+  EXPECT_EQ(st["restarts"].value("disruptions", 0), 1);
+  EXPECT_EQ(st["restarts"].value("failures", 0), 0);
+  EXPECT_EQ(st["lastDisruption"].value("cause", ""), "PodDeleted");
 }
 
 TEST_F(TaskTest, SuspendStopsPodsAndResumeRestartsThemInANewEpoch) {

@@ -12,6 +12,7 @@
 //  - Always resumes from latest.json when one exists (VALLEY_RESUME=1 only says one should).
 //  - Exit 0 when training is complete; 143 after a checkpoint on SIGTERM (retryable for Valley).
 #include <mpi.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -126,7 +127,15 @@ void checkpoint(ObjectStore& store, int64_t step, const std::vector<double>& w, 
   store.put(name, encode(step, w));
   CheckpointRecord r{step, valley::kube::format_time(std::chrono::system_clock::now()), std::atoi(env("VALLEY_EPOCH").c_str()),
                      world, name};
-  store.put(valley::storage::kLatestKey, valley::storage::to_json(r));
+  const std::string record = valley::storage::to_json(r);
+  store.put(valley::storage::kLatestKey, record);
+  // Inside a pod: Valley reads this when the pod ends (how pvc:// checkpoints reach its status).
+  if (::access("/dev/termination-log", W_OK) == 0) {
+    if (FILE* f = std::fopen("/dev/termination-log", "w")) {
+      std::fputs(record.c_str(), f);
+      std::fclose(f);
+    }
+  }
 }
 
 double loss(const Options& o, const std::vector<double>& w) {

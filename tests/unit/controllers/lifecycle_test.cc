@@ -167,11 +167,14 @@ TEST(Lifecycle, AFailedWorkerEndsTheEpochToo) {
   EXPECT_NE(d.status["message"].get<std::string>().find("t-worker-0"), std::string::npos);
 }
 
-TEST(Lifecycle, MissingWorkerIsRecreated) {
+TEST(Lifecycle, AWorkerThatVanishesFromARunningEpochRestartsIt) {
   auto pods = running_pods();
-  pods.erase(pods.begin());  // worker-0 deleted by hand
+  pods.erase(pods.begin());  // worker-0 force-deleted by hand: mpirun has lost a rank
   Decision d = decide(observe(task_object({}, running_status()), pods));
-  EXPECT_EQ(created_names(d), std::vector<std::string>{"t-worker-0"});
+  EXPECT_EQ(d.status["epoch"], 2);
+  EXPECT_EQ(d.status["reason"], "PodDeleted");
+  EXPECT_EQ(d.status["restarts"]["disruptions"], 1);
+  EXPECT_TRUE(created_names(d).empty());  // epoch 1 is still stopping
 }
 
 TEST(Lifecycle, ResizeIsANewEpochAtTheNewWorldSize) {
@@ -180,7 +183,8 @@ TEST(Lifecycle, ResizeIsANewEpochAtTheNewWorldSize) {
   EXPECT_EQ(d.status["epochReplicas"], 3);
   EXPECT_EQ(d.status["restarts"]["resizes"], 1);
   EXPECT_EQ(d.status["reason"], "Resizing");
-  EXPECT_EQ(d.delete_pods.size(), 3u);
+  ASSERT_EQ(d.delete_pods.size(), 1u);  // the launcher first: it checkpoints before the workers go
+  EXPECT_EQ(d.delete_pods[0].name, "t-launcher");
   ASSERT_TRUE(d.replace_config.has_value());
   EXPECT_NE((*d.replace_config)["data"]["hostfile"].get<std::string>().find("t-worker-2"), std::string::npos);
 }
@@ -198,13 +202,15 @@ TEST(Lifecycle, HotElasticResizeKeepsTheLauncherAndTheEpoch) {
   // Shrinking in place removes the highest workers only.
   Decision down = decide(observe(task_object({{"elasticity", "Hot"}, {"replicas", {{"target", 2}}}}, running_status(1, 3)), running_pods(1, 3)));
   ASSERT_EQ(down.delete_pods.size(), 1u);
-  EXPECT_EQ(down.delete_pods[0].first, "t-worker-2");
+  EXPECT_EQ(down.delete_pods[0].name, "t-worker-2");
 }
 
 TEST(Lifecycle, SuspendStopsPodsAndResumeStartsTheNextEpoch) {
   Decision s = decide(observe(task_object({{"runPolicy", {{"suspend", true}}}}, running_status()), running_pods()));
   EXPECT_EQ(s.status["phase"], "Suspended");
-  EXPECT_EQ(s.delete_pods.size(), 3u);
+  EXPECT_EQ(s.delete_pods.size(), 1u);
+  Decision s2 = decide(observe(task_object({{"runPolicy", {{"suspend", true}}}}, s.status), running_pods(1, 2, false)));
+  EXPECT_EQ(s2.delete_pods.size(), 2u);
   Decision r = decide(observe(task_object({}, s.status), {}));
   EXPECT_EQ(r.status["phase"], "Admitted");
   EXPECT_EQ(r.status["epoch"], 2);
@@ -297,7 +303,7 @@ TEST(Lifecycle, AnUnboundWorkerThePlanMovedIsReplacedABoundOneIsNot) {
   o.admission->placement[1].node = "n2";  // bound already: left alone
   Decision d = decide(o);
   ASSERT_EQ(d.delete_pods.size(), 1u);
-  EXPECT_EQ(d.delete_pods[0].first, "t-worker-0");
+  EXPECT_EQ(d.delete_pods[0].name, "t-worker-0");
 }
 
 TEST(Lifecycle, PreemptionStopsPodsAndReadmissionResumesInANewEpoch) {
@@ -310,7 +316,7 @@ TEST(Lifecycle, PreemptionStopsPodsAndReadmissionResumesInANewEpoch) {
   EXPECT_EQ(d.status["reason"], "Preempted");
   EXPECT_EQ(d.status["restarts"]["preemptions"], 1);
   EXPECT_EQ(d.status["restarts"]["total"], 1);
-  EXPECT_EQ(d.delete_pods.size(), 3u);
+  EXPECT_EQ(d.delete_pods.size(), 1u);
   Decision back = decide(observe(task_object({}, d.status), {}, true));
   EXPECT_EQ(back.status["phase"], "Admitted");
   EXPECT_EQ(back.status["epoch"], 2);
@@ -327,6 +333,266 @@ TEST(Lifecycle, PodViewReadsLabelsPhaseReadinessAndExitCode) {
   EXPECT_FALSE(v.ready);
   json bad = json::parse(R"({"metadata":{"name":"x","labels":{"valley.dev/epoch":"nope"}}})");
   EXPECT_EQ(view_pod(bad).epoch, 0);
+}
+
+
+// --- Disruptions (spot notices, lost nodes, evictions) ---
+
+// Two workers on n1 and n2 and the launcher on n3, running in epoch 1, with the given nodes.
+Observed on_nodes(const json& status, std::vector<PodView> pods, std::map<std::string, NodeView> nodes) {
+  const char* where[] = {"n1", "n2", "n3"};
+  for (size_t i = 0; i < pods.size(); ++i) pods[i].node = pods[i].node.empty() ? where[std::min<size_t>(i, 2)] : pods[i].node;
+  Observed o = observe(task_object({{"checkpoint", {{"uri", "s3://ckpt/t"}}}}, status), pods);
+  o.nodes_known = true;
+  o.nodes = std::move(nodes);
+  return o;
+}
+std::map<std::string, NodeView> healthy() { return {{"n1", {}}, {"n2", {}}, {"n3", {}}, {"n4", {}}}; }
+
+TEST(Disruption, SpotNoticeRestartsTheTaskFromItsCheckpointWithoutCountingAFailure) {
+  auto nodes = healthy();
+  nodes["n2"].notice = "aws-node-termination-handler/spot-itn";
+  json status = running_status();
+  status["restarts"] = {{"failures", 0}};
+  Observed o = on_nodes(status, running_pods(), nodes);
+  o.checkpoint = storage::CheckpointRecord{300, kube::format_time(kNow - 60s), 1, 2, "ckpt-300.bin"};
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["phase"], "Restarting");
+  EXPECT_EQ(d.status["reason"], "NodeNotice");
+  EXPECT_EQ(d.status["epoch"], 2);
+  EXPECT_EQ(d.status["restarts"]["disruptions"], 1);
+  EXPECT_EQ(d.status["restarts"]["total"], 1);
+  EXPECT_EQ(d.status["restarts"]["failures"], 0);
+  EXPECT_EQ(d.status["lastDisruption"]["node"], "n2");
+  EXPECT_EQ(d.status["lastDisruption"]["checkpointStep"], 300);
+  EXPECT_EQ(d.status["checkpoint"]["step"], 300);
+  ASSERT_EQ(d.events.size(), 2u);
+  EXPECT_EQ(d.events[0].reason, "Disrupted");
+  EXPECT_EQ(d.events[1].reason, "Checkpointing");
+  EXPECT_NE(d.events[1].note.find("60s"), std::string::npos) << d.events[1].note;  // the default window
+  ASSERT_EQ(d.delete_pods.size(), 1u);
+  EXPECT_EQ(d.delete_pods[0].name, "t-launcher");
+  EXPECT_FALSE(d.delete_pods[0].force);
+  EXPECT_TRUE(created_names(d).empty());
+
+  // The launcher is terminating within its window: the workers wait, nothing new starts.
+  auto pods = running_pods();
+  pods[2].deleting = true;
+  pods[2].deletion_deadline = kNow + 30s;
+  Observed o2 = on_nodes(d.status, pods, nodes);
+  o2.admission->placement[1].node = "n4";  // the planner moved worker 1 off the noticed node
+  Decision d2 = decide(o2);
+  EXPECT_TRUE(d2.delete_pods.empty());
+  EXPECT_TRUE(created_names(d2).empty());
+  ASSERT_TRUE(d2.requeue_after);
+  EXPECT_EQ(d2.status["restarts"]["total"], 1);  // decided once
+
+  // The launcher is gone: the old workers go; still nothing new while they exist.
+  Decision d3 = decide(on_nodes(d.status, running_pods(1, 2, false), nodes));
+  EXPECT_EQ(d3.delete_pods.size(), 2u);
+  EXPECT_TRUE(created_names(d3).empty());
+
+  // All gone: epoch 2 starts where the plan says, resuming.
+  Observed o4 = on_nodes(d.status, {}, nodes);
+  o4.admission->placement[1].node = "n4";
+  Decision d4 = decide(o4);
+  ASSERT_EQ(created_names(d4), (std::vector<std::string>{"t-worker-0", "t-worker-1"}));
+  EXPECT_EQ(render::pinned_node(d4.create[1]), "n4");
+  bool resume = false;
+  for (const auto& e : d4.create[0]["spec"]["containers"][0]["env"])
+    if (e["name"] == "VALLEY_RESUME") resume = e["value"] == "1";
+  EXPECT_TRUE(resume);
+  EXPECT_EQ(d4.create[0]["spec"]["terminationGracePeriodSeconds"], 60);
+
+  // Running again: recovery time and work lost are recorded (checkpointed on SIGTERM, after the notice).
+  json st = d4.status;
+  st["phase"] = "Admitted";
+  auto epoch2 = running_pods(2, 2);
+  epoch2[1].node = "n4";
+  Observed o5 = on_nodes(st, epoch2, nodes);
+  o5.now = kNow + 42s;
+  o5.checkpoint = storage::CheckpointRecord{317, kube::format_time(kNow + 5s), 1, 2, "ckpt-317.bin"};
+  Decision d5 = decide(o5);
+  EXPECT_EQ(d5.status["phase"], "Running");
+  EXPECT_EQ(d5.status["lastDisruption"]["recoverySeconds"], 42);
+  EXPECT_EQ(d5.status["lastDisruption"]["workLostSeconds"], 0);
+  EXPECT_EQ(d5.status["lastDisruption"]["resumedFromStep"], 317);
+  bool recovered_event = false;
+  for (const auto& e : d5.events) recovered_event |= e.reason == "Recovered";
+  EXPECT_TRUE(recovered_event);
+}
+
+TEST(Disruption, WorkSinceAnOlderCheckpointIsCountedAsLost) {
+  json st = running_status(2, 2);
+  st["phase"] = "Admitted";
+  st["lastDisruption"] = {{"time", kube::format_time(kNow - 100s)}, {"cause", "NodeLost"}};
+  Observed o = on_nodes(st, running_pods(2, 2), healthy());
+  o.checkpoint = storage::CheckpointRecord{250, kube::format_time(kNow - 160s), 1, 2, "x"};
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["lastDisruption"]["workLostSeconds"], 60);
+  EXPECT_EQ(d.status["lastDisruption"]["recoverySeconds"], 100);
+}
+
+TEST(Disruption, ADeletedNodeForceDeletesItsPods) {
+  auto nodes = healthy();
+  nodes.erase("n1");
+  Decision d = decide(on_nodes(running_status(), running_pods(), nodes));
+  EXPECT_EQ(d.status["reason"], "NodeLost");
+  // worker-0's node is gone: no kubelet will ever confirm, so it goes now and forcibly; the
+  // launcher (healthy node) gets its window; worker-1 waits for it.
+  ASSERT_EQ(d.delete_pods.size(), 2u);
+  for (const auto& del : d.delete_pods) {
+    if (del.name == "t-worker-0") EXPECT_TRUE(del.force);
+    if (del.name == "t-launcher") EXPECT_FALSE(del.force);
+    EXPECT_NE(del.name, "t-worker-1");
+  }
+}
+
+TEST(Disruption, NotReadyCountsOnlyAfterTheGracePeriod) {
+  auto nodes = healthy();
+  nodes["n1"].ready = false;
+  nodes["n1"].not_ready_since = kNow - 10s;
+  Decision early = decide(on_nodes(running_status(), running_pods(), nodes));
+  EXPECT_EQ(early.status["phase"], "Running");
+  nodes["n1"].not_ready_since = kNow - 31s;
+  Decision late = decide(on_nodes(running_status(), running_pods(), nodes));
+  EXPECT_EQ(late.status["reason"], "NodeNotReady");
+}
+
+TEST(Disruption, EvictionAndDeletionByOthersAreDisruptionsValleysOwnShrinkIsNot) {
+  auto pods = running_pods();
+  pods[1].disruption = "EvictionByEvictionAPI";
+  pods[1].deleting = true;
+  Decision evicted = decide(on_nodes(running_status(), pods, healthy()));
+  EXPECT_EQ(evicted.status["reason"], "Evicted");
+  EXPECT_EQ(evicted.status["restarts"]["disruptions"], 1);
+
+  auto deleted = running_pods();
+  deleted[0].deleting = true;  // kubectl delete pod
+  EXPECT_EQ(decide(on_nodes(running_status(), deleted, healthy())).status["reason"], "PodDeleted");
+
+  // Hot shrink: Valley deleting worker-2 (beyond the size) is not a disruption.
+  auto hot = running_pods(1, 3);
+  hot[2].deleting = true;
+  Decision d = decide(on_nodes(running_status(1, 2), hot, healthy()));
+  EXPECT_EQ(d.status["phase"], "Running");
+  EXPECT_FALSE(d.status.contains("lastDisruption"));
+}
+
+TEST(Disruption, SchedulerPreemptionAndTaintManagerAreNamed) {
+  auto pods = running_pods();
+  pods[0].disruption = "PreemptionByScheduler";
+  EXPECT_EQ(decide(on_nodes(running_status(), pods, healthy())).status["reason"], "PreemptedByScheduler");
+  pods[0].disruption = "DeletionByTaintManager";
+  EXPECT_EQ(decide(on_nodes(running_status(), pods, healthy())).status["reason"], "NodeTaint");
+}
+
+TEST(Disruption, BackoffLimitIsNotConsumed) {
+  auto nodes = healthy();
+  nodes.erase("n2");
+  json st = running_status();
+  Observed o = on_nodes(st, running_pods(), nodes);
+  o.task["spec"]["runPolicy"]["backoffLimit"] = 0;
+  o.parsed = parse_task(o.task);
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["phase"], "Restarting");
+  EXPECT_FALSE(d.status["restarts"].contains("failures"));
+}
+
+TEST(Disruption, APermanentLookingLauncherExitWaitsForADisruptionToExplainIt) {
+  auto pods = running_pods();
+  pods[2].phase = "Failed";
+  pods[2].exit_code = 1;  // mpirun: a rank's host went away
+  pods[2].finished_at = kNow - 2s;
+  Decision wait = decide(on_nodes(running_status(), pods, healthy()));
+  EXPECT_EQ(wait.status["phase"], "Running");
+  ASSERT_TRUE(wait.requeue_after);
+  EXPECT_LE(*wait.requeue_after, 9s);
+  // The node deletion arrives: a disruption, not a failure.
+  auto nodes = healthy();
+  nodes.erase("n2");
+  Decision d = decide(on_nodes(running_status(), pods, nodes));
+  EXPECT_EQ(d.status["reason"], "NodeLost");
+  // Nothing explains it after the settle time: a real failure.
+  pods[2].finished_at = kNow - 11s;
+  Decision f = decide(on_nodes(running_status(), pods, healthy()));
+  EXPECT_EQ(f.status["phase"], "Failed");
+  EXPECT_EQ(f.status["reason"], "ExitCode");
+}
+
+TEST(Disruption, BelowTheMinimumTheTaskWaitsWithoutAPreemptionCounted) {
+  auto nodes = healthy();
+  nodes["n1"].notice = "karpenter.sh/disrupted";
+  Decision d = decide(on_nodes(running_status(), running_pods(), nodes));
+  ASSERT_EQ(d.status["epoch"], 2);
+  Observed o = on_nodes(d.status, {}, nodes);
+  o.admission->admitted = false;
+  o.admission->workers = 0;
+  o.admission->reason = "InsufficientCapacity: needs 2 GPUs (2 workers x 1), 1 free";
+  Decision w = decide(o);
+  EXPECT_EQ(w.status["phase"], "Pending");
+  EXPECT_EQ(w.status["reason"], "Waiting");
+  EXPECT_NE(w.status["message"].get<std::string>().find("InsufficientCapacity"), std::string::npos);
+  EXPECT_FALSE(w.status["restarts"].contains("preemptions"));
+  EXPECT_EQ(w.status["restarts"]["total"], 1);
+  // Capacity returns: re-admitted in a new epoch that resumes.
+  Decision back = decide(on_nodes(w.status, {}, healthy()));
+  EXPECT_EQ(back.status["phase"], "Admitted");
+  EXPECT_EQ(created_names(back).size(), 2u);
+  EXPECT_EQ(back.status["restarts"]["total"], 1);
+}
+
+TEST(Disruption, APodStuckPastItsGracePeriodIsForceDeleted) {
+  json st = running_status(2, 2);
+  st["phase"] = "Restarting";
+  auto pods = running_pods(1, 2, false);
+  pods[0].deleting = true;
+  pods[0].deletion_deadline = kNow - 61s;
+  pods[1].deleting = true;
+  pods[1].deletion_deadline = kNow - 5s;
+  Decision d = decide(on_nodes(st, pods, healthy()));
+  ASSERT_EQ(d.delete_pods.size(), 1u);
+  EXPECT_EQ(d.delete_pods[0].name, "t-worker-0");
+  EXPECT_TRUE(d.delete_pods[0].force);
+}
+
+TEST(Disruption, ASizeChangeBeforeTheNewEpochStartsIsNotAnotherRestart) {
+  json st = running_status(2, 2);
+  st["phase"] = "Restarting";
+  st["restarts"] = {{"disruptions", 1}, {"total", 1}};
+  Observed o = on_nodes(st, {}, healthy());
+  o.admission->workers = 3;
+  o.admission->placement.assign(3, render::default_placement(*o.parsed.spec));
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["epoch"], 2);
+  EXPECT_EQ(d.status["epochReplicas"], 3);
+  EXPECT_EQ(d.status["restarts"]["total"], 1);
+  EXPECT_EQ(created_names(d).size(), 3u);
+}
+
+TEST(Disruption, PodViewReadsDisruptionTargetDeletionAndTerminationMessage) {
+  json p = json::parse(R"({"metadata":{"name":"t-worker-0","uid":"x","deletionTimestamp":"2026-11-22T06:00:30Z",
+      "labels":{"valley.dev/role":"worker","valley.dev/epoch":"1","valley.dev/worker-index":"0"}},
+    "spec":{"nodeName":"n1"},
+    "status":{"phase":"Running","conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI"}],
+      "containerStatuses":[{"state":{"terminated":{"exitCode":143,"finishedAt":"2026-11-22T06:00:10Z",
+        "message":"{\"step\":12,\"time\":\"2026-11-22T06:00:09Z\"}"}}}]}})");
+  PodView v = view_pod(p);
+  EXPECT_EQ(v.disruption, "EvictionByEvictionAPI");
+  ASSERT_TRUE(v.deletion_deadline);
+  EXPECT_EQ(kube::format_time(*v.deletion_deadline), "2026-11-22T06:00:30Z");
+  ASSERT_TRUE(v.finished_at);
+  EXPECT_NE(v.termination_message.find("\"step\":12"), std::string::npos);
+  json evicted = json::parse(R"({"metadata":{"name":"a"},"status":{"phase":"Failed","reason":"Evicted"}})");
+  EXPECT_EQ(view_pod(evicted).disruption, "Evicted");
+}
+
+TEST(Disruption, ATerminationMessageCheckpointIsReported) {
+  auto pods = running_pods();
+  pods[0].termination_message = R"({"step":77,"time":"2026-11-22T05:00:00Z","worldSize":2})";
+  Decision d = decide(on_nodes(running_status(), pods, healthy()));
+  EXPECT_EQ(d.status["checkpoint"]["step"], 77);
+  EXPECT_EQ(d.status["checkpoint"]["uri"], "s3://ckpt/t");
 }
 
 }  // namespace

@@ -238,6 +238,30 @@ TEST(Planner, WorkersOnALostNodeAreReplacedOrTheTaskWaits) {
   EXPECT_EQ(plan({nvidia("n2", 2)}, {a}, kNow)[0].action, Action::Preempt);
 }
 
+TEST(Planner, ALostWorkerRestartsTheTaskAtTheLargestSizeThatFitsNotJustWhatIsLeft) {
+  Task a = task("a", 0, 2, 4);
+  a = apply(a, plan({nvidia("s1", 2), nvidia("s2", 2)}, {a}, kNow)[0], kNow);
+  ASSERT_EQ(a.workers.size(), 4u);
+  a.last_resize = kNow;  // resized a moment ago: a plain grow would have to wait
+  Node noticed = nvidia("s2", 2, "spot");
+  noticed.schedulable = false;  // termination notice
+  // Capacity elsewhere: the restart (which is happening anyway) takes it, off the noticed node.
+  auto ds = plan({nvidia("s1", 0), noticed, nvidia("od1", 4)}, {a}, kNow);
+  EXPECT_EQ(ds[0].workers, 4);
+  for (const auto& w : ds[0].placement) EXPECT_NE(w.node, "s2");
+  EXPECT_NE(ds[0].reason.find("replacing lost workers"), std::string::npos) << ds[0].reason;
+  // No capacity elsewhere: it restarts on what is left, down to its minimum.
+  auto left = plan({nvidia("s1", 0), noticed}, {a}, kNow);
+  EXPECT_EQ(left[0].action, Action::Shrink);
+  EXPECT_EQ(left[0].workers, 2);
+  // Below its minimum: it waits, with the capacity it needs in the reason.
+  Task b = task("b", 0, 4, 4);
+  b = apply(b, plan({nvidia("s1", 2), nvidia("s2", 2)}, {b}, kNow)[0], kNow);
+  auto below = plan({nvidia("s1", 0), noticed}, {b}, kNow);
+  EXPECT_EQ(below[0].action, Action::Preempt);
+  EXPECT_NE(below[0].reason.find("InsufficientCapacity"), std::string::npos) << below[0].reason;
+}
+
 // Random clusters and task mixes: invariants that must always hold.
 TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterministic) {
   std::mt19937 rng(7);

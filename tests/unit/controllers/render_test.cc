@@ -14,7 +14,7 @@ TaskSpec spec() {
       "master":{"image":"l:1","command":["mpirun","python","train.py"],
                 "template":{"metadata":{"annotations":{"sim":"1"}},"spec":{"tolerations":[{"key":"gpu","operator":"Exists"}]}}},
       "worker":{"image":"w:1","amdImage":"w-rocm:1","gpus":"2","slotsPerWorker":4,"resources":{"requests":{"cpu":"8"}}},
-      "checkpoint":{"uri":"s3://b/p/"}}})"));
+      "checkpoint":{"uri":"s3://bkt/p/"}}})"));
   return *parsed.spec;
 }
 
@@ -41,7 +41,7 @@ TEST(Render, WorkerPodCarriesNamesLabelsOwnerContractAndGpus) {
   EXPECT_EQ(env_of(pod, "VALLEY_EPOCH"), "2");
   EXPECT_EQ(env_of(pod, "VALLEY_RESUME"), "1");
   EXPECT_EQ(env_of(pod, "VALLEY_WORKER_INDEX"), "3");
-  EXPECT_EQ(env_of(pod, "VALLEY_CHECKPOINT_URI"), "s3://b/p/");
+  EXPECT_EQ(env_of(pod, "VALLEY_CHECKPOINT_URI"), "s3://bkt/p/");
   const json& res = pod["spec"]["containers"][0]["resources"];
   EXPECT_EQ(res["limits"]["nvidia.com/gpu"], "2");
   EXPECT_EQ(res["requests"]["cpu"], "8");

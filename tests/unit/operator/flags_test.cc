@@ -47,3 +47,12 @@ TEST(Flags, ErrorsAreClear) {
 
 }  // namespace
 }  // namespace valley
+
+namespace valley {
+namespace {
+TEST(Flags, SplitListDropsBlanksAndSpaces) {
+  EXPECT_EQ(split_list(" a, b,,c ,"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(split_list("").empty());
+}
+}  // namespace
+}  // namespace valley

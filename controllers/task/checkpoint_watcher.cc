@@ -1,0 +1,120 @@
+#include "controllers/task/checkpoint_watcher.h"
+
+#include <spdlog/spdlog.h>
+
+#include "operator/kube/base64.h"
+#include "operator/kube/error.h"
+#include "operator/storage/object_store.h"
+
+namespace valley::task {
+
+CheckpointWatcher::CheckpointWatcher(kube::Client& client, std::chrono::seconds interval, OnChange on_change)
+    : client_(client), interval_(interval), on_change_(std::move(on_change)) {}
+
+void CheckpointWatcher::watch(const TaskSpec& spec) {
+  if (spec.checkpoint_uri.rfind("s3://", 0) != 0) return;
+  const std::string key = spec.ns + "/" + spec.name;
+  std::lock_guard lock(mu_);
+  Entry& e = entries_[key];
+  if (e.uri != spec.checkpoint_uri || e.secret != spec.checkpoint_secret) {
+    e = Entry{};
+    e.ns = spec.ns;
+    e.uri = spec.checkpoint_uri;
+    e.secret = spec.checkpoint_secret;
+    cv_.notify_one();
+  }
+}
+
+void CheckpointWatcher::forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  entries_.erase(key);
+}
+
+void CheckpointWatcher::poke(const std::string& key) {
+  std::lock_guard lock(mu_);
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    it->second.next = {};
+    cv_.notify_one();
+  }
+}
+
+std::optional<storage::CheckpointRecord> CheckpointWatcher::latest(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(key);
+  return it == entries_.end() ? std::nullopt : it->second.record;
+}
+
+void CheckpointWatcher::run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    std::string key;
+    Entry entry;
+    {
+      std::unique_lock lock(mu_);
+      const auto now = std::chrono::steady_clock::now();
+      auto due = entries_.end();
+      auto wake = now + std::chrono::seconds(1);  // to notice `stop`
+      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->second.next <= now) {
+          due = it;
+          break;
+        }
+        wake = std::min(wake, it->second.next);
+      }
+      if (due == entries_.end()) {
+        cv_.wait_until(lock, wake);
+        continue;
+      }
+      due->second.next = now + interval_;
+      key = due->first;
+      entry = due->second;
+    }
+    read(key, std::move(entry));
+  }
+}
+
+void CheckpointWatcher::read(const std::string& key, Entry entry) {
+  std::optional<storage::CheckpointRecord> record;
+  std::string error;
+  try {
+    std::map<std::string, std::string> values;
+    if (!entry.secret.empty()) {
+      auto secret = client_.get(kube::resources::kSecrets, entry.ns, entry.secret);
+      const nlohmann::json data = secret.contains("data") && secret["data"].is_object() ? secret["data"] : nlohmann::json::object();
+      for (auto it = data.begin(); it != data.end(); ++it)
+        if (it->is_string()) values[it.key()] = kube::base64_decode(it->get<std::string>()).value_or("");
+    }
+    auto location = storage::parse_location(entry.uri, &error);
+    auto settings = location ? storage::s3_settings_from(values, &error) : std::nullopt;
+    if (settings) {
+      auto store = storage::make_s3_store(*location, *settings);
+      if (auto text = store->get(storage::kLatestKey)) record = storage::parse_checkpoint_record(*text, &error);
+    } else if (!entry.secret.empty() || error.empty()) {
+      error = "checkpoint store " + entry.uri + ": " + error;
+    } else {
+      error = "checkpoint store " + entry.uri + ": no spec.checkpoint.secretRef (" + error + ")";
+    }
+  } catch (const kube::KubeError& e) {
+    error = "checkpoint Secret " + entry.ns + "/" + entry.secret + ": " + e.what();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  bool changed = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.uri != entry.uri) return;  // forgotten or changed meanwhile
+    Entry& e = it->second;
+    if (record && (!e.record || e.record->step != record->step || e.record->time != record->time)) {
+      e.record = record;
+      changed = true;
+    }
+    if (e.error != error) {
+      e.error = error;
+      changed = true;
+    }
+  }
+  if (!error.empty()) spdlog::warn("{}: {}", key, error);
+  if (changed && on_change_) on_change_(key, error);
+}
+
+}  // namespace valley::task

@@ -1,0 +1,238 @@
+// Spot preemption and node loss end to end: a task on spot nodes of its own (kwok nodes made for
+// the test, so nothing else competes), its checkpoint in a real S3 server (versitygw), and the
+// signals a cloud gives: a termination-notice taint, a deleted node, an eviction. The task must
+// restart from its checkpoint on what is left and never fail; backoffLimit is 0 throughout, so
+// any disruption counted as a failure would fail the task.
+#include <chrono>
+#include <cstdio>
+
+#include "operator/kube/error.h"
+#include "operator/kube/timefmt.h"
+#include "operator/storage/checkpoint_record.h"
+#include "tests/e2e/task_fixture.h"
+#include "tests/storage/versitygw.h"
+
+namespace valley::e2e {
+namespace {
+
+using kube::resources::kNodes;
+using kube::resources::kSecrets;
+using Clock = std::chrono::steady_clock;
+
+class SpotTest : public TaskTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    gw_ = std::make_unique<testing::VersityGw>();
+    pool_ = "e2e-" + ns.substr(ns.size() - 6);
+    for (int i = 0; i < 3; ++i) add_node(i);
+    ASSERT_TRUE(eventually([&] { return ready_nodes() == 3; }, 30s));
+    start_operator();  // after the nodes, so its first plan already sees all three
+    json secret = {{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", {{"name", "ckpt-creds"}}}, {"stringData", json::object()}};
+    for (const auto& [k, v] : gw_->env()) secret["stringData"][k] = v;
+    admin->create(kSecrets, ns, secret);
+  }
+  void TearDown() override {
+    for (int i = 0; i < 3; ++i) {
+      try {
+        admin->remove(kNodes, "", node(i));
+      } catch (const kube::KubeError&) {
+      }
+    }
+    TaskTest::TearDown();
+    gw_.reset();
+  }
+  std::vector<std::string> operator_flags() const override {
+    return {"--planner-min-resize-interval=2s", "--unschedulable-timeout=3s", "--failure-settle=3s", "--checkpoint-poll-interval=1s"};
+  }
+
+  std::string node(int i) const { return pool_ + "-spot-" + std::to_string(i); }
+  void add_node(int i) {
+    const std::string name = node(i);
+    admin->create(kNodes, "", {{"apiVersion", "v1"},
+                               {"kind", "Node"},
+                               {"metadata",
+                                {{"name", name},
+                                 {"labels", {{"kubernetes.io/hostname", name}, {"type", "kwok"}, {"valley.dev/pool", pool_},
+                                             {"karpenter.sh/capacity-type", "spot"}, {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}},
+                                 {"annotations", {{"kwok.x-k8s.io/node", "fake"}}}}},
+                               {"status",
+                                {{"capacity", {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}}},
+                                 {"allocatable", {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}}}}}});
+  }
+  int ready_nodes() {
+    kube::ListOptions lo;
+    lo.label_selector = "valley.dev/pool=" + pool_;
+    int n = 0;
+    for (const auto& item : admin->list(kNodes, "", lo).items)
+      for (const auto& c : item["status"].value("conditions", json::array()))
+        if (c["type"] == "Ready" && c["status"] == "True") ++n;
+    return n;
+  }
+
+  // One 8-GPU worker per node, only on this test's nodes; checkpoints in S3; backoffLimit 0.
+  json spot_spec(int min, int max) {
+    json spec = mpi_spec(min, max);
+    spec["worker"]["gpus"] = "8";
+    // The launcher takes 3 s to stop (mpirun passing SIGTERM on, rank 0 writing the checkpoint):
+    // kwok holds the pod that long after its deletion, as a kubelet would while it runs.
+    spec["master"]["template"] = {{"metadata", {{"annotations", {{"valley.dev/sim-termination-delay", "3s"}}}}}};
+    spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", pool_}}}}}};
+    spec["checkpoint"] = {{"uri", std::string("s3://") + testing::VersityGw::kBucket + "/" + ns + "/job"},
+                          {"secretRef", {{"name", "ckpt-creds"}}},
+                          {"gracePeriodSeconds", 30}};
+    spec["runPolicy"] = {{"backoffLimit", 0}};
+    return spec;
+  }
+  // What the workload would write after a checkpoint (kwok runs no processes).
+  void write_checkpoint(int64_t step) {
+    storage::CheckpointRecord r{step, kube::format_time(std::chrono::system_clock::now()), 1, 3, "ckpt.bin"};
+    gw_->store(ns + "/job")->put(storage::kLatestKey, storage::to_json(r));
+  }
+  json status() { return task().value("status", json::object()); }
+  std::string node_of(const std::string& pod) { return admin->get(kPods, ns, pod)["spec"].value("nodeName", ""); }
+  std::set<std::string> worker_nodes() {
+    std::set<std::string> out;
+    for (const auto& p : pods())
+      if (p["metadata"]["labels"].value("valley.dev/role", "") == "worker" && !p["metadata"].contains("deletionTimestamp"))
+        out.insert(p["spec"].value("nodeName", ""));
+    return out;
+  }
+  // Polls until the task is Running in an epoch after `epoch`; fails the test if it is ever Failed.
+  bool running_again(int epoch, std::chrono::seconds timeout = 90s) {
+    bool failed = false;
+    bool ok = eventually([&] {
+      json st = status();
+      failed |= st.value("phase", "") == "Failed";
+      return failed || (st.value("phase", "") == "Running" && st.value("epoch", 0) > epoch);
+    }, timeout);
+    return ok && !failed;
+  }
+  void expect_one_disruption(const std::string& cause) {
+    json st = status();
+    EXPECT_EQ(st["restarts"].value("total", 0), 1) << st.dump(2);
+    EXPECT_EQ(st["restarts"].value("disruptions", 0), 1) << st.dump(2);
+    EXPECT_EQ(st["restarts"].value("failures", 0), 0) << st.dump(2);
+    EXPECT_EQ(st["lastDisruption"].value("cause", ""), cause) << st.dump(2);
+    EXPECT_TRUE(st["lastDisruption"].contains("recoverySeconds")) << st.dump(2);
+  }
+  std::string events_text() {
+    std::string out;
+    for (const auto& e : admin->list(kube::resources::kEvents, ns).items) out += e.value("reason", "") + ": " + e.value("note", "") + "\n";
+    return out;
+  }
+
+  std::unique_ptr<testing::VersityGw> gw_;
+  std::string pool_;
+};
+
+TEST_F(SpotTest, TerminationNoticeTaintMovesTheTaskOffTheNodeFromItsCheckpoint) {
+  apply(spot_spec(2, 3));
+  ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
+  ASSERT_EQ(worker_nodes().size(), 3u);
+  ASSERT_EQ(status()["epoch"], 1);
+  write_checkpoint(1200);
+  ASSERT_TRUE(eventually([&] { return status().value("checkpoint", json::object()).value("step", 0) == 1200; }, 20s))
+      << status().dump(2) << operator_log();
+  // The pods carry the checkpoint window and the store's credentials.
+  json worker = admin->get(kPods, ns, "job-worker-0");
+  EXPECT_EQ(worker["spec"]["terminationGracePeriodSeconds"], 30);
+  EXPECT_EQ(worker["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"], "ckpt-creds");
+
+  const std::string doomed = node_of("job-worker-1");
+  const auto notice = Clock::now();
+  admin->patch(kNodes, "", doomed, kube::PatchType::Merge,
+               {{"spec", {{"taints", {{{"key", "aws-node-termination-handler/spot-itn"}, {"value", "true"}, {"effect", "NoSchedule"}}}}}}});
+  ASSERT_TRUE(eventually([&] { return status().value("phase", "") == "Restarting"; }, 20s)) << status().dump(2);
+  // The checkpoint window: while the launcher stops, the workers of its epoch are left alone.
+  int checks = 0;
+  eventually([&] {
+    bool launcher_stopping = false, worker_stopping = false;
+    for (const auto& p : pods()) {
+      if (p["metadata"]["labels"]["valley.dev/epoch"] != "1" || !p["metadata"].contains("deletionTimestamp")) continue;
+      (p["metadata"]["labels"]["valley.dev/role"] == "launcher" ? launcher_stopping : worker_stopping) = true;
+    }
+    if (launcher_stopping) {
+      ++checks;
+      EXPECT_FALSE(worker_stopping) << "workers were stopped while the launcher was still checkpointing";
+    }
+    return !launcher_stopping && checks > 0;
+  }, 20s);
+  EXPECT_GT(checks, 5);
+  ASSERT_TRUE(running_again(1)) << status().dump(2) << operator_log();
+  const double seconds = std::chrono::duration<double>(Clock::now() - notice).count();
+  std::printf("notice -> Running again: %.1f s\n", seconds);
+  auto nodes = worker_nodes();
+  EXPECT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes.count(doomed), 0u) << "a worker went back to the noticed node";
+  expect_one_disruption("NodeNotice");
+  json st = status();
+  EXPECT_EQ(st["lastDisruption"]["node"], doomed);
+  EXPECT_EQ(st["lastDisruption"]["checkpointStep"], 1200);
+  EXPECT_EQ(st["replicas"], 2);
+  EXPECT_TRUE(eventually([&] {
+    std::string ev = events_text();
+    return ev.find("Disrupted") != std::string::npos && ev.find("Checkpointing") != std::string::npos &&
+           ev.find("Recovered") != std::string::npos;
+  }, 10s)) << events_text();
+  // Every pod of the new epoch resumes.
+  for (const auto& p : pods()) {
+    if (p["metadata"]["labels"]["valley.dev/epoch"] != std::to_string(st["epoch"].get<int>())) continue;
+    for (const auto& e : p["spec"]["containers"][0]["env"])
+      if (e["name"] == "VALLEY_RESUME") {
+        EXPECT_EQ(e["value"], "1");
+      }
+  }
+}
+
+TEST_F(SpotTest, ADeletedNodeRestartsTheTaskOnTheRest) {
+  apply(spot_spec(2, 3));
+  ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
+  const std::string lost = node_of("job-worker-2");
+  const auto start = Clock::now();
+  admin->remove(kNodes, "", lost);
+  ASSERT_TRUE(running_again(1)) << status().dump(2) << operator_log();
+  std::printf("node deleted -> Running again: %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());
+  EXPECT_EQ(worker_nodes().count(lost), 0u);
+  EXPECT_EQ(worker_nodes().size(), 2u);
+  expect_one_disruption("NodeLost");
+  // Its pods were force-deleted: no kubelet would ever have confirmed them.
+  EXPECT_NE(operator_log().find("force-deleted"), std::string::npos) << operator_log();
+}
+
+TEST_F(SpotTest, AnEvictedWorkerRestartsTheTask) {
+  apply(spot_spec(2, 3));
+  ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
+  const auto start = Clock::now();
+  admin->create("/api/v1/namespaces/" + ns + "/pods/job-worker-0/eviction",
+                {{"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", {{"name", "job-worker-0"}, {"namespace", ns}}}});
+  ASSERT_TRUE(running_again(1)) << status().dump(2) << operator_log();
+  std::printf("eviction -> Running again: %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());
+  expect_one_disruption("Evicted");
+  EXPECT_EQ(worker_nodes().size(), 3u);  // nothing was wrong with the node: the task comes back whole
+}
+
+TEST_F(SpotTest, BelowItsMinimumTheTaskWaitsThenResumesWhenCapacityReturns) {
+  apply(spot_spec(3, 3));
+  ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
+  const std::string doomed = node_of("job-worker-0");
+  admin->patch(kNodes, "", doomed, kube::PatchType::Merge,
+               {{"spec", {{"taints", {{{"key", "karpenter.sh/disrupted"}, {"effect", "NoSchedule"}}}}}}});
+  ASSERT_TRUE(eventually([&] {
+    json st = status();
+    return st.value("phase", "") == "Pending" && st.value("message", "").find("InsufficientCapacity") != std::string::npos;
+  }, 60s)) << status().dump(2) << operator_log();
+  EXPECT_TRUE(eventually([&] { return pods().empty(); }, 60s));  // nothing half-running while it waits
+  EXPECT_EQ(phase(), "Pending");
+  // The node is replaced (the notice withdrawn): the task resumes.
+  admin->patch(kNodes, "", doomed, kube::PatchType::Merge, {{"spec", {{"taints", nullptr}}}});
+  ASSERT_TRUE(running_again(1)) << status().dump(2) << operator_log();
+  json st = status();
+  EXPECT_EQ(st["restarts"].value("disruptions", 0), 1) << st.dump(2);
+  EXPECT_EQ(st["restarts"].value("preemptions", 0), 0) << st.dump(2);
+  EXPECT_EQ(st["restarts"].value("failures", 0), 0) << st.dump(2);
+  EXPECT_EQ(st["replicas"], 3);
+}
+
+}  // namespace
+}  // namespace valley::e2e

@@ -1,0 +1,70 @@
+// The fixture of the TrainingTask end-to-end tests: a namespace with its own operator process, and
+// helpers to apply tasks and read their state.
+#pragma once
+
+#include <signal.h>
+
+#include "tests/e2e/support.h"
+
+namespace valley::e2e {
+
+using kube::resources::kPods;
+using kube::resources::kTrainingTasks;
+
+class TaskTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    start_operator();
+  }
+  void TearDown() override {
+    stop_operator();
+    ClusterTest::TearDown();
+  }
+  void start_operator() {
+    op_ = std::make_unique<ChildProcess>(
+        operator_argv(ns, operator_flags()),
+        ::testing::TempDir() + "/operator-" + ns + "-" + std::to_string(++starts_) + ".log");
+  }
+  virtual std::vector<std::string> operator_flags() const {
+    return {"--planner-min-resize-interval=2s", "--unschedulable-timeout=3s"};
+  }
+  void stop_operator(int sig = SIGTERM) {
+    if (!op_) return;
+    op_->signal(sig);
+    op_->wait(15s);
+    op_.reset();
+  }
+
+  json apply(const json& spec, const std::string& name = "job") {
+    return admin->create(kTrainingTasks, ns,
+                         {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+  }
+  json task(const std::string& name = "job") { return admin->get(kTrainingTasks, ns, name); }
+  std::string phase(const std::string& name = "job") {
+    return task(name).value("status", json::object()).value("phase", "");
+  }
+  bool wait_phase(const std::string& want, std::chrono::seconds timeout = 60s, const std::string& name = "job") {
+    return eventually([&] { return phase(name) == want; }, timeout);
+  }
+  std::vector<json> pods(const std::string& name = "job") {
+    kube::ListOptions lo;
+    lo.label_selector = "valley.dev/task=" + name;
+    return admin->list(kPods, ns, lo).items;
+  }
+  std::string operator_log() const { return op_ ? op_->output() : ""; }
+
+  std::unique_ptr<ChildProcess> op_;
+  int starts_ = 0;
+};
+
+inline json mpi_spec(int min, int max, json launcher_annotations = json::object()) {
+  json spec = {{"taskType", "MPI"},
+               {"replicas", {{"min", min}, {"max", max}}},
+               {"master", {{"image", "valley.dev/examples/launcher:1"}, {"command", {"mpirun", "python", "train.py"}}}},
+               {"worker", {{"image", "valley.dev/examples/worker:1"}, {"gpus", "1"}, {"slotsPerWorker", 2}}}};
+  if (!launcher_annotations.empty()) spec["master"]["template"] = {{"metadata", {{"annotations", launcher_annotations}}}};
+  return spec;
+}
+
+}  // namespace valley::e2e
