@@ -72,10 +72,13 @@ Node node_from(const json& node, const NodeFacts& facts) {
 }
 
 std::map<std::string, int64_t> gpu_usage(const json& pod) {
+  std::string phase = field(pod, "status").value("phase", "");
+  if (phase == "Succeeded" || phase == "Failed") return {};
+  return gpu_requests(pod);
+}
+
+std::map<std::string, int64_t> gpu_requests(const json& pod) {
   std::map<std::string, int64_t> out;
-  const json& status = field(pod, "status");
-  std::string phase = status.value("phase", "");
-  if (phase == "Succeeded" || phase == "Failed") return out;
   const json& spec = field(pod, "spec");
   auto container_usage = [](const json& c) {
     std::map<std::string, int64_t> u;

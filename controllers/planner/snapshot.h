@@ -30,8 +30,10 @@ struct NodeFacts {
 // GPU resources of a node as free capacity (allocatable, before any pod), its vendor and class.
 Node node_from(const json& node, const NodeFacts& facts = {});
 
-// The GPU resources a pod holds (requests, else limits, summed over containers; init containers
-// count by their maximum, as the scheduler does). Empty for finished pods.
+// The GPU resources a pod asks for (requests, else limits, summed over containers; init containers
+// count by their maximum, as the scheduler does), whatever its phase.
+std::map<std::string, int64_t> gpu_requests(const json& pod);
+// What it holds now: its requests, or nothing once it has finished.
 std::map<std::string, int64_t> gpu_usage(const json& pod);
 
 // Subtracts what `pod` holds from its node's free capacity.

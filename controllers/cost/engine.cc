@@ -1,0 +1,212 @@
+#include "controllers/cost/engine.h"
+
+#include <algorithm>
+
+#include "controllers/gpu/resources.h"
+#include "controllers/planner/snapshot.h"
+
+namespace valley::cost {
+namespace {
+
+using json = nlohmann::json;
+__extension__ typedef __int128 i128;
+
+int64_t ms_between(SystemTime a, SystemTime b) { return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count(); }
+
+int64_t rounded(i128 num, i128 den) { return static_cast<int64_t>((num + den / 2) / den); }
+
+const json& obj(const json& o, const char* key) {
+  static const json kEmpty = json::object();
+  auto it = o.find(key);
+  return it == o.end() || !it->is_object() ? kEmpty : *it;
+}
+
+std::optional<SystemTime> time_of(const json& o, const char* key) {
+  if (!o.contains(key) || !o[key].is_string()) return std::nullopt;
+  return kube::parse_time(o[key].get<std::string>());
+}
+
+}  // namespace
+
+void Charge::add(const Charge& o) {
+  gpu += o.gpu;
+  energy += o.energy;
+  for (const auto& [k, v] : o.gpu_milli_seconds) gpu_milli_seconds[k] += v;
+  for (const auto& [k, v] : o.micro_wh) micro_wh[k] += v;
+}
+
+Charge charge_interval(const Policy& p, const NodeRate& rate, int64_t share_milli, SystemTime from, SystemTime to) {
+  Charge c;
+  if (to <= from || share_milli <= 0) return c;
+  i128 gpu_num = 0, energy_num = 0;
+  const std::string key = rate.vendor + "/" + rate.capacity_class;
+  for (SystemTime t = from; t < to;) {
+    SystemTime b = std::min(next_tariff_boundary(p, t), to);
+    const int64_t ms = ms_between(t, b);
+    const Tariff tariff = tariff_at(p, t);
+    gpu_num += i128{rate.gpu_per_hour} * share_milli * ms;  // / (1000 x 3.6e6) -> micros
+    // micro-Wh = W x ms x share_milli x pue_milli / 3.6e6; micros = micro-Wh x per_kWh / 1e9.
+    i128 uwh_num = i128{rate.watts} * ms * share_milli * p.pue_milli;
+    c.micro_wh[tariff.name] += rounded(uwh_num, i128{3'600'000});
+    energy_num += uwh_num * tariff.per_kwh;
+    c.gpu_milli_seconds[key] += rounded(i128{share_milli} * ms, 1000);
+    t = b;
+  }
+  c.gpu = rounded(gpu_num, i128{3'600'000'000LL});
+  c.energy = rounded(energy_num, i128{3'600'000} * 1'000'000'000LL);
+  return c;
+}
+
+Micros apply_multiplier(Micros amount, int64_t multiplier_milli) { return rounded(i128{amount} * multiplier_milli, 1000); }
+
+PodUse pod_use(const json& pod) {
+  PodUse u;
+  const json& meta = obj(pod, "metadata");
+  u.uid = meta.value("uid", "");
+  u.name = meta.value("name", "");
+  u.node = obj(pod, "spec").value("nodeName", "");
+  for (const auto& [resource, count] : planner::gpu_requests(pod)) u.share_milli += gpu::share_milli(resource, count);
+  const json& status = obj(pod, "status");
+  bool all_terminated = true, any = false;
+  std::optional<SystemTime> last_end;
+  for (const auto& cs : status.value("containerStatuses", json::array())) {
+    any = true;
+    const json& state = obj(cs, "state");
+    std::optional<SystemTime> started;
+    if (state.contains("running")) {
+      started = time_of(obj(state, "running"), "startedAt");
+      all_terminated = false;
+    } else if (state.contains("terminated")) {
+      const json& t = obj(state, "terminated");
+      started = time_of(t, "startedAt");
+      auto finished = time_of(t, "finishedAt");
+      if (finished && (!last_end || *finished > *last_end)) last_end = finished;
+    } else {
+      all_terminated = false;
+    }
+    if (started && (!u.start || *started < *u.start)) u.start = started;
+  }
+  if (any && all_terminated && u.start) u.end = last_end ? last_end : u.start;
+  return u;
+}
+
+Micros accrued_micros(const json& cost_status) {
+  return cost_status.is_object() ? cost_status.value("accruedMicros", int64_t{0}) : 0;
+}
+
+json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>& pods, const std::map<std::string, NodeRate>& rates,
+            int priority, SystemTime now, bool finished) {
+  json c = cost_status.is_object() ? cost_status : json::object();
+  c["policy"] = p.name;
+  c["currency"] = p.currency;
+  const int64_t multiplier = multiplier_milli(p, priority);
+  c["multiplier"] = format_milli(multiplier);
+  json b = c.contains("breakdown") && c["breakdown"].is_object() ? c["breakdown"] : json::object();
+  Charge total;
+  total.gpu = b.value("gpuMicros", int64_t{0});
+  total.energy = b.value("energyMicros", int64_t{0});
+  for (const auto& [k, v] : obj(b, "gpuMilliSeconds").items()) total.gpu_milli_seconds[k] = v.get<int64_t>();
+  for (const auto& [k, v] : obj(b, "microWh").items()) total.micro_wh[k] = v.get<int64_t>();
+
+  std::map<std::string, json> ledger;
+  if (c.contains("ledger") && c["ledger"].is_array())
+    for (const auto& e : c["ledger"])
+      if (e.is_object()) ledger[e.value("uid", "")] = e;
+  json next_ledger = json::array();
+  for (const auto& pod : pods) {
+    if (!pod.start || pod.share_milli <= 0) continue;  // never ran, or holds no GPU
+    auto it = ledger.find(pod.uid);
+    json entry;
+    if (it != ledger.end()) {
+      entry = it->second;
+    } else {
+      auto r = rates.find(pod.node);
+      if (r == rates.end()) continue;  // its node is gone before we could price it
+      entry = {{"uid", pod.uid}, {"pod", pod.name}, {"node", pod.node}, {"vendor", r->second.vendor},
+               {"product", r->second.product}, {"capacityClass", r->second.capacity_class},
+               {"gpuPerHourMicros", r->second.gpu_per_hour}, {"watts", r->second.watts}, {"shareMilli", pod.share_milli},
+               {"until", kube::format_time(*pod.start)}, {"untilMs", std::chrono::duration_cast<std::chrono::milliseconds>(pod.start->time_since_epoch()).count()}};
+    }
+    NodeRate rate{entry.value("vendor", ""), entry.value("product", ""), entry.value("capacityClass", "on-demand"),
+                  entry.value("gpuPerHourMicros", int64_t{0}), entry.value("watts", 0)};
+    SystemTime until{std::chrono::milliseconds(entry.value("untilMs", int64_t{0}))};
+    SystemTime end = pod.end ? std::min(*pod.end, now) : now;
+    SystemTime from = std::max(until, *pod.start);
+    if (end > from) {
+      total.add(charge_interval(p, rate, entry.value("shareMilli", pod.share_milli), from, end));
+      entry["until"] = kube::format_time(end);
+      entry["untilMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(end.time_since_epoch()).count();
+    }
+    next_ledger.push_back(entry);
+  }
+  c["ledger"] = next_ledger;
+  b["gpuMicros"] = total.gpu;
+  b["energyMicros"] = total.energy;
+  b["gpu"] = format_money(total.gpu);
+  b["energy"] = format_money(total.energy);
+  b["gpuMilliSeconds"] = total.gpu_milli_seconds;
+  b["microWh"] = total.micro_wh;
+  json hours = json::object(), kwh = json::object();
+  for (const auto& [k, v] : total.gpu_milli_seconds) hours[k] = format_money(v * 1000 / 3600, 3);  // GPU-hours
+  for (const auto& [k, v] : total.micro_wh) kwh[k] = format_money(v / 1000, 3);                  // kWh
+  b["gpuHours"] = hours;
+  b["kWh"] = kwh;
+  c["breakdown"] = b;
+  const Micros accrued = apply_multiplier(total.gpu + total.energy, multiplier);
+  c["accruedMicros"] = accrued;
+  c["accrued"] = format_money(accrued);
+  if (finished) {
+    c["finalMicros"] = accrued;
+    c["final"] = format_money(accrued);
+  }
+  return c;
+}
+
+std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, const NodeRate& expected,
+                                 const std::vector<NodeRate>& candidates, SystemTime start) {
+  if (!spec.estimated_duration) return std::nullopt;
+  const int workers = spec.type == task::TaskType::Single ? 1 : spec.max_workers;
+  const int64_t share = int64_t{workers} * spec.gpus.milli;
+  const SystemTime end = start + *spec.estimated_duration;
+  const int64_t multiplier = multiplier_milli(p, spec.priority);
+  Estimate e;
+  e.start = start;
+  e.gpu_milli_hours = rounded(i128{share} * spec.estimated_duration->count(), 3'600'000);
+  Charge c = charge_interval(p, expected, share, start, end);
+  e.expected = apply_multiplier(c.gpu + c.energy, multiplier);
+  // Bounds: each candidate rate at the cheapest and the dearest tariff for the whole run.
+  Micros cheap = INT64_MAX, dear = 0;
+  for (const auto& w : p.windows) {
+    cheap = std::min(cheap, w.per_kwh);
+    dear = std::max(dear, w.per_kwh);
+  }
+  cheap = std::min(cheap, p.flat_per_kwh);
+  dear = std::max(dear, p.flat_per_kwh);
+  Policy flat = p;
+  flat.windows.clear();
+  flat.zone = TimeZone::utc();
+  e.low = INT64_MAX;
+  e.high = 0;
+  std::vector<NodeRate> all = candidates;
+  all.push_back(expected);
+  for (const auto& r : all) {
+    flat.flat_per_kwh = cheap;
+    Charge lo = charge_interval(flat, r, share, start, end);
+    flat.flat_per_kwh = dear;
+    Charge hi = charge_interval(flat, r, share, start, end);
+    e.low = std::min(e.low, apply_multiplier(lo.gpu + lo.energy, multiplier));
+    e.high = std::max(e.high, apply_multiplier(hi.gpu + hi.energy, multiplier));
+  }
+  e.basis = std::to_string(workers) + " workers x " + format_milli(spec.gpus.milli) + " GPU x " +
+            format_money(e.gpu_milli_hours * 1000 / std::max<int64_t>(share, 1), 2) + " h on " + expected.vendor + " " +
+            expected.capacity_class + " at " + format_money(expected.gpu_per_hour) + "/GPU-h, priority x" + format_milli(multiplier);
+  return e;
+}
+
+json estimate_json(const Policy& p, const Estimate& e) {
+  return {{"expected", format_money(e.expected)}, {"low", format_money(e.low)}, {"high", format_money(e.high)},
+          {"expectedMicros", e.expected}, {"currency", p.currency}, {"gpuHours", format_money(e.gpu_milli_hours * 1000, 3)},
+          {"start", kube::format_time(e.start)}, {"basis", e.basis}};
+}
+
+}  // namespace valley::cost

@@ -1,0 +1,67 @@
+// The cost engine, pure: what a pod's use of GPUs costs over an interval, split at tariff
+// boundaries (time zone and DST aware), in integer micro-units; each task's accrual from its pods'
+// actual running intervals, kept in its status so it survives operator restarts and is never
+// counted twice; the estimate shown at submission.
+//
+// Per interval: GPU = price per GPU-hour (by vendor, product, spot or on-demand) x GPUs held x hours;
+// energy = watts per GPU x GPUs held x PUE x hours x the tariff's price per kWh. A fractional GPU
+// (MIG slice, time-sliced replica) counts as its share. The task's total is (GPU + energy) x the
+// priority multiplier, rounded once.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/cost/policy.h"
+#include "controllers/task/spec.h"
+
+namespace valley::cost {
+
+struct Charge {
+  Micros gpu = 0, energy = 0;
+  std::map<std::string, int64_t> gpu_milli_seconds;  // by "vendor/class", GPU-seconds x 1000
+  std::map<std::string, int64_t> micro_wh;           // by tariff name
+  void add(const Charge& other);
+};
+
+// One pod holding `share_milli` thousandths of a GPU on a node priced `rate`, from..to.
+Charge charge_interval(const Policy& p, const NodeRate& rate, int64_t share_milli, SystemTime from, SystemTime to);
+
+Micros apply_multiplier(Micros amount, int64_t multiplier_milli);
+
+// A pod's use as the API shows it.
+struct PodUse {
+  std::string uid, name, node;
+  int64_t share_milli = 0;           // GPUs held, thousandths
+  std::optional<SystemTime> start;   // first container started
+  std::optional<SystemTime> end;     // all containers ended (or deleted while not running)
+};
+PodUse pod_use(const nlohmann::json& pod);
+
+// Brings status.cost (as stored; empty for a new task) up to `now` for the task's pods. `rates`
+// holds the rate of every node that exists; a pod on a node gone since keeps the rate its ledger
+// entry captured. Ledger entries are dropped with their pods: a pod never comes back, so nothing
+// is charged twice. `finished` also writes cost.final.
+nlohmann::json accrue(const Policy& p, const nlohmann::json& cost_status, const std::vector<PodUse>& pods,
+                      const std::map<std::string, NodeRate>& rates, int priority, SystemTime now, bool finished);
+
+// The accrued total in status.cost, in micros (0 when absent).
+Micros accrued_micros(const nlohmann::json& cost_status);
+
+// The estimate for a task before it runs: GPU-hours = max workers x GPUs per worker x
+// estimatedDuration (the duration at max; a smaller size runs longer for about the same GPU-hours),
+// priced at `expected` (where it is placed, or would most likely go) from `start`, and bounded by
+// the cheapest and dearest rates and tariffs among `candidates`.
+struct Estimate {
+  Micros expected = 0, low = 0, high = 0;
+  int64_t gpu_milli_hours = 0;
+  SystemTime start{};
+  std::string basis;  // what was assumed, for the user
+};
+std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, const NodeRate& expected,
+                                 const std::vector<NodeRate>& candidates, SystemTime start);
+nlohmann::json estimate_json(const Policy& p, const Estimate& e);
+
+}  // namespace valley::cost

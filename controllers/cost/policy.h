@@ -1,0 +1,89 @@
+// A PricingPolicy (valley.dev/v1alpha1, cluster-scoped; the one named "default" is used) as typed
+// values, and the lookups the cost engine needs: a node's GPU price and wattage, the tariff at an
+// instant, the priority multiplier. Parsing is pure apart from reading the tz database.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/cost/money.h"
+#include "controllers/cost/timezone.h"
+
+namespace valley::cost {
+
+using json = nlohmann::json;
+
+struct GpuPrice {
+  std::string vendor, product;  // "" matches any
+  Micros on_demand = 0, spot = 0;  // per GPU-hour
+};
+struct GpuWatts {
+  std::string vendor, product;
+  int watts = 0;
+};
+// A tariff window in local time: [start, end) minutes of the day on the given weekdays; end <= start
+// wraps past midnight (the part after midnight belongs to the day the window started).
+struct TariffWindow {
+  std::string name;
+  Micros per_kwh = 0;
+  unsigned days = 0x7f;  // bit 0 = Sunday ... bit 6 = Saturday
+  int start = 0, end = 0;  // minutes
+};
+struct PriorityStep {
+  int min_priority = 0;
+  int64_t multiplier_milli = 1000;
+};
+
+struct Policy {
+  std::string name = "default";
+  std::string currency = "USD";
+  std::vector<GpuPrice> gpu;  // first match wins
+  std::vector<std::pair<std::string, std::string>> spot_labels = {{"karpenter.sh/capacity-type", "spot"},
+                                                                  {"eks.amazonaws.com/capacityType", "SPOT"},
+                                                                  {"cloud.google.com/gke-spot", "true"},
+                                                                  {"cloud.google.com/gke-preemptible", "true"}};
+  std::vector<std::string> product_labels = {"nvidia.com/gpu.product", "amd.com/gpu.product-name"};
+  // Electricity.
+  std::string time_zone_name = "UTC";
+  TimeZone zone = TimeZone::utc();
+  int64_t pue_milli = 1000;
+  std::vector<GpuWatts> watts;  // first match wins
+  int default_watts = 300;
+  std::string flat_name = "flat";
+  Micros flat_per_kwh = 0;  // outside every window
+  std::vector<TariffWindow> windows;  // first match wins
+  std::vector<PriorityStep> priority;  // sorted by min_priority
+  int reduce_cost_idle_percent = 50;
+};
+
+// nullopt + errors ("spec.gpu[1].spot: ...") when the object is not a valid policy.
+std::optional<Policy> parse_policy(const json& object, std::vector<std::string>* errors);
+
+// What a GPU of a node costs: its vendor, product and capacity class from labels, priced.
+struct NodeRate {
+  std::string vendor, product, capacity_class = "on-demand";
+  Micros gpu_per_hour = 0;
+  int watts = 0;
+};
+NodeRate rate_for(const Policy& p, const std::string& vendor, const std::map<std::string, std::string>& labels);
+
+int64_t multiplier_milli(const Policy& p, int priority);
+
+// The tariff at `t`: the window's name and price, or the flat one.
+struct Tariff {
+  std::string name;
+  Micros per_kwh = 0;
+};
+Tariff tariff_at(const Policy& p, SystemTime t);
+// The next instant after t at which the tariff may change (a window edge, midnight, or a DST switch).
+SystemTime next_tariff_boundary(const Policy& p, SystemTime t);
+// Off-peak = the cheapest tariff the policy has. now is off-peak, or when the next off-peak period
+// starts (within 8 days; nullopt if never).
+bool off_peak(const Policy& p, SystemTime t);
+std::optional<SystemTime> next_off_peak(const Policy& p, SystemTime t);
+
+}  // namespace valley::cost

@@ -1,0 +1,247 @@
+#include <gtest/gtest.h>
+
+#include "controllers/cost/engine.h"
+#include "controllers/cost/money.h"
+#include "controllers/cost/policy.h"
+#include "controllers/cost/timezone.h"
+
+namespace valley::cost {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+SystemTime at(const std::string& rfc3339) { return *kube::parse_time(rfc3339); }
+
+TEST(Money, ParseAndFormat) {
+  EXPECT_EQ(parse_money("12.34"), 12'340'000);
+  EXPECT_EQ(parse_money("0.000001"), 1);
+  EXPECT_EQ(parse_money("7"), 7'000'000);
+  EXPECT_FALSE(parse_money("1.2345678"));
+  EXPECT_FALSE(parse_money("-1"));
+  EXPECT_FALSE(parse_money("1."));
+  EXPECT_FALSE(parse_money(""));
+  EXPECT_EQ(format_money(12'345'678), "12.35");
+  EXPECT_EQ(format_money(12'344'999), "12.34");
+  EXPECT_EQ(format_money(5), "0.00");
+  EXPECT_EQ(format_money(5'000, 4), "0.0050");
+  EXPECT_EQ(format_money(-1'500'000), "-1.50");
+  EXPECT_EQ(parse_milli("1.5"), 1500);
+  EXPECT_EQ(format_milli(1500), "1.5");
+  EXPECT_EQ(format_milli(12), "0.012");
+  EXPECT_EQ(format_milli(2000), "2");
+}
+
+TEST(TimeZone, FixedOffsetAndDaylightSavingFromTheTzDatabase) {
+  std::string err;
+  auto shanghai = TimeZone::load("Asia/Shanghai", &err);
+  ASSERT_TRUE(shanghai) << err;
+  EXPECT_EQ(shanghai->offset(at("2026-07-01T00:00:00Z")), 8h);
+  EXPECT_FALSE(shanghai->next_change(at("2026-07-01T00:00:00Z")));
+  auto berlin = TimeZone::load("Europe/Berlin", &err);
+  ASSERT_TRUE(berlin) << err;
+  // 2026: summer time from 29 March 01:00 UTC to 25 October 01:00 UTC.
+  EXPECT_EQ(berlin->offset(at("2026-03-29T00:59:59Z")), 1h);
+  EXPECT_EQ(berlin->offset(at("2026-03-29T01:00:00Z")), 2h);
+  EXPECT_EQ(berlin->offset(at("2026-10-25T00:59:59Z")), 2h);
+  EXPECT_EQ(berlin->offset(at("2026-10-25T01:00:00Z")), 1h);
+  EXPECT_EQ(kube::format_time(*berlin->next_change(at("2026-01-10T00:00:00Z"))), "2026-03-29T01:00:00Z");
+  auto ny = TimeZone::load("America/New_York", &err);
+  ASSERT_TRUE(ny) << err;
+  EXPECT_EQ(ny->offset(at("2026-03-08T06:59:59Z")), -5h);
+  EXPECT_EQ(ny->offset(at("2026-03-08T07:00:00Z")), -4h);
+  // Southern hemisphere: Sydney is on summer time over the new year.
+  auto sydney = TimeZone::load("Australia/Sydney", &err);
+  ASSERT_TRUE(sydney) << err;
+  EXPECT_EQ(sydney->offset(at("2026-01-15T00:00:00Z")), 11h);
+  EXPECT_EQ(sydney->offset(at("2026-07-15T00:00:00Z")), 10h);
+  EXPECT_FALSE(TimeZone::load("Mars/Olympus", &err));
+  EXPECT_NE(err.find("unknown time zone"), std::string::npos);
+  EXPECT_FALSE(TimeZone::load("../etc/passwd", &err));
+  EXPECT_FALSE(TimeZone::from_posix("X", &err));
+  EXPECT_EQ(TimeZone::from_posix("<+0530>-5:30", &err)->offset(at("2026-01-01T00:00:00Z")), 5h + 30min);
+}
+
+json policy_object() {
+  return json::parse(R"({"metadata":{"name":"default"},"spec":{
+    "currency":"CNY",
+    "gpu":[{"match":{"vendor":"nvidia","product":"NVIDIA-A100-SXM4-80GB"},"onDemand":"20.00","spot":"8.00"},
+           {"match":{"vendor":"amd"},"onDemand":"12.00","spot":"5.00"},
+           {"onDemand":"10.00"}],
+    "electricity":{"timeZone":"Asia/Shanghai","pue":"1.25","defaultWattsPerGpu":300,
+      "wattsPerGpu":[{"match":{"product":"NVIDIA-A100-SXM4-80GB"},"watts":400}],
+      "flatPerKWh":"0.80",
+      "windows":[{"name":"valley","perKWh":"0.30","start":"23:00","end":"07:00"},
+                 {"name":"peak","perKWh":"1.20","start":"10:00","end":"12:00","days":["Mon","Tue","Wed","Thu","Fri"]}]},
+    "priority":{"multipliers":[{"minPriority":0,"multiplier":"0.8"},{"minPriority":50,"multiplier":"1.0"},{"minPriority":80,"multiplier":"1.5"}]}}})");
+}
+
+Policy policy() {
+  std::vector<std::string> errors;
+  auto p = parse_policy(policy_object(), &errors);
+  EXPECT_TRUE(p) << (errors.empty() ? "" : errors[0]);
+  return *p;
+}
+
+const std::map<std::string, std::string> kA100 = {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}};
+
+TEST(Policy, ParsesAndReportsEveryProblemWithItsPath) {
+  Policy p = policy();
+  EXPECT_EQ(p.currency, "CNY");
+  EXPECT_EQ(p.pue_milli, 1250);
+  EXPECT_EQ(p.windows.size(), 2u);
+  json bad = policy_object();
+  bad["spec"]["currency"] = "yuan";
+  bad["spec"]["gpu"][1]["spot"] = "cheap";
+  bad["spec"]["electricity"]["timeZone"] = "Nowhere/Land";
+  bad["spec"]["electricity"]["windows"][0]["start"] = "25:00";
+  bad["spec"]["electricity"]["windows"][1]["days"] = {"Funday"};
+  bad["spec"]["priority"]["multipliers"][0]["multiplier"] = "0";
+  std::vector<std::string> errors;
+  EXPECT_FALSE(parse_policy(bad, &errors));
+  std::string all;
+  for (const auto& e : errors) all += e + "\n";
+  for (const char* path : {"spec.currency", "spec.gpu[1].spot", "spec.electricity.timeZone", "spec.electricity.windows[0]",
+                           "spec.electricity.windows[1].days", "spec.priority.multipliers[0].multiplier"})
+    EXPECT_NE(all.find(path), std::string::npos) << path << " missing in:\n" << all;
+}
+
+TEST(Policy, RatesBySelectorAndCapacityClass) {
+  Policy p = policy();
+  NodeRate od = rate_for(p, "nvidia", kA100);
+  EXPECT_EQ(od.gpu_per_hour, 20'000'000);
+  EXPECT_EQ(od.watts, 400);
+  EXPECT_EQ(od.capacity_class, "on-demand");
+  auto spot_labels = kA100;
+  spot_labels["karpenter.sh/capacity-type"] = "spot";
+  EXPECT_EQ(rate_for(p, "nvidia", spot_labels).gpu_per_hour, 8'000'000);
+  EXPECT_EQ(rate_for(p, "amd", {}).gpu_per_hour, 12'000'000);
+  EXPECT_EQ(rate_for(p, "amd", {}).watts, 300);
+  EXPECT_EQ(rate_for(p, "nvidia", {{"nvidia.com/gpu.product", "Tesla-T4"}}).gpu_per_hour, 10'000'000);  // the catch-all
+  EXPECT_EQ(multiplier_milli(p, 0), 800);
+  EXPECT_EQ(multiplier_milli(p, 50), 1000);
+  EXPECT_EQ(multiplier_milli(p, 79), 1000);
+  EXPECT_EQ(multiplier_milli(p, 100), 1500);
+}
+
+TEST(Policy, TariffWindowsInLocalTimeWrapMidnightAndFollowWeekdays) {
+  Policy p = policy();  // Asia/Shanghai, UTC+8
+  EXPECT_EQ(tariff_at(p, at("2026-11-23T15:30:00Z")).name, "valley");  // Tue 23:30 local
+  EXPECT_EQ(tariff_at(p, at("2026-11-23T22:59:00Z")).name, "valley");  // Tue 06:59 local
+  EXPECT_EQ(tariff_at(p, at("2026-11-23T23:00:00Z")).name, "flat");    // Tue 07:00 local
+  EXPECT_EQ(tariff_at(p, at("2026-11-24T02:00:00Z")).name, "peak");    // Tue 10:00 local
+  EXPECT_EQ(tariff_at(p, at("2026-11-22T02:00:00Z")).name, "flat");    // Sun 10:00 local: no peak at weekends
+  EXPECT_EQ(kube::format_time(next_tariff_boundary(p, at("2026-11-24T01:00:00Z"))), "2026-11-24T02:00:00Z");
+  EXPECT_TRUE(off_peak(p, at("2026-11-23T16:00:00Z")));
+  EXPECT_FALSE(off_peak(p, at("2026-11-24T02:00:00Z")));
+  EXPECT_EQ(kube::format_time(*next_off_peak(p, at("2026-11-24T02:00:00Z"))), "2026-11-24T15:00:00Z");  // 23:00 local
+}
+
+// One A100 on demand for exactly one hour, 11:30-12:30 local on a Tuesday: half peak, half flat.
+TEST(Charge, SplitsAtTariffBoundariesExactly) {
+  Policy p = policy();
+  Charge c = charge_interval(p, rate_for(p, "nvidia", kA100), 1000, at("2026-11-24T03:30:00Z"), at("2026-11-24T04:30:00Z"));
+  EXPECT_EQ(c.gpu, 20'000'000);
+  // 400 W x 1.25 PUE x 0.5 h = 0.25 kWh in each window: 0.25 x 1.20 + 0.25 x 0.80 = 0.50.
+  EXPECT_EQ(c.micro_wh["peak"], 250'000'000);
+  EXPECT_EQ(c.micro_wh["flat"], 250'000'000);
+  EXPECT_EQ(c.energy, 500'000);
+  EXPECT_EQ(c.gpu_milli_seconds["nvidia/on-demand"], 3'600'000);
+}
+
+TEST(Charge, FractionalAndMigSharesAndSpot) {
+  Policy p = policy();
+  auto spot_labels = kA100;
+  spot_labels["karpenter.sh/capacity-type"] = "spot";
+  NodeRate spot = rate_for(p, "nvidia", spot_labels);
+  // A 1g.10gb MIG slice is 1/7 of a GPU: 142 thousandths.
+  Charge mig = charge_interval(p, spot, 142, at("2026-11-23T16:00:00Z"), at("2026-11-23T17:00:00Z"));
+  EXPECT_EQ(mig.gpu, 8'000'000 * 142 / 1000);
+  EXPECT_EQ(mig.gpu_milli_seconds["nvidia/spot"], 142 * 3600);
+  // Energy in the valley window: 400 W x 0.142 x 1.25 x 1 h = 0.071 kWh x 0.30 = 0.0213.
+  EXPECT_EQ(mig.energy, 21'300);
+}
+
+TEST(Charge, DaylightSavingNightIsAnHourShorterInLocalTerms) {
+  std::vector<std::string> errors;
+  json o = policy_object();
+  o["spec"]["electricity"]["timeZone"] = "Europe/Berlin";
+  o["spec"]["electricity"]["windows"] = json::parse(R"([{"name":"valley","perKWh":"0.10","start":"00:00","end":"06:00"}])");
+  auto p = parse_policy(o, &errors);
+  ASSERT_TRUE(p);
+  // 2026-03-29: local 00:00-06:00 is 23:00Z (28th) to 04:00Z (29th), 5 real hours, not 6.
+  Charge c = charge_interval(*p, rate_for(*p, "nvidia", kA100), 1000, at("2026-03-28T22:00:00Z"), at("2026-03-29T06:00:00Z"));
+  EXPECT_EQ(c.micro_wh["valley"], 5 * 500'000'000LL);  // 400 W x 1.25 = 0.5 kWh per hour
+  EXPECT_EQ(c.micro_wh["flat"], 3 * 500'000'000LL);
+}
+
+nlohmann::json running_pod(const std::string& uid, const std::string& node, const std::string& started,
+                           const std::string& finished = "") {
+  json state = finished.empty() ? json{{"running", {{"startedAt", started}}}}
+                                : json{{"terminated", {{"startedAt", started}, {"finishedAt", finished}, {"exitCode", 0}}}};
+  return {{"metadata", {{"uid", uid}, {"name", "t-worker-" + uid}}},
+          {"spec", {{"nodeName", node}, {"containers", {{{"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}}},
+          {"status", {{"phase", finished.empty() ? "Running" : "Succeeded"}, {"containerStatuses", {{{"state", state}}}}}}};
+}
+
+TEST(Accrual, FromPodTimesNeverTwiceSurvivesRestartsAndEndsWithFinal) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  const SystemTime t0 = at("2026-11-23T23:00:00Z");  // Tue 07:00 local: flat all along
+  std::vector<PodUse> pods = {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z"))};
+  EXPECT_EQ(pods[0].share_milli, 2000);
+  // Accrued in three steps, with a repeat (a reconcile on the same state) in between.
+  json c = accrue(p, json::object(), pods, rates, 50, t0 + 20min, false);
+  json again = accrue(p, c, pods, rates, 50, t0 + 20min, false);
+  EXPECT_EQ(accrued_micros(again), accrued_micros(c));
+  // An operator restart: the next one starts from what the status says.
+  json persisted = json::parse(again.dump());
+  pods = {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z", "2026-11-24T00:00:00Z"))};
+  json done = accrue(p, persisted, pods, rates, 50, t0 + 90min, true);
+  // One hour of 2 GPUs: 2 x 20.00 + 2 x 0.4 kW x 1.25 x 1 h x 0.80 = 40.80, priority 50 x1.0.
+  EXPECT_EQ(accrued_micros(done), 40'800'000);
+  EXPECT_EQ(done["final"], "40.80");
+  EXPECT_EQ(done["breakdown"]["gpuHours"]["nvidia/on-demand"], "2.000");
+  EXPECT_EQ(done["breakdown"]["kWh"]["flat"], "1.000");
+  // The pod goes away: its ledger entry with it; nothing more is charged.
+  json after = accrue(p, done, {}, rates, 50, t0 + 3h, true);
+  EXPECT_EQ(accrued_micros(after), 40'800'000);
+  EXPECT_TRUE(after["ledger"].empty());
+}
+
+TEST(Accrual, PriorityMultiplierAndANodeThatVanished) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  std::vector<PodUse> pods = {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z"))};
+  json c = accrue(p, json::object(), pods, rates, 0, at("2026-11-23T23:30:00Z"), false);
+  // The node is deleted: the ledger remembers its rate.
+  pods = {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z", "2026-11-24T00:00:00Z"))};
+  json done = accrue(p, c, pods, {}, 0, at("2026-11-24T01:00:00Z"), true);
+  EXPECT_EQ(accrued_micros(done), 40'800'000 * 8 / 10);  // priority 0: x0.8
+  EXPECT_EQ(done["multiplier"], "0.8");
+}
+
+TEST(Estimate, RangeAndExpected) {
+  Policy p = policy();
+  task::TaskSpec spec;
+  spec.max_workers = 4;
+  spec.min_workers = 2;
+  spec.gpus.milli = 1000;
+  spec.priority = 50;
+  spec.estimated_duration = std::chrono::hours(2);
+  auto spot_labels = kA100;
+  spot_labels["karpenter.sh/capacity-type"] = "spot";
+  NodeRate od = rate_for(p, "nvidia", kA100), spot = rate_for(p, "nvidia", spot_labels);
+  auto e = estimate(p, spec, od, {od, spot}, at("2026-11-23T23:00:00Z"));  // 07:00-09:00 local: flat
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->gpu_milli_hours, 8000);
+  // 8 GPU-h x 20.00 + 8 x 0.5 kWh x 0.80 = 163.20.
+  EXPECT_EQ(e->expected, 163'200'000);
+  EXPECT_EQ(e->low, 8 * 8'000'000 + 8 * 500'000 * 3 / 10);   // spot GPUs, valley electricity
+  EXPECT_EQ(e->high, 8 * 20'000'000 + 8 * 500'000 * 12 / 10);  // on-demand, peak
+  spec.estimated_duration.reset();
+  EXPECT_FALSE(estimate(p, spec, od, {od}, at("2026-11-23T23:00:00Z")));
+}
+
+}  // namespace
+}  // namespace valley::cost
