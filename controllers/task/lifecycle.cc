@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "controllers/cost/engine.h"
 #include "controllers/render/render.h"
 
 namespace valley::task {
@@ -349,15 +350,26 @@ class Decider {
       }
     }
     if (spec_->run_policy.suspend) {
-      suspend();
+      suspend("Suspended", "runPolicy.suspend is true: pods stopped", "pods stopped; resume by setting runPolicy.suspend to false");
       return;
     }
+    if (over_budget(*spec_, status_)) {
+      const json& cost = status_["cost"];
+      std::string message = "accrued " + cost.value("accrued", std::string("?")) + " " + cost.value("currency", std::string("")) +
+                            " reached spec.maxCost " + cost::format_money(*spec_->max_cost_micros) +
+                            ": checkpointed and suspended; raise spec.maxCost to resume";
+      set_condition(status_, "BudgetExceeded", true, "BudgetExceeded", message, now_, generation_);
+      suspend("BudgetExceeded", message, message);
+      return;
+    }
+    if (condition_true(status_, "BudgetExceeded"))
+      set_condition(status_, "BudgetExceeded", false, "BudgetRaised", "accrued cost is below spec.maxCost", now_, generation_);
     if (phase_ == kSuspended) {
       // Resume from the last checkpoint in a new epoch.
       epoch_ += 1;
       status_["epoch"] = epoch_;
       set_phase(kAdmitted, "Resumed", "resumed as epoch " + std::to_string(epoch_));
-      set_condition(status_, "Suspended", false, "Resumed", "runPolicy.suspend is false", now_, generation_);
+      set_condition(status_, "Suspended", false, "Resumed", "no longer suspended", now_, generation_);
       event("Normal", "Resumed", "Resume", "resumed as epoch " + std::to_string(epoch_));
     }
     record_checkpoint();
@@ -479,12 +491,12 @@ class Decider {
     count_replicas();
   }
 
-  void suspend() {
-    if (phase_ != kSuspended) {
-      set_phase(kSuspended, "Suspended", "runPolicy.suspend is true: pods stopped");
-      set_condition(status_, "Suspended", true, "Suspended", "runPolicy.suspend is true", now_, generation_);
-      set_condition(status_, "Running", false, "Suspended", "suspended", now_, generation_);
-      event("Normal", "Suspended", "Suspend", "pods stopped; resume by setting runPolicy.suspend to false");
+  void suspend(const std::string& reason, const std::string& message, const std::string& note) {
+    if (phase_ != kSuspended || status_.value("reason", "") != reason) {
+      set_phase(kSuspended, reason, message);
+      set_condition(status_, "Suspended", true, reason, message, now_, generation_);
+      set_condition(status_, "Running", false, reason, "suspended", now_, generation_);
+      event(reason == "Suspended" ? "Normal" : "Warning", reason, "Suspend", note);
     }
     stop_all_pods();
     count_replicas();
@@ -576,6 +588,11 @@ class Decider {
 };
 
 }  // namespace
+
+bool over_budget(const TaskSpec& spec, const json& status) {
+  if (!spec.max_cost_micros || !status.is_object() || !status.contains("cost")) return false;
+  return cost::accrued_micros(status["cost"]) >= *spec.max_cost_micros;
+}
 
 int desired_workers(const TaskSpec& spec) {
   if (spec.type == TaskType::Single) return 1;

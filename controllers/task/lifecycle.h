@@ -124,6 +124,9 @@ struct Decision {
 
 Decision decide(const Observed& observed);
 
+// spec.maxCost is set and status.cost.accrued has reached it: the task is suspended until raised.
+bool over_budget(const TaskSpec& spec, const json& status);
+
 // Without a planner (tests, or a cluster without GPUs): replicas.target if pinned, else min.
 int desired_workers(const TaskSpec& spec);
 

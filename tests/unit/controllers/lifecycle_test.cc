@@ -442,8 +442,12 @@ TEST(Disruption, ADeletedNodeForceDeletesItsPods) {
   // launcher (healthy node) gets its window; worker-1 waits for it.
   ASSERT_EQ(d.delete_pods.size(), 2u);
   for (const auto& del : d.delete_pods) {
-    if (del.name == "t-worker-0") EXPECT_TRUE(del.force);
-    if (del.name == "t-launcher") EXPECT_FALSE(del.force);
+    if (del.name == "t-worker-0") {
+      EXPECT_TRUE(del.force);
+    }
+    if (del.name == "t-launcher") {
+      EXPECT_FALSE(del.force);
+    }
     EXPECT_NE(del.name, "t-worker-1");
   }
 }

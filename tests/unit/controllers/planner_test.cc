@@ -11,9 +11,9 @@ using namespace std::chrono_literals;
 const SystemTime kNow = SystemTime(std::chrono::seconds(1795316645));
 
 Node nvidia(const std::string& name, int gpus, const std::string& cls = "on-demand") {
-  return {name, "nvidia", cls, {{"nvidia.com/gpu", gpus}}, {}, {}, true};
+  return {name, "nvidia", cls, {{"nvidia.com/gpu", gpus}}, {}, {}, true, true, {}, {}};
 }
-Node amd(const std::string& name, int gpus) { return {name, "amd", "on-demand", {{"amd.com/gpu", gpus}}, {}, {}, true}; }
+Node amd(const std::string& name, int gpus) { return {name, "amd", "on-demand", {{"amd.com/gpu", gpus}}, {}, {}, true, true, {}, {}}; }
 
 Task task(const std::string& key, int priority, int min, int max, int gpu_milli = 1000) {
   Task t;
@@ -155,7 +155,7 @@ TEST(Planner, ReduceCostAmdTasksPreferAmd) {
 }
 
 TEST(Planner, FractionalGpusUseTheSmallestFreeMigSliceThenWholeGpus) {
-  Node mig = {"mig", "nvidia", "on-demand", {{"nvidia.com/mig-1g.10gb", 2}, {"nvidia.com/mig-3g.40gb", 1}}, {}, {}, true};
+  Node mig = {"mig", "nvidia", "on-demand", {{"nvidia.com/mig-1g.10gb", 2}, {"nvidia.com/mig-3g.40gb", 1}}, {}, {}, true, true, {}, {}};
   auto ds = plan({mig}, {task("a", 0, 3, 3, 100)}, kNow);
   ASSERT_EQ(ds[0].action, Action::Admit);
   EXPECT_EQ(ds[0].placement[0].gpu_resource, "nvidia.com/mig-1g.10gb");
@@ -163,7 +163,7 @@ TEST(Planner, FractionalGpusUseTheSmallestFreeMigSliceThenWholeGpus) {
   EXPECT_EQ(plan({mig}, {task("b", 0, 1, 1, 500)}, kNow)[0].action, Action::Wait);  // no 4g slice, no whole GPU
   EXPECT_EQ(worker_shape(500, nvidia("n", 1))->gpu_resource, "nvidia.com/gpu");
   // A time-sliced node beats wasting a whole GPU on half of one.
-  Node shared = {"shared", "nvidia", "on-demand", {{"nvidia.com/gpu.shared", 4}}, {}, {}, true};
+  Node shared = {"shared", "nvidia", "on-demand", {{"nvidia.com/gpu.shared", 4}}, {}, {}, true, true, {}, {}};
   auto half = plan({nvidia("whole", 8), shared}, {task("c", 0, 2, 2, 500)}, kNow);
   ASSERT_EQ(half[0].action, Action::Admit);
   EXPECT_EQ(half[0].placement[0].gpu_resource, "nvidia.com/gpu.shared");
@@ -272,7 +272,7 @@ TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterminis
       int kind = static_cast<int>(rng() % 4);
       if (kind == 0) nodes.push_back(amd("amd-" + std::to_string(i), 8));
       else if (kind == 1) nodes.push_back({"mig-" + std::to_string(i), "nvidia", "on-demand",
-                                           {{"nvidia.com/gpu", 4}, {"nvidia.com/mig-1g.10gb", 7}, {"nvidia.com/mig-3g.40gb", 2}}, {}, {}, true});
+                                           {{"nvidia.com/gpu", 4}, {"nvidia.com/mig-1g.10gb", 7}, {"nvidia.com/mig-3g.40gb", 2}}, {}, {}, true, true, {}, {}});
       else nodes.push_back(nvidia("nv-" + std::to_string(i), 1 + static_cast<int>(rng() % 8), rng() % 2 ? "spot" : "on-demand"));
     }
     std::vector<Task> tasks;
