@@ -38,6 +38,8 @@ valley::Flags make_flags() {
       {"node-not-ready-grace", "30s", "a node NotReady/Unknown this long is lost: its tasks restart elsewhere"},
       {"failure-settle", "10s", "wait this long after a launcher's permanent-looking exit for a disruption that explains it"},
       {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
+      {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
+      {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
       {"leader-elect", "true", "run controllers only while holding the leader Lease", true},
       {"leader-elect-namespace", "", "namespace of the leader Lease; empty: the service account's namespace"},
       {"leader-elect-name", "valley-operator", "name of the leader Lease"},
@@ -93,6 +95,9 @@ int main(int argc, char** argv) {
     task_options.disruption.node_not_ready_grace = seconds("node-not-ready-grace");
     task_options.disruption.failure_settle = seconds("failure-settle");
     task_options.checkpoint_poll = seconds("checkpoint-poll-interval");
+    task_options.pricing_policy = flags.get("pricing-policy");
+    task_options.cost_interval = seconds("cost-interval");
+    if (task_options.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");
     if (task_options.checkpoint_poll.count() < 1) throw std::invalid_argument("--checkpoint-poll-interval must be at least 1s");
     task_options.node_facts.disruption_taints = valley::split_list(flags.get("disruption-taints"));
     task_options.node_facts.spot_labels.clear();

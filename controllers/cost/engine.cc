@@ -28,6 +28,13 @@ std::optional<SystemTime> time_of(const json& o, const char* key) {
 
 }  // namespace
 
+void Charge::subtract(const Charge& o) {
+  gpu -= o.gpu;
+  energy -= o.energy;
+  for (const auto& [k, v] : o.gpu_milli_seconds) gpu_milli_seconds[k] -= v;
+  for (const auto& [k, v] : o.micro_wh) micro_wh[k] -= v;
+}
+
 void Charge::add(const Charge& o) {
   gpu += o.gpu;
   energy += o.energy;
@@ -86,7 +93,9 @@ PodUse pod_use(const json& pod) {
     }
     if (started && (!u.start || *started < *u.start)) u.start = started;
   }
-  if (any && all_terminated && u.start) u.end = last_end ? last_end : u.start;
+  // Some runtimes (and kwok) leave terminated.startedAt empty: the pod's own start time stands in.
+  if (!u.start && any) u.start = time_of(status, "startTime");
+  if (any && all_terminated) u.end = last_end ? last_end : u.start;
   return u;
 }
 
@@ -113,9 +122,11 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
     for (const auto& e : c["ledger"])
       if (e.is_object()) ledger[e.value("uid", "")] = e;
   json next_ledger = json::array();
-  for (const auto& pod : pods) {
+  for (const auto& pod_in : pods) {
+    auto it = ledger.find(pod_in.uid);
+    PodUse pod = pod_in;
+    if (!pod.start && it != ledger.end()) pod.start = SystemTime(std::chrono::milliseconds(it->second.value("untilMs", int64_t{0})));
     if (!pod.start || pod.share_milli <= 0) continue;  // never ran, or holds no GPU
-    auto it = ledger.find(pod.uid);
     json entry;
     if (it != ledger.end()) {
       entry = it->second;
@@ -132,10 +143,19 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
     SystemTime until{std::chrono::milliseconds(entry.value("untilMs", int64_t{0}))};
     SystemTime end = pod.end ? std::min(*pod.end, now) : now;
     SystemTime from = std::max(until, *pod.start);
+    const int64_t share = entry.value("shareMilli", pod.share_milli);
+    auto set_until = [&](SystemTime t) {
+      entry["until"] = kube::format_time(t);
+      entry["untilMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    };
     if (end > from) {
-      total.add(charge_interval(p, rate, entry.value("shareMilli", pod.share_milli), from, end));
-      entry["until"] = kube::format_time(end);
-      entry["untilMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(end.time_since_epoch()).count();
+      total.add(charge_interval(p, rate, share, from, end));
+      set_until(end);
+    } else if (pod.end && *pod.end < until) {
+      // Charged while it looked running, but it had ended earlier: give the difference back.
+      Charge refund = charge_interval(p, rate, share, *pod.end, until);
+      total.subtract(refund);
+      set_until(*pod.end);
     }
     next_ledger.push_back(entry);
   }
@@ -197,8 +217,8 @@ std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, co
     e.low = std::min(e.low, apply_multiplier(lo.gpu + lo.energy, multiplier));
     e.high = std::max(e.high, apply_multiplier(hi.gpu + hi.energy, multiplier));
   }
-  e.basis = std::to_string(workers) + " workers x " + format_milli(spec.gpus.milli) + " GPU x " +
-            format_money(e.gpu_milli_hours * 1000 / std::max<int64_t>(share, 1), 2) + " h on " + expected.vendor + " " +
+  e.basis = std::to_string(workers) + (workers == 1 ? " worker x " : " workers x ") + format_milli(spec.gpus.milli) + " GPU x " +
+            format_money(spec.estimated_duration->count() * 10 / 36, 2) + " h on " + expected.vendor + " " +
             expected.capacity_class + " at " + format_money(expected.gpu_per_hour) + "/GPU-h, priority x" + format_milli(multiplier);
   return e;
 }

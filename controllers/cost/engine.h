@@ -24,6 +24,7 @@ struct Charge {
   std::map<std::string, int64_t> gpu_milli_seconds;  // by "vendor/class", GPU-seconds x 1000
   std::map<std::string, int64_t> micro_wh;           // by tariff name
   void add(const Charge& other);
+  void subtract(const Charge& other);
 };
 
 // One pod holding `share_milli` thousandths of a GPU on a node priced `rate`, from..to.
@@ -43,7 +44,8 @@ PodUse pod_use(const nlohmann::json& pod);
 // Brings status.cost (as stored; empty for a new task) up to `now` for the task's pods. `rates`
 // holds the rate of every node that exists; a pod on a node gone since keeps the rate its ledger
 // entry captured. Ledger entries are dropped with their pods: a pod never comes back, so nothing
-// is charged twice. `finished` also writes cost.final.
+// is charged twice. A running pod is charged up to `now`; if it turns out to have ended earlier
+// (its end reaches us late), the excess is given back. `finished` also writes cost.final.
 nlohmann::json accrue(const Policy& p, const nlohmann::json& cost_status, const std::vector<PodUse>& pods,
                       const std::map<std::string, NodeRate>& rates, int priority, SystemTime now, bool finished);
 

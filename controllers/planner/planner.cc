@@ -142,6 +142,25 @@ class Planner {
       const Task& t = tasks_[i];
       Decision& d = decisions_[i];
       int need = t.pinned_workers ? std::clamp(*t.pinned_workers, t.min_workers, t.max_workers) : t.min_workers;
+      if (t.reduce_cost && !config_.off_peak && idle_percent() < config_.idle_percent) {
+        // Not now, unless spot capacity takes the whole gang.
+        spot_only_ = true;
+        auto placed = place(t, need, {});
+        spot_only_ = false;
+        if (placed) {
+          admit(i, std::move(*placed));
+          decisions_[i].reason += " on spot capacity (reduceCost)";
+          continue;
+        }
+        d.action = Action::Wait;
+        d.queue_position = ++position;
+        waiting_.push_back(i);
+        d.reason = "ReduceCost: waiting for off-peak electricity" +
+                   (config_.next_off_peak.empty() ? std::string() : " from " + config_.next_off_peak) +
+                   ", spot capacity, or " + std::to_string(config_.idle_percent) + "% idle GPUs (now " +
+                   std::to_string(idle_percent()) + "%)";
+        continue;
+      }
       if (auto placed = place(t, need, {})) {
         admit(i, std::move(*placed));
         continue;
@@ -316,7 +335,7 @@ class Planner {
         std::tuple<int, int64_t, bool, int64_t> best_score{};
         int best_fit = 0;
         for (const Node* n : nodes_) {
-          if (n->vendor != vendor || !eligible(t, *n)) continue;
+          if (n->vendor != vendor || !eligible(t, *n) || (spot_only_ && n->capacity_class != "spot")) continue;
           auto node_free = trial[n->name];
           int fit = 0;
           int64_t share = 0;  // thousandths of a GPU taken
@@ -355,6 +374,19 @@ class Planner {
     return std::nullopt;
   }
 
+  // Free whole-GPU-equivalents as a share of all GPUs, now (after what this plan already placed).
+  int idle_percent() const {
+    int64_t total = 0, free = 0;
+    for (const Node* n : nodes_) {
+      if (n->vendor.empty() || !n->schedulable) continue;
+      for (const auto& [r, units] : n->capacity) {
+        total += gpu::share_milli(r, units);
+        free += gpu::share_milli(r, std::max<int64_t>(0, get(free_.at(n->name), r)));
+      }
+    }
+    return total <= 0 ? 0 : static_cast<int>(free * 100 / total);
+  }
+
   std::string insufficient(const Task& t, int need) const {
     int64_t free_gpus = 0;
     for (const Node* n : nodes_) {
@@ -391,6 +423,7 @@ class Planner {
   Free free_;
   std::vector<Decision> decisions_;
   std::set<size_t> admitted_, new_, lost_;
+  bool spot_only_ = false;
   std::vector<size_t> waiting_;
 };
 

@@ -10,6 +10,8 @@
 //    not, lower-priority tasks are first shrunk toward their minimum (reduceCost ones first), and only
 //    if that is not enough preempted whole (lowest priority, reduceCost first). A gang never spans GPU
 //    vendors (NCCL and RCCL do not mix); AMD nodes only for amdSupport tasks.
+//    A reduceCost task waits for off-peak electricity unless it fits on spot capacity alone or the
+//    cluster is idle enough (Config); it is also the first to shrink or be preempted.
 // 3. Tasks then grow toward max (or their pinned size) with what is free, highest priority first; a
 //    running task grows only if its last resize is `min_resize_interval` old and the gain is worth a
 //    checkpoint-restart (`min_gain_workers`, `min_gain_fraction`). A task admitted in this plan grows
@@ -42,6 +44,7 @@ struct Node {
   std::string vendor;                    // "nvidia", "amd", "" (no GPUs)
   std::string capacity_class = "on-demand";  // or "spot"
   std::map<std::string, int64_t> free;   // GPU resource -> units free for Valley's workers
+  std::map<std::string, int64_t> capacity;  // GPU resource -> allocatable units
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
   bool schedulable = true;               // Ready, not cordoned, no disruption notice
@@ -77,6 +80,11 @@ struct Config {
   int min_gain_workers = 1;
   double min_gain_fraction = 0.25;
   std::chrono::seconds aging_step{600};
+  // ReduceCost (from the PricingPolicy): outside off-peak electricity such a task starts only on
+  // spot capacity, or when at least idle_percent of the GPUs are free.
+  bool off_peak = true;
+  std::string next_off_peak;  // for the waiting reason, e.g. "2026-11-22T15:00:00Z"
+  int idle_percent = 50;
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt };

@@ -38,6 +38,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
     int64_t units = quantity(v);
     if (units <= 0) continue;
     n.free[k] = units;
+    n.capacity[k] = units;
     if (n.vendor.empty() || k == "nvidia.com/gpu" || k == "amd.com/gpu") n.vendor = k.substr(0, k.find('.'));
   }
   for (const auto& [key, value] : facts.spot_labels) {

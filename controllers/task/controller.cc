@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "controllers/planner/snapshot.h"
@@ -14,6 +15,11 @@
 namespace valley::task {
 
 namespace res = kube::resources;
+
+namespace {
+// Workqueue keys of PricingPolicies; a namespace never starts with '@', so no task key collides.
+constexpr const char* kPolicyKeyPrefix = "@pricingpolicy/";
+}  // namespace
 
 TaskController::TaskController(kube::Client& client, kube::EventRecorder& events, ControllerOptions options)
     : client_(client),
@@ -35,6 +41,10 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned);
   configs_ = std::make_unique<kube::Informer>(client_, res::kConfigMaps, owned);
   secrets_ = std::make_unique<kube::Informer>(client_, res::kSecrets, owned);
+  pricing_ = std::make_unique<kube::Informer>(client_, res::kPricingPolicies);
+  auto policy_changed = [this](const kube::ObjectPtr& o) { queue_.add(kPolicyKeyPrefix + (*o)["metadata"].value("name", "")); };
+  pricing_->add_handlers({policy_changed, [policy_changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { policy_changed(o); },
+                          policy_changed});
 
   auto enqueue_task = [this](const kube::ObjectPtr& o) {
     queue_.add(kube::object_key(*o));
@@ -98,7 +108,7 @@ void TaskController::plan_once() {
     if (!parsed.spec) continue;
     const auto status = obj->value("status", nlohmann::json::object());
     std::string phase = status.value("phase", "");
-    if (phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend) continue;
+    if (phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status)) continue;
     std::string uid = (*obj)["metadata"].value("uid", "");
     std::vector<nlohmann::json> owned;
     for (const auto& p : pods_->store().by_index(kube::index::kOwnerUid, uid)) owned.push_back(*p);
@@ -146,7 +156,14 @@ void TaskController::plan_once() {
     planner::subtract(nodes[ni->second], *p);
   }
 
-  auto decisions = planner::plan(nodes, tasks, std::chrono::system_clock::now(), options_.planner);
+  planner::Config config = options_.planner;
+  const auto now = std::chrono::system_clock::now();
+  if (auto p = policy()) {
+    config.off_peak = cost::off_peak(*p, now);
+    if (auto next = cost::next_off_peak(*p, now)) config.next_off_peak = kube::format_time(*next);
+    config.idle_percent = p->reduce_cost_idle_percent;
+  }
+  auto decisions = planner::plan(nodes, tasks, now, config);
   std::map<std::string, Admission> next;
   std::map<std::string, std::string> vendor_of;
   for (const auto& n : nodes) vendor_of[n.name] = n.vendor;
@@ -188,7 +205,7 @@ void TaskController::enqueue_owner(const kube::ObjectPtr& object) {
 }
 
 void TaskController::run(const std::atomic<bool>& stop) {
-  kube::Informer* informers[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), secrets_.get()};
+  kube::Informer* informers[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), secrets_.get(), pricing_.get()};
   for (auto* inf : informers) inf->start();
   for (auto* inf : informers) {
     while (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(1))) {
@@ -207,7 +224,133 @@ void TaskController::run(const std::atomic<bool>& stop) {
   for (auto* inf : informers) inf->stop();
 }
 
+std::shared_ptr<const cost::Policy> TaskController::policy() const {
+  std::lock_guard lock(policy_mu_);
+  return policy_;
+}
+
+// Parses the PricingPolicy, reports whether it is usable in its status, and makes it current.
+bool TaskController::reconcile_policy(const std::string& name) {
+  if (name != options_.pricing_policy) return true;  // only one prices tasks
+  kube::ObjectPtr object = pricing_->store().get(name);
+  std::shared_ptr<const cost::Policy> parsed;
+  std::vector<std::string> errors;
+  if (object) {
+    if (auto p = cost::parse_policy(*object, &errors)) parsed = std::make_shared<const cost::Policy>(std::move(*p));
+  }
+  {
+    std::lock_guard lock(policy_mu_);
+    policy_ = parsed;
+  }
+  spdlog::info("pricing policy {}: {}", name, !object ? "absent: tasks are not priced" : parsed ? "in use" : "invalid: " + errors.front());
+  mark_dirty();
+  for (const auto& t : tasks_->store().list()) queue_.add(kube::object_key(*t));
+  if (!object) return true;
+  // status.conditions[Valid], written only when it changes.
+  std::string message;
+  for (const auto& e : errors) message += (message.empty() ? "" : "; ") + e;
+  const std::string status = parsed ? "True" : "False";
+  const std::string reason = parsed ? "Accepted" : "Invalid";
+  if (!parsed && message.empty()) message = "invalid";
+  if (parsed) message = "pricing tasks in " + parsed->currency;
+  nlohmann::json current = object->value("status", nlohmann::json::object());
+  for (const auto& c : current.value("conditions", nlohmann::json::array()))
+    if (c.value("type", "") == "Valid" && c.value("status", "") == status && c.value("message", "") == message &&
+        current.value("observedGeneration", int64_t{0}) == (*object)["metadata"].value("generation", int64_t{0}))
+      return true;
+  nlohmann::json updated = *object;
+  updated["status"] = {{"observedGeneration", (*object)["metadata"].value("generation", int64_t{0})},
+                       {"conditions", {{{"type", "Valid"}, {"status", status}, {"reason", reason}, {"message", message.substr(0, 2000)},
+                                        {"lastTransitionTime", kube::format_time(std::chrono::system_clock::now())},
+                                        {"observedGeneration", (*object)["metadata"].value("generation", int64_t{0})}}}}};
+  try {
+    client_.update_status(res::kPricingPolicies, updated);
+  } catch (const kube::KubeError& e) {
+    if (e.http_status() == 404) return true;
+    return false;  // 409: a newer version is coming
+  }
+  if (!parsed) events_.warning(*object, "InvalidPolicy", "Validate", message.substr(0, 1000));
+  return true;
+}
+
+nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force) {
+  const nlohmann::json stored = o.task.value("status", nlohmann::json::object()).value("cost", nlohmann::json::object());
+  auto p = policy();
+  if (!p || !o.parsed.spec) return stored;
+  const TaskSpec& spec = *o.parsed.spec;
+  std::vector<cost::PodUse> uses;
+  std::map<std::string, cost::NodeRate> rates;
+  auto rate_of = [&](const std::string& node) -> std::optional<cost::NodeRate> {
+    auto n = nodes_->store().get(node);
+    if (!n) return std::nullopt;
+    planner::Node facts = planner::node_from(*n, options_.node_facts);
+    return cost::rate_for(*p, facts.vendor, facts.labels);
+  };
+  bool pod_ended = false;
+  std::map<std::string, int64_t> until;
+  for (const auto& e : stored.value("ledger", nlohmann::json::array())) until[e.value("uid", "")] = e.value("untilMs", int64_t{0});
+  for (const auto& pod : pods) {
+    cost::PodUse u = cost::pod_use(*pod);
+    if (!u.node.empty() && !rates.count(u.node))
+      if (auto r = rate_of(u.node)) rates[u.node] = *r;
+    if (u.end && until.count(u.uid) &&
+        until[u.uid] < std::chrono::duration_cast<std::chrono::milliseconds>(u.end->time_since_epoch()).count())
+      pod_ended = true;
+    uses.push_back(std::move(u));
+  }
+  nlohmann::json fresh = cost::accrue(*p, stored, uses, rates, spec.priority, o.now, finished);
+  const auto updated = kube::parse_time(stored.value("updated", ""));
+  const bool due = force || finished || pod_ended || !updated || o.now - *updated >= options_.cost_interval ||
+                   fresh["ledger"].size() != stored.value("ledger", nlohmann::json::array()).size() ||
+                   stored.value("policy", "") != p->name;
+  nlohmann::json out = due ? fresh : stored;
+  if (due) out["updated"] = kube::format_time(o.now);
+  // The estimate: before admission from the cluster's rates, again once placed.
+  const bool admitted = o.admission && o.admission->admitted && !o.admission->placement.empty();
+  const nlohmann::json old = stored.value("estimate", nlohmann::json::object());
+  const bool stale = old.empty() || old.value("generation", int64_t{-1}) != spec.generation || (admitted && !old.value("placed", false));
+  if (spec.estimated_duration && stale && !finished) {
+    // Where its workers may go: the vendors it supports, the nodes its template selects.
+    const planner::Task shape = planner::task_from(spec, o.task, {});
+    std::vector<cost::NodeRate> candidates;
+    for (const auto& n : nodes_->store().list()) {
+      planner::Node facts = planner::node_from(*n, options_.node_facts);
+      if (facts.vendor != "nvidia" && !(facts.vendor == "amd" && spec.amd_support)) continue;
+      bool selected = std::all_of(shape.node_selector.begin(), shape.node_selector.end(), [&](const auto& kv) {
+        auto it = facts.labels.find(kv.first);
+        return it != facts.labels.end() && it->second == kv.second;
+      });
+      if (selected) candidates.push_back(cost::rate_for(*p, facts.vendor, facts.labels));
+    }
+    std::optional<cost::NodeRate> expected;
+    if (admitted) expected = rate_of(o.admission->placement.front().node);
+    for (const auto& c : candidates) {
+      if (expected && admitted) break;
+      // Not placed yet: a reduceCost task is expected on the cheapest capacity, others on on-demand.
+      bool fits = spec.reduce_cost ? true : c.capacity_class == "on-demand";
+      if (fits && (!expected || c.gpu_per_hour < expected->gpu_per_hour)) expected = c;
+    }
+    if (!expected && !candidates.empty()) expected = candidates.front();
+    kube::SystemTime start = o.now;
+    if (spec.reduce_cost && !admitted && !cost::off_peak(*p, o.now))
+      if (auto next = cost::next_off_peak(*p, o.now)) start = *next;
+    if (expected) {
+      if (auto e = cost::estimate(*p, spec, *expected, candidates, start)) {
+        nlohmann::json j = cost::estimate_json(*p, *e);
+        j["placed"] = admitted;
+        j["generation"] = spec.generation;
+        out["estimate"] = j;
+        out["estimated"] = j["expected"];
+        out["policy"] = p->name;
+        out["currency"] = p->currency;
+      }
+    }
+  }
+  return out;
+}
+
 bool TaskController::reconcile(const std::string& key) {
+  if (key.rfind(kPolicyKeyPrefix, 0) == 0) return reconcile_policy(key.substr(std::string(kPolicyKeyPrefix).size()));
   kube::ObjectPtr task = tasks_->store().get(key);
   if (!task) {
     checkpoints_.forget(key);
@@ -220,7 +363,8 @@ bool TaskController::reconcile(const std::string& key) {
   const std::string ns = o.task["metadata"].value("namespace", "");
   const std::string name = o.task["metadata"].value("name", "");
   const std::string uid = o.task["metadata"].value("uid", "");
-  for (const auto& pod : pods_->store().by_index(kube::index::kOwnerUid, uid)) o.pods.push_back(view_pod(*pod));
+  const auto owned_pods = pods_->store().by_index(kube::index::kOwnerUid, uid);
+  for (const auto& pod : owned_pods) o.pods.push_back(view_pod(*pod));
   o.nodes_known = true;
   o.disruption = options_.disruption;
   for (const auto& p : o.pods) {
@@ -252,7 +396,25 @@ bool TaskController::reconcile(const std::string& key) {
     if (auto it = admissions_.find(key); it != admissions_.end()) o.admission = it->second;
   }
 
+  // Cost first: the lifecycle decides on the budget with what has accrued until now.
+  const std::string phase_before = o.task.value("status", nlohmann::json::object()).value("phase", "");
+  const bool ended_before = phase_before == "Succeeded" || phase_before == "Failed";
+  nlohmann::json stored_cost = o.task.value("status", nlohmann::json::object()).value("cost", nlohmann::json::object());
+  if (!ended_before || !stored_cost.contains("final")) {
+    nlohmann::json cost = price(o, owned_pods, ended_before, false);
+    if (!cost.empty()) o.task["status"]["cost"] = cost;
+  }
   Decision d = decide(o);
+  const std::string phase_after = d.status.value("phase", "");
+  if ((phase_after == "Succeeded" || phase_after == "Failed") && !ended_before && policy()) {
+    Observed final_view = o;
+    final_view.task["status"] = d.status;
+    d.status["cost"] = price(final_view, owned_pods, true, true);
+  }
+  if (d.status.value("cost", nlohmann::json::object()) != stored_cost) d.status_changed = true;
+  if (!ended_before && phase_after != "Succeeded" && phase_after != "Failed" && !owned_pods.empty() && policy()) {
+    if (!d.requeue_after || *d.requeue_after > options_.cost_interval) d.requeue_after = options_.cost_interval;
+  }
 
   if (d.status_changed) {
     nlohmann::json updated = o.task;

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 
+#include "controllers/cost/engine.h"
 #include "controllers/planner/planner.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/checkpoint_watcher.h"
@@ -40,6 +41,8 @@ struct ControllerOptions {
   DisruptionConfig disruption;
   planner::NodeFacts node_facts;  // spot labels, disruption taints
   std::chrono::seconds checkpoint_poll{30};  // how often latest.json is read from s3:// stores
+  std::string pricing_policy = "default";    // the PricingPolicy that prices tasks
+  std::chrono::seconds cost_interval{30};    // how often a running task's accrued cost is written
 };
 
 class TaskController {
@@ -56,12 +59,18 @@ class TaskController {
   void mark_dirty();
   void planning_loop(const std::atomic<bool>& stop);
   void plan_once();
+  bool reconcile_policy(const std::string& name);
+  std::shared_ptr<const cost::Policy> policy() const;
+  // status.cost brought up to date (accrual, estimate); `cost` is the stored one.
+  nlohmann::json price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force);
 
   kube::Client& client_;
   kube::EventRecorder& events_;
   ControllerOptions options_;
   kube::WorkQueue queue_;
-  std::unique_ptr<kube::Informer> tasks_, pods_, nodes_, services_, configs_, secrets_;
+  std::unique_ptr<kube::Informer> tasks_, pods_, nodes_, services_, configs_, secrets_, pricing_;
+  mutable std::mutex policy_mu_;
+  std::shared_ptr<const cost::Policy> policy_;  // nullptr: none, or invalid (see its status)
   CheckpointWatcher checkpoints_;
   std::map<std::string, std::string> checkpoint_errors_;  // task -> last store error reported
 

@@ -1,5 +1,10 @@
 #include "tests/e2e/support.h"
 
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cerrno>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -100,25 +105,43 @@ void ClusterTest::TearDown() {
 }
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& log_path) : log_path_(log_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  // The test process may have signals blocked (none here), but the child must start with defaults.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-  int rc = posix_spawn(&pid_, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  int out = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int err_pipe[2];
+  if (out < 0 || in < 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("cannot set up " + argv[0]);
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    // Only async-signal-safe calls until exec. The child dies with the test process (a killed or
+    // crashed test must not leave operators behind that would reconcile the next test's tasks).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::execv(args[0], args.data());
+    int e = errno;
+    (void)!::write(err_pipe[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::close(out);
+  ::close(in);
+  ::close(err_pipe[1]);
+  int child_errno = 0;
+  ssize_t n = pid_ > 0 ? ::read(err_pipe[0], &child_errno, sizeof child_errno) : 0;
+  ::close(err_pipe[0]);
+  if (pid_ < 0) throw std::runtime_error("cannot fork for " + argv[0]);
+  if (n == sizeof child_errno) {
+    ::waitpid(pid_, nullptr, 0);
+    reaped_ = true;
+    throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(child_errno));
+  }
 }
 
 ChildProcess::~ChildProcess() {

@@ -10,10 +10,19 @@ using namespace std::chrono_literals;
 
 const SystemTime kNow = SystemTime(std::chrono::seconds(1795316645));
 
-Node nvidia(const std::string& name, int gpus, const std::string& cls = "on-demand") {
-  return {name, "nvidia", cls, {{"nvidia.com/gpu", gpus}}, {}, {}, true, true, {}, {}};
+Node node(const std::string& name, const std::string& vendor, const std::string& cls, std::map<std::string, int64_t> free) {
+  Node n;
+  n.name = name;
+  n.vendor = vendor;
+  n.capacity_class = cls;
+  n.free = free;
+  n.capacity = std::move(free);
+  return n;
 }
-Node amd(const std::string& name, int gpus) { return {name, "amd", "on-demand", {{"amd.com/gpu", gpus}}, {}, {}, true, true, {}, {}}; }
+Node nvidia(const std::string& name, int gpus, const std::string& cls = "on-demand") {
+  return node(name, "nvidia", cls, {{"nvidia.com/gpu", gpus}});
+}
+Node amd(const std::string& name, int gpus) { return node(name, "amd", "on-demand", {{"amd.com/gpu", gpus}}); }
 
 Task task(const std::string& key, int priority, int min, int max, int gpu_milli = 1000) {
   Task t;
@@ -155,7 +164,7 @@ TEST(Planner, ReduceCostAmdTasksPreferAmd) {
 }
 
 TEST(Planner, FractionalGpusUseTheSmallestFreeMigSliceThenWholeGpus) {
-  Node mig = {"mig", "nvidia", "on-demand", {{"nvidia.com/mig-1g.10gb", 2}, {"nvidia.com/mig-3g.40gb", 1}}, {}, {}, true, true, {}, {}};
+  Node mig = node("mig", "nvidia", "on-demand", {{"nvidia.com/mig-1g.10gb", 2}, {"nvidia.com/mig-3g.40gb", 1}});
   auto ds = plan({mig}, {task("a", 0, 3, 3, 100)}, kNow);
   ASSERT_EQ(ds[0].action, Action::Admit);
   EXPECT_EQ(ds[0].placement[0].gpu_resource, "nvidia.com/mig-1g.10gb");
@@ -163,7 +172,7 @@ TEST(Planner, FractionalGpusUseTheSmallestFreeMigSliceThenWholeGpus) {
   EXPECT_EQ(plan({mig}, {task("b", 0, 1, 1, 500)}, kNow)[0].action, Action::Wait);  // no 4g slice, no whole GPU
   EXPECT_EQ(worker_shape(500, nvidia("n", 1))->gpu_resource, "nvidia.com/gpu");
   // A time-sliced node beats wasting a whole GPU on half of one.
-  Node shared = {"shared", "nvidia", "on-demand", {{"nvidia.com/gpu.shared", 4}}, {}, {}, true, true, {}, {}};
+  Node shared = node("shared", "nvidia", "on-demand", {{"nvidia.com/gpu.shared", 4}});
   auto half = plan({nvidia("whole", 8), shared}, {task("c", 0, 2, 2, 500)}, kNow);
   ASSERT_EQ(half[0].action, Action::Admit);
   EXPECT_EQ(half[0].placement[0].gpu_resource, "nvidia.com/gpu.shared");
@@ -262,6 +271,35 @@ TEST(Planner, ALostWorkerRestartsTheTaskAtTheLargestSizeThatFitsNotJustWhatIsLef
   EXPECT_NE(below[0].reason.find("InsufficientCapacity"), std::string::npos) << below[0].reason;
 }
 
+TEST(Planner, ReduceCostWaitsForOffPeakUnlessSpotOrIdleCapacityTakesIt) {
+  Task cheap = task("cheap", 0, 2, 2);
+  cheap.reduce_cost = true;
+  Task busy = task("busy", 50, 6, 6);
+  busy = apply(busy, plan({nvidia("od1", 8)}, {busy}, kNow)[0], kNow);  // 6 of 8 on-demand GPUs taken
+  Config peak;
+  peak.off_peak = false;
+  peak.next_off_peak = "2026-11-22T15:00:00Z";
+  peak.idle_percent = 50;
+  auto ds = plan({nvidia("od1", 8)}, {busy, cheap}, kNow, peak);
+  const Decision& waits = find(ds, "cheap");
+  EXPECT_EQ(waits.action, Action::Wait);
+  EXPECT_NE(waits.reason.find("ReduceCost: waiting for off-peak electricity from 2026-11-22T15:00:00Z"), std::string::npos)
+      << waits.reason;
+  EXPECT_NE(waits.reason.find("(now 25%)"), std::string::npos) << waits.reason;
+  // Spot capacity takes the whole gang: admitted there, never on the on-demand node.
+  ds = plan({nvidia("od1", 8), nvidia("sp1", 2, "spot")}, {busy, cheap}, kNow, peak);
+  const Decision& spot = find(ds, "cheap");
+  EXPECT_EQ(spot.action, Action::Admit);
+  for (const auto& w : spot.placement) EXPECT_EQ(w.node, "sp1");
+  // Off-peak now, or enough idle GPUs: admitted like anything else.
+  Config valley = peak;
+  valley.off_peak = true;
+  EXPECT_EQ(find(plan({nvidia("od1", 8)}, {busy, cheap}, kNow, valley), "cheap").action, Action::Admit);
+  Config idle = peak;
+  idle.idle_percent = 20;
+  EXPECT_EQ(find(plan({nvidia("od1", 8)}, {busy, cheap}, kNow, idle), "cheap").action, Action::Admit);
+}
+
 // Random clusters and task mixes: invariants that must always hold.
 TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterministic) {
   std::mt19937 rng(7);
@@ -271,8 +309,8 @@ TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterminis
     for (int i = 0; i < n_nodes; ++i) {
       int kind = static_cast<int>(rng() % 4);
       if (kind == 0) nodes.push_back(amd("amd-" + std::to_string(i), 8));
-      else if (kind == 1) nodes.push_back({"mig-" + std::to_string(i), "nvidia", "on-demand",
-                                           {{"nvidia.com/gpu", 4}, {"nvidia.com/mig-1g.10gb", 7}, {"nvidia.com/mig-3g.40gb", 2}}, {}, {}, true, true, {}, {}});
+      else if (kind == 1) nodes.push_back(node("mig-" + std::to_string(i), "nvidia", "on-demand",
+                                                {{"nvidia.com/gpu", 4}, {"nvidia.com/mig-1g.10gb", 7}, {"nvidia.com/mig-3g.40gb", 2}}));
       else nodes.push_back(nvidia("nv-" + std::to_string(i), 1 + static_cast<int>(rng() % 8), rng() % 2 ? "spot" : "on-demand"));
     }
     std::vector<Task> tasks;

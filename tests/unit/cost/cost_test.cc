@@ -209,6 +209,30 @@ TEST(Accrual, FromPodTimesNeverTwiceSurvivesRestartsAndEndsWithFinal) {
   EXPECT_TRUE(after["ledger"].empty());
 }
 
+TEST(Accrual, ATerminatedStateWithoutStartedAtStillChargesToTheEnd) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  json c = accrue(p, json::object(), {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z"))}, rates, 50, at("2026-11-23T23:30:00Z"), false);
+  json ended = running_pod("a", "n1", "2026-11-23T23:00:00Z", "2026-11-24T00:00:00Z");
+  ended["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"] = nullptr;
+  json done = accrue(p, c, {pod_use(ended)}, rates, 50, at("2026-11-24T01:00:00Z"), true);
+  EXPECT_EQ(accrued_micros(done), 40'800'000);
+  ended["status"]["startTime"] = "2026-11-23T23:00:00Z";  // a fresh operator with no ledger: the pod's start time
+  EXPECT_EQ(accrued_micros(accrue(p, json::object(), {pod_use(ended)}, rates, 50, at("2026-11-24T01:00:00Z"), true)), 40'800'000);
+}
+
+TEST(Accrual, ChargedPastTheEndWhileItLookedRunningIsGivenBack) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  // Accrued to 00:10 while the cache still showed it running; it had finished at 00:00.
+  json c = accrue(p, json::object(), {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z"))}, rates, 50, at("2026-11-24T00:10:00Z"), false);
+  EXPECT_GT(accrued_micros(c), 40'800'000);
+  json done = accrue(p, c, {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z", "2026-11-24T00:00:00Z"))}, rates, 50,
+                     at("2026-11-24T00:11:00Z"), true);
+  EXPECT_EQ(accrued_micros(done), 40'800'000);
+  EXPECT_EQ(done["breakdown"]["gpuHours"]["nvidia/on-demand"], "2.000");
+}
+
 TEST(Accrual, PriorityMultiplierAndANodeThatVanished) {
   Policy p = policy();
   std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};

@@ -1,0 +1,157 @@
+// Cost end to end: each test prices tasks with a PricingPolicy of its own (--pricing-policy), so
+// tests never see each other's prices.
+#include <cstdio>
+
+#include "controllers/cost/money.h"
+#include "operator/kube/error.h"
+#include "operator/kube/timefmt.h"
+#include "tests/e2e/task_fixture.h"
+
+namespace valley::e2e {
+namespace {
+
+using kube::resources::kPricingPolicies;
+
+class CostTest : public TaskTest {
+ protected:
+  void TearDown() override {
+    TaskTest::TearDown();
+    try {
+      admin->remove(kPricingPolicies, "", ns);
+    } catch (const kube::KubeError&) {
+    }
+  }
+  std::vector<std::string> operator_flags() const override {
+    return {"--pricing-policy=" + ns, "--cost-interval=1s", "--planner-min-resize-interval=2s"};
+  }
+  // A100 on demand at 3.60/GPU-h (0.001 a second), 400 W at PUE 1.0 and 0.50/kWh flat, in UTC;
+  // priority 0 pays 1.5x.
+  json policy_spec() {
+    return json::parse(R"({"currency":"USD",
+      "gpu":[{"match":{"vendor":"nvidia","product":"NVIDIA-A100-SXM4-80GB"},"onDemand":"3.60","spot":"1.80"},{"onDemand":"1.00"}],
+      "electricity":{"timeZone":"UTC","pue":"1.0","wattsPerGpu":[{"match":{"vendor":"nvidia"},"watts":400}],"flatPerKWh":"0.50"},
+      "priority":{"multipliers":[{"minPriority":0,"multiplier":"1.5"},{"minPriority":50,"multiplier":"1.0"}]}})");
+  }
+  void create_policy(const json& spec) {
+    admin->create(kPricingPolicies, "",
+                  {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
+  }
+  std::string policy_valid() {
+    for (const auto& c : admin->get(kPricingPolicies, "", ns).value("status", json::object()).value("conditions", json::array()))
+      if (c["type"] == "Valid") return c["status"].get<std::string>() + ": " + c.value("message", "");
+    return "";
+  }
+  json cost() { return task().value("status", json::object()).value("cost", json::object()); }
+  // One pod of 2 A100s on an on-demand node, running `seconds`.
+  json single_spec(int seconds, int priority = 0) {
+    return {{"taskType", "Single"},
+            {"priority", priority},
+            {"image", "valley.dev/examples/train:1"},
+            {"worker",
+             {{"gpus", "2"},
+              {"template",
+               {{"metadata", {{"annotations", {{"valley.dev/sim-run-time", std::to_string(seconds) + "s"}}}}},
+                {"spec", {{"nodeSelector", {{"valley.dev/pool", "a100-od"}}}}}}}}},
+            {"estimatedDuration", std::to_string(seconds) + "s"}};
+  }
+};
+
+TEST_F(CostTest, FinalCostIsGpuSecondsTimesRatesTimesMultiplierAcrossAnOperatorRestart) {
+  create_policy(policy_spec());
+  ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid() << operator_log();
+  apply(single_spec(12));
+  // The estimate is there before the task runs.
+  ASSERT_TRUE(eventually([&] { return cost().contains("estimate"); }, 20s)) << task().dump(2) << operator_log();
+  json est = cost()["estimate"];
+  // 2 GPUs x 12 s: GPU 0.024 + energy 0.8 kW x 12 s x 0.50/kWh = 0.001333 -> x1.5 = 0.038.
+  EXPECT_EQ(est["expected"], "0.04") << est.dump(2);
+  ASSERT_TRUE(wait_phase("Running")) << task().dump(2);
+  // Accrual is visible while it runs; then the operator dies mid-run and a new one takes over.
+  ASSERT_TRUE(eventually([&] { return cost().value("accruedMicros", int64_t{0}) > 0; }, 10s)) << task().dump(2);
+  stop_operator(SIGKILL);
+  std::this_thread::sleep_for(2s);
+  start_operator();
+  ASSERT_TRUE(wait_phase("Succeeded", 60s)) << task().dump(2) << operator_log();
+  ASSERT_TRUE(eventually([&] { return cost().contains("final"); }, 20s)) << task().dump(2);
+  // What the pod's own times say it used.
+  json pod = admin->get(kPods, ns, "job-worker-0");
+  const json& term = pod["status"]["containerStatuses"][0]["state"]["terminated"];
+  ASSERT_TRUE(term.value("finishedAt", json()).is_string()) << pod["status"].dump(2);
+  // kwok leaves terminated.startedAt empty; the pod's startTime is when it started running.
+  const std::string start_text = term.value("startedAt", json()).is_string() ? term["startedAt"].get<std::string>()
+                                                                             : pod["status"]["startTime"].get<std::string>();
+  auto started = *kube::parse_time(start_text), finished = *kube::parse_time(term["finishedAt"].get<std::string>());
+  const double seconds = std::chrono::duration<double>(finished - started).count();
+  const double expected = (2 * seconds * 3.60 / 3600 + 2 * 0.4 * seconds / 3600 * 0.50) * 1.5;
+  const double actual = cost()["finalMicros"].get<int64_t>() / 1e6;
+  std::printf("ran %.0f s on 2 GPUs: expected %.6f, final %.6f (%s USD)\n", seconds, expected, actual,
+              cost()["final"].get<std::string>().c_str());
+  EXPECT_NEAR(actual, expected, expected * 0.01) << cost().dump(2);
+  EXPECT_EQ(cost()["breakdown"]["gpuHours"]["nvidia/on-demand"], cost::format_money(static_cast<int64_t>(2 * seconds * 1e6 / 3600), 3));
+  EXPECT_EQ(cost()["multiplier"], "1.5");
+  // `kubectl get tt` shows it.
+  ChildProcess get({VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(), "-n", ns, "get", "tt"},
+                   ::testing::TempDir() + "/kubectl-get-tt-cost.log");
+  ASSERT_EQ(get.wait(20s), 0) << get.output();
+  EXPECT_NE(get.output().find(cost()["final"].get<std::string>()), std::string::npos) << get.output();
+}
+
+TEST_F(CostTest, ReduceCostWaitsOutThePeakAndStartsWhenTheWindowCoversNow) {
+  // An invalid policy (a time zone that does not exist) is reported on the policy itself.
+  json bad = policy_spec();
+  bad["electricity"]["timeZone"] = "Mars/Olympus_Mons";
+  create_policy(bad);
+  ASSERT_TRUE(eventually([&] { return policy_valid().rfind("False", 0) == 0; }, 20s)) << policy_valid();
+  EXPECT_NE(policy_valid().find("unknown time zone"), std::string::npos) << policy_valid();
+  // Valley electricity only from 6 hours from now: it is "peak" (flat, dearer) now; idle capacity
+  // never counts (101%).
+  const auto now = std::chrono::system_clock::now();
+  auto hhmm = [](std::chrono::system_clock::time_point t) { return kube::format_time(t).substr(11, 5); };
+  json spec = policy_spec();
+  spec["electricity"]["windows"] = {{{"name", "valley"}, {"perKWh", "0.10"}, {"start", hhmm(now + 6h)}, {"end", hhmm(now + 7h)}}};
+  spec["reduceCost"] = {{"idleCapacityPercent", 101}};
+  admin->patch(kPricingPolicies, "", ns, kube::PatchType::Merge, {{"spec", spec}});
+  ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
+  json task_spec = single_spec(600);
+  task_spec["reduceCost"] = true;
+  apply(task_spec);
+  ASSERT_TRUE(eventually([&] {
+    return task().value("status", json::object()).value("message", "").find("ReduceCost: waiting for off-peak electricity from") !=
+           std::string::npos;
+  }, 30s)) << task().dump(2) << operator_log();
+  EXPECT_EQ(phase(), "Pending");
+  EXPECT_TRUE(pods().empty());
+  // The estimate assumes the task starts when the window opens.
+  ASSERT_TRUE(cost().contains("estimate")) << task().dump(2);
+  EXPECT_GT(cost()["estimate"]["start"].get<std::string>(), kube::format_time(now + 5h)) << cost().dump(2);
+  // The window now covers the present: it starts.
+  spec["electricity"]["windows"] = {{{"name", "valley"}, {"perKWh", "0.10"}, {"start", hhmm(now - 1h)}, {"end", hhmm(now + 2h)}}};
+  admin->patch(kPricingPolicies, "", ns, kube::PatchType::Merge, {{"spec", spec}});
+  ASSERT_TRUE(wait_phase("Running", 30s)) << task().dump(2) << operator_log();
+}
+
+TEST_F(CostTest, ReachingMaxCostSuspendsTheTaskAndRaisingItResumes) {
+  json spec = policy_spec();
+  spec["gpu"][0]["onDemand"] = "1800";  // 2 GPUs: 1.00 a second, x1.5
+  create_policy(spec);
+  ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
+  json task_spec = single_spec(600);
+  task_spec["maxCost"] = "6.00";
+  apply(task_spec);
+  ASSERT_TRUE(wait_phase("Suspended", 60s)) << task().dump(2) << operator_log();
+  json st = task()["status"];
+  EXPECT_EQ(st["reason"], "BudgetExceeded");
+  EXPECT_GE(st["cost"]["accruedMicros"].get<int64_t>(), 6'000'000);
+  bool condition = false;
+  for (const auto& c : st["conditions"]) condition |= c["type"] == "BudgetExceeded" && c["status"] == "True";
+  EXPECT_TRUE(condition) << st.dump(2);
+  EXPECT_TRUE(eventually([&] { return pods().empty(); }, 30s));
+  const int64_t at_suspend = cost().value("accruedMicros", int64_t{0});
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(cost().value("accruedMicros", int64_t{0}), at_suspend) << "charged while suspended";
+  admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"spec", {{"maxCost", "1000.00"}}}});
+  ASSERT_TRUE(wait_phase("Running", 60s)) << task().dump(2) << operator_log();
+}
+
+}  // namespace
+}  // namespace valley::e2e
