@@ -18,6 +18,10 @@ VALLEY_OPERATOR_ARGS="--planner-min-resize-interval=10s" scripts/operator.sh sta
 for _ in $(seq 1 50); do grep -q "caches synced" .valley/logs/operator.log 2>/dev/null && break; sleep 0.2; done
 grep -E "became the leader|caches synced" .valley/logs/operator.log | tail -2 | cut -c31-
 
+say "What would the seed platform's example cost? (valleyctl estimate, nothing submitted)"
+K apply -f deploy/samples/pricingpolicy-default.yaml >/dev/null
+build/bin/valleyctl --kubeconfig .valley/kubeconfig estimate deploy/examples/seed/training1.yaml | sed 's/^/  /'
+
 say "Three tasks are applied (deploy/samples/): an elastic MPI job, the seed platform's example, a single pod on a MIG slice"
 K delete namespace $ns --ignore-not-found --wait=true >/dev/null
 K create namespace $ns >/dev/null
@@ -74,6 +78,9 @@ K -n $ns get pods -l valley.dev/task=training1,valley.dev/role=worker -o custom-
 echo "..."
 say "finetune-small: exit code 137 is retryable; it was retried once (backoffLimit 1), then failed"
 K -n $ns get tt finetune-small -o jsonpath='{.status.reason}: {.status.message}{"\n"}'
+
+say "What each task cost (status.cost: estimate before, accrued while running, final at the end)"
+K -n $ns get tt -o custom-columns='TASK:.metadata.name,PHASE:.status.phase,ESTIMATED:.status.cost.estimated,ACCRUED:.status.cost.accrued,FINAL:.status.cost.final,CURRENCY:.status.cost.currency,GPU-HOURS:.status.cost.breakdown.gpuHours'
 
 say "Done. The cluster and the operator are still up:"
 echo "  .valley/bin/kubectl --kubeconfig .valley/kubeconfig -n $ns get tt"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "controllers/cost/candidates.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/checkpoint_watcher.h"
 #include "controllers/render/render.h"
@@ -310,27 +311,10 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
   const nlohmann::json old = stored.value("estimate", nlohmann::json::object());
   const bool stale = old.empty() || old.value("generation", int64_t{-1}) != spec.generation || (admitted && !old.value("placed", false));
   if (spec.estimated_duration && stale && !finished) {
-    // Where its workers may go: the vendors it supports, the nodes its template selects.
-    const planner::Task shape = planner::task_from(spec, o.task, {});
-    std::vector<cost::NodeRate> candidates;
-    for (const auto& n : nodes_->store().list()) {
-      planner::Node facts = planner::node_from(*n, options_.node_facts);
-      if (facts.vendor != "nvidia" && !(facts.vendor == "amd" && spec.amd_support)) continue;
-      bool selected = std::all_of(shape.node_selector.begin(), shape.node_selector.end(), [&](const auto& kv) {
-        auto it = facts.labels.find(kv.first);
-        return it != facts.labels.end() && it->second == kv.second;
-      });
-      if (selected) candidates.push_back(cost::rate_for(*p, facts.vendor, facts.labels));
-    }
-    std::optional<cost::NodeRate> expected;
-    if (admitted) expected = rate_of(o.admission->placement.front().node);
-    for (const auto& c : candidates) {
-      if (expected && admitted) break;
-      // Not placed yet: a reduceCost task is expected on the cheapest capacity, others on on-demand.
-      bool fits = spec.reduce_cost ? true : c.capacity_class == "on-demand";
-      if (fits && (!expected || c.gpu_per_hour < expected->gpu_per_hour)) expected = c;
-    }
-    if (!expected && !candidates.empty()) expected = candidates.front();
+    std::vector<nlohmann::json> node_objects;
+    for (const auto& n : nodes_->store().list()) node_objects.push_back(*n);
+    const auto candidates = cost::candidate_rates(*p, spec, o.task, node_objects, options_.node_facts);
+    const auto expected = cost::likely_rate(spec, candidates, admitted ? rate_of(o.admission->placement.front().node) : std::nullopt);
     kube::SystemTime start = o.now;
     if (spec.reduce_cost && !admitted && !cost::off_peak(*p, o.now))
       if (auto next = cost::next_off_peak(*p, o.now)) start = *next;

@@ -1,6 +1,7 @@
 // Cost end to end: each test prices tasks with a PricingPolicy of its own (--pricing-policy), so
 // tests never see each other's prices.
 #include <cstdio>
+#include <fstream>
 
 #include "controllers/cost/money.h"
 #include "operator/kube/error.h"
@@ -151,6 +152,34 @@ TEST_F(CostTest, ReachingMaxCostSuspendsTheTaskAndRaisingItResumes) {
   EXPECT_EQ(cost().value("accruedMicros", int64_t{0}), at_suspend) << "charged while suspended";
   admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"spec", {{"maxCost", "1000.00"}}}});
   ASSERT_TRUE(wait_phase("Running", 60s)) << task().dump(2) << operator_log();
+}
+
+TEST_F(CostTest, ValleyctlEstimatesASeedFileWithoutSubmittingIt) {
+  create_policy(policy_spec());
+  const std::string file = ::testing::TempDir() + "/seed-" + ns + ".yaml";
+  {
+    std::ofstream out(file);
+    out << "TaskName: training1\nPriority: 50\nTaskType: MPI\nMaxReplicas: 4\nMinReplicas: 2\n"
+           "MasterImage: vacant.io/training-master:1.0\nWorkerImage: vacant.io/training-worker:1.0\nEstimatedDuration: 2h\n";
+  }
+  ChildProcess run({binary("valleyctl"), "estimate", file, "--kubeconfig=" + admin_kubeconfig_path(), "--pricing-policy=" + ns, "-o", "json"},
+                   ::testing::TempDir() + "/valleyctl-estimate-" + ns + ".log");
+  ASSERT_EQ(run.wait(30s), 0) << run.output();
+  json out = json::parse(run.output());
+  // 4 workers x 1 GPU x 2 h = 8 GPU-hours on on-demand A100s (the local cluster's on-demand nodes
+  // that take a whole GPU) at 3.60 = 28.80, plus 400 W x 8 h = 3.2 kWh x 0.50 = 1.60; priority 50
+  // pays 1.0x: 30.40.
+  EXPECT_EQ(out["gpuHours"], "8.000");
+  EXPECT_EQ(out["expected"], "30.40") << out.dump(2);
+  EXPECT_EQ(out["currency"], "USD");
+  // Nothing was submitted.
+  for (const auto& t : admin->list(kTrainingTasks, "").items) EXPECT_NE(t["metadata"].value("name", ""), "training1");
+  // A broken file is a clear error, not a crash.
+  { std::ofstream(file) << "TaskName: x\nMinReplicas: ten\n"; }
+  ChildProcess bad({binary("valleyctl"), "estimate", file, "--kubeconfig=" + admin_kubeconfig_path(), "--pricing-policy=" + ns},
+                   ::testing::TempDir() + "/valleyctl-estimate-bad-" + ns + ".log");
+  EXPECT_EQ(bad.wait(30s), 1) << bad.output();
+  EXPECT_NE(bad.output().find("line 2: MinReplicas: must be an integer"), std::string::npos) << bad.output();
 }
 
 }  // namespace

@@ -43,7 +43,9 @@ class SpotTest : public TaskTest {
     gw_.reset();
   }
   std::vector<std::string> operator_flags() const override {
-    return {"--planner-min-resize-interval=2s", "--unschedulable-timeout=3s", "--failure-settle=3s", "--checkpoint-poll-interval=1s"};
+    auto flags = TaskTest::operator_flags();
+    for (const char* f : {"--failure-settle=3s", "--checkpoint-poll-interval=1s"}) flags.push_back(f);
+    return flags;
   }
 
   std::string node(int i) const { return pool_ + "-spot-" + std::to_string(i); }

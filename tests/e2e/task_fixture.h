@@ -27,7 +27,9 @@ class TaskTest : public ClusterTest {
         ::testing::TempDir() + "/operator-" + ns + "-" + std::to_string(++starts_) + ".log");
   }
   virtual std::vector<std::string> operator_flags() const {
-    return {"--planner-min-resize-interval=2s", "--unschedulable-timeout=3s"};
+    // A PricingPolicy of the test's own name (absent unless the test makes it): a `default` policy
+    // left in the cluster (by the demo) must not change what these tests see.
+    return {"--planner-min-resize-interval=2s", "--unschedulable-timeout=3s", "--pricing-policy=" + ns};
   }
   void stop_operator(int sig = SIGTERM) {
     if (!op_) return;

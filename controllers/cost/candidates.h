@@ -1,0 +1,24 @@
+// Which rates a task could be charged before it is placed: the GPU nodes its workers could use
+// (vendor, the template's nodeSelector, a GPU resource that fits its request), priced; and the one
+// it is most likely to get (where it is placed; else the cheapest on-demand capacity, or the
+// cheapest of all for a reduceCost task). Shared by the controller's estimate and valleyctl.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <vector>
+
+#include "controllers/cost/policy.h"
+#include "controllers/planner/snapshot.h"
+#include "controllers/task/spec.h"
+
+namespace valley::cost {
+
+std::vector<NodeRate> candidate_rates(const Policy& p, const task::TaskSpec& spec, const nlohmann::json& task_object,
+                                      const std::vector<nlohmann::json>& nodes, const planner::NodeFacts& facts = {});
+
+std::optional<NodeRate> likely_rate(const task::TaskSpec& spec, const std::vector<NodeRate>& candidates,
+                                    const std::optional<NodeRate>& placed = std::nullopt);
+
+}  // namespace valley::cost

@@ -1,0 +1,118 @@
+#include "controllers/task/seed.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "controllers/cost/policy.h"
+#include "controllers/task/spec.h"
+#include "operator/yaml_json.h"
+
+namespace valley::task {
+namespace {
+
+using json = nlohmann::json;
+
+YamlDocument doc(const std::string& text) {
+  std::string err;
+  auto docs = parse_yaml(text, &err);
+  EXPECT_TRUE(docs) << err;
+  return docs->front();
+}
+
+// The seed platform's own example, field for field.
+constexpr const char* kTraining1 = R"(# Platform configurations.
+TaskName: training1
+Priority: 50
+TaskType: MPI
+MaxReplicas: 50
+MinReplicas: 10
+AMDSupport: true
+ReduceCost: true
+TaskImage: vacant.io/training:1.0
+MasterImage: vacant.io/training-master:1.0
+WorkerImage: vacant.io/training-worker:1.0
+MasterMaxReplicas: 10
+WorkerMaxReplicas: 40
+)";
+
+TEST(Seed, TheSeedExampleBecomesTheEquivalentTrainingTask) {
+  YamlDocument d = doc(kTraining1);
+  ASSERT_TRUE(is_seed_format(d.value));
+  std::vector<std::string> errors;
+  json t = seed_to_task(d, "team-a", &errors);
+  ASSERT_TRUE(errors.empty()) << errors[0];
+  EXPECT_EQ(t["metadata"]["name"], "training1");
+  EXPECT_EQ(t["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(t["spec"]["taskType"], "MPI");
+  EXPECT_EQ(t["spec"]["priority"], 50);
+  EXPECT_EQ(t["spec"]["replicas"]["min"], 10);
+  EXPECT_EQ(t["spec"]["replicas"]["max"], 40);  // WorkerMaxReplicas caps MaxReplicas
+  EXPECT_EQ(t["spec"]["amdSupport"], true);
+  EXPECT_EQ(t["spec"]["reduceCost"], true);
+  EXPECT_EQ(t["spec"]["master"]["image"], "vacant.io/training-master:1.0");
+  EXPECT_EQ(t["spec"]["worker"]["image"], "vacant.io/training-worker:1.0");
+  // The operator's own parser accepts it.
+  t["metadata"]["uid"] = "u";
+  auto parsed = parse_task(t);
+  ASSERT_TRUE(parsed.spec) << parsed.errors[0];
+  EXPECT_EQ(parsed.spec->max_workers, 40);
+}
+
+TEST(Seed, MistakesAreReportedWithTheirLines) {
+  std::vector<std::string> errors;
+  seed_to_task(doc("TaskName: x\nTaskType: Batch\nMinReplicas: ten\nColour: blue\nReduceCost: maybe\n"), "", &errors);
+  std::string all;
+  for (const auto& e : errors) all += e + "\n";
+  EXPECT_NE(all.find("line 2: TaskType: must be MPI or Single"), std::string::npos) << all;
+  EXPECT_NE(all.find("line 3: MinReplicas: must be an integer"), std::string::npos) << all;
+  EXPECT_NE(all.find("line 4: Colour: unknown field"), std::string::npos) << all;
+  EXPECT_NE(all.find("line 5: ReduceCost: must be true or false"), std::string::npos) << all;
+}
+
+TEST(Seed, SingleTasksAndValleyExtensions) {
+  std::vector<std::string> errors;
+  json t = seed_to_task(doc("TaskName: nb\nTaskType: Single\nTaskImage: img:1\nGPUsPerWorker: 0.5\nEstimatedDuration: 2h\n"
+                            "MaxCost: 12.5\nCheckpointURI: s3://bucket/nb\n"),
+                        "default", &errors);
+  ASSERT_TRUE(errors.empty()) << errors[0];
+  EXPECT_EQ(t["spec"]["image"], "img:1");
+  EXPECT_EQ(t["spec"]["worker"]["gpus"], "0.5");
+  EXPECT_EQ(t["spec"]["estimatedDuration"], "2h");
+  EXPECT_EQ(t["spec"]["maxCost"], "12.5");
+  EXPECT_EQ(t["spec"]["checkpoint"]["uri"], "s3://bucket/nb");
+}
+
+TEST(YamlJson, TypesQuotingAndErrors) {
+  YamlDocument d = doc("a: 1\nb: '1'\nc: true\nd: 1.5\ne: ~\nf: [x, 2]\ng: {h: \"no\"}\n");
+  EXPECT_EQ(d.value["a"], 1);
+  EXPECT_EQ(d.value["b"], "1");
+  EXPECT_EQ(d.value["c"], true);
+  EXPECT_EQ(d.value["d"], 1.5);
+  EXPECT_TRUE(d.value["e"].is_null());
+  EXPECT_EQ(d.value["f"][1], 2);
+  EXPECT_EQ(d.value["g"]["h"], "no");
+  EXPECT_EQ(d.key_lines[3].first, "d");
+  EXPECT_EQ(d.key_lines[3].second, 4);
+  std::string err;
+  EXPECT_FALSE(parse_yaml("a: [1, 2\n", &err));
+  EXPECT_NE(err.find("line"), std::string::npos);
+}
+
+TEST(Samples, TheDefaultPricingPolicySampleIsValid) {
+  std::ifstream in(std::string(VALLEY_SOURCE_DIR) + "/deploy/samples/pricingpolicy-default.yaml");
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string err;
+  auto docs = parse_yaml(s.str(), &err);
+  ASSERT_TRUE(docs && !docs->empty()) << err;
+  std::vector<std::string> errors;
+  auto p = cost::parse_policy(docs->front().value, &errors);
+  ASSERT_TRUE(p) << errors[0];
+  EXPECT_EQ(p->time_zone_name, "Asia/Shanghai");
+  EXPECT_EQ(p->windows.size(), 3u);
+}
+
+}  // namespace
+}  // namespace valley::task
