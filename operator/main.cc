@@ -8,6 +8,8 @@
 #include "controllers/task/controller.h"
 #include "operator/duration.h"
 #include "operator/flags.h"
+#include "operator/http_server.h"
+#include "operator/metrics/registry.h"
 #include "operator/kube/client.h"
 #include "operator/kube/error.h"
 #include "operator/kube/events.h"
@@ -23,6 +25,8 @@ valley::Flags make_flags() {
       {"kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, in-cluster, then ~/.kube/config"},
       {"context", "", "kubeconfig context to use; empty: the current context"},
       {"log-level", "info", "trace, debug, info, warn or error"},
+      {"log-format", "text", "text or json (one object a line, with the task key when there is one)"},
+      {"http-bind-address", ":8080", "where /metrics, /healthz and /readyz are served; empty: nowhere"},
       {"kube-api-qps", "50", "client-side limit on requests per second to the API server"},
       {"kube-api-burst", "100", "requests allowed above kube-api-qps in a burst"},
       {"workers", "4", "reconcile workers per controller"},
@@ -77,8 +81,18 @@ int main(int argc, char** argv) {
       std::cout << "valley-operator " << valley::kVersion << " (" << valley::kGitCommit << ")\n";
       return 0;
     }
-    valley::init_logging(flags.get("log-level"));
+    valley::init_logging(flags.get("log-level"), flags.get("log-format"));
     http.qps = std::stod(flags.get("kube-api-qps"));
+    {
+      auto& requests = valley::metrics::registry().counter("valley_api_requests_total", "Requests to the API server by verb and HTTP code.",
+                                                           {"verb", "code"});
+      auto& latency = valley::metrics::registry().histogram("valley_api_request_duration_seconds",
+                                                            "API server request latency by verb and HTTP code (0: no answer).", {"verb", "code"});
+      http.observer = [&requests, &latency](const std::string& verb, long code, std::chrono::nanoseconds took) {
+        requests.inc({verb, std::to_string(code)});
+        latency.observe({verb, std::to_string(code)}, std::chrono::duration<double>(took).count());
+      };
+    }
     http.burst = std::stoi(flags.get("kube-api-burst"));
     task_options.workers = std::stoi(flags.get("workers"));
     task_options.planner.min_resize_interval =
@@ -142,5 +156,31 @@ int main(int argc, char** argv) {
 
   valley::Manager manager(*client, options, shutdown);
   manager.add({"trainingtask controller", [&tasks](const std::atomic<bool>& stop) { tasks.run(stop); }});
+
+  auto& leader = valley::metrics::registry().gauge("valley_leader", "1 while this replica leads and runs the controllers.");
+  valley::metrics::registry().add_collector([&] {
+    leader.set({}, manager.leading() ? 1 : 0);
+    if (manager.leading()) tasks.collect_metrics();
+  });
+  std::unique_ptr<valley::HttpServer> http_server;
+  if (!flags.get("http-bind-address").empty()) {
+    try {
+      valley::HttpEndpoints endpoints;
+      endpoints.metrics = [] { return valley::metrics::registry().render(); };
+      // A standby replica is ready (it serves probes and waits for the lease); the leader once its
+      // caches are synced and its workers run.
+      endpoints.ready = [&](std::string* why) {
+        if (!manager.leading()) return true;
+        if (tasks.running()) return true;
+        *why = "leading; caches syncing";
+        return false;
+      };
+      http_server = std::make_unique<valley::HttpServer>(flags.get("http-bind-address"), endpoints);
+      spdlog::info("serving /metrics, /healthz, /readyz on port {}", http_server->port());
+    } catch (const std::exception& e) {
+      spdlog::error("--http-bind-address={}: {}", flags.get("http-bind-address"), e.what());
+      return 2;
+    }
+  }
   return manager.run();
 }

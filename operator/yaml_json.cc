@@ -46,7 +46,45 @@ json convert(const YAML::Node& n) {
   }
 }
 
+void emit(YAML::Emitter& out, const json& v) {
+  if (v.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [k, x] : v.items()) {
+      out << YAML::Key << k << YAML::Value;
+      emit(out, x);
+    }
+    out << YAML::EndMap;
+  } else if (v.is_array()) {
+    out << YAML::BeginSeq;
+    for (const auto& x : v) emit(out, x);
+    out << YAML::EndSeq;
+  } else if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    // Strings that would read back as another type are quoted.
+    bool plain = false;
+    try {
+      YAML::Node n = YAML::Load(s);
+      plain = !s.empty() && n.IsScalar() && scalar(n) == json(s);
+    } catch (const YAML::Exception&) {
+    }
+    if (!plain) out << YAML::DoubleQuoted;
+    out << s;
+  } else if (v.is_boolean()) {
+    out << (v.get<bool>() ? "true" : "false");
+  } else if (v.is_null()) {
+    out << YAML::Null;
+  } else {
+    out << v.dump();
+  }
+}
+
 }  // namespace
+
+std::string to_yaml(const json& value) {
+  YAML::Emitter out;
+  emit(out, value);
+  return std::string(out.c_str()) + "\n";
+}
 
 std::optional<std::vector<YamlDocument>> parse_yaml(const std::string& text, std::string* error) {
   try {

@@ -20,4 +20,7 @@ struct YamlDocument {
 // Every document in `text`; nullopt + error ("line 3, column 5: ...") when it is not valid YAML.
 std::optional<std::vector<YamlDocument>> parse_yaml(const std::string& text, std::string* error);
 
+// A JSON value as a YAML document (block style), for `-o yaml`.
+std::string to_yaml(const nlohmann::json& value);
+
 }  // namespace valley

@@ -6,12 +6,15 @@
 #include <thread>
 
 #include "controllers/cost/candidates.h"
+#include "controllers/gpu/resources.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/checkpoint_watcher.h"
 #include "controllers/render/render.h"
 #include "controllers/render/ssh_keys.h"
 #include "controllers/task/lifecycle.h"
 #include "operator/kube/error.h"
+#include "operator/logging.h"
+#include "operator/metrics/registry.h"
 
 namespace valley::task {
 
@@ -20,12 +23,52 @@ namespace res = kube::resources;
 namespace {
 // Workqueue keys of PricingPolicies; a namespace never starts with '@', so no task key collides.
 constexpr const char* kPolicyKeyPrefix = "@pricingpolicy/";
+
+// The controller's metric families (registered once, process-wide).
+struct Metrics {
+  metrics::Family& reconciles = metrics::registry().counter("valley_reconcile_total", "Reconciles by controller and result (success, error).",
+                                                          {"controller", "result"});
+  metrics::Family& reconcile_seconds = metrics::registry().histogram("valley_reconcile_duration_seconds",
+                                                                    "Time one reconcile takes.", {"controller"});
+  metrics::Family& depth = metrics::registry().gauge("valley_workqueue_depth", "Keys ready to be reconciled.", {"queue"});
+  metrics::Family& delayed = metrics::registry().gauge("valley_workqueue_delayed", "Keys waiting for a delay or backoff.", {"queue"});
+  metrics::Family& queue_seconds = metrics::registry().histogram("valley_workqueue_queue_duration_seconds",
+                                                                "Time a key waits in the queue before a worker takes it.", {"queue"});
+  metrics::Family& watch_restarts = metrics::registry().counter("valley_watch_restarts_total",
+                                                               "Watches restarted (after an error, a timeout or a relist) by resource.", {"resource"});
+  metrics::Family& relists = metrics::registry().counter("valley_watch_relists_total", "Full relists after an expired resourceVersion.",
+                                                        {"resource"});
+  metrics::Family& tasks = metrics::registry().gauge("valley_tasks", "TrainingTasks by phase.", {"phase"});
+  metrics::Family& workers = metrics::registry().gauge("valley_task_workers", "Running workers of each task.", {"namespace", "task"});
+  metrics::Family& gpus = metrics::registry().gauge("valley_gpus_allocated", "GPUs (fractions summed) held by Valley's running pods.",
+                                                   {"vendor", "capacity_class"});
+  metrics::Family& restarts = metrics::registry().counter("valley_task_restarts_total",
+                                                         "Epoch restarts by cause (failure, resize, preemption, disruption).", {"cause"});
+  metrics::Family& cost = metrics::registry().gauge("valley_cost_accrued", "Accrued cost of the tasks that exist, by namespace.",
+                                                   {"namespace", "currency"});
+  metrics::Family& plan_seconds = metrics::registry().histogram("valley_plan_duration_seconds", "Time one capacity plan takes.", {});
+};
+Metrics& m() {
+  static Metrics instance;
+  return instance;
+}
+}  // namespace
+
+namespace {
+kube::WorkQueueOptions queue_options() {
+  kube::WorkQueueOptions o;
+  o.on_dequeue = [](kube::Clock::duration waited) {
+    m().queue_seconds.observe({"trainingtask"}, std::chrono::duration<double>(waited).count());
+  };
+  return o;
+}
 }  // namespace
 
 TaskController::TaskController(kube::Client& client, kube::EventRecorder& events, ControllerOptions options)
     : client_(client),
       events_(events),
       options_(std::move(options)),
+      queue_(queue_options()),
       checkpoints_(client_, options_.checkpoint_poll, [this](const std::string& key, const std::string& error) {
         {
           std::lock_guard lock(plan_mu_);
@@ -41,7 +84,6 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   nodes_ = std::make_unique<kube::Informer>(client_, res::kNodes);
   services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned);
   configs_ = std::make_unique<kube::Informer>(client_, res::kConfigMaps, owned);
-  secrets_ = std::make_unique<kube::Informer>(client_, res::kSecrets, owned);
   pricing_ = std::make_unique<kube::Informer>(client_, res::kPricingPolicies);
   auto policy_changed = [this](const kube::ObjectPtr& o) { queue_.add(kPolicyKeyPrefix + (*o)["metadata"].value("name", "")); };
   pricing_->add_handlers({policy_changed, [policy_changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { policy_changed(o); },
@@ -55,7 +97,7 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
                         enqueue_task});
   auto owner = [this](const kube::ObjectPtr& o) { enqueue_owner(o); };
   kube::InformerHandlers owned_handlers{owner, [owner](const kube::ObjectPtr&, const kube::ObjectPtr& o) { owner(o); }, owner};
-  for (auto* inf : {pods_.get(), services_.get(), configs_.get(), secrets_.get()}) inf->add_handlers(owned_handlers);
+  for (auto* inf : {pods_.get(), services_.get(), configs_.get()}) inf->add_handlers(owned_handlers);
   auto dirty = [this](const kube::ObjectPtr&) { mark_dirty(); };
   kube::InformerHandlers capacity{dirty, [this](const kube::ObjectPtr&, const kube::ObjectPtr&) { mark_dirty(); }, dirty};
   pods_->add_handlers(capacity);
@@ -82,7 +124,9 @@ void TaskController::planning_loop(const std::atomic<bool>& stop) {
     // Let a burst of changes (a gang of pods appearing) settle into one plan.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     try {
+      const auto start = std::chrono::steady_clock::now();
       plan_once();
+      m().plan_seconds.observe({}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     } catch (const std::exception& e) {
       spdlog::error("planner: {}", e.what());
     }
@@ -206,7 +250,7 @@ void TaskController::enqueue_owner(const kube::ObjectPtr& object) {
 }
 
 void TaskController::run(const std::atomic<bool>& stop) {
-  kube::Informer* informers[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), secrets_.get(), pricing_.get()};
+  kube::Informer* informers[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), pricing_.get()};
   for (auto* inf : informers) inf->start();
   for (auto* inf : informers) {
     while (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(1))) {
@@ -215,14 +259,56 @@ void TaskController::run(const std::atomic<bool>& stop) {
   if (!stop.load()) spdlog::info("trainingtask controller: caches synced, {} workers", options_.workers);
   std::thread planner([this, &stop] { planning_loop(stop); });
   std::thread checkpoint_reader([this, &stop] { checkpoints_.run(stop); });
-  auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) { return reconcile(key); });
+  auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) {
+    LogContext context(key.rfind(kPolicyKeyPrefix, 0) == 0 ? key.substr(1) : key);
+    const auto start = std::chrono::steady_clock::now();
+    bool ok = false;
+    try {
+      ok = reconcile(key);
+    } catch (...) {
+      m().reconciles.inc({"trainingtask", "error"});
+      throw;
+    }
+    m().reconciles.inc({"trainingtask", ok ? "success" : "error"});
+    m().reconcile_seconds.observe({"trainingtask"}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return ok;
+  });
+  running_ = true;
   while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  running_ = false;
   queue_.shut_down();
   for (auto& t : threads) t.join();
   plan_cv_.notify_all();
   planner.join();
   checkpoint_reader.join();
   for (auto* inf : informers) inf->stop();
+}
+
+// Secrets are neither listed nor watched (RBAC grants get and create only): whether a task's SSH
+// key Secret exists is asked once and remembered per task incarnation (UID).
+bool TaskController::ssh_secret_exists(const std::string& ns, const std::string& task, const std::string& uid) {
+  const std::string key = ns + "/" + task + "@" + uid;
+  {
+    std::lock_guard lock(secrets_mu_);
+    if (known_secrets_.count(key)) return true;
+  }
+  try {
+    auto secret = client_.get(res::kSecrets, ns, render::ssh_secret_name(task));
+    for (const auto& ref : secret["metadata"].value("ownerReferences", nlohmann::json::array()))
+      if (ref.value("uid", "") == uid) {
+        std::lock_guard lock(secrets_mu_);
+        known_secrets_.insert(key);
+        return true;
+      }
+    return false;  // an older task's, about to be garbage-collected
+  } catch (const kube::KubeError&) {
+    return false;  // 404, or unknown: creating it answers (409 = there)
+  }
+}
+
+void TaskController::secret_created(const std::string& ns, const std::string& task, const std::string& uid) {
+  std::lock_guard lock(secrets_mu_);
+  known_secrets_.insert(ns + "/" + task + "@" + uid);
 }
 
 std::shared_ptr<const cost::Policy> TaskController::policy() const {
@@ -333,6 +419,54 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
   return out;
 }
 
+void TaskController::collect_metrics() {
+  m().depth.set({"trainingtask"}, static_cast<double>(queue_.length()));
+  m().delayed.set({"trainingtask"}, static_cast<double>(queue_.delayed()));
+  const std::pair<const char*, kube::Informer*> informers[] = {{"trainingtasks", tasks_.get()}, {"pods", pods_.get()},
+                                                               {"nodes", nodes_.get()}, {"services", services_.get()},
+                                                               {"configmaps", configs_.get()},
+                                                               {"pricingpolicies", pricing_.get()}};
+  for (const auto& [name, inf] : informers) {
+    const auto& st = inf->stats();
+    m().watch_restarts.set({name}, static_cast<double>(st.watches.load() > 0 ? st.watches.load() - 1 : 0));
+    m().relists.set({name}, static_cast<double>(st.expired.load()));
+  }
+  m().tasks.reset();
+  m().workers.reset();
+  m().cost.reset();
+  for (const char* phase : {"Pending", "Admitted", "Running", "Restarting", "Suspended", "Succeeded", "Failed"}) m().tasks.set({phase}, 0);
+  std::map<std::pair<std::string, std::string>, int64_t> cost_micros;
+  for (const auto& t : tasks_->store().list()) {
+    const auto status = t->value("status", nlohmann::json::object());
+    std::string phase = status.value("phase", "Pending");
+    m().tasks.inc({phase.empty() ? "Pending" : phase});
+    const std::string ns = (*t)["metadata"].value("namespace", "");
+    if (phase == "Running" || phase == "Restarting" || phase == "Admitted")
+      m().workers.set({ns, (*t)["metadata"].value("name", "")}, status.value("replicas", 0));
+    const auto cost = status.value("cost", nlohmann::json::object());
+    if (cost.contains("accruedMicros")) cost_micros[{ns, cost.value("currency", "")}] += cost.value("accruedMicros", int64_t{0});
+  }
+  for (const auto& [k, v] : cost_micros) m().cost.set({k.first, k.second}, static_cast<double>(v) / 1e6);
+  m().gpus.reset();
+  std::map<std::pair<std::string, std::string>, int64_t> held;
+  std::map<std::string, planner::Node> node_facts;
+  for (const auto& p : pods_->store().list()) {
+    const auto labels = (*p)["metadata"].value("labels", nlohmann::json::object());
+    if (labels.value(render::label::kManagedBy, "") != "valley") continue;
+    if ((*p)["status"].value("phase", "") != "Running") continue;
+    std::string node = (*p)["spec"].value("nodeName", "");
+    auto it = node_facts.find(node);
+    if (it == node_facts.end()) {
+      auto n = nodes_->store().get(node);
+      if (!n) continue;
+      it = node_facts.emplace(node, planner::node_from(*n, options_.node_facts)).first;
+    }
+    for (const auto& [resource, count] : planner::gpu_usage(*p))
+      held[{it->second.vendor, it->second.capacity_class}] += gpu::share_milli(resource, count);
+  }
+  for (const auto& [k, v] : held) m().gpus.set({k.first, k.second}, static_cast<double>(v) / 1000);
+}
+
 bool TaskController::reconcile(const std::string& key) {
   if (key.rfind(kPolicyKeyPrefix, 0) == 0) return reconcile_policy(key.substr(std::string(kPolicyKeyPrefix).size()));
   kube::ObjectPtr task = tasks_->store().get(key);
@@ -374,7 +508,7 @@ bool TaskController::reconcile(const std::string& key) {
     o.config_exists = true;
     if ((*cm).contains("data")) o.config_hostfile = (*cm)["data"].value("hostfile", "");
   }
-  o.secret_exists = secrets_->store().get(ns + "/" + render::ssh_secret_name(name)) != nullptr;
+  o.secret_exists = ssh_secret_exists(ns, name, uid);
   {
     std::lock_guard lock(plan_mu_);
     if (auto it = admissions_.find(key); it != admissions_.end()) o.admission = it->second;
@@ -411,6 +545,15 @@ bool TaskController::reconcile(const std::string& key) {
       spdlog::debug("{}: status update: {}", key, e.what());
       return false;
     }
+    if (phase_after != phase_before)
+      spdlog::info("{} -> {}: {}", phase_before.empty() ? "new" : phase_before, phase_after, d.status.value("message", ""));
+    // Restarts this process decided (the write succeeded, so each is counted once).
+    const auto before = o.task.value("status", nlohmann::json::object()).value("restarts", nlohmann::json::object());
+    const auto after = d.status.value("restarts", nlohmann::json::object());
+    for (const char* cause : {"failures", "resizes", "preemptions", "disruptions"}) {
+      int64_t delta = after.value(cause, int64_t{0}) - before.value(cause, int64_t{0});
+      if (delta > 0) m().restarts.inc({std::string(cause).substr(0, std::string(cause).size() - 1)}, static_cast<double>(delta));
+    }
   }
   for (const auto& ev : d.events) events_.record(o.task, ev.type, ev.reason, ev.action, ev.note);
   if (d.delete_task) {
@@ -442,8 +585,9 @@ bool TaskController::reconcile(const std::string& key) {
   auto create = [&](const kube::Resource& r, const nlohmann::json& object) {
     try {
       client_.create(r, ns, object);
+      return true;
     } catch (const kube::KubeError& e) {
-      if (e.http_status() == 409) return;  // made already (by us, before a restart or a stale cache)
+      if (e.http_status() == 409) return false;  // made already (by us, before a restart or a stale cache)
       spdlog::warn("{}: create {} {}: {}", key, r.kind, object["metadata"].value("name", ""), e.what());
       // Refusals that will not heal by retrying are the user's to see (bad resources in the spec,
       // a quota, an admission policy).
@@ -451,9 +595,12 @@ bool TaskController::reconcile(const std::string& key) {
         events_.warning(o.task, "CreateFailed", "Create", r.kind + " " + object["metadata"].value("name", "") + ": " + e.what());
       }
       ok = false;
+      return false;
     }
   };
-  if (d.create_ssh_secret && o.parsed.spec) create(res::kSecrets, render::ssh_secret(*o.parsed.spec, render::generate_ssh_key_pair(name)));
+  if (d.create_ssh_secret && o.parsed.spec) {
+    if (create(res::kSecrets, render::ssh_secret(*o.parsed.spec, render::generate_ssh_key_pair(name)))) secret_created(ns, name, uid);
+  }
   for (const auto& object : d.create) {
     const std::string kind = object.value("kind", "");
     create(kind == "Pod" ? res::kPods : kind == "Service" ? res::kServices : res::kConfigMaps, object);

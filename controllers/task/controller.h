@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "controllers/cost/engine.h"
@@ -53,6 +54,10 @@ class TaskController {
   void run(const std::atomic<bool>& stop);
   // One reconcile of one task key ("ns/name"); true when done, false to retry with backoff.
   bool reconcile(const std::string& key);
+  // Caches listed and workers running (for /readyz).
+  bool running() const { return running_.load(); }
+  // Sets the gauges that describe the cluster as cached (tasks by phase, workers, GPUs, cost).
+  void collect_metrics();
 
  private:
   void enqueue_owner(const kube::ObjectPtr& object);
@@ -68,7 +73,13 @@ class TaskController {
   kube::EventRecorder& events_;
   ControllerOptions options_;
   kube::WorkQueue queue_;
-  std::unique_ptr<kube::Informer> tasks_, pods_, nodes_, services_, configs_, secrets_, pricing_;
+  std::atomic<bool> running_{false};
+  bool ssh_secret_exists(const std::string& ns, const std::string& task, const std::string& uid);
+  void secret_created(const std::string& ns, const std::string& task, const std::string& uid);
+
+  std::unique_ptr<kube::Informer> tasks_, pods_, nodes_, services_, configs_, pricing_;
+  std::mutex secrets_mu_;
+  std::set<std::string> known_secrets_;  // ns/task@uid whose SSH key Secret exists
   mutable std::mutex policy_mu_;
   std::shared_ptr<const cost::Policy> policy_;  // nullptr: none, or invalid (see its status)
   CheckpointWatcher checkpoints_;

@@ -12,6 +12,7 @@ WorkQueue::~WorkQueue() { shut_down(); }
 void WorkQueue::add_locked(const std::string& key) {
   if (shutting_down_ || dirty_.count(key)) return;
   dirty_.insert(key);
+  queued_at_.emplace(key, Clock::now());
   if (processing_.count(key)) return;  // re-queued by done()
   queue_.push_back(key);
   cv_.notify_one();
@@ -70,6 +71,13 @@ std::optional<std::string> WorkQueue::get() {
   queue_.pop_front();
   processing_.insert(key);
   dirty_.erase(key);
+  Clock::duration waited{};
+  if (auto it = queued_at_.find(key); it != queued_at_.end()) {
+    waited = Clock::now() - it->second;
+    queued_at_.erase(it);
+  }
+  lock.unlock();
+  if (options_.on_dequeue) options_.on_dequeue(waited);
   return key;
 }
 

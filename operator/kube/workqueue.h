@@ -29,6 +29,8 @@ struct WorkQueueOptions {
   Clock::duration backoff_cap = std::chrono::seconds(300);
   double qps = 10;  // the overall bucket for rate-limited adds
   int burst = 100;
+  // Called (outside the lock) with how long a key waited between being queued and a worker taking it.
+  std::function<void(Clock::duration)> on_dequeue;
 };
 
 class WorkQueue {
@@ -66,6 +68,7 @@ class WorkQueue {
   std::set<std::string> dirty_;       // queued or to be re-queued after processing
   std::set<std::string> processing_;
   std::map<std::string, Clock::time_point> waiting_;  // delayed keys and when they are due
+  std::map<std::string, Clock::time_point> queued_at_;  // when each dirty key became ready
   bool shutting_down_ = false;
 };
 

@@ -1,6 +1,9 @@
 // valleyctl: the user's command line for Valley (also usable as the kubectl plugin `kubectl-valley`).
-// Commands so far: version, estimate.
+// Commands: version, submit, estimate, list, describe.
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -26,8 +29,12 @@ usage: valleyctl [flags] COMMAND
 
 commands:
   version          print the client version and, when a cluster is reachable, the server's
-  estimate FILE    what a task (a TrainingTask or the seed task format) would cost, without
-                   submitting it: the cluster's PricingPolicy and nodes, or --policy FILE
+  submit FILE      create the task in FILE (a TrainingTask or the seed task format);
+                   --dry-run: validated by the API server, not created; -o yaml|json prints it
+  estimate FILE    what a task would cost, without submitting it: the cluster's PricingPolicy
+                   and nodes, or --policy FILE offline
+  list             tasks in the namespace (-A: all) with phase, workers and cost
+  describe NAME    one task: phase, workers and where, checkpoint, restarts, cost, recent events
 )";
 
 using json = nlohmann::json;
@@ -74,11 +81,196 @@ std::optional<json> read_task(const std::string& path, std::string* error) {
   return doc->value;
 }
 
-int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& args) {
-  if (args.size() != 2) {
-    std::cerr << "usage: valleyctl estimate FILE [--policy FILE] [--duration 6h]\n";
-    return 2;
+// Commands that talk to the cluster: an API error is a message and exit 1, never a crash.
+int with_cluster(const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const valley::kube::KubeError& e) {
+    std::cerr << "valleyctl: " << e.what() << "\n";
+    return 1;
   }
+}
+
+// Commands that take one argument: the usage line and exit 2 otherwise.
+bool one_argument(const std::vector<std::string>& args, const char* usage) {
+  if (args.size() == 2) return true;
+  std::cerr << "usage: " << usage << "\n";
+  return false;
+}
+
+std::unique_ptr<valley::kube::Client> connect(const valley::Flags& flags, std::string* ns) {
+  auto config = valley::kube::load_default(flags.get("kubeconfig"), flags.get("context"));
+  if (ns) *ns = flags.get("namespace").empty() ? config.default_namespace : flags.get("namespace");
+  return std::make_unique<valley::kube::Client>(std::move(config));
+}
+
+void print(const valley::Flags& flags, const json& object) {
+  if (flags.get("output") == "json") {
+    std::cout << object.dump(2) << "\n";
+  } else {
+    std::cout << valley::to_yaml(object);
+  }
+}
+
+int cmd_submit(const valley::Flags& flags, const std::vector<std::string>& args) {
+  if (!one_argument(args, "valleyctl submit FILE [-n NAMESPACE] [--dry-run] [-o yaml|json]")) return 2;
+  std::string error;
+  auto task = read_task(args[1], &error);
+  if (!task) {
+    std::cerr << "valleyctl: " << error << "\n";
+    return 1;
+  }
+  try {
+    std::string ns;
+    auto client = connect(flags, &ns);
+    if (!flags.get("namespace").empty() || !(*task)["metadata"].contains("namespace")) (*task)["metadata"]["namespace"] = ns;
+    ns = (*task)["metadata"]["namespace"];
+    const bool dry = flags.get_bool("dry-run");
+    std::string path = "/apis/valley.dev/v1alpha1/namespaces/" + ns + "/trainingtasks" + (dry ? "?dryRun=All" : "");
+    json created = client->create(path, *task);
+    if (flags.get("output") == "yaml" || flags.get("output") == "json") {
+      print(flags, created);
+    } else {
+      std::cout << "trainingtask.valley.dev/" << created["metadata"].value("name", "") << (dry ? " valid (dry run, not created)" : " created")
+                << " in namespace " << ns << "\n";
+      if (!dry) std::cout << "follow it: valleyctl describe " << created["metadata"].value("name", "") << " -n " << ns << "\n";
+    }
+    return 0;
+  } catch (const valley::kube::KubeError& e) {
+    std::cerr << "valleyctl: " << args[1] << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+std::string age(const std::string& rfc3339) {
+  auto t = valley::kube::parse_time(rfc3339);
+  if (!t) return "-";
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - *t).count();
+  if (s < 120) return std::to_string(s) + "s";
+  if (s < 7200) return std::to_string(s / 60) + "m";
+  if (s < 172800) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+int cmd_list(const valley::Flags& flags) {
+  return with_cluster([&] {
+    std::string ns;
+    auto client = connect(flags, &ns);
+    if (flags.get_bool("all-namespaces")) ns = "";
+    auto items = client->list(valley::kube::resources::kTrainingTasks, ns).items;
+    if (flags.get("output") == "json" || flags.get("output") == "yaml") {
+      print(flags, json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}});
+      return 0;
+    }
+    std::printf("%-16s%-24s%-12s%-9s%-9s%-10s%-11s%-11s%-11s%s\n", "NAMESPACE", "NAME", "PHASE", "WORKERS", "MIN-MAX", "PRIORITY",
+                "ESTIMATED", "ACCRUED", "FINAL", "AGE");
+    for (const auto& t : items) {
+      const json st = t.value("status", json::object());
+      const json spec = t.value("spec", json::object());
+      const json cost = st.value("cost", json::object());
+      const json r = spec.value("replicas", json::object());
+      std::string range = std::to_string(r.value("min", 1)) + "-" + std::to_string(r.value("max", 1));
+      std::string currency = cost.value("currency", "");
+      auto money = [&](const char* k) { return cost.contains(k) ? cost.value(k, "") + " " + currency : std::string("-"); };
+      std::printf("%-16s%-24s%-12s%-9d%-9s%-10d%-11s%-11s%-11s%s\n", t["metadata"].value("namespace", "").c_str(),
+                  t["metadata"].value("name", "").c_str(), st.value("phase", "Pending").c_str(), st.value("replicas", 0), range.c_str(),
+                  spec.value("priority", 0), money("estimated").c_str(), money("accrued").c_str(), money("final").c_str(),
+                  age(t["metadata"].value("creationTimestamp", "")).c_str());
+    }
+    if (items.empty()) std::cout << "no TrainingTasks" << (ns.empty() ? "" : " in namespace " + ns) << "\n";
+    return 0;
+  });
+}
+
+int cmd_describe(const valley::Flags& flags, const std::vector<std::string>& args) {
+  if (!one_argument(args, "valleyctl describe NAME [-n NAMESPACE]")) return 2;
+  return with_cluster([&] {
+    std::string ns;
+    auto client = connect(flags, &ns);
+    json t = client->get(valley::kube::resources::kTrainingTasks, ns, args[1]);
+    if (flags.get("output") == "json" || flags.get("output") == "yaml") {
+      print(flags, t);
+      return 0;
+    }
+    const json st = t.value("status", json::object());
+    const json spec = t.value("spec", json::object());
+    const json r = spec.value("replicas", json::object());
+    std::cout << "Name:         " << args[1] << "\nNamespace:    " << ns << "\n";
+    std::cout << "Type:         " << spec.value("taskType", "MPI") << ", priority " << spec.value("priority", 0)
+              << (spec.value("reduceCost", false) ? ", reduceCost" : "") << (spec.value("amdSupport", false) ? ", amdSupport" : "") << "\n";
+    std::cout << "Phase:        " << st.value("phase", "Pending") << " (" << st.value("reason", "") << ": " << st.value("message", "") << ")\n";
+    std::cout << "Workers:      " << st.value("replicas", 0) << " running, " << st.value("readyReplicas", 0) << " ready, "
+              << st.value("desiredReplicas", 0) << " desired (min " << r.value("min", 1) << ", max " << r.value("max", 1) << "), epoch "
+              << st.value("epoch", 0) << "\n";
+    // Where: nodes of the current epoch's workers.
+    valley::kube::ListOptions lo;
+    lo.label_selector = "valley.dev/task=" + args[1];
+    std::map<std::string, int> per_node;
+    for (const auto& p : client->list(valley::kube::resources::kPods, ns, lo).items) {
+      const json labels = p["metadata"].value("labels", json::object());
+      if (labels.value("valley.dev/role", "") != "worker" || labels.value("valley.dev/epoch", "") != std::to_string(st.value("epoch", 0))) continue;
+      per_node[p["spec"].value("nodeName", "(not bound)")]++;
+    }
+    std::string where;
+    for (const auto& [n, c] : per_node) where += (where.empty() ? "" : ", ") + n + " x" + std::to_string(c);
+    std::cout << "Placement:    " << (where.empty() ? "-" : where) << "\n";
+    if (st.contains("checkpoint")) {
+      const json c = st["checkpoint"];
+      std::cout << "Checkpoint:   step " << c.value("step", 0) << " at " << c.value("time", "") << " (" << age(c.value("time", "")) << " ago) "
+                << c.value("uri", "") << "\n";
+    } else {
+      std::cout << "Checkpoint:   " << (spec.contains("checkpoint") ? "none reported yet" : "no spec.checkpoint") << "\n";
+    }
+    const json rs = st.value("restarts", json::object());
+    std::cout << "Restarts:     " << rs.value("total", 0) << " (failures " << rs.value("failures", 0) << ", resizes " << rs.value("resizes", 0)
+              << ", preemptions " << rs.value("preemptions", 0) << ", disruptions " << rs.value("disruptions", 0) << ")\n";
+    if (st.contains("lastDisruption")) {
+      const json d = st["lastDisruption"];
+      std::cout << "Disruption:   " << d.value("cause", "") << " at " << d.value("time", "") << (d.contains("node") ? " on " + d.value("node", "") : "");
+      if (d.contains("recoverySeconds"))
+        std::cout << "; running again after " << d.value("recoverySeconds", 0) << "s, work lost "
+                  << (d.contains("workLostSeconds") ? std::to_string(d.value("workLostSeconds", 0)) + "s" : std::string("unknown"));
+      std::cout << "\n";
+    }
+    const json cost = st.value("cost", json::object());
+    if (cost.empty()) {
+      std::cout << "Cost:         not priced (no PricingPolicy)\n";
+    } else {
+      const std::string cur = " " + cost.value("currency", "");
+      const json e = cost.value("estimate", json::object());
+      std::cout << "Cost:         estimated " << (e.empty() ? "-" : e.value("expected", "") + cur + " (" + e.value("low", "") + "-" + e.value("high", "") + ")")
+                << ", accrued " << cost.value("accrued", "-") << cur << ", final " << cost.value("final", "-")
+                << (cost.contains("final") ? cur : "") << ", priority x" << cost.value("multiplier", "1") << "\n";
+      const json b = cost.value("breakdown", json::object());
+      std::cout << "  GPU:        " << b.value("gpu", "0.00") << cur << " for";
+      const json hours = b.value("gpuHours", json::object()), kwh = b.value("kWh", json::object());
+      for (const auto& [k, v] : hours.items()) std::cout << " " << v.get<std::string>() << " GPU-h " << k << ";";
+      std::cout << "\n  energy:     " << b.value("energy", "0.00") << cur << " for";
+      for (const auto& [k, v] : kwh.items()) std::cout << " " << v.get<std::string>() << " kWh " << k << ";";
+      std::cout << "\n";
+      if (!e.empty()) std::cout << "  estimate:   " << e.value("basis", "") << ", from " << e.value("start", "") << "\n";
+    }
+    // Recent events about it.
+    valley::kube::ListOptions eo;
+    eo.field_selector = "regarding.name=" + args[1];
+    auto events = client->list(valley::kube::resources::kEvents, ns, eo).items;
+    std::sort(events.begin(), events.end(), [](const json& a, const json& b) {
+      return a["metadata"].value("creationTimestamp", "") < b["metadata"].value("creationTimestamp", "");
+    });
+    std::cout << "Events:\n";
+    size_t from = events.size() > 12 ? events.size() - 12 : 0;
+    for (size_t i = from; i < events.size(); ++i) {
+      const json& e = events[i];
+      std::cout << "  " << age(e["metadata"].value("creationTimestamp", "")) << "\t" << e.value("type", "") << "\t" << e.value("reason", "")
+                << "\t" << e.value("note", "") << "\n";
+    }
+    if (events.empty()) std::cout << "  (none)\n";
+    return 0;
+  });
+}
+
+int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& args) {
+  if (!one_argument(args, "valleyctl estimate FILE [--policy FILE] [--duration 6h]")) return 2;
   std::string error;
   auto task = read_task(args[1], &error);
   if (!task) {
@@ -192,12 +384,34 @@ int main(int argc, char** argv) {
       {"policy", "", "estimate: a PricingPolicy file instead of the cluster's"},
       {"pricing-policy", "default", "estimate: the cluster's PricingPolicy to use"},
       {"duration", "", "estimate: the run time at max workers, when the file has none (e.g. 6h)"},
-      {"output", "text", "-o: text or json", false},
+      {"output", "text", "-o: text, yaml or json", false},
+      {"namespace", "", "-n: the namespace; empty: the kubeconfig's"},
+      {"all-namespaces", "false", "-A: list: every namespace", true},
+      {"dry-run", "false", "submit: validate with the API server without creating", true},
       {"help", "false", "print this help", true},
   });
+  // kubectl's short flags: -n NS, -A, -o FORMAT (also -oyaml, -n=NS).
+  std::vector<std::string> expanded;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    const std::pair<const char*, const char*> shorts[] = {{"-n", "--namespace"}, {"-o", "--output"}};
+    bool done = false;
+    for (const auto& [s, l] : shorts) {
+      if (a == s) {
+        expanded.push_back(l);
+        done = true;
+      } else if (a.rfind(s, 0) == 0 && a.size() > 2) {
+        expanded.push_back(std::string(l) + "=" + a.substr(a[2] == '=' ? 3 : 2));
+        done = true;
+      }
+    }
+    if (!done) expanded.push_back(a == "-A" ? "--all-namespaces" : a);
+  }
+  std::vector<char*> expanded_argv;
+  for (auto& a : expanded) expanded_argv.push_back(a.data());
   std::vector<std::string> args;
   try {
-    args = flags.parse(argc, argv);
+    args = flags.parse(static_cast<int>(expanded_argv.size()), expanded_argv.data());
   } catch (const std::invalid_argument& e) {
     std::cerr << "valleyctl: " << e.what() << "\n\n" << kUsage << "\nflags:\n" << flags.usage();
     return 2;
@@ -208,6 +422,9 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "version") return cmd_version(flags);
   if (args[0] == "estimate") return cmd_estimate(flags, args);
+  if (args[0] == "submit") return cmd_submit(flags, args);
+  if (args[0] == "list") return cmd_list(flags);
+  if (args[0] == "describe") return cmd_describe(flags, args);
   std::cerr << "valleyctl: unknown command \"" << args[0] << "\"\n\n" << kUsage;
   return 2;
 }

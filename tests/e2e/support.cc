@@ -1,5 +1,10 @@
 #include "tests/e2e/support.h"
 
+#include <fstream>
+#include <mutex>
+
+#include "operator/kube/base64.h"
+
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,6 +65,14 @@ void ClusterTest::SetUp() {
   for (auto& c : base) c = std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
   ns = "e2e-" + base + "-" + std::to_string(rd() % 100000);
   admin->create("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  // Operators started by the test keep their leader Lease in this namespace: the deploy/ RBAC's
+  // leader-election role, bound here as deploy/ binds it in valley-system.
+  admin->create("/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings",
+                {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                 {"kind", "RoleBinding"},
+                 {"metadata", {{"name", "valley-leader-election"}}},
+                 {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "valley-leader-election"}}},
+                 {"subjects", {{{"kind", "ServiceAccount"}, {"name", "valley-operator"}, {"namespace", "valley-system"}}}}});
   // Pods cannot be created before kube-controller-manager has made the namespace's default
   // ServiceAccount.
   ASSERT_TRUE(eventually([&] {
@@ -180,10 +193,48 @@ std::string ChildProcess::output() const {
 
 std::string binary(const std::string& name) { return std::string(VALLEY_BIN_DIR) + "/" + name; }
 
+std::string operator_kubeconfig_path() {
+  if (const char* admin = std::getenv("VALLEY_E2E_OPERATOR_AS_ADMIN"); admin && std::string(admin) == "1") return admin_kubeconfig_path();
+  static std::once_flag once;
+  static std::string path;
+  std::call_once(once, [] {
+    // deploy/'s Namespace and RBAC, as an installation would apply them.
+    ChildProcess apply({std::string(VALLEY_SOURCE_DIR) + "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(), "apply",
+                        "-f", std::string(VALLEY_SOURCE_DIR) + "/deploy/base/namespace.yaml", "-f",
+                        std::string(VALLEY_SOURCE_DIR) + "/deploy/base/rbac.yaml"},
+                       ::testing::TempDir() + "/apply-rbac.log");
+    if (apply.wait(60s) != 0) throw std::runtime_error("applying deploy/base/rbac.yaml failed: " + apply.output());
+    kube::Client admin(admin_config());
+    // A token of the ServiceAccount (TokenRequest), as the kubelet would mount it.
+    json request = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", {{"expirationSeconds", 86400}}}};
+    json token;
+    bool ok = eventually([&] {
+      try {
+        token = admin.create("/api/v1/namespaces/valley-system/serviceaccounts/valley-operator/token", request);
+        return true;
+      } catch (const kube::KubeError&) {
+        return false;
+      }
+    }, 30s);
+    if (!ok) throw std::runtime_error("no token for valley-system/valley-operator");
+    const auto config = admin_config();
+    path = ::testing::TempDir() + "/valley-operator-sa.kubeconfig";
+    std::ofstream out(path);
+    out << "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: " << config.server
+        << "\n    certificate-authority-data: " << kube::base64_encode(config.ca_pem) << "\nusers:\n- name: valley-operator\n  user:\n"
+        << "    token: " << token["status"]["token"].get<std::string>()
+        << "\ncontexts:\n- name: valley-operator\n  context: {cluster: local, user: valley-operator, namespace: valley-system}\n"
+        << "current-context: valley-operator\n";
+  });
+  return path;
+}
+
 std::vector<std::string> operator_argv(const std::string& ns, const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {binary("valley-operator"),           "--kubeconfig=" + admin_kubeconfig_path(),
+  std::vector<std::string> argv = {binary("valley-operator"),           "--kubeconfig=" + operator_kubeconfig_path(),
                                    "--leader-elect-namespace=" + ns,   "--leader-elect-lease-duration=4s",
-                                   "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"};
+                                   "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
+                                   // Several operators run at once in some tests: each on a free port.
+                                   "--http-bind-address=127.0.0.1:0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }

@@ -63,7 +63,12 @@ class ChildProcess {
 
 std::string binary(const std::string& name);  // <build>/bin/<name>
 
-// The operator's command line for tests: admin kubeconfig, its Lease in `ns` with short timings
+// The kubeconfig the tests' operators use: a token of the valley-operator ServiceAccount with
+// deploy/base/rbac.yaml applied (so every e2e test also proves those permissions suffice);
+// VALLEY_E2E_OPERATOR_AS_ADMIN=1 uses the admin kubeconfig instead.
+std::string operator_kubeconfig_path();
+
+// The operator's command line for tests: the ServiceAccount kubeconfig above, its Lease in `ns` with short timings
 // (4s lease, 3s renew deadline, 0.5s retry), plus `extra` flags.
 std::vector<std::string> operator_argv(const std::string& ns, const std::vector<std::string>& extra = {});
 

@@ -100,6 +100,14 @@ TEST(YamlJson, TypesQuotingAndErrors) {
   EXPECT_NE(err.find("line"), std::string::npos);
 }
 
+TEST(YamlJson, ToYamlRoundTrips) {
+  json v = {{"name", "x"}, {"n", 3}, {"s", "3"}, {"b", "true"}, {"list", {1, "a: b", ""}}, {"nested", {{"k", nullptr}, {"f", false}}}};
+  std::string err;
+  auto back = parse_yaml(to_yaml(v), &err);
+  ASSERT_TRUE(back) << err << "\n" << to_yaml(v);
+  EXPECT_EQ(back->front().value, v) << to_yaml(v);
+}
+
 TEST(Samples, TheDefaultPricingPolicySampleIsValid) {
   std::ifstream in(std::string(VALLEY_SOURCE_DIR) + "/deploy/samples/pricingpolicy-default.yaml");
   std::stringstream s;
