@@ -14,19 +14,32 @@ K get nodes -o custom-columns='NODE:.metadata.name,NVIDIA:.status.allocatable.nv
 say "Valley's operator starts, wins leader election and watches TrainingTasks"
 scripts/operator.sh stop
 # A short resize interval so the demo shows a task growing back within a minute (default 5m).
-VALLEY_OPERATOR_ARGS="--planner-min-resize-interval=10s" scripts/operator.sh start
+VALLEY_OPERATOR_ARGS="--planner-min-resize-interval=10s --checkpoint-poll-interval=2s --cost-interval=5s" scripts/operator.sh start
 for _ in $(seq 1 50); do grep -q "caches synced" .valley/logs/operator.log 2>/dev/null && break; sleep 0.2; done
 grep -E "became the leader|caches synced" .valley/logs/operator.log | tail -2 | cut -c31-
 
+say "An S3-compatible store for checkpoints (versitygw on loopback, SigV4-authenticated)"
+pkill -f "versitygw --access valley-demo" 2>/dev/null || true
+rm -rf .valley/s3 && mkdir -p .valley/s3/checkpoints .valley/logs
+setsid .valley/bin/versitygw --access valley-demo --secret valley-demo-secret --port 127.0.0.1:17070 posix --nometa .valley/s3 \
+  >.valley/logs/versitygw.log 2>&1 < /dev/null &
+echo "  s3://checkpoints at http://127.0.0.1:17070 (log .valley/logs/versitygw.log)"
+
+say "Prices (deploy/samples/pricingpolicy-default.yaml: USD, A100 2.40/GPU-h on demand, 0.95 spot; Asia/Shanghai time-of-use electricity)"
+K apply -f deploy/samples/pricingpolicy-default.yaml
+K get pp
+
 say "What would the seed platform's example cost? (valleyctl estimate, nothing submitted)"
-K apply -f deploy/samples/pricingpolicy-default.yaml >/dev/null
 build/bin/valleyctl --kubeconfig .valley/kubeconfig estimate deploy/examples/seed/training1.yaml | sed 's/^/  /'
 
-say "Three tasks are applied (deploy/samples/): an elastic MPI job, the seed platform's example, a single pod on a MIG slice"
+say "Tasks are submitted: the seed example in its own format (valleyctl submit), an elastic MPI job, a spot MPI job, a single pod on a GPU slice"
 K delete namespace $ns --ignore-not-found --wait=true >/dev/null
 K create namespace $ns >/dev/null
 for _ in $(seq 1 50); do K -n $ns get serviceaccount default >/dev/null 2>&1 && break; sleep 0.2; done
-K apply -f deploy/samples/
+K -n $ns create secret generic demo-s3 --from-literal=AWS_ACCESS_KEY_ID=valley-demo \
+  --from-literal=AWS_SECRET_ACCESS_KEY=valley-demo-secret --from-literal=AWS_ENDPOINT_URL=http://127.0.0.1:17070 >/dev/null
+build/bin/valleyctl --kubeconfig .valley/kubeconfig submit deploy/examples/seed/training1.yaml -n $ns
+K apply -f deploy/samples/resnet50-mpi.yaml -f deploy/samples/spot-train-mpi.yaml -f deploy/samples/notebook-single.yaml
 echo
 echo "A bad spec is refused by the API server before Valley sees it:"
 K -n $ns apply -f - <<'YAML' 2>&1 | sed 's/^/  /' || true
@@ -38,23 +51,41 @@ YAML
 
 say "What happens to them (kubectl get tt, as it changes)"
 echo "(resnet50 asks for 4-8 GPUs and gets 8; training1 may use AMD and wants it cheap: the 16 AMD GPUs;"
-echo " at 12s an urgent priority-90 task needing 32 NVIDIA GPUs arrives: resnet50 shrinks for it, then grows back)"
+echo " spot-train runs on the two spot nodes; at 12s an urgent priority-90 task needing 16 on-demand GPUs"
+echo " arrives: resnet50 shrinks for it, then grows back; at 30s a spot node gets its termination notice)"
 last=""
 start=$SECONDS
 urgent=""
+notice=""
 while [ $((SECONDS - start)) -lt 150 ]; do
+  if [ -z "$notice" ] && [ $((SECONDS - start)) -ge 30 ]; then
+    notice=yes
+    # What valley-train would have written at its last periodic checkpoint.
+    mkdir -p .valley/s3/checkpoints/$ns/spot-train
+    printf '{"step":4200,"time":"%s","epoch":1,"worldSize":4,"object":"ckpt-00004200.bin"}' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+      > .valley/s3/checkpoints/$ns/spot-train/latest.json
+    sleep 3
+    victim=$(K -n $ns get pods -l valley.dev/task=spot-train,valley.dev/role=worker -o jsonpath='{.items[0].spec.nodeName}' 2>/dev/null || true)
+    if [ -n "$victim" ]; then
+      echo ">>> spot termination notice on $victim (kubectl taint node $victim aws-node-termination-handler/spot-itn=true:NoSchedule)"
+      K taint node "$victim" aws-node-termination-handler/spot-itn=true:NoSchedule >/dev/null
+    fi
+  fi
   if [ -z "$urgent" ] && [ $((SECONDS - start)) -ge 12 ]; then
     urgent=yes
-    echo ">>> kubectl apply urgent (priority 90, 32 workers, runs 15s)"
+    echo ">>> kubectl apply urgent (priority 90, 16 workers on on-demand nodes, runs 15s)"
     K -n $ns apply -f - >/dev/null <<'YAML'
 apiVersion: valley.dev/v1alpha1
 kind: TrainingTask
 metadata: {name: urgent}
 spec:
   priority: 90
-  replicas: {min: 32, max: 32}
+  replicas: {min: 16, max: 16}
   master: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, template: {metadata: {annotations: {valley.dev/sim-run-time: 15s}}}}
-  worker: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, gpus: "1"}
+  worker:
+    image: ghcr.io/valley-dev/examples/mpi-train:0.1
+    gpus: "1"
+    template: {spec: {nodeSelector: {karpenter.sh/capacity-type: on-demand}}}
 YAML
   fi
   now=$(K -n $ns get tt --no-headers -o custom-columns='N:.metadata.name,P:.status.phase,W:.status.replicas,E:.status.epoch' 2>/dev/null | sort)
@@ -66,14 +97,20 @@ YAML
   phase=$(K -n $ns get tt resnet50 -o jsonpath='{.status.phase}' 2>/dev/null || true)
   single=$(K -n $ns get tt finetune-small -o jsonpath='{.status.phase}' 2>/dev/null || true)
   urgent_phase=$(K -n $ns get tt urgent -o jsonpath='{.status.phase}' 2>/dev/null || true)
-  [ "$phase" = Succeeded ] && [ "$single" = Failed ] && [ "$urgent_phase" = Succeeded ] && break
+  recovered=$(K -n $ns get tt spot-train -o jsonpath='{.status.lastDisruption.recoverySeconds}' 2>/dev/null || true)
+  [ "$phase" = Succeeded ] && [ "$single" = Failed ] && [ "$urgent_phase" = Succeeded ] && [ -n "$recovered" ] && break
   sleep 1
 done
 
 say "resnet50's story in its Events, and its status"
 K -n $ns get events.events.k8s.io --field-selector regarding.name=resnet50 --sort-by=.metadata.creationTimestamp -o custom-columns='REASON:.reason,NOTE:.note' 2>/dev/null
 K -n $ns get tt resnet50 -o jsonpath='restarts: {.status.restarts}{"\n"}last resize: {.status.lastResizeReason}{"\n"}'
-say "training1 (amdSupport + reduceCost) runs on the AMD nodes"
+say "spot-train lost a spot node and restarted from its checkpoint on what was left"
+K -n $ns get events.events.k8s.io --field-selector regarding.name=spot-train --sort-by=.metadata.creationTimestamp -o custom-columns='REASON:.reason,NOTE:.note' 2>/dev/null | grep -E "REASON|Disrupted|Checkpointing|Recovered|Running"
+build/bin/valleyctl --kubeconfig .valley/kubeconfig describe spot-train -n $ns | grep -E "Phase|Workers|Placement|Checkpoint|Restarts|Disruption"
+[ -n "${victim:-}" ] && K taint node "$victim" aws-node-termination-handler/spot-itn- >/dev/null && echo "(the notice is withdrawn: $victim is back for the next tasks)"
+
+say "training1 (submitted in the seed format; amdSupport + reduceCost) runs on the AMD nodes"
 K -n $ns get pods -l valley.dev/task=training1,valley.dev/role=worker -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[0].image' | head -5
 echo "..."
 say "finetune-small: exit code 137 is retryable; it was retried once (backoffLimit 1), then failed"
@@ -82,6 +119,11 @@ K -n $ns get tt finetune-small -o jsonpath='{.status.reason}: {.status.message}{
 say "What each task cost (status.cost: estimate before, accrued while running, final at the end)"
 K -n $ns get tt -o custom-columns='TASK:.metadata.name,PHASE:.status.phase,ESTIMATED:.status.cost.estimated,ACCRUED:.status.cost.accrued,FINAL:.status.cost.final,CURRENCY:.status.cost.currency,GPU-HOURS:.status.cost.breakdown.gpuHours'
 
-say "Done. The cluster and the operator are still up:"
+say "valleyctl list"
+build/bin/valleyctl --kubeconfig .valley/kubeconfig list -n $ns
+
+say "Done. The cluster, the operator and the S3 store are still up:"
 echo "  .valley/bin/kubectl --kubeconfig .valley/kubeconfig -n $ns get tt"
+echo "  build/bin/valleyctl --kubeconfig .valley/kubeconfig describe spot-train -n $ns"
+echo "  curl -s localhost:8080/metrics | grep ^valley_    # the operator's metrics"
 echo "  make cluster-down    # stops the operator and the cluster"

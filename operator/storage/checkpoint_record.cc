@@ -28,6 +28,7 @@ std::optional<CheckpointRecord> parse_checkpoint_record(const std::string& text,
   if (j.contains("epoch") && j["epoch"].is_number_integer()) r.epoch = j["epoch"].get<int>();
   if (j.contains("worldSize") && j["worldSize"].is_number_integer()) r.world_size = j["worldSize"].get<int>();
   if (j.contains("object") && j["object"].is_string()) r.object = j["object"].get<std::string>();
+  else if (j.contains("path") && j["path"].is_string()) r.object = j["path"].get<std::string>();  // DESIGN.md's name for it
   return r;
 }
 

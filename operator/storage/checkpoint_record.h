@@ -2,7 +2,7 @@
 // its data object first, then `latest.json` in the same place, so latest.json only ever names a
 // complete checkpoint:
 //   {"step": 1200, "time": "2026-11-22T06:01:02Z", "epoch": 3, "worldSize": 4,
-//    "object": "ckpt-00001200.bin"}
+//    "object": "ckpt-00001200.bin"}          ("path" is accepted for "object", as DESIGN.md names it)
 // Valley reports step, time (and so age) in the task's status, and the work lost at a disruption.
 #pragma once
 

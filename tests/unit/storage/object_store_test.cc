@@ -82,6 +82,12 @@ TEST(CheckpointRecord, RoundTrip) {
   EXPECT_EQ(back->object, r.object);
 }
 
+TEST(CheckpointRecord, PathIsAnAliasForObject) {
+  auto r = parse_checkpoint_record(R"({"step":3,"time":"2026-11-22T06:01:02Z","path":"ckpt-3.bin"})", nullptr);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->object, "ckpt-3.bin");
+}
+
 TEST(CheckpointRecord, Errors) {
   std::string err;
   EXPECT_FALSE(parse_checkpoint_record("not json", &err));
