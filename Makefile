@@ -54,6 +54,7 @@ cluster-up: cluster-binaries
 
 cluster-down:
 	@scripts/operator.sh stop
+	@pkill -f "versitygw --access valley-demo" 2>/dev/null || true  # the demo's S3 store
 	@$(CLUSTER) down
 
 # Valley's CustomResourceDefinitions, installed and Established.

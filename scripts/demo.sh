@@ -108,7 +108,7 @@ K -n $ns get tt resnet50 -o jsonpath='restarts: {.status.restarts}{"\n"}last res
 say "spot-train lost a spot node and restarted from its checkpoint on what was left"
 K -n $ns get events.events.k8s.io --field-selector regarding.name=spot-train --sort-by=.metadata.creationTimestamp -o custom-columns='REASON:.reason,NOTE:.note' 2>/dev/null | grep -E "REASON|Disrupted|Checkpointing|Recovered|Running"
 build/bin/valleyctl --kubeconfig .valley/kubeconfig describe spot-train -n $ns | grep -E "Phase|Workers|Placement|Checkpoint|Restarts|Disruption"
-[ -n "${victim:-}" ] && K taint node "$victim" aws-node-termination-handler/spot-itn- >/dev/null && echo "(the notice is withdrawn: $victim is back for the next tasks)"
+[ -n "${victim:-}" ] && K taint node "$victim" aws-node-termination-handler/spot-itn- >/dev/null && echo "(the notice is withdrawn: $victim is back, and spot-train grows back onto it once --planner-min-resize-interval has passed)"
 
 say "training1 (submitted in the seed format; amdSupport + reduceCost) runs on the AMD nodes"
 K -n $ns get pods -l valley.dev/task=training1,valley.dev/role=worker -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[0].image' | head -5
