@@ -194,6 +194,12 @@ std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, co
   e.gpu_milli_hours = rounded(i128{share} * spec.estimated_duration->count(), 3'600'000);
   Charge c = charge_interval(p, expected, share, start, end);
   e.expected = apply_multiplier(c.gpu + c.energy, multiplier);
+  e.at_max = e.expected;
+  e.max_workers = workers;
+  e.min_workers = spec.type == task::TaskType::Single ? 1 : spec.min_workers;
+  e.duration_at_min = *spec.estimated_duration * workers / e.min_workers;
+  Charge at_min = charge_interval(p, expected, int64_t{e.min_workers} * spec.gpus.milli, start, start + e.duration_at_min);
+  e.at_min = apply_multiplier(at_min.gpu + at_min.energy, multiplier);
   // Bounds: each candidate rate at the cheapest and the dearest tariff for the whole run.
   Micros cheap = INT64_MAX, dear = 0;
   for (const auto& w : p.windows) {
@@ -226,7 +232,10 @@ std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, co
 json estimate_json(const Policy& p, const Estimate& e) {
   return {{"expected", format_money(e.expected)}, {"low", format_money(e.low)}, {"high", format_money(e.high)},
           {"expectedMicros", e.expected}, {"currency", p.currency}, {"gpuHours", format_money(e.gpu_milli_hours * 1000, 3)},
-          {"start", kube::format_time(e.start)}, {"basis", e.basis}};
+          {"start", kube::format_time(e.start)}, {"basis", e.basis},
+          {"atMaxWorkers", {{"workers", e.max_workers}, {"cost", format_money(e.at_max)}}},
+          {"atMinWorkers", {{"workers", e.min_workers}, {"cost", format_money(e.at_min)},
+                            {"hours", format_money(e.duration_at_min.count() * 10 / 36, 2)}}}};
 }
 
 }  // namespace valley::cost

@@ -58,6 +58,12 @@ Micros accrued_micros(const nlohmann::json& cost_status);
 // the cheapest and dearest rates and tariffs among `candidates`.
 struct Estimate {
   Micros expected = 0, low = 0, high = 0;
+  // The same work at either end of the elastic range, at the expected rate: at max workers it takes
+  // estimatedDuration, at min workers max/min times longer (perfect scaling assumed), so it meets
+  // other tariff windows.
+  Micros at_max = 0, at_min = 0;
+  int max_workers = 1, min_workers = 1;
+  std::chrono::milliseconds duration_at_min{0};
   int64_t gpu_milli_hours = 0;
   SystemTime start{};
   std::string basis;  // what was assumed, for the user

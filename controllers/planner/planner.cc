@@ -315,7 +315,7 @@ class Planner {
       if (auto it = by_name_.find(w.node); it != by_name_.end()) used_vendor = it->second->vendor;
     if (!used_vendor.empty()) {
       vendors.push_back(used_vendor);  // a gang stays on one vendor
-    } else if (t.amd_support && t.reduce_cost) {
+    } else if (t.amd_support && t.reduce_cost && config_.amd_cheaper) {
       vendors = {"amd", "nvidia"};
     } else if (t.amd_support) {
       vendors = {"nvidia", "amd"};

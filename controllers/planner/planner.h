@@ -85,6 +85,9 @@ struct Config {
   bool off_peak = true;
   std::string next_off_peak;  // for the waiting reason, e.g. "2026-11-22T15:00:00Z"
   int idle_percent = 50;
+  // From the PricingPolicy: AMD GPUs cost less than NVIDIA ones, so reduceCost tasks that may use
+  // them try AMD first (without a policy: the seed platform's premise, AMD is cheaper).
+  bool amd_cheaper = true;
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt };

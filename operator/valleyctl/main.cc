@@ -356,6 +356,9 @@ int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& arg
             << " GPU" << (spec.reduce_cost ? ", reduceCost" : "") << (spec.amd_support ? ", amdSupport" : "") << ")\n";
   std::cout << "gpu-hours   " << out["gpuHours"].get<std::string>() << " (max workers for estimatedDuration; fewer workers run longer)\n";
   std::cout << "expected    " << out["expected"].get<std::string>() << " " << policy->currency << "  " << e->basis << "\n";
+  std::cout << "sizes       " << e->max_workers << " workers: " << out["atMaxWorkers"]["cost"].get<std::string>() << " " << policy->currency
+            << "; " << e->min_workers << " workers (" << out["atMinWorkers"]["hours"].get<std::string>()
+            << " h, assuming perfect scaling): " << out["atMinWorkers"]["cost"].get<std::string>() << " " << policy->currency << "\n";
   std::cout << "starts      " << (wait ? "at the next off-peak window, " : "now, ") << valley::kube::format_time(start) << "\n";
   std::cout << "range       " << out["low"].get<std::string>() << " - " << out["high"].get<std::string>() << " " << policy->currency
             << "  (cheapest capacity at the cheapest tariff .. dearest at the dearest)\n";

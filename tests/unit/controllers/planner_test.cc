@@ -300,6 +300,18 @@ TEST(Planner, ReduceCostWaitsForOffPeakUnlessSpotOrIdleCapacityTakesIt) {
   EXPECT_EQ(find(plan({nvidia("od1", 8)}, {busy, cheap}, kNow, idle), "cheap").action, Action::Admit);
 }
 
+TEST(Planner, ReduceCostPrefersAmdOnlyWhenItIsCheaper) {
+  Task t = task("t", 0, 2, 2);
+  t.reduce_cost = true;
+  t.amd_support = true;
+  std::vector<Node> nodes = {nvidia("nv", 8), amd("amd", 8)};
+  Config c;
+  c.amd_cheaper = true;
+  EXPECT_EQ(plan(nodes, {t}, kNow, c)[0].placement[0].node, "amd");
+  c.amd_cheaper = false;
+  EXPECT_EQ(plan(nodes, {t}, kNow, c)[0].placement[0].node, "nv");
+}
+
 // Random clusters and task mixes: invariants that must always hold.
 TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterministic) {
   std::mt19937 rng(7);

@@ -126,5 +126,31 @@ TEST(SshKeys, OpenSshAcceptsThePairAndDerivesTheSamePublicKey) {
   }
 }
 
+TEST(Render, CheckpointStoresReachThePods) {
+  auto parse = [](const std::string& checkpoint) {
+    return *task::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n","uid":"u"},"spec":{"replicas":{"min":1,"max":2},
+      "master":{"image":"l"},"worker":{"image":"w"},"checkpoint":)" + checkpoint + "}}")).spec;
+  };
+  // pvc://: the claim is mounted where the workload expects it, the directory in the environment.
+  json pvc = worker_pod(parse(R"({"uri":"pvc://ckpt-claim/runs/t","gracePeriodSeconds":90})"), 0, {2, 1}, default_placement(parse(R"({"uri":"pvc://ckpt-claim/x"})")));
+  EXPECT_EQ(env_of(pvc, "VALLEY_CHECKPOINT_DIR"), "/valley/checkpoint/ckpt-claim/runs/t");
+  EXPECT_EQ(pvc["spec"]["terminationGracePeriodSeconds"], 90);
+  bool mounted = false, volume = false;
+  for (const auto& m : pvc["spec"]["containers"][0]["volumeMounts"]) mounted |= m["mountPath"] == "/valley/checkpoint/ckpt-claim";
+  for (const auto& v : pvc["spec"]["volumes"])
+    volume |= v.contains("persistentVolumeClaim") && v["persistentVolumeClaim"]["claimName"] == "ckpt-claim";
+  EXPECT_TRUE(mounted && volume) << pvc.dump(2);
+  // s3:// with a Secret: its keys as the pods' environment; the default window is 60 s.
+  json s3 = launcher_pod(parse(R"({"uri":"s3://bucket/t","secretRef":{"name":"creds"}})"), {2, 1});
+  EXPECT_EQ(s3["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"], "creds");
+  EXPECT_EQ(s3["spec"]["terminationGracePeriodSeconds"], 60);
+  EXPECT_EQ(env_of(s3, "VALLEY_CHECKPOINT_DIR"), "<unset>");
+  // A bad URI is an InvalidSpec with its reason, not a pod.
+  auto bad = task::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n"},"spec":{"replicas":{"min":1,"max":1},
+      "master":{"image":"l"},"worker":{"image":"w"},"checkpoint":{"uri":"s3://x/y"}}})"));
+  ASSERT_FALSE(bad.spec);
+  EXPECT_NE(bad.errors[0].find("bucket name"), std::string::npos) << bad.errors[0];
+}
+
 }  // namespace
 }  // namespace valley::render

@@ -263,6 +263,14 @@ TEST(Estimate, RangeAndExpected) {
   EXPECT_EQ(e->expected, 163'200'000);
   EXPECT_EQ(e->low, 8 * 8'000'000 + 8 * 500'000 * 3 / 10);   // spot GPUs, valley electricity
   EXPECT_EQ(e->high, 8 * 20'000'000 + 8 * 500'000 * 12 / 10);  // on-demand, peak
+  // At 2 workers the same 8 GPU-hours take 4 h (07:00-11:00 local): an hour of it at the peak tariff.
+  EXPECT_EQ(e->min_workers, 2);
+  EXPECT_EQ(e->duration_at_min, std::chrono::hours(4));
+  EXPECT_EQ(e->at_max, e->expected);
+  EXPECT_EQ(e->at_min, 8 * 20'000'000 + 2 * 3 * 500'000 * 8 / 10 + 2 * 500'000 * 12 / 10);
+  json j = estimate_json(p, *e);
+  EXPECT_EQ(j["atMinWorkers"]["hours"], "4.00");
+  EXPECT_EQ(j["atMinWorkers"]["workers"], 2);
   spec.estimated_duration.reset();
   EXPECT_FALSE(estimate(p, spec, od, {od}, at("2026-11-23T23:00:00Z")));
 }
