@@ -54,7 +54,7 @@ cluster-up: cluster-binaries
 
 cluster-down:
 	@scripts/operator.sh stop
-	@pkill -f "versitygw --access valley-demo" 2>/dev/null || true  # the demo's S3 store
+	@pkill -f "[v]ersitygw --access valley-demo" 2>/dev/null || true  # the demo's S3 store ([v]: not this shell)
 	@$(CLUSTER) down
 
 # Valley's CustomResourceDefinitions, installed and Established.

@@ -19,7 +19,7 @@ for _ in $(seq 1 50); do grep -q "caches synced" .valley/logs/operator.log 2>/de
 grep -E "became the leader|caches synced" .valley/logs/operator.log | tail -2 | cut -c31-
 
 say "An S3-compatible store for checkpoints (versitygw on loopback, SigV4-authenticated)"
-pkill -f "versitygw --access valley-demo" 2>/dev/null || true
+pkill -f "[v]ersitygw --access valley-demo" 2>/dev/null || true
 rm -rf .valley/s3 && mkdir -p .valley/s3/checkpoints .valley/logs
 setsid .valley/bin/versitygw --access valley-demo --secret valley-demo-secret --port 127.0.0.1:17070 posix --nometa .valley/s3 \
   >.valley/logs/versitygw.log 2>&1 < /dev/null &
