@@ -98,7 +98,7 @@ void CheckpointWatcher::read(const std::string& key, Entry entry) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  bool changed = false;
+  bool changed = false, error_changed = false;
   {
     std::lock_guard lock(mu_);
     auto it = entries_.find(key);
@@ -110,10 +110,17 @@ void CheckpointWatcher::read(const std::string& key, Entry entry) {
     }
     if (e.error != error) {
       e.error = error;
-      changed = true;
+      changed = error_changed = true;
     }
   }
-  if (!error.empty()) spdlog::warn("{}: {}", key, error);
+  // Once per new error (and once when it clears), not at every poll.
+  if (error_changed) {
+    if (error.empty()) {
+      spdlog::info("{}: checkpoint store readable again", key);
+    } else {
+      spdlog::warn("{}: {}", key, error);
+    }
+  }
   if (changed && on_change_) on_change_(key, error);
 }
 
