@@ -1,10 +1,13 @@
-// The TrainingTask controller: informers over TrainingTasks, all pods and nodes, and the Services,
-// ConfigMaps and Secrets Valley made; a planning loop that turns the cached cluster into a capacity
-// plan (controllers/planner) whenever something changed and publishes each task's admission; a
-// workqueue of task keys fed by changes and by new admissions; workers that observe a task from the
-// caches and its admission, call the pure lifecycle decide(), and carry the decision out: status
-// first (conditional on resourceVersion, so a stale cache can never apply a transition twice), then
-// deletions, then creations (deterministic names: a repeat is a harmless AlreadyExists), then Events.
+// The TrainingTask controller: informers over TrainingTasks, all pods and nodes, PricingPolicies, and
+// the Services and ConfigMaps Valley made (Secrets are checked by name, never listed); a planning
+// loop that turns the cached cluster into a capacity plan (controllers/planner) whenever something
+// changed and publishes each task's admission; a workqueue of task keys fed by changes and by new
+// admissions; workers that observe a task from the caches (its pods, their nodes, its admission, its
+// last checkpoint record), bring its cost up to date (controllers/cost: accrual from pod times, the
+// estimate), call the pure lifecycle decide(), and carry the decision out: status first (conditional
+// on resourceVersion, so a stale cache can never apply a transition or a charge twice), then
+// deletions (forced for pods on lost nodes), then creations (deterministic names: a repeat is a
+// harmless AlreadyExists), then Events.
 //
 // The plan counts the placements it published as taken until the pods show them (as kube-scheduler
 // assumes its bindings), so two rounds never hand the same GPUs to two tasks.

@@ -29,7 +29,13 @@ json gpu_pod(const std::string& name, const std::string& resource, const std::st
 // Watches one pod from the given resourceVersion until `done` holds for it; returns the last object.
 json watch_pod_until(kube::Client& client, const std::string& ns, const std::string& name, const std::string& rv,
                      const std::function<bool(const json&)>& done, std::chrono::seconds timeout = 30s) {
+  // It may be done already (kwok is fast): then no later event would ever come.
   json last;
+  try {
+    last = client.get("/api/v1/namespaces/" + ns + "/pods/" + name);
+    if (done(last)) return last;
+  } catch (const kube::KubeError&) {
+  }
   std::string path = "/api/v1/namespaces/" + ns + "/pods?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv +
                      "&timeoutSeconds=" + std::to_string(timeout.count()) +
                      "&fieldSelector=" + kube::url_encode("metadata.name=" + name);
@@ -119,10 +125,10 @@ TEST_F(PodLifecycle, GpuPodIsScheduledOntoAGpuNodeAndRuns) {
 }
 
 TEST_F(PodLifecycle, AmdAndMigRequestsLandOnNodesThatOfferThem) {
-  admin->create("/api/v1/namespaces/" + ns + "/pods", gpu_pod("on-amd", "amd.com/gpu", "4"));
+  json created_amd = admin->create("/api/v1/namespaces/" + ns + "/pods", gpu_pod("on-amd", "amd.com/gpu", "4"));
   json created = admin->create("/api/v1/namespaces/" + ns + "/pods", gpu_pod("on-mig", "nvidia.com/mig-1g.10gb", "1"));
-  auto running = [](const json& p) { return p["status"].value("phase", "") == "Running"; };
-  json amd = watch_pod_until(*admin, ns, "on-amd", created["metadata"]["resourceVersion"], running);
+  auto running = [](const json& p) { return p.is_object() && p.value("status", json::object()).value("phase", "") == "Running"; };
+  json amd = watch_pod_until(*admin, ns, "on-amd", created_amd["metadata"]["resourceVersion"], running);
   json mig = watch_pod_until(*admin, ns, "on-mig", created["metadata"]["resourceVersion"], running);
   ASSERT_TRUE(running(amd) && running(mig));
   EXPECT_TRUE(node_of(*admin, amd)["status"]["allocatable"].contains("amd.com/gpu"));
