@@ -41,6 +41,12 @@ struct Reader {
     }
     return o[key].get<int>();
   }
+  // A `match: {vendor, product}` selector; absent fields match anything.
+  void match(const json& o, const std::string& path, std::string* vendor, std::string* product) {
+    if (!o.contains("match") || !o["match"].is_object()) return;
+    *vendor = str(o["match"], "vendor", path + ".match.vendor");
+    *product = str(o["match"], "product", path + ".match.product");
+  }
   const json* array(const json& o, const char* key, const std::string& path) {
     if (!o.contains(key)) return nullptr;
     if (!o[key].is_array()) {
@@ -109,10 +115,7 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
       const json& g = (*gpus)[i];
       std::string path = "spec.gpu[" + std::to_string(i) + "]";
       GpuPrice price;
-      if (g.contains("match") && g["match"].is_object()) {
-        price.vendor = r.str(g["match"], "vendor", path + ".match.vendor");
-        price.product = r.str(g["match"], "product", path + ".match.product");
-      }
+      r.match(g, path, &price.vendor, &price.product);
       price.on_demand = r.money(g, "onDemand", path + ".onDemand", true);
       price.spot = g.contains("spot") ? r.money(g, "spot", path + ".spot", true) : price.on_demand;
       p.gpu.push_back(price);
@@ -148,10 +151,7 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
         const json& w = (*ws)[i];
         std::string path = "spec.electricity.wattsPerGpu[" + std::to_string(i) + "]";
         GpuWatts gw;
-        if (w.contains("match") && w["match"].is_object()) {
-          gw.vendor = r.str(w["match"], "vendor", path + ".match.vendor");
-          gw.product = r.str(w["match"], "product", path + ".match.product");
-        }
+        r.match(w, path, &gw.vendor, &gw.product);
         gw.watts = r.integer(w, "watts", path + ".watts", 0, 0, 5000);
         p.watts.push_back(gw);
       }

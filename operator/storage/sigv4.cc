@@ -8,6 +8,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "operator/kube/client.h"
+
 namespace valley::storage {
 namespace {
 
@@ -70,18 +72,17 @@ std::string hmac_sha256(std::string_view key, std::string_view data) {
 }
 
 std::string uri_encode(std::string_view s, bool keep_slash) {
-  static const char* digits = "0123456789ABCDEF";
+  if (!keep_slash) return kube::url_encode(std::string(s));
+  // A path: each segment encoded, the slashes kept.
   std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += digits[c >> 4];
-      out += digits[c & 15];
-    }
+  size_t start = 0;
+  for (;;) {
+    size_t slash = s.find('/', start);
+    out += kube::url_encode(std::string(s.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start)));
+    if (slash == std::string_view::npos) return out;
+    out += '/';
+    start = slash + 1;
   }
-  return out;
 }
 
 std::string canonical_request(const SignedRequest& r) {
