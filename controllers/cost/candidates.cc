@@ -11,11 +11,7 @@ std::vector<NodeRate> candidate_rates(const Policy& p, const task::TaskSpec& spe
   for (const auto& n : nodes) {
     planner::Node node = planner::node_from(n, facts);
     if (node.vendor != "nvidia" && !(node.vendor == "amd" && spec.amd_support)) continue;
-    bool selected = std::all_of(shape.node_selector.begin(), shape.node_selector.end(), [&](const auto& kv) {
-      auto it = node.labels.find(kv.first);
-      return it != node.labels.end() && it->second == kv.second;
-    });
-    if (!selected || !planner::worker_shape(spec.gpus.milli, node)) continue;  // cannot host a worker at all
+    if (!planner::selects(shape, node) || !planner::worker_shape(spec.gpus.milli, node)) continue;  // cannot host a worker
     out.push_back(rate_for(p, node.vendor, node.labels));
   }
   return out;

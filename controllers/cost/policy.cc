@@ -47,6 +47,12 @@ struct Reader {
     *vendor = str(o["match"], "vendor", path + ".match.vendor");
     *product = str(o["match"], "product", path + ".match.product");
   }
+  // Calls f(item, "path[i]") for each item of the list o[key].
+  template <typename F>
+  void each(const json& o, const char* key, const std::string& path, F f) {
+    if (const json* a = array(o, key, path))
+      for (size_t i = 0; i < a->size(); ++i) f((*a)[i], path + "[" + std::to_string(i) + "]");
+  }
   const json* array(const json& o, const char* key, const std::string& path) {
     if (!o.contains(key)) return nullptr;
     if (!o[key].is_array()) {
@@ -110,17 +116,13 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
   p.currency = r.str(spec, "currency", "spec.currency", "USD");
   if (p.currency.size() != 3 || !std::all_of(p.currency.begin(), p.currency.end(), [](char c) { return c >= 'A' && c <= 'Z'; }))
     r.error("spec.currency: must be an ISO 4217 code like USD or CNY");
-  if (const json* gpus = r.array(spec, "gpu", "spec.gpu")) {
-    for (size_t i = 0; i < gpus->size(); ++i) {
-      const json& g = (*gpus)[i];
-      std::string path = "spec.gpu[" + std::to_string(i) + "]";
-      GpuPrice price;
-      r.match(g, path, &price.vendor, &price.product);
-      price.on_demand = r.money(g, "onDemand", path + ".onDemand", true);
-      price.spot = g.contains("spot") ? r.money(g, "spot", path + ".spot", true) : price.on_demand;
-      p.gpu.push_back(price);
-    }
-  }
+  r.each(spec, "gpu", "spec.gpu", [&](const json& g, const std::string& path) {
+    GpuPrice price;
+    r.match(g, path, &price.vendor, &price.product);
+    price.on_demand = r.money(g, "onDemand", path + ".onDemand", true);
+    price.spot = g.contains("spot") ? r.money(g, "spot", path + ".spot", true) : price.on_demand;
+    p.gpu.push_back(price);
+  });
   if (p.gpu.empty()) r.error("spec.gpu: at least one GPU price is required");
   if (spec.contains("capacityClass") && spec["capacityClass"].is_object()) {
     if (const json* labels = r.array(spec["capacityClass"], "spotLabels", "spec.capacityClass.spotLabels")) {
@@ -146,22 +148,15 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
     p.pue_milli = r.milli(e, "pue", "spec.electricity.pue", 1000);
     if (p.pue_milli < 1000 || p.pue_milli > 3000) r.error("spec.electricity.pue: must be from 1.0 to 3.0");
     p.default_watts = r.integer(e, "defaultWattsPerGpu", "spec.electricity.defaultWattsPerGpu", 300, 0, 5000);
-    if (const json* ws = r.array(e, "wattsPerGpu", "spec.electricity.wattsPerGpu")) {
-      for (size_t i = 0; i < ws->size(); ++i) {
-        const json& w = (*ws)[i];
-        std::string path = "spec.electricity.wattsPerGpu[" + std::to_string(i) + "]";
-        GpuWatts gw;
-        r.match(w, path, &gw.vendor, &gw.product);
-        gw.watts = r.integer(w, "watts", path + ".watts", 0, 0, 5000);
-        p.watts.push_back(gw);
-      }
-    }
+    r.each(e, "wattsPerGpu", "spec.electricity.wattsPerGpu", [&](const json& w, const std::string& path) {
+      GpuWatts gw;
+      r.match(w, path, &gw.vendor, &gw.product);
+      gw.watts = r.integer(w, "watts", path + ".watts", 0, 0, 5000);
+      p.watts.push_back(gw);
+    });
     p.flat_name = r.str(e, "flatName", "spec.electricity.flatName", "flat");
     p.flat_per_kwh = r.money(e, "flatPerKWh", "spec.electricity.flatPerKWh", false);
-    if (const json* ws = r.array(e, "windows", "spec.electricity.windows")) {
-      for (size_t i = 0; i < ws->size(); ++i) {
-        const json& w = (*ws)[i];
-        std::string path = "spec.electricity.windows[" + std::to_string(i) + "]";
+    r.each(e, "windows", "spec.electricity.windows", [&](const json& w, const std::string& path) {
         TariffWindow tw;
         tw.name = r.str(w, "name", path + ".name");
         if (tw.name.empty()) r.error(path + ".name: required");
@@ -183,21 +178,17 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
           }
         }
         p.windows.push_back(tw);
-      }
-    }
+    });
   }
   if (spec.contains("priority") && spec["priority"].is_object()) {
-    if (const json* steps = r.array(spec["priority"], "multipliers", "spec.priority.multipliers")) {
-      for (size_t i = 0; i < steps->size(); ++i) {
-        std::string path = "spec.priority.multipliers[" + std::to_string(i) + "]";
-        PriorityStep s;
-        s.min_priority = r.integer((*steps)[i], "minPriority", path + ".minPriority", 0, 0, 100);
-        s.multiplier_milli = r.milli((*steps)[i], "multiplier", path + ".multiplier", 1000);
-        if (s.multiplier_milli <= 0) r.error(path + ".multiplier: must be positive");
-        p.priority.push_back(s);
-      }
-      std::sort(p.priority.begin(), p.priority.end(), [](const auto& a, const auto& b) { return a.min_priority < b.min_priority; });
-    }
+    r.each(spec["priority"], "multipliers", "spec.priority.multipliers", [&](const json& step, const std::string& path) {
+      PriorityStep s;
+      s.min_priority = r.integer(step, "minPriority", path + ".minPriority", 0, 0, 100);
+      s.multiplier_milli = r.milli(step, "multiplier", path + ".multiplier", 1000);
+      if (s.multiplier_milli <= 0) r.error(path + ".multiplier: must be positive");
+      p.priority.push_back(s);
+    });
+    std::sort(p.priority.begin(), p.priority.end(), [](const auto& a, const auto& b) { return a.min_priority < b.min_priority; });
   }
   if (spec.contains("reduceCost") && spec["reduceCost"].is_object())
     p.reduce_cost_idle_percent = r.integer(spec["reduceCost"], "idleCapacityPercent", "spec.reduceCost.idleCapacityPercent", 50, 0, 101);

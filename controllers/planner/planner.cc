@@ -50,10 +50,7 @@ bool tolerates(const Task& t, const Taint& taint) {
 bool eligible(const Task& t, const Node& n) {
   if (!n.schedulable) return false;
   if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
-  for (const auto& [k, v] : t.node_selector) {
-    auto it = n.labels.find(k);
-    if (it == n.labels.end() || it->second != v) return false;
-  }
+  if (!selects(t, n)) return false;
   for (const auto& taint : n.taints)
     if (!tolerates(t, taint)) return false;
   return true;
@@ -428,6 +425,14 @@ class Planner {
 };
 
 }  // namespace
+
+bool selects(const Task& t, const Node& n) {
+  for (const auto& [k, v] : t.node_selector) {
+    auto it = n.labels.find(k);
+    if (it == n.labels.end() || it->second != v) return false;
+  }
+  return true;
+}
 
 const char* to_string(Action a) {
   switch (a) {

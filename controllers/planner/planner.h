@@ -102,6 +102,9 @@ struct Decision {
   int queue_position = 0;                // for Wait: 1 = next in line
 };
 
+// The task's worker template selects the node (its nodeSelector labels all match).
+bool selects(const Task& t, const Node& n);
+
 // Decisions for every task, in the order of `tasks`.
 std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Task>& tasks, SystemTime now,
                            const Config& config = {});

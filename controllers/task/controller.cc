@@ -143,7 +143,7 @@ void TaskController::plan_once() {
   std::map<std::string, size_t> node_index;
   for (const auto& n : nodes_->store().list()) {
     node_index[(*n)["metadata"].value("name", "")] = nodes.size();
-    nodes.push_back(planner::node_from(*n, options_.node_facts));
+    nodes.push_back(planner::node_from(*n, node_facts()));
   }
   std::vector<planner::Task> tasks;
   std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
@@ -320,6 +320,14 @@ void TaskController::secret_created(const std::string& ns, const std::string& ta
   known_secrets_.insert(ns + "/" + task + "@" + uid);
 }
 
+// How nodes are read: the operator's flags, except that a PricingPolicy in use decides which
+// labels mean spot, so that admission (reduceCost on spot) and pricing never disagree.
+planner::NodeFacts TaskController::node_facts() const {
+  planner::NodeFacts facts = options_.node_facts;
+  if (auto p = policy()) facts.spot_labels = p->spot_labels;
+  return facts;
+}
+
 std::shared_ptr<const cost::Policy> TaskController::policy() const {
   std::lock_guard lock(policy_mu_);
   return policy_;
@@ -379,7 +387,7 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
   auto rate_of = [&](const std::string& node) -> std::optional<cost::NodeRate> {
     auto n = nodes_->store().get(node);
     if (!n) return std::nullopt;
-    planner::Node facts = planner::node_from(*n, options_.node_facts);
+    planner::Node facts = planner::node_from(*n, node_facts());
     return cost::rate_for(*p, facts.vendor, facts.labels);
   };
   bool pod_ended = false;
@@ -408,7 +416,7 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
   if (spec.estimated_duration && stale && !finished) {
     std::vector<nlohmann::json> node_objects;
     for (const auto& n : nodes_->store().list()) node_objects.push_back(*n);
-    const auto candidates = cost::candidate_rates(*p, spec, o.task, node_objects, options_.node_facts);
+    const auto candidates = cost::candidate_rates(*p, spec, o.task, node_objects, node_facts());
     const auto expected = cost::likely_rate(spec, candidates, admitted ? rate_of(o.admission->placement.front().node) : std::nullopt);
     kube::SystemTime start = o.now;
     if (spec.reduce_cost && !admitted && !cost::off_peak(*p, o.now))
@@ -458,17 +466,18 @@ void TaskController::collect_metrics() {
   for (const auto& [k, v] : cost_micros) m().cost.set({k.first, k.second}, static_cast<double>(v) / 1e6);
   m().gpus.reset();
   std::map<std::pair<std::string, std::string>, int64_t> held;
-  std::map<std::string, planner::Node> node_facts;
+  const planner::NodeFacts facts = node_facts();
+  std::map<std::string, planner::Node> nodes_seen;
   for (const auto& p : pods_->store().list()) {
     const auto labels = (*p)["metadata"].value("labels", nlohmann::json::object());
     if (labels.value(render::label::kManagedBy, "") != "valley") continue;
     if ((*p)["status"].value("phase", "") != "Running") continue;
     std::string node = (*p)["spec"].value("nodeName", "");
-    auto it = node_facts.find(node);
-    if (it == node_facts.end()) {
+    auto it = nodes_seen.find(node);
+    if (it == nodes_seen.end()) {
       auto n = nodes_->store().get(node);
       if (!n) continue;
-      it = node_facts.emplace(node, planner::node_from(*n, options_.node_facts)).first;
+      it = nodes_seen.emplace(node, planner::node_from(*n, facts)).first;
     }
     for (const auto& [resource, count] : planner::gpu_usage(*p))
       held[{it->second.vendor, it->second.capacity_class}] += gpu::share_milli(resource, count);
@@ -497,7 +506,7 @@ bool TaskController::reconcile(const std::string& key) {
   for (const auto& p : o.pods) {
     if (p.node.empty() || o.nodes.count(p.node)) continue;
     if (auto n = nodes_->store().get(p.node)) {
-      planner::Node facts = planner::node_from(*n, options_.node_facts);
+      planner::Node facts = planner::node_from(*n, node_facts());
       o.nodes[p.node] = NodeView{facts.ready, facts.not_ready_since, facts.notice};
     }
   }

@@ -43,7 +43,7 @@ struct ControllerOptions {
   std::string field_manager = "valley-operator";
   planner::Config planner;
   DisruptionConfig disruption;
-  planner::NodeFacts node_facts;  // spot labels, disruption taints
+  planner::NodeFacts node_facts;  // spot labels (unless a PricingPolicy says), disruption taints
   std::chrono::seconds checkpoint_poll{30};  // how often latest.json is read from s3:// stores
   std::string pricing_policy = "default";    // the PricingPolicy that prices tasks
   std::chrono::seconds cost_interval{30};    // how often a running task's accrued cost is written
@@ -69,6 +69,7 @@ class TaskController {
   void plan_once();
   bool reconcile_policy(const std::string& name);
   std::shared_ptr<const cost::Policy> policy() const;
+  planner::NodeFacts node_facts() const;
   // status.cost brought up to date (accrual, estimate); `cost` is the stored one.
   nlohmann::json price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force);
 

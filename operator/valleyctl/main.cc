@@ -112,14 +112,18 @@ void print(const valley::Flags& flags, const json& object) {
   }
 }
 
+// The task in FILE, or nullopt after telling the user what is wrong with it.
+std::optional<json> read_task_or_report(const std::string& path) {
+  std::string error;
+  auto task = read_task(path, &error);
+  if (!task) std::cerr << "valleyctl: " << error << "\n";
+  return task;
+}
+
 int cmd_submit(const valley::Flags& flags, const std::vector<std::string>& args) {
   if (!one_argument(args, "valleyctl submit FILE [-n NAMESPACE] [--dry-run] [-o yaml|json]")) return 2;
-  std::string error;
-  auto task = read_task(args[1], &error);
-  if (!task) {
-    std::cerr << "valleyctl: " << error << "\n";
-    return 1;
-  }
+  auto task = read_task_or_report(args[1]);
+  if (!task) return 1;
   try {
     std::string ns;
     auto client = connect(flags, &ns);
@@ -271,12 +275,9 @@ int cmd_describe(const valley::Flags& flags, const std::vector<std::string>& arg
 
 int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& args) {
   if (!one_argument(args, "valleyctl estimate FILE [--policy FILE] [--duration 6h]")) return 2;
+  auto task = read_task_or_report(args[1]);
+  if (!task) return 1;
   std::string error;
-  auto task = read_task(args[1], &error);
-  if (!task) {
-    std::cerr << "valleyctl: " << error << "\n";
-    return 1;
-  }
   if (!flags.get("duration").empty()) (*task)["spec"]["estimatedDuration"] = flags.get("duration");
   if (!(*task)["metadata"].contains("namespace")) (*task)["metadata"]["namespace"] = "default";
   auto parsed = valley::task::parse_task(*task);

@@ -67,6 +67,13 @@ std::vector<PodView> running_pods(int epoch = 1, int workers = 2, bool launcher 
   return pods;
 }
 
+// The planner says no: `reason`, no workers.
+void refuse(Observed& o, const std::string& reason) {
+  o.admission->admitted = false;
+  o.admission->workers = 0;
+  o.admission->reason = reason;
+}
+
 std::vector<std::string> created_names(const Decision& d) {
   std::vector<std::string> names;
   for (const auto& o : d.create) names.push_back(o["metadata"]["name"]);
@@ -256,9 +263,7 @@ TEST(Lifecycle, SingleTaskRunsOnePodThatDecides) {
 
 TEST(Lifecycle, WithoutAdmissionATaskWaitsWithThePlannersReasonAndNoPods) {
   Observed o = observe(task_object(), {}, false);
-  o.admission->admitted = false;
-  o.admission->workers = 0;
-  o.admission->reason = "InsufficientCapacity: needs 8 GPUs (8 workers x 1), 3 free";
+  refuse(o, "InsufficientCapacity: needs 8 GPUs (8 workers x 1), 3 free");
   o.admission->queue_position = 2;
   Decision d = decide(o);
   EXPECT_EQ(d.status["phase"], "Pending");
@@ -308,9 +313,7 @@ TEST(Lifecycle, AnUnboundWorkerThePlanMovedIsReplacedABoundOneIsNot) {
 
 TEST(Lifecycle, PreemptionStopsPodsAndReadmissionResumesInANewEpoch) {
   Observed o = observe(task_object({}, running_status()), running_pods());
-  o.admission->admitted = false;
-  o.admission->workers = 0;
-  o.admission->reason = "preempted for ns/vip (priority 90)";
+  refuse(o, "preempted for ns/vip (priority 90)");
   Decision d = decide(o);
   EXPECT_EQ(d.status["phase"], "Pending");
   EXPECT_EQ(d.status["reason"], "Preempted");
@@ -530,9 +533,7 @@ TEST(Disruption, BelowTheMinimumTheTaskWaitsWithoutAPreemptionCounted) {
   Decision d = decide(on_nodes(running_status(), running_pods(), nodes));
   ASSERT_EQ(d.status["epoch"], 2);
   Observed o = on_nodes(d.status, {}, nodes);
-  o.admission->admitted = false;
-  o.admission->workers = 0;
-  o.admission->reason = "InsufficientCapacity: needs 2 GPUs (2 workers x 1), 1 free";
+  refuse(o, "InsufficientCapacity: needs 2 GPUs (2 workers x 1), 1 free");
   Decision w = decide(o);
   EXPECT_EQ(w.status["phase"], "Pending");
   EXPECT_EQ(w.status["reason"], "Waiting");
