@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "controllers/cost/candidates.h"
+#include "controllers/cost/planner_config.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/checkpoint_watcher.h"
@@ -203,20 +204,7 @@ void TaskController::plan_once() {
 
   planner::Config config = options_.planner;
   const auto now = std::chrono::system_clock::now();
-  if (auto p = policy()) {
-    config.off_peak = cost::off_peak(*p, now);
-    if (auto next = cost::next_off_peak(*p, now)) config.next_off_peak = kube::format_time(*next);
-    config.idle_percent = p->reduce_cost_idle_percent;
-    // Compare what the cluster's GPUs would cost, on demand: the cheapest AMD against the cheapest NVIDIA.
-    std::optional<cost::Micros> amd, nvidia;
-    for (const auto& n : nodes) {
-      if (n.vendor != "amd" && n.vendor != "nvidia") continue;
-      cost::Micros price = cost::rate_for(*p, n.vendor, n.labels).gpu_per_hour;
-      auto& best = n.vendor == "amd" ? amd : nvidia;
-      if (!best || price < *best) best = price;
-    }
-    config.amd_cheaper = !amd || !nvidia || *amd < *nvidia;
-  }
+  if (auto p = policy()) config = cost::planner_config(*p, nodes, now, config);
   auto decisions = planner::plan(nodes, tasks, now, config);
   std::map<std::string, Admission> next;
   std::map<std::string, std::string> vendor_of;

@@ -1,0 +1,155 @@
+#include "bench/sim/bound.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "controllers/cost/engine.h"
+
+namespace valley::sim {
+
+using kube::SystemTime;
+
+namespace {
+
+struct Group {
+  int64_t multiplier_milli = 1000;
+  bool amd = false;
+  std::vector<std::pair<int64_t, double>> need;  // (submit, GPU-seconds), by submit
+  double total = 0;
+};
+
+// The cheapest price of one GPU-second of `rate` anywhere in [from, to), in micro-units: each part
+// between tariff boundaries priced by the cost engine.
+double cheapest_per_second(const cost::Policy& p, const cost::NodeRate& rate, SystemTime from, SystemTime to) {
+  double best = -1;
+  for (SystemTime t = from; t < to;) {
+    SystemTime next = std::min(to, cost::next_tariff_boundary(p, t));
+    if (next <= t) next = to;
+    auto secs = std::chrono::duration_cast<std::chrono::seconds>(next - t).count();
+    cost::Charge part = cost::charge_interval(p, rate, 1000, t, next);
+    double v = static_cast<double>(part.gpu + part.energy) / static_cast<double>(std::max<int64_t>(1, secs));
+    best = best < 0 ? v : std::min(best, v);
+    t = next;
+  }
+  return std::max(0.0, best);
+}
+
+}  // namespace
+
+std::string bound_program(const Inputs& in, int64_t horizon, int64_t slot) {
+  std::map<std::pair<int64_t, bool>, Group> groups;
+  for (const auto& j : in.jobs) {
+    JobTraits t = traits_of(j, in.workload);
+    auto sp = in.speedups.find(t.app);
+    auto speed = [&](int n) { return sp == in.speedups.end() ? static_cast<double>(n) : sp->second.at(n); };
+    double work = static_cast<double>(j.duration) * speed(j.gpus);
+    double best_efficiency = 0;
+    for (int n = t.min_workers; n <= t.max_workers; ++n) best_efficiency = std::max(best_efficiency, speed(n) / n);
+    Group& g = groups[{cost::multiplier_milli(in.pricing, t.priority), t.amd}];
+    g.multiplier_milli = cost::multiplier_milli(in.pricing, t.priority);
+    g.amd = t.amd;
+    double need = best_efficiency > 0 ? work / best_efficiency : 0;
+    g.need.emplace_back(j.submit, need);
+    g.total += need;
+  }
+  int64_t slots = std::max<int64_t>(1, (horizon + slot - 1) / slot);
+  auto at = [&](int64_t s) { return SystemTime{} + std::chrono::seconds(in.workload.start_epoch + s); };
+
+  std::ostringstream obj, cons, bounds;
+  obj.precision(12);
+  cons.precision(12);
+  obj << "Minimize\n obj:";
+  cons << "Subject To\n";
+  int gi = 0;
+  std::vector<std::vector<std::vector<std::string>>> vars(in.cluster.pools.size());  // [pool][slot] -> names
+  for (auto& pv : vars) pv.resize(static_cast<size_t>(slots));
+  for (const auto& [key, g] : groups) {
+    for (int64_t s = 0; s < slots; ++s) {
+      std::vector<std::string> here;
+      for (size_t p = 0; p < in.cluster.pools.size(); ++p) {
+        const Pool& pool = in.cluster.pools[p];
+        if (pool.vendor == "amd" && !g.amd) continue;
+        std::string name = "x_" + std::to_string(gi) + "_" + std::to_string(p) + "_" + std::to_string(s);
+        cost::NodeRate rate = cost::rate_for(in.pricing, pool.vendor, pool.labels);
+        double price = cheapest_per_second(in.pricing, rate, at(s * slot), at((s + 1) * slot));
+        obj << " + " << price * static_cast<double>(g.multiplier_milli) / 1000.0 << " " << name << "\n";
+        vars[p][static_cast<size_t>(s)].push_back(name);
+        here.push_back(name);
+      }
+      // Released work: what this group submitted before the slot ends.
+      double released = 0;
+      for (const auto& [submit, need] : g.need)
+        if (submit < (s + 1) * slot) released += need;
+      cons << " rel_" << gi << "_" << s << ":";
+      for (int64_t s2 = 0; s2 <= s; ++s2)
+        for (size_t p = 0; p < in.cluster.pools.size(); ++p) {
+          if (in.cluster.pools[p].vendor == "amd" && !g.amd) continue;
+          cons << " + x_" << gi << "_" << p << "_" << s2;
+        }
+      cons << " <= " << released << "\n";
+    }
+    cons << " done_" << gi << ":";
+    for (int64_t s = 0; s < slots; ++s)
+      for (size_t p = 0; p < in.cluster.pools.size(); ++p) {
+        if (in.cluster.pools[p].vendor == "amd" && !g.amd) continue;
+        cons << " + x_" << gi << "_" << p << "_" << s;
+      }
+    cons << " >= " << g.total << "\n";
+    ++gi;
+  }
+  for (size_t p = 0; p < in.cluster.pools.size(); ++p) {
+    double cap = static_cast<double>(in.cluster.pools[p].nodes) * in.cluster.pools[p].gpus_per_node * static_cast<double>(slot);
+    for (int64_t s = 0; s < slots; ++s) {
+      if (vars[p][static_cast<size_t>(s)].empty()) continue;
+      cons << " cap_" << p << "_" << s << ":";
+      for (const auto& v : vars[p][static_cast<size_t>(s)]) cons << " + " << v;
+      cons << " <= " << cap << "\n";
+    }
+  }
+  return obj.str() + cons.str() + "End\n";
+}
+
+std::optional<Bound> parse_glpsol_report(const std::string& report) {
+  std::smatch m;
+  Bound b;
+  if (std::regex_search(report, m, std::regex(R"(Status:\s+(\S+))"))) b.status = m[1];
+  if (std::regex_search(report, m, std::regex(R"(Rows:\s+(\d+))"))) b.constraints = std::stoi(m[1]);
+  if (std::regex_search(report, m, std::regex(R"(Columns:\s+(\d+))"))) b.variables = std::stoi(m[1]);
+  if (!std::regex_search(report, m, std::regex(R"(Objective:\s+\S+\s+=\s+([-+0-9.eE]+))"))) return std::nullopt;
+  b.cost = static_cast<cost::Micros>(std::floor(std::stod(m[1])));
+  return b;
+}
+
+std::optional<Bound> solve_bound(const Inputs& in, int64_t horizon, int64_t slot, const std::string& dir,
+                                 const std::string& solver, std::string* error) {
+  std::string lp = dir + "/bound.lp", report = dir + "/bound.txt";
+  {
+    std::ofstream f(lp);
+    f << bound_program(in, horizon, slot);
+    if (!f) {
+      *error = "cannot write " + lp;
+      return std::nullopt;
+    }
+  }
+  std::string cmd = solver + " --lp '" + lp + "' -o '" + report + "' > '" + dir + "/bound.log' 2>&1";
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) {
+    *error = solver + " failed (exit " + std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : rc) + "); see " + dir + "/bound.log";
+    return std::nullopt;
+  }
+  std::ifstream f(report);
+  std::stringstream text;
+  text << f.rdbuf();
+  auto b = parse_glpsol_report(text.str());
+  if (!b) *error = "no objective in " + report;
+  return b;
+}
+
+}  // namespace valley::sim

@@ -1,0 +1,211 @@
+// valley-sim: replays a slice of a GPU cluster trace under each admission policy and prints what
+// it cost and how long jobs took, against a linear-programming lower bound on the cost.
+//
+//   valley-sim --trace FILE [--from-hour H] [--to-hour H] [--max-jobs N]
+//              --cluster FILE [--spot FILE] --pricing FILE --workload FILE --profiles DIR
+//              [--policy fifo,priority-backfill,valley] [--out DIR] [--solver glpsol]
+//              [--slot-seconds 3600] [--no-bound] [--scratch DIR]
+//
+// Writes DIR/sim.json (figures per policy, the bound, the inputs), DIR/sim.md (a Markdown table)
+// and DIR/{policies,allocation}.dat for plots; prints the table. The LP and the solver's report go
+// to the scratch directory (bench/out/sim-lp).
+#include <filesystem>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "bench/sim/bound.h"
+#include "bench/sim/simulator.h"
+#include "controllers/cost/money.h"
+#include "operator/flags.h"
+#include "operator/yaml_json.h"
+
+using namespace valley;
+using namespace valley::sim;
+using json = nlohmann::json;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw InputError("cannot read " + path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+cost::Policy read_policy(const std::string& path) {
+  std::string error;
+  auto docs = parse_yaml(read_file(path), &error);
+  if (!docs) throw InputError(path + ": " + error);
+  for (const auto& d : *docs) {
+    if (d.value.value("kind", "") != "PricingPolicy") continue;
+    std::vector<std::string> errors;
+    auto p = cost::parse_policy(d.value, &errors);
+    if (!p) {
+      std::string all;
+      for (const auto& e : errors) all += "\n  " + e;
+      throw InputError(path + ": not a valid PricingPolicy:" + all);
+    }
+    return *p;
+  }
+  throw InputError(path + ": no PricingPolicy in it");
+}
+
+std::string money(cost::Micros m) { return cost::format_money(m, 2); }
+std::string fixed(double v, int digits) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(digits) << v;
+  return o.str();
+}
+
+json result_json(const Result& r, const std::optional<Bound>& bound, const std::string& currency) {
+  json j = {{"policy", to_string(r.policy)},
+            {"currency", currency},
+            {"totalCost", money(r.cost)},
+            {"totalCostMicros", r.cost},
+            {"gpuCostMicros", r.gpu_cost},
+            {"energyCostMicros", r.energy_cost},
+            {"costPerUsefulGpuHour", r.useful_gpu_hours > 0 ? fixed(static_cast<double>(r.cost) / 1e6 / r.useful_gpu_hours, 4) : "n/a"},
+            {"usefulGpuHours", std::round(r.useful_gpu_hours * 10) / 10},
+            {"heldGpuHours", std::round(r.held_gpu_hours * 10) / 10},
+            {"meanJctHours", std::round(r.mean_jct / 36) / 100},
+            {"p50JctHours", std::round(r.p50_jct / 36) / 100},
+            {"p99JctHours", std::round(r.p99_jct / 36) / 100},
+            {"meanQueueHours", std::round(r.mean_queue / 36) / 100},
+            {"p99QueueHours", std::round(r.p99_queue / 36) / 100},
+            {"gpuAllocationPercent", std::round(r.allocation_percent * 10) / 10},
+            {"preemptions", r.preemptions},
+            {"restarts", r.restarts},
+            {"spotInterruptions", r.interruptions},
+            {"workLostGpuHours", std::round(r.work_lost_gpu_hours * 100) / 100},
+            {"makespanHours", std::round(static_cast<double>(r.makespan) / 36) / 100},
+            {"jobsFinished", static_cast<int>(r.jobs.size()) - r.unfinished},
+            {"jobsUnfinished", r.unfinished},
+            {"jobsRejected", r.rejected},
+            {"planCalls", r.plan_calls}};
+  if (bound && bound->cost > 0) j["costOverBound"] = std::round(static_cast<double>(r.cost) / static_cast<double>(bound->cost) * 1000) / 1000;
+  return j;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::map<std::string, std::string> opt = {{"policy", "fifo,priority-backfill,valley"}, {"out", "bench/out/sim"}, {"scratch", "bench/out/sim-lp"},
+                                              {"solver", "glpsol"},  {"slot-seconds", "3600"},
+                                              {"from-hour", "0"},    {"to-hour", "1000000"},
+                                              {"max-jobs", "0"}};
+    bool no_bound = false;
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--no-bound") {
+        no_bound = true;
+        continue;
+      }
+      if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw InputError("usage: see the comment at the top of bench/sim/main.cc; bad argument " + a);
+      opt[a.substr(2)] = argv[++i];
+    }
+    for (const char* required : {"trace", "cluster", "pricing", "workload", "profiles"})
+      if (!opt.count(required)) throw InputError(std::string("--") + required + " is required");
+
+    Inputs in;
+    auto hours = [&](const std::string& k) { return static_cast<int64_t>(std::stod(opt[k]) * 3600); };
+    in.jobs = parse_trace(read_file(opt["trace"]), hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
+    in.cluster = parse_cluster(read_file(opt["cluster"]), opt.count("spot") ? read_file(opt["spot"]) : "");
+    in.workload = parse_workload(read_file(opt["workload"]));
+    in.pricing = read_policy(opt["pricing"]);
+    for (const auto& app : in.workload.apps)
+      in.speedups.emplace(app, Speedup::from_placements(read_file(opt["profiles"] + "/" + app + "/placements.csv")));
+
+    const std::string out = opt["out"];
+    std::filesystem::create_directories(out);
+    std::vector<Result> results;
+    json runs = json::array();
+    for (const auto& name : split_list(opt["policy"])) {
+      auto started = std::chrono::steady_clock::now();
+      results.push_back(simulate(in, policy_from(name)));
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      std::cerr << "valley-sim: " << name << ": " << in.jobs.size() << " jobs simulated in " << fixed(secs, 1) << " s ("
+                << results.back().plan_calls << " planner calls)\n";
+    }
+
+    std::optional<Bound> bound;
+    std::string bound_error;
+    int64_t horizon = 0;
+    for (const auto& r : results) horizon = std::max(horizon, r.makespan);
+    int64_t slot = std::stoll(opt["slot-seconds"]);
+    if (!no_bound) {
+      std::filesystem::create_directories(opt["scratch"]);
+      bound = solve_bound(in, horizon, slot, opt["scratch"], opt["solver"], &bound_error);
+      if (!bound) std::cerr << "valley-sim: no lower bound: " << bound_error << "\n";
+    }
+
+    // Figures.
+    const std::string currency = in.pricing.currency;
+    for (const auto& r : results) runs.push_back(result_json(r, bound, currency));
+    json doc = {{"benchmark", "trace-replay"},
+                {"trace", opt["trace"]},
+                {"slice", {{"fromHour", std::stod(opt["from-hour"])}, {"toHour", std::stod(opt["to-hour"])}, {"jobs", in.jobs.size()}}},
+                {"cluster", opt["cluster"]},
+                {"spot", opt.count("spot") ? opt["spot"] : ""},
+                {"pricing", opt["pricing"]},
+                {"workload", opt["workload"]},
+                {"restartSeconds", in.workload.restart_seconds},
+                {"policies", runs}};
+    if (bound) {
+      doc["lowerBound"] = {{"cost", money(bound->cost)}, {"costMicros", bound->cost}, {"status", bound->status},
+                           {"variables", bound->variables}, {"constraints", bound->constraints},
+                           {"slotSeconds", slot}, {"horizonHours", static_cast<double>(horizon) / 3600}, {"solver", opt["solver"]}};
+    } else if (!no_bound) {
+      doc["lowerBound"] = {{"error", bound_error}};
+    }
+    std::ofstream(out + "/sim.json") << doc.dump(2) << "\n";
+
+    std::ostringstream md;
+    md << "| policy | total cost (" << currency << ") | cost / bound | cost per useful GPU-h | mean JCT (h) | p50 JCT (h) | p99 JCT (h) "
+          "| mean queue (h) | GPU alloc % | preemptions | restarts | work lost (GPU-h) | unfinished |\n"
+       << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const auto& j : runs) {
+      md << "| " << j["policy"].get<std::string>() << " | " << j["totalCost"].get<std::string>() << " | "
+         << (j.contains("costOverBound") ? fixed(j["costOverBound"].get<double>(), 3) : "n/a") << " | "
+         << j["costPerUsefulGpuHour"].get<std::string>() << " | " << j["meanJctHours"] << " | " << j["p50JctHours"] << " | "
+         << j["p99JctHours"] << " | " << j["meanQueueHours"] << " | " << j["gpuAllocationPercent"] << " | " << j["preemptions"]
+         << " | " << j["restarts"] << " | " << j["workLostGpuHours"] << " | " << j["jobsUnfinished"] << " |\n";
+    }
+    if (bound)
+      md << "| lower bound (LP, " << bound->status << ") | " << money(bound->cost) << " | 1.000 | | | | | | | | | | |\n";
+    std::ofstream(out + "/sim.md") << md.str();
+    std::cout << md.str();
+
+    // Plot data: one row per policy; GPU allocation per hour, one column per policy.
+    std::ofstream pol(out + "/policies.dat");
+    pol << "# policy cost costPerUsefulGpuHour meanJctH p50JctH p99JctH meanQueueH bound\n";
+    for (const auto& j : runs)
+      pol << j["policy"].get<std::string>() << " " << static_cast<double>(j["totalCostMicros"].get<int64_t>()) / 1e6 << " "
+          << j["costPerUsefulGpuHour"].get<std::string>() << " " << j["meanJctHours"] << " " << j["p50JctHours"] << " "
+          << j["p99JctHours"] << " " << j["meanQueueHours"] << " " << (bound ? static_cast<double>(bound->cost) / 1e6 : 0) << "\n";
+    std::ofstream alloc(out + "/allocation.dat");
+    alloc << "hour";
+    size_t hours_max = 0;
+    for (const auto& r : results) {
+      alloc << " " << to_string(r.policy);
+      hours_max = std::max(hours_max, r.hourly_allocation_percent.size());
+    }
+    alloc << "\n";
+    for (size_t h = 0; h < hours_max; ++h) {
+      alloc << h;
+      for (const auto& r : results)
+        alloc << " " << (h < r.hourly_allocation_percent.size() ? fixed(r.hourly_allocation_percent[h], 1) : "NaN");
+      alloc << "\n";
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "valley-sim: " << e.what() << "\n";
+    return 2;
+  }
+}

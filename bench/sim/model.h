@@ -1,0 +1,86 @@
+// The trace simulator's inputs, as plain values parsed from files: jobs from a trace (arrival,
+// duration, GPUs), the cluster's node pools, the spot interruption model, the workload settings
+// that the trace lacks (priorities, elastic range, AMD-capable share, checkpointing), and how a
+// job speeds up with more GPUs (Pollux's measured profiles). Parsing is pure (text in, values or
+// an error naming the file's field out); reading files is done by the caller.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace valley::sim {
+
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One row of an ITP trace (elasticflow-itp/raw/clusterNN.csv): seconds from the trace's start.
+struct TraceJob {
+  std::string id;
+  int64_t submit = 0, duration = 0;
+  int gpus = 1;
+};
+// Rows whose submission lies in [from, to) seconds, in submission order, with `submit` made
+// relative to `from`. Throws InputError naming the line for a malformed row.
+std::vector<TraceJob> parse_trace(const std::string& csv, int64_t from, int64_t to, int max_jobs = 0);
+
+struct Pool {
+  std::string name, vendor = "nvidia", product;
+  bool spot = false;
+  int nodes = 1, gpus_per_node = 8;
+  std::map<std::string, std::string> labels;  // what the node would carry (pricing matches on them)
+};
+struct SpotModel {
+  double interruptions_per_node_hour = 0;  // Poisson rate per node of the pool
+  int64_t notice_seconds = 120;            // termination notice before the node goes
+  int64_t replacement_seconds = 600;       // until a new node of the pool is Ready
+};
+struct Cluster {
+  std::vector<Pool> pools;
+  std::map<std::string, SpotModel> spot;  // by pool name; pools not listed are never interrupted
+};
+Cluster parse_cluster(const std::string& cluster_yaml, const std::string& spot_yaml);
+
+// What the trace does not say, and the simulator must assume (all in the workload file).
+struct PriorityClass {
+  std::string name;
+  int priority = 0;
+  bool reduce_cost = false;
+  int percent = 0;  // of jobs, by a hash of the job id
+};
+struct Workload {
+  std::vector<PriorityClass> classes;
+  int amd_percent = 0;              // jobs whose image also runs on AMD (amdSupport), by hash
+  int min_workers_percent = 50;     // elastic min = ceil(gpus x this / 100); max = gpus
+  int64_t checkpoint_every_seconds = 1800;  // periodic checkpoints (what a kill without notice loses)
+  int64_t restart_seconds = 60;     // one checkpoint-restart: save + pods restarted + state loaded
+  int64_t start_epoch = 0;          // the trace's second 0 as Unix time (sets the time of day)
+  int64_t tick_seconds = 300;       // the planner also runs this often without an event
+  uint64_t seed = 1;                // spot interruptions
+  std::vector<std::string> apps;    // Pollux applications jobs are spread over, by hash
+};
+Workload parse_workload(const std::string& yaml);
+
+// Speedup of an application on n GPUs relative to 1 GPU, at a fixed per-GPU batch size, from
+// Pollux's placements.csv (placement,local_bsz,step_time,sync_time): throughput on the fewest nodes
+// that hold n GPUs. Between measured sizes interpolated; past the largest, its efficiency is kept.
+class Speedup {
+ public:
+  static Speedup from_placements(const std::string& csv);
+  static Speedup linear();
+  double at(int gpus) const;
+  int local_batch() const { return local_bsz_; }
+
+ private:
+  std::map<int, double> speedup_;  // gpus -> speedup
+  int local_bsz_ = 0;
+};
+
+// A stable hash of a job id into [0, 100), so the same job gets the same class in every policy.
+int percentile_of(const std::string& id, const std::string& salt);
+
+}  // namespace valley::sim

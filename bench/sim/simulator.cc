@@ -1,0 +1,482 @@
+#include "bench/sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "controllers/cost/engine.h"
+#include "controllers/cost/planner_config.h"
+#include "controllers/planner/planner.h"
+
+namespace valley::sim {
+
+using kube::SystemTime;
+
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+constexpr const char* kNoticeTaint = "aws-node-termination-handler/spot-itn";
+
+struct SimNode {
+  planner::Node node;
+  const Pool* pool = nullptr;
+  cost::NodeRate rate;
+  bool alive = true;
+  int64_t notice_at = kNever, kill_at = kNever, back_at = kNever;
+  std::mt19937_64 rng;
+};
+
+enum class State { Future, Pending, Running, Done, Rejected };
+
+struct SimJob {
+  TraceJob trace;
+  JobTraits traits;
+  const Speedup* speedup = nullptr;
+  State state = State::Future;
+  double work_total = 0, work_done = 0;
+  // The running segment: placement, since when (cost), from when it progresses (after the
+  // restart), and the work it started from (what a kill without notice falls back to, with the
+  // periodic checkpoints taken since).
+  std::vector<planner::Task::Worker> workers;
+  int64_t segment_start = 0, progress_from = 0;
+  double segment_work = 0;
+  std::optional<int64_t> last_resize;
+  bool resumed = false;  // has run before: a start restores a checkpoint
+  cost::Charge charge;
+  JobResult result;
+
+  int gpus() const {
+    int n = 0;
+    for (const auto& w : workers) n += static_cast<int>(w.count);
+    return n;
+  }
+  double rate() const { return speedup ? speedup->at(gpus()) : gpus(); }
+};
+
+bool same_placement(std::vector<planner::Task::Worker> a, std::vector<planner::Task::Worker> b) {
+  auto key = [](const planner::Task::Worker& w) { return std::tie(w.node, w.gpu_resource, w.count); };
+  auto less = [&](const auto& x, const auto& y) { return key(x) < key(y); };
+  std::sort(a.begin(), a.end(), less);
+  std::sort(b.begin(), b.end(), less);
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [&](const auto& x, const auto& y) { return key(x) == key(y); });
+}
+
+class Simulator {
+ public:
+  Simulator(const Inputs& in, PolicyKind policy) : in_(in), policy_(policy) {
+    for (const auto& pool : in.cluster.pools) {
+      for (int i = 0; i < pool.nodes; ++i) {
+        SimNode n;
+        n.pool = &pool;
+        n.node.name = pool.name + "-" + std::to_string(i);
+        n.node.vendor = pool.vendor;
+        n.node.capacity_class = pool.spot ? "spot" : "on-demand";
+        std::string resource = pool.vendor + ".com/gpu";
+        n.node.capacity[resource] = pool.gpus_per_node;
+        n.node.free[resource] = pool.gpus_per_node;
+        n.node.labels = pool.labels;
+        n.rate = cost::rate_for(in.pricing, pool.vendor, pool.labels);
+        n.rng.seed(in.workload.seed * 1000003u + std::hash<std::string>{}(n.node.name));
+        nodes_.push_back(std::move(n));
+      }
+    }
+    for (auto& n : nodes_) schedule_interruption(n, 0);
+    for (const auto& t : in.jobs) {
+      SimJob j;
+      j.trace = t;
+      j.traits = traits_of(t, in.workload);
+      if (policy_ != PolicyKind::Valley) {  // fixed size at what the job asked for
+        j.traits.min_workers = j.traits.max_workers;
+        j.traits.reduce_cost = false;
+        j.traits.amd = false;  // a CUDA image: the peers have no vendor-portable task
+      }
+      auto sp = in.speedups.find(j.traits.app);
+      j.speedup = sp == in.speedups.end() ? nullptr : &sp->second;
+      double at_request = j.speedup ? j.speedup->at(t.gpus) : t.gpus;
+      j.work_total = static_cast<double>(t.duration) * at_request;
+      j.result.id = t.id;
+      j.result.cls = j.traits.cls;
+      j.result.app = j.traits.app;
+      j.result.gpus = t.gpus;
+      j.result.priority = j.traits.priority;
+      j.result.submit = t.submit;
+      jobs_.push_back(std::move(j));
+    }
+  }
+
+  Result run() {
+    size_t next_arrival = 0;
+    int64_t horizon = (jobs_.empty() ? 0 : jobs_.back().trace.submit) + 90 * 86400;
+    int64_t next_tick = 0;
+    while (now_ <= horizon) {
+      int64_t next = kNever;
+      if (next_arrival < jobs_.size()) next = std::min(next, jobs_[next_arrival].trace.submit);
+      for (const auto& n : nodes_) next = std::min({next, n.notice_at, n.kill_at, n.back_at});
+      for (const auto& j : jobs_)
+        if (j.state == State::Running) next = std::min(next, completion(j));
+      bool waiting = std::any_of(jobs_.begin(), jobs_.end(), [](const SimJob& j) { return j.state == State::Pending; });
+      bool running = std::any_of(jobs_.begin(), jobs_.end(), [](const SimJob& j) { return j.state == State::Running; });
+      if (!waiting && !running && next_arrival >= jobs_.size()) break;
+      // Without events the planner still runs now and then: waiting reduceCost tasks meet off-peak
+      // hours, elastic tasks may grow once their resize interval has passed.
+      if (waiting || (running && policy_ == PolicyKind::Valley)) next = std::min(next, std::max(next_tick, now_ + 1));
+      if (next == kNever) break;
+      advance(std::min(next, horizon + 1));
+      if (now_ > horizon) break;
+      while (next_arrival < jobs_.size() && jobs_[next_arrival].trace.submit <= now_) arrive(jobs_[next_arrival++]);
+      for (auto& j : jobs_)
+        if (j.state == State::Running && completion(j) <= now_) finish(j);
+      spot_events();
+      replan();
+      if (next_tick <= now_) next_tick = now_ + in_.workload.tick_seconds;
+    }
+    return summarize();
+  }
+
+ private:
+  SystemTime at(int64_t t) const { return SystemTime{} + std::chrono::seconds(in_.workload.start_epoch + t); }
+
+  void schedule_interruption(SimNode& n, int64_t from) {
+    auto it = in_.cluster.spot.find(n.pool->name);
+    if (!n.pool->spot || it == in_.cluster.spot.end() || it->second.interruptions_per_node_hour <= 0) return;
+    std::exponential_distribution<double> gap(it->second.interruptions_per_node_hour / 3600.0);
+    n.notice_at = from + static_cast<int64_t>(std::ceil(gap(n.rng)));
+    n.kill_at = n.notice_at + it->second.notice_seconds;
+  }
+
+  int64_t completion(const SimJob& j) const {
+    double rate = j.rate();
+    if (rate <= 0) return kNever;
+    double left = std::max(0.0, j.work_total - j.work_done);
+    return std::max(now_, j.progress_from) + static_cast<int64_t>(std::ceil(left / rate - 1e-9));
+  }
+
+  // Moves the clock to t: progress, and GPU-seconds held and alive for the allocation figure.
+  void advance(int64_t t) {
+    if (t <= now_) return;
+    int64_t held = 0, alive = 0;
+    for (auto& j : jobs_) {
+      if (j.state != State::Running) continue;
+      int64_t from = std::max(now_, j.progress_from);
+      if (t > from) j.work_done = std::min(j.work_total, j.work_done + j.rate() * static_cast<double>(t - from));
+      held += j.gpus();
+    }
+    for (const auto& n : nodes_)
+      if (n.alive) alive += n.pool->gpus_per_node;
+    for (int64_t s = now_; s < t;) {  // spread over hour buckets
+      int64_t hour = s / 3600, end = std::min(t, (hour + 1) * 3600);
+      if (static_cast<int64_t>(held_hourly_.size()) <= hour) {
+        held_hourly_.resize(static_cast<size_t>(hour + 1), 0);
+        alive_hourly_.resize(static_cast<size_t>(hour + 1), 0);
+      }
+      held_hourly_[static_cast<size_t>(hour)] += static_cast<double>(held * (end - s));
+      alive_hourly_[static_cast<size_t>(hour)] += static_cast<double>(alive * (end - s));
+      s = end;
+    }
+    now_ = t;
+  }
+
+  void arrive(SimJob& j) {
+    // A job bigger than every node this policy may use together can never start.
+    int64_t usable = 0;
+    planner::Task probe = task_of(j);
+    for (const auto& n : nodes_)
+      if (usable_by(probe, n)) usable += n.pool->gpus_per_node;
+    if (usable < j.traits.min_workers) {
+      j.state = State::Rejected;
+      return;
+    }
+    j.state = State::Pending;
+  }
+
+  bool usable_by(const planner::Task& t, const SimNode& n) const {
+    if (n.pool->vendor == "amd" && !t.amd_support) return false;
+    return planner::selects(t, n.node);
+  }
+
+  // Ends the running segment: charges it (GPUs held, restart time included) and takes the GPUs back.
+  void end_segment(SimJob& j) {
+    std::map<std::string, int64_t> per_node;
+    for (const auto& w : j.workers) per_node[w.node] += w.count;
+    for (const auto& [name, count] : per_node) {
+      const SimNode& n = node(name);
+      if (now_ > j.segment_start) j.charge.add(cost::charge_interval(in_.pricing, n.rate, count * 1000, at(j.segment_start), at(now_)));
+      j.result.gpu_seconds += count * (now_ - j.segment_start);
+    }
+    j.workers.clear();
+  }
+
+  void start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart) {
+    j.workers = std::move(placement);
+    j.segment_start = now_;
+    j.progress_from = now_ + (restart ? in_.workload.restart_seconds : 0);
+    j.segment_work = j.work_done;
+    if (j.result.start < 0) j.result.start = now_;
+    j.state = State::Running;
+  }
+
+  void finish(SimJob& j) {
+    end_segment(j);
+    j.work_done = j.work_total;
+    j.state = State::Done;
+    j.result.end = now_;
+    j.result.cost = cost::apply_multiplier(j.charge.gpu + j.charge.energy, cost::multiplier_milli(in_.pricing, j.traits.priority));
+  }
+
+  // What a kill without a checkpoint leaves: the segment's start plus its periodic checkpoints.
+  void lose_work(SimJob& j) {
+    int64_t progressed = std::max<int64_t>(0, now_ - j.progress_from);
+    int64_t kept = progressed / in_.workload.checkpoint_every_seconds * in_.workload.checkpoint_every_seconds;
+    double checkpointed = std::min(j.work_total, j.segment_work + j.rate() * static_cast<double>(kept));
+    double lost_seconds = static_cast<double>(progressed - kept);
+    j.result.work_lost_gpu_seconds += lost_seconds * j.gpus();
+    j.work_done = std::min(j.work_done, checkpointed);
+  }
+
+  SimNode& node(const std::string& name) {
+    for (auto& n : nodes_)
+      if (n.node.name == name) return n;
+    throw std::logic_error("no node " + name);
+  }
+
+  void spot_events() {
+    for (auto& n : nodes_) {
+      if (n.notice_at <= now_) {
+        n.notice_at = kNever;
+        ++interruptions_;
+        // Only Valley reacts to the notice (no new work there; its tasks checkpoint and move).
+        if (policy_ == PolicyKind::Valley) {
+          n.node.schedulable = false;
+          n.node.notice = kNoticeTaint;
+        }
+      }
+      if (n.kill_at <= now_) {
+        n.kill_at = kNever;
+        n.alive = false;
+        n.back_at = now_ + in_.cluster.spot.at(n.pool->name).replacement_seconds;
+        for (auto& j : jobs_) {
+          if (j.state != State::Running) continue;
+          bool there = std::any_of(j.workers.begin(), j.workers.end(), [&](const auto& w) { return w.node == n.node.name; });
+          if (!there) continue;
+          // Still on the node when it went: the work since the last checkpoint is gone, and the
+          // job waits for a new placement like any restart.
+          lose_work(j);
+          end_segment(j);
+          j.resumed = true;  // counted as a restart when it starts again
+          j.state = State::Pending;
+        }
+      }
+      if (n.back_at <= now_) {
+        n.back_at = kNever;
+        n.alive = true;
+        n.node.schedulable = true;
+        n.node.notice.clear();
+        schedule_interruption(n, now_);
+      }
+    }
+  }
+
+  planner::Task task_of(const SimJob& j) const {
+    planner::Task t;
+    t.key = j.trace.id;
+    t.priority = policy_ == PolicyKind::Fifo ? 0 : j.traits.priority;
+    t.reduce_cost = j.traits.reduce_cost;
+    t.amd_support = j.traits.amd;
+    t.min_workers = j.traits.min_workers;
+    t.max_workers = j.traits.max_workers;
+    t.gpu_milli = 1000;
+    t.created = at(j.trace.submit);
+    if (policy_ == PolicyKind::Fifo) t.node_selector["karpenter.sh/capacity-type"] = "on-demand";
+    t.admitted = j.state == State::Running;
+    t.workers = j.workers;
+    t.last_resize = j.last_resize ? std::optional<SystemTime>(at(*j.last_resize)) : std::nullopt;
+    return t;
+  }
+
+  void replan() {
+    std::vector<planner::Node> nodes;
+    for (const auto& n : nodes_)
+      if (n.alive) nodes.push_back(n.node);
+    planner::Config config;
+    if (policy_ == PolicyKind::Valley) {
+      config = cost::planner_config(in_.pricing, nodes, at(now_), config);
+    } else {
+      config.aging_step = std::chrono::seconds(0);  // the peers order by priority, then arrival
+    }
+    if (policy_ == PolicyKind::Fifo) {
+      // Strictly in arrival order: the head starts when its gang fits, nothing overtakes it.
+      for (;;) {
+        std::vector<SimJob*> involved;
+        SimJob* head = nullptr;
+        for (auto& j : jobs_) {
+          if (j.state == State::Running) involved.push_back(&j);
+          if (j.state == State::Pending && !head) head = &j;
+        }
+        if (!head) return;
+        involved.push_back(head);
+        if (!apply(plan(nodes, involved, config), involved)) return;
+      }
+    }
+    std::vector<SimJob*> involved;
+    for (auto& j : jobs_)
+      if (j.state == State::Running || j.state == State::Pending) involved.push_back(&j);
+    if (!involved.empty()) apply(plan(nodes, involved, config), involved);
+  }
+
+  std::vector<planner::Decision> plan(const std::vector<planner::Node>& nodes, const std::vector<SimJob*>& jobs,
+                                      const planner::Config& config) {
+    std::vector<planner::Task> tasks;
+    tasks.reserve(jobs.size());
+    for (const auto* j : jobs) tasks.push_back(task_of(*j));
+    ++plan_calls_;
+    return planner::plan(nodes, tasks, at(now_), config);
+  }
+
+  // Carries out decisions; true if some waiting job started.
+  bool apply(const std::vector<planner::Decision>& decisions, const std::vector<SimJob*>& jobs) {
+    bool admitted = false;
+    for (size_t i = 0; i < decisions.size(); ++i) {
+      const auto& d = decisions[i];
+      SimJob& j = *jobs[i];
+      switch (d.action) {
+        case planner::Action::Wait:
+        case planner::Action::Keep:
+          break;
+        case planner::Action::Admit:
+          if (j.state != State::Pending) break;
+          start_segment(j, d.placement, j.resumed);
+          if (j.resumed) ++j.result.restarts;
+          j.resumed = true;
+          admitted = true;
+          break;
+        case planner::Action::Grow:
+        case planner::Action::Shrink:
+          if (j.state != State::Running || same_placement(j.workers, d.placement)) break;
+          // A new world size or new nodes: checkpoint, stop, start again from the checkpoint.
+          end_segment(j);
+          start_segment(j, d.placement, true);
+          j.last_resize = now_;
+          ++j.result.restarts;
+          break;
+        case planner::Action::Preempt:
+          if (j.state != State::Running) break;
+          end_segment(j);  // stopped with SIGTERM: it checkpoints in its grace period
+          j.state = State::Pending;
+          ++j.result.preemptions;
+          break;
+      }
+    }
+    return admitted;
+  }
+
+  Result summarize() {
+    Result r;
+    r.policy = policy_;
+    std::vector<double> jct, queue;
+    for (auto& j : jobs_) {
+      if (j.state == State::Rejected) {
+        ++r.rejected;
+        continue;
+      }
+      if (j.state != State::Done) {
+        if (j.state == State::Running) {
+          end_segment(j);
+          j.result.cost = cost::apply_multiplier(j.charge.gpu + j.charge.energy, cost::multiplier_milli(in_.pricing, j.traits.priority));
+        }
+        ++r.unfinished;
+      } else {
+        jct.push_back(static_cast<double>(j.result.end - j.result.submit));
+        queue.push_back(static_cast<double>(j.result.start - j.result.submit));
+        r.useful_gpu_hours += static_cast<double>(j.trace.duration) * j.trace.gpus / 3600.0;
+        r.makespan = std::max(r.makespan, j.result.end);
+      }
+      r.cost += j.result.cost;
+      r.gpu_cost += j.charge.gpu;
+      r.energy_cost += j.charge.energy;
+      r.held_gpu_hours += static_cast<double>(j.result.gpu_seconds) / 3600.0;
+      r.preemptions += j.result.preemptions;
+      r.restarts += j.result.restarts;
+      r.work_lost_gpu_hours += j.result.work_lost_gpu_seconds / 3600.0;
+      r.jobs.push_back(j.result);
+    }
+    auto mean = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += x;
+      return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+    };
+    auto pct = [](std::vector<double> v, double p) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      size_t k = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))) ;
+      return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
+    };
+    r.mean_jct = mean(jct);
+    r.p50_jct = pct(jct, 50);
+    r.p99_jct = pct(jct, 99);
+    r.mean_queue = mean(queue);
+    r.p99_queue = pct(queue, 99);
+    double held = 0, alive = 0;
+    for (size_t h = 0; h < held_hourly_.size(); ++h) {
+      if (static_cast<int64_t>(h) * 3600 >= r.makespan) break;
+      held += held_hourly_[h];
+      alive += alive_hourly_[h];
+      r.hourly_allocation_percent.push_back(alive_hourly_[h] > 0 ? 100.0 * held_hourly_[h] / alive_hourly_[h] : 0.0);
+    }
+    r.allocation_percent = alive > 0 ? 100.0 * held / alive : 0;
+    r.interruptions = interruptions_;
+    r.plan_calls = plan_calls_;
+    return r;
+  }
+
+  const Inputs& in_;
+  PolicyKind policy_;
+  std::vector<SimNode> nodes_;
+  std::vector<SimJob> jobs_;
+  int64_t now_ = 0;
+  int interruptions_ = 0, plan_calls_ = 0;
+  std::vector<double> held_hourly_, alive_hourly_;
+};
+
+}  // namespace
+
+Result simulate(const Inputs& in, PolicyKind policy) { return Simulator(in, policy).run(); }
+
+const char* to_string(PolicyKind p) {
+  switch (p) {
+    case PolicyKind::Fifo: return "fifo";
+    case PolicyKind::PriorityBackfill: return "priority-backfill";
+    case PolicyKind::Valley: return "valley";
+  }
+  return "?";
+}
+
+PolicyKind policy_from(const std::string& name) {
+  if (name == "fifo") return PolicyKind::Fifo;
+  if (name == "priority-backfill") return PolicyKind::PriorityBackfill;
+  if (name == "valley") return PolicyKind::Valley;
+  throw InputError("unknown policy \"" + name + "\" (fifo, priority-backfill, valley)");
+}
+
+JobTraits traits_of(const TraceJob& j, const Workload& w) {
+  JobTraits t;
+  int p = percentile_of(j.id, "class"), acc = 0;
+  const PriorityClass* chosen = &w.classes.back();
+  for (const auto& c : w.classes) {
+    acc += c.percent;
+    if (p < acc) {
+      chosen = &c;
+      break;
+    }
+  }
+  t.cls = chosen->name;
+  t.priority = chosen->priority;
+  t.reduce_cost = chosen->reduce_cost;
+  t.amd = percentile_of(j.id, "amd") < w.amd_percent;
+  if (!w.apps.empty()) t.app = w.apps[static_cast<size_t>(percentile_of(j.id, "app")) % w.apps.size()];
+  t.max_workers = j.gpus;
+  t.min_workers = std::max(1, (j.gpus * w.min_workers_percent + 99) / 100);
+  return t;
+}
+
+}  // namespace valley::sim
