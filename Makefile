@@ -11,7 +11,7 @@ CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
 CTEST := ctest --output-on-failure --no-tests=error
 CLUSTER := tests/cluster/cluster.sh
 
-.PHONY: help deps build unit unit-sanitize fuzz integration cluster-binaries cluster-up cluster-down crds e2e test demo bench clean
+.PHONY: help deps build unit unit-sanitize fuzz integration cluster-binaries cluster-up cluster-down crds e2e test demo bench bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -69,13 +69,17 @@ e2e: build crds
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig delete namespace valley-demo --ignore-not-found --wait=true >/dev/null
 	cd $(BUILD_DIR) && $(CTEST) -L e2e
 
-test: deps build unit unit-sanitize fuzz integration e2e
+test: deps build unit unit-sanitize fuzz integration e2e bench-smoke
 
 demo: deps build crds
 	@scripts/demo.sh
 
-bench: build cluster-up
+bench: deps build cluster-up
 	@bench/run.sh
+
+# A tiny run of each benchmark program (CI): that they work end to end, never how fast.
+bench-smoke: build cluster-up
+	@bench/smoke.sh
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) build-fuzz

@@ -7,6 +7,7 @@ pkgs=(
   libcurl4-openssl-dev nlohmann-json3-dev libyaml-cpp-dev libboost-dev libboost-system-dev
   libspdlog-dev libfmt-dev libssl-dev libgtest-dev libgmock-dev googletest
   clang libclang-rt-14-dev openmpi-bin libopenmpi-dev tzdata
+  glpk-utils gnuplot-nox
 )
 missing=()
 for p in "${pkgs[@]}"; do

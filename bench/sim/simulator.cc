@@ -283,6 +283,7 @@ class Simulator {
     t.priority = policy_ == PolicyKind::Fifo ? 0 : j.traits.priority;
     t.reduce_cost = j.traits.reduce_cost;
     t.amd_support = j.traits.amd;
+    t.checkpointed = true;  // every replayed job checkpoints (periodically, and on SIGTERM)
     t.min_workers = j.traits.min_workers;
     t.max_workers = j.traits.max_workers;
     t.gpu_milli = 1000;
@@ -300,9 +301,11 @@ class Simulator {
       if (n.alive) nodes.push_back(n.node);
     planner::Config config;
     if (policy_ == PolicyKind::Valley) {
+      cost::price_nodes(in_.pricing, nodes);
       config = cost::planner_config(in_.pricing, nodes, at(now_), config);
     } else {
       config.aging_step = std::chrono::seconds(0);  // the peers order by priority, then arrival
+      config.cost_aware_placement = false;          // and place by packing alone
     }
     if (policy_ == PolicyKind::Fifo) {
       // Strictly in arrival order: the head starts when its gang fits, nothing overtakes it.

@@ -21,4 +21,9 @@ planner::Config planner_config(const Policy& p, const std::vector<planner::Node>
   return config;
 }
 
+void price_nodes(const Policy& p, std::vector<planner::Node>& nodes) {
+  for (auto& n : nodes)
+    if (n.vendor == "amd" || n.vendor == "nvidia") n.price_micros = rate_for(p, n.vendor, n.labels).gpu_per_hour;
+}
+
 }  // namespace valley::cost

@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <unordered_map>
 #include <tuple>
 
 namespace valley::planner {
 namespace {
 
-using Free = std::map<std::string, std::map<std::string, int64_t>>;  // node -> resource -> units
+using Free = std::unordered_map<std::string, std::map<std::string, int64_t>>;  // node -> resource -> units
 
 using gpu::kTimeSliced;
 using gpu::whole_resource;
@@ -322,18 +323,27 @@ class Planner {
     std::set<std::string> preferred;
     for (const auto& w : prefer) preferred.insert(w.node);
     for (const auto& vendor : vendors) {
-      Free trial = free_;
+      // What this gang has claimed so far, by node: committed to free_ only if the whole gang fits
+      // (cheaper than copying every node's free capacity for each try).
+      Free taken;
+      auto free_on = [&](const Node* n) {
+        auto f = free_.at(n->name);
+        if (auto it = taken.find(n->name); it != taken.end())
+          for (const auto& [r, v] : it->second) f[r] -= v;
+        return f;
+      };
       std::vector<Task::Worker> out;
       int remaining = count;
       while (remaining > 0) {
         const Node* best = nullptr;
         // Most workers here (fewest nodes), then least GPU wasted (a MIG slice over a whole GPU for
-        // a fraction), then the task's own nodes, then the tightest fit.
-        std::tuple<int, int64_t, bool, int64_t> best_score{};
+        // a fraction), then the task's own nodes, then the capacity class that suits it and the
+        // lowest price, then the tightest fit.
+        std::tuple<int, int64_t, bool, bool, int64_t, int64_t> best_score{};
         int best_fit = 0;
         for (const Node* n : nodes_) {
           if (n->vendor != vendor || !eligible(t, *n) || (spot_only_ && n->capacity_class != "spot")) continue;
-          auto node_free = trial[n->name];
+          auto node_free = free_on(n);
           int fit = 0;
           int64_t share = 0;  // thousandths of a GPU taken
           while (fit < remaining) {
@@ -346,8 +356,10 @@ class Planner {
           if (fit == 0) continue;
           int64_t left = 0;
           for (const auto& [r, v] : node_free) left += v;
-          std::tuple<int, int64_t, bool, int64_t> score{fit, -(share - int64_t{fit} * t.gpu_milli),
-                                                        preferred.count(n->name) > 0, -left};
+          bool suits = config_.cost_aware_placement && (n->capacity_class == "spot") == t.checkpointed;
+          int64_t price = config_.cost_aware_placement ? n->price_micros : 0;
+          std::tuple<int, int64_t, bool, bool, int64_t, int64_t> score{
+              fit, -(share - int64_t{fit} * t.gpu_milli), preferred.count(n->name) > 0, suits, -price, -left};
           if (!best || score > best_score) {
             best = n;
             best_score = score;
@@ -355,16 +367,19 @@ class Planner {
           }
         }
         if (!best) break;
+        auto best_free = free_on(best);
         for (int k = 0; k < best_fit; ++k) {
-          auto s = *shape_on(t.gpu_milli, vendor, trial[best->name]);
+          auto s = *shape_on(t.gpu_milli, vendor, best_free);
           s.node = best->name;
-          trial[best->name][s.gpu_resource] -= s.count;
+          best_free[s.gpu_resource] -= s.count;
+          taken[best->name][s.gpu_resource] += s.count;
           out.push_back(s);
         }
         remaining -= best_fit;
       }
       if (remaining == 0) {
-        free_ = std::move(trial);
+        for (const auto& [node, use] : taken)
+          for (const auto& [r, v] : use) free_[node][r] -= v;
         return out;
       }
     }

@@ -17,7 +17,8 @@
 //    checkpoint-restart (`min_gain_workers`, `min_gain_fraction`). A task admitted in this plan grows
 //    freely (it has not started yet).
 // Placement bin-packs a gang onto as few nodes as possible (the node holding the most of the remaining
-// workers first, then the tightest fit), preferring nodes the task already uses.
+// workers first), preferring nodes the task already uses, then the right capacity class (spot for a
+// task that checkpoints, on-demand for one that does not), then the cheapest, then the tightest fit.
 #pragma once
 
 #include <chrono>
@@ -51,6 +52,7 @@ struct Node {
   bool ready = true;
   std::optional<SystemTime> not_ready_since;  // the Ready condition's last transition, when not Ready
   std::string notice;                         // the disruption taint's key, "" if none
+  int64_t price_micros = 0;                   // a GPU-hour here, from the PricingPolicy (0: unknown)
 };
 
 struct Task {
@@ -58,6 +60,7 @@ struct Task {
   int priority = 0;
   bool reduce_cost = false;
   bool amd_support = false;
+  bool checkpointed = false;  // has a checkpoint store: a spot loss costs it a restart, not its work
   int min_workers = 1, max_workers = 1;
   std::optional<int> pinned_workers;  // replicas.target
   int gpu_milli = 1000;               // per worker
@@ -88,6 +91,9 @@ struct Config {
   // From the PricingPolicy: AMD GPUs cost less than NVIDIA ones, so reduceCost tasks that may use
   // them try AMD first (without a policy: the seed platform's premise, AMD is cheaper).
   bool amd_cheaper = true;
+  // Placement weighs capacity class and price after packing: a task that checkpoints goes to spot
+  // capacity first, then the cheapest; one that does not keeps off spot capacity where it can.
+  bool cost_aware_placement = true;
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt };

@@ -110,6 +110,7 @@ Task task_from(const task::TaskSpec& spec, const json& task_object, const std::v
   t.priority = spec.priority;
   t.reduce_cost = spec.reduce_cost;
   t.amd_support = spec.amd_support;
+  t.checkpointed = !spec.checkpoint_uri.empty();
   t.min_workers = spec.type == task::TaskType::Single ? 1 : spec.min_workers;
   t.max_workers = spec.type == task::TaskType::Single ? 1 : spec.max_workers;
   t.pinned_workers = spec.target_workers;

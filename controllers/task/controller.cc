@@ -114,6 +114,7 @@ void TaskController::mark_dirty() {
 }
 
 void TaskController::planning_loop(const std::atomic<bool>& stop) {
+  std::chrono::steady_clock::duration last_plan{};
   while (!stop.load()) {
     {
       std::unique_lock lock(plan_mu_);
@@ -122,12 +123,15 @@ void TaskController::planning_loop(const std::atomic<bool>& stop) {
       plan_cv_.wait_for(lock, std::chrono::seconds(2), [this, &stop] { return dirty_ || stop.load(); });
       dirty_ = false;
     }
-    // Let a burst of changes (a gang of pods appearing) settle into one plan.
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Let a burst of changes (a gang of pods appearing) settle into one plan; under a long burst
+    // (hundreds of tasks applied at once) plan at most a third of the time, so the reconcilers
+    // that carry the plans out keep the CPU.
+    std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50), 2 * last_plan));
     try {
       const auto start = std::chrono::steady_clock::now();
       plan_once();
-      m().plan_seconds.observe({}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      last_plan = std::chrono::steady_clock::now() - start;
+      m().plan_seconds.observe({}, std::chrono::duration<double>(last_plan).count());
     } catch (const std::exception& e) {
       spdlog::error("planner: {}", e.what());
     }
@@ -204,7 +208,10 @@ void TaskController::plan_once() {
 
   planner::Config config = options_.planner;
   const auto now = std::chrono::system_clock::now();
-  if (auto p = policy()) config = cost::planner_config(*p, nodes, now, config);
+  if (auto p = policy()) {
+    cost::price_nodes(*p, nodes);
+    config = cost::planner_config(*p, nodes, now, config);
+  }
   auto decisions = planner::plan(nodes, tasks, now, config);
   std::map<std::string, Admission> next;
   std::map<std::string, std::string> vendor_of;

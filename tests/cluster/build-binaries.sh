@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl), kwok, versitygw (S3) and our node-profile renderer from source through the Go module proxy,
+# kube-scheduler, kubectl), kwok, versitygw (S3), the Kubeflow MPI Operator (benchmark peer) and our node-profile renderer from source through the Go module proxy,
 # into a cache outside the repository keyed by what they are built from, then links them into
 # $VALLEY_HOME/bin. A second run builds nothing.
 set -euo pipefail
@@ -14,6 +14,8 @@ command -v go >/dev/null || { echo "build-binaries: no Go toolchain on PATH (nee
 k8s_version=$(awk '$1=="k8s.io/kubernetes"{print $2}' "$here/k8s/go.mod")
 kwok_version=$(awk '$1=="require" && $2=="sigs.k8s.io/kwok"{print $3}' "$here/kwok/go.mod")
 s3_version=$(awk '$1=="require" && $2=="github.com/versity/versitygw"{print $3}' "$here/s3/go.mod")
+mpiop_mod="$repo/bench/controlplane/mpi-operator"
+mpiop_version=$(awk '$1=="require" && $2=="github.com/kubeflow/mpi-operator"{print $3}' "$mpiop_mod/go.mod")
 # Stamp the release into the binaries as Kubernetes' own build does (hack/lib/version.sh), so
 # /version and kubectl report it.
 minor=${k8s_version#v1.}; minor=${minor%%.*}
@@ -47,6 +49,7 @@ key() { local flags=$1; shift; { declare -f build; echo "$flags"; cat "$@"; } | 
 k8s_dir="$cache_root/k8s-$k8s_version-$(key "$k8s_ldflags" "$here/k8s/go.mod" "$here/k8s/go.sum")"
 kwok_dir="$cache_root/kwok-$kwok_version-$(key "$kwok_ldflags" "$here/kwok/go.mod" "$here/kwok/go.sum")"
 s3_dir="$cache_root/versitygw-$s3_version-$(key "" "$here/s3/go.mod" "$here/s3/go.sum")"
+mpiop_dir="$cache_root/mpi-operator-$mpiop_version-$(key "" "$mpiop_mod/go.mod" "$mpiop_mod/go.sum")"
 nodegen_dir="$cache_root/nodegen-$(key "" "$here/kwok/go.sum" "$here"/kwok/nodegen/*.go)"
 
 build "$k8s_dir" "$here/k8s" "$k8s_ldflags" go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver \
@@ -55,6 +58,14 @@ build "$kwok_dir" "$here/kwok" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
 build "$nodegen_dir" "$here/kwok" "" ./nodegen
 # The S3-compatible server for checkpoint-store tests (verifies SigV4 like AWS does).
 build "$s3_dir" "$here/s3" "" github.com/versity/versitygw/cmd/versitygw
+# The control-plane benchmark's peer, with the CRD and ClusterRole of the same release.
+build "$mpiop_dir" "$mpiop_mod" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
+if [ ! -f "$mpiop_dir/manifests/kubeflow.org_mpijobs.yaml" ]; then
+  src=$(cd "$mpiop_mod" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)
+  mkdir -p "$mpiop_dir/manifests"
+  cp "$src/manifests/base/kubeflow.org_mpijobs.yaml" "$src/manifests/base/cluster-role.yaml" "$mpiop_dir/manifests/"
+fi
 
 mkdir -p "$out"
-for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/* "$mpiop_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+ln -sfn "$mpiop_dir/manifests" "$out/../mpi-operator-manifests"

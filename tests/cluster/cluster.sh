@@ -144,6 +144,8 @@ args_of() {
         --service-cluster-ip-range=$SERVICE_CIDR --allow-privileged=true \
         --endpoint-reconciler-type=none \
         --max-requests-inflight=1000 --max-mutating-requests-inflight=500 \
+        --audit-policy-file="$here/audit-policy.yaml" --audit-log-path="$RUN/audit.log" \
+        --audit-log-format=json --audit-log-maxsize=500 --audit-log-maxbackup=1 \
         --v=1 ;;
     controller-manager) echo --kubeconfig="$PKI/controller-manager.kubeconfig" \
         --authentication-kubeconfig="$PKI/controller-manager.kubeconfig" \

@@ -385,3 +385,33 @@ TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterminis
 
 }  // namespace
 }  // namespace valley::planner
+
+namespace valley::planner {
+namespace {
+
+TEST(Planner, CheckpointedTasksGoToSpotThenTheCheapestOthersKeepOffSpot) {
+  Node od = nvidia("a-od", 8), spot_dear = nvidia("b-spot", 8, "spot"), spot_cheap = nvidia("c-spot", 8, "spot");
+  od.price_micros = 2'400'000;
+  spot_dear.price_micros = 1'200'000;
+  spot_cheap.price_micros = 950'000;
+  Task saved = task("saved", 0, 4, 4), plain = task("plain", 0, 4, 4);
+  saved.checkpointed = true;
+  auto ds = plan({od, spot_dear, spot_cheap}, {saved, plain}, kNow);
+  for (const auto& w : find(ds, "saved").placement) EXPECT_EQ(w.node, "c-spot");
+  for (const auto& w : find(ds, "plain").placement) EXPECT_EQ(w.node, "a-od");
+  // Packing still comes first: a gang that fits on one node is not split to reach a cheaper one.
+  Task big = task("big", 0, 12, 12);
+  big.checkpointed = true;
+  Node od16 = nvidia("d-od", 16);
+  od16.price_micros = 2'400'000;
+  ds = plan({od16, spot_cheap}, {big}, kNow);
+  for (const auto& w : find(ds, "big").placement) EXPECT_EQ(w.node, "d-od");
+  // Without cost-aware placement (the simulator's peers): packing and name order only.
+  Config blind;
+  blind.cost_aware_placement = false;
+  ds = plan({od, spot_dear, spot_cheap}, {saved}, kNow, blind);
+  for (const auto& w : find(ds, "saved").placement) EXPECT_EQ(w.node, "a-od");
+}
+
+}  // namespace
+}  // namespace valley::planner

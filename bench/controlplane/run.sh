@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# Control-plane benchmark: N tasks x (1 launcher + W workers) applied at once on the local cluster
+# (real API server, etcd, scheduler, controller-manager; kwok nodes with 8 GPUs each, as many as
+# the load needs), handled by
+#   floor         the objects an operator would create, created directly by a parallel creator
+#   mpi-operator  the Kubeflow MPI Operator (v2beta1 MPIJobs), built from its pinned module
+#   valley        Valley's operator (TrainingTasks)
+# each in its own namespace, one after the other, same cluster. Per run: seconds from the first
+# create to all pods Running and to all tasks Running, the system's CPU seconds and peak RSS, the
+# API requests it made (counted by user in the API server's audit log: each runs as its own
+# ServiceAccount) and the API server's apiserver_request_total growth (everyone's requests).
+#
+#   bench/controlplane/run.sh [SIZES]     e.g. "20 200 1000" (default); env BENCH_CP_WORKERS (8),
+#                                         BENCH_CP_SYSTEMS, BENCH_CP_OUT (bench/results/controlplane),
+#                                         BENCH_CP_TIMEOUT (600 s a run)
+# Writes OUT/controlplane.json and OUT/controlplane.md. Figures are printed, never asserted.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+sizes=${1:-"20 200 1000"}
+workers=${BENCH_CP_WORKERS:-8}
+systems=${BENCH_CP_SYSTEMS:-"floor mpi-operator valley"}
+out=${BENCH_CP_OUT:-bench/results/controlplane}
+scratch=bench/out/controlplane
+mkdir -p "$out" "$scratch"
+# Both operators get the same, effectively unlimited client-side rate limits (the floor has none):
+# the MPI Operator's default (5 QPS, burst 10) would measure its throttle, not its work.
+qps=${BENCH_CP_QPS:-2000}
+burst=${BENCH_CP_BURST:-4000}
+# A run that has not finished by then is reported as such, with how far it got.
+timeout=${BENCH_CP_TIMEOUT:-600}
+
+K() { .valley/bin/kubectl --kubeconfig .valley/kubeconfig "$@"; }
+log() { echo "controlplane: $*" >&2; }
+now() { date +%s.%N; }
+
+# Nothing else may reconcile these objects: the demo's operator would also handle TrainingTasks.
+scripts/operator.sh stop >/dev/null 2>&1 || true
+
+# --- set-up: CRDs, ServiceAccounts with each system's own RBAC, token kubeconfigs -------------------
+K apply -k crds/ >/dev/null
+K apply --server-side --force-conflicts -f .valley/mpi-operator-manifests/kubeflow.org_mpijobs.yaml >/dev/null
+K apply -f deploy/base/namespace.yaml -f deploy/base/rbac.yaml >/dev/null
+K apply -f .valley/mpi-operator-manifests/cluster-role.yaml >/dev/null
+K apply -f deploy/samples/pricingpolicy-default.yaml >/dev/null
+K apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Namespace
+metadata: {name: valley-bench}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: valley-bench-floor}
+rules:
+- apiGroups: [""]
+  resources: [pods, services, configmaps, secrets]
+  verbs: [create]
+YAML
+# One ServiceAccount per system, bound to that system's own ClusterRole (Valley's also to its
+# leader-election role in valley-bench, as deploy/ binds it in valley-system).
+for binding in valley-operator:valley-operator mpi-operator:mpi-operator floor:valley-bench-floor; do
+  sa=${binding%%:*} role=${binding#*:}
+  K -n valley-bench create serviceaccount "$sa" --dry-run=client -o yaml | K apply -f - >/dev/null
+  K create clusterrolebinding "valley-bench-$sa" --clusterrole="$role" --serviceaccount="valley-bench:$sa" \
+    --dry-run=client -o yaml | K apply -f - >/dev/null
+done
+K -n valley-bench create rolebinding valley-leader-election --clusterrole=valley-leader-election \
+  --serviceaccount=valley-bench:valley-operator --dry-run=client -o yaml | K apply -f - >/dev/null
+
+server=$(K config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+ca=$(K config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+[ -n "$ca" ] || ca=$(base64 -w0 < "$(K config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')")
+kubeconfig_for() { # serviceaccount -> path
+  local sa=$1 f="$scratch/$1.kubeconfig" token
+  token=$(K -n valley-bench create token "$sa" --duration=24h)
+  cat > "$f" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
+users: [{name: $sa, user: {token: "$token"}}]
+contexts: [{name: $sa, context: {cluster: local, user: $sa}}]
+current-context: $sa
+EOF
+  echo "$f"
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+apiserver_requests() { K get --raw /metrics | awk '/^apiserver_request_total\{/ {s += $NF} END {printf "%d\n", s}'; }
+audit_lines() { [ -f .valley/run/audit.log ] && wc -l < .valley/run/audit.log || echo 0; }
+audited_requests() { # user, from-line
+  tail -n +"$(($2 + 1))" .valley/run/audit.log | grep -c "\"username\":\"system:serviceaccount:valley-bench:$1\"" || true
+}
+tick=$(getconf CLK_TCK)
+
+start_system() { # system kubeconfig logfile -> pid
+  case $1 in
+    valley)
+      setsid build/bin/valley-operator --kubeconfig "$2" --leader-elect-namespace=valley-bench \
+        --http-bind-address=127.0.0.1:18089 --kube-api-qps=$qps --kube-api-burst=$burst \
+        --pricing-policy=default >"$3" 2>&1 </dev/null &
+      echo $! ;;
+    mpi-operator)
+      setsid .valley/bin/mpi-operator --kubeConfig "$2" --lock-namespace=valley-bench --monitoring-port=0 \
+        --kube-api-qps=$qps --kube-api-burst=$burst >"$3" 2>&1 </dev/null &
+      echo $! ;;
+  esac
+}
+wait_ready() { # system pid logfile
+  local i
+  for i in $(seq 1 300); do
+    kill -0 "$2" 2>/dev/null || { log "$1 exited; see $3"; tail -5 "$3" >&2; return 1; }
+    case $1 in
+      valley) curl -sf http://127.0.0.1:18089/readyz >/dev/null 2>&1 && curl -sf http://127.0.0.1:18089/metrics | grep -q '^valley_leader 1' && return 0 ;;
+      mpi-operator) grep -q "successfully acquired lease" "$3" && sleep 1 && return 0 ;;
+    esac
+    sleep 0.2
+  done
+  log "$1 not ready after 60 s; see $3"; return 1
+}
+stop_pid() {
+  kill -TERM "$1" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+delete_namespace() {
+  K delete namespace "$1" --wait=false >/dev/null 2>&1 || true
+  K -n "$1" delete pods --all --force --grace-period=0 --wait=false >/dev/null 2>&1 || true
+  K wait --for=delete "namespace/$1" --timeout=600s >/dev/null 2>&1 || log "namespace $1 still terminating"
+}
+
+results="$scratch/runs.jsonl"
+: > "$results"
+floor_kc=$(kubeconfig_for floor)
+valley_kc=$(kubeconfig_for valley-operator)
+mpi_kc=$(kubeconfig_for mpi-operator)
+
+for n in $sizes; do
+  nodes=$(( (n * workers + 7) / 8 + 1 ))
+  profile="$scratch/nodes-$n.yaml"
+  cat > "$profile" <<EOF
+pools:
+- name: bench-a100
+  count: $nodes
+  labels:
+    nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB
+    karpenter.sh/capacity-type: on-demand
+  capacity: {cpu: "96", memory: 1152Gi, ephemeral-storage: 8Ti, pods: "110", nvidia.com/gpu: "8"}
+EOF
+  log "N=$n: $nodes nodes x 8 GPUs, $((n * (workers + 1))) pods per system"
+  tests/cluster/cluster.sh nodes "$profile" >/dev/null
+  for system in $systems; do
+    ns="cp-$system-$n"
+    delete_namespace "$ns"
+    K create namespace "$ns" >/dev/null
+    until K -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.1; done
+    logfile="$scratch/$system-$n.log"
+    pid=""
+    user=floor
+    if [ "$system" != floor ]; then
+      kc=$valley_kc; user=valley-operator
+      [ "$system" = mpi-operator ] && { kc=$mpi_kc; user=mpi-operator; }
+      pid=$(start_system "$system" "$kc" "$logfile")
+      wait_ready "$system" "$pid" "$logfile"
+    fi
+    audit_from=$(audit_lines)
+    api_before=$(apiserver_requests)
+    cpu_before=0; [ -n "$pid" ] && cpu_before=$(cpu_ticks "$pid")
+    rm -f "$scratch/ready"
+    build/bin/bench_controlplane watch --kubeconfig .valley/kubeconfig -n "$ns" --system "$system" \
+      --tasks "$n" --workers "$workers" --ready-file "$scratch/ready" --timeout "$timeout" > "$scratch/watch.json" &
+    watcher=$!
+    until [ -f "$scratch/ready" ]; do kill -0 $watcher 2>/dev/null || { log "watcher failed"; exit 1; }; sleep 0.05; done
+    apply_kc=.valley/kubeconfig; [ "$system" = floor ] && apply_kc=$floor_kc
+    build/bin/bench_controlplane apply --kubeconfig "$apply_kc" -n "$ns" --system "$system" \
+      --tasks "$n" --workers "$workers" --parallel 32 > "$scratch/apply.json"
+    wait $watcher || log "$system N=$n did not finish: $(cat "$scratch/watch.json")"
+    if [ -n "$pid" ]; then
+      cpu=$(echo "scale=2; ($(cpu_ticks "$pid") - $cpu_before) / $tick" | bc)
+      rss=$(peak_rss_kb "$pid")
+    else
+      cpu=$(python3 -c "import json; print(round(json.load(open('$scratch/apply.json'))['cpuSeconds'], 2))")
+      rss=$(python3 -c "import json; print(json.load(open('$scratch/apply.json'))['maxRssKb'])")
+    fi
+    sleep 1  # the audit log is written as requests complete
+    requests=$(audited_requests "$user" "$audit_from")
+    api_total=$(( $(apiserver_requests) - api_before ))
+    python3 - "$scratch/apply.json" "$scratch/watch.json" >> "$results" <<PY
+import json, sys
+a = json.load(open(sys.argv[1])); w = json.load(open(sys.argv[2]))
+row = {"system": "$system", "tasks": $n, "workers": $workers, "pods": $n * ($workers + 1), "nodes": $nodes,
+       "cpuSeconds": float("$cpu"), "peakRssMiB": round(int("$rss") / 1024, 1),
+       "apiRequests": int("$requests"), "apiServerRequests": int("$api_total")}
+if w.get("timedOut"):
+    row.update({"timedOut": True, "timeoutSeconds": $timeout, "podsRunning": w["podsRunning"], "tasksRunning": w["tasksRunning"]})
+    if "podsRunningAt" in w: row["secondsToPodsRunning"] = round(w["podsRunningAt"] - a["startedAt"], 2)
+else:
+    row["secondsToPodsRunning"] = round(w["podsRunningAt"] - a["startedAt"], 2)
+    row["secondsToTasksRunning"] = round(w["tasksRunningAt"] - a["startedAt"], 2)
+print(json.dumps(row))
+PY
+    tail -1 "$results" >&2
+    # Valley's own account of where its time went (plan durations, reconciles, queue).
+    [ "$system" = valley ] && curl -sf http://127.0.0.1:18089/metrics > "$scratch/valley-$n.metrics" || true
+    delete_namespace "$ns"
+    [ -n "$pid" ] && stop_pid "$pid"
+  done
+done
+tests/cluster/cluster.sh nodes tests/cluster/profiles/default.yaml >/dev/null
+
+python3 - "$results" "$out" <<'PY'
+import json, sys, pathlib
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+out = pathlib.Path(sys.argv[2])
+by = {(r["tasks"], r["system"]): r for r in rows}
+def ratio(a, b, k):
+    if a is None or b is None or k not in a or k not in b or not b[k]: return None
+    return round(a[k] / b[k], 2)
+ratios = []
+for n in sorted({r["tasks"] for r in rows}):
+    v, m, f = by.get((n, "valley")), by.get((n, "mpi-operator")), by.get((n, "floor"))
+    for k in ("secondsToPodsRunning", "secondsToTasksRunning", "cpuSeconds", "peakRssMiB", "apiRequests", "apiServerRequests"):
+        ratios.append({"tasks": n, "figure": k, "valleyOverMpiOperator": ratio(v, m, k), "valleyOverFloor": ratio(v, f, k)})
+doc = {"benchmark": "controlplane", "runs": rows, "ratios": ratios}
+(out / "controlplane.json").write_text(json.dumps(doc, indent=2) + "\n")
+md = ["| tasks x (1+W) | system | to all pods Running (s) | to all tasks Running (s) | CPU (s) | peak RSS (MiB) | API requests (its own) | API server requests (all) |",
+      "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+for r in rows:
+    late = f"> {r.get('timeoutSeconds')} ({r.get('tasksRunning')}/{r['tasks']} Running)"
+    md.append(f"| {r['tasks']} x (1+{r['workers']}) | {r['system']} | {r.get('secondsToPodsRunning', late)} | "
+              f"{r.get('secondsToTasksRunning', late)} | {r['cpuSeconds']} | {r['peakRssMiB']} | {r['apiRequests']} | {r['apiServerRequests']} |")
+md += ["", "| tasks | figure | Valley / MPI Operator | Valley / floor |", "| --- | --- | ---: | ---: |"]
+for q in ratios:
+    md.append(f"| {q['tasks']} | {q['figure']} | {q['valleyOverMpiOperator']} | {q['valleyOverFloor']} |")
+(out / "controlplane.md").write_text("\n".join(md) + "\n")
+print("\n".join(md))
+PY

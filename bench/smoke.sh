@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `make bench-smoke` (part of `make test`): every benchmark program once at a tiny size, checking
+# that it runs end to end and that its output holds together. No figure is compared with a
+# threshold: timings on a shared CI machine say nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=bench/out/smoke
+rm -rf "$out" && mkdir -p "$out"
+fail() { echo "bench-smoke: $*" >&2; exit 1; }
+
+echo "bench-smoke: planner, watch decoding, informer memory, task start-up"
+build/bin/bench_planner 50 20 1 > "$out/planner.json"
+build/bin/bench_watch_decode 1000 > "$out/watch_decode.json"
+build/bin/bench_informer_memory .valley/kubeconfig 50 > "$out/informer_memory.json"
+bench/task_startup.sh 2 > "$out/task_startup.json"
+
+echo "bench-smoke: control plane, 3 tasks x (1 + 2) pods per system"
+BENCH_CP_OUT="$out" BENCH_CP_WORKERS=2 BENCH_CP_TIMEOUT=300 bench/controlplane/run.sh "3" > /dev/null
+python3 - "$out/controlplane.json" <<'PY' || fail "control-plane results incomplete"
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+systems = {r["system"] for r in runs}
+assert systems == {"floor", "mpi-operator", "valley"}, systems
+for r in runs:
+    assert not r.get("timedOut"), r
+    assert r["secondsToPodsRunning"] > 0 and r["secondsToTasksRunning"] > 0, r
+    assert r["apiRequests"] > 0 and r["peakRssMiB"] > 0, r
+PY
+
+echo "bench-smoke: trace replay, 40 jobs, every policy and the LP bound"
+build/bin/valley-sim --trace bench/sim/inputs/smoke-trace.csv --cluster bench/sim/inputs/cluster.yaml \
+  --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
+  --workload bench/sim/inputs/smoke-workload.yaml --profiles bench/sim/inputs \
+  --out "$out/sim" --scratch "$out/sim-lp" > /dev/null
+gnuplot -e "dir='$out/sim'" bench/sim/plot.gp
+for f in sim.json sim.md cost.png jct.png allocation.png; do [ -s "$out/sim/$f" ] || fail "no $out/sim/$f"; done
+python3 - "$out/sim/sim.json" <<'PY' || fail "trace-replay results do not hold together"
+import json, sys
+d = json.load(open(sys.argv[1]))
+bound = d["lowerBound"]
+assert bound["status"] == "OPTIMAL", bound
+policies = {p["policy"]: p for p in d["policies"]}
+assert set(policies) == {"fifo", "priority-backfill", "valley"}, policies.keys()
+for p in policies.values():
+    assert p["jobsUnfinished"] == 0, p
+    # A lower bound: no schedule may cost less.
+    assert p["totalCostMicros"] >= bound["costMicros"], (p, bound)
+PY
+echo "bench-smoke: ok (results in $out)"

@@ -1,0 +1,161 @@
+// The trace simulator (bench/sim): input parsing, the speedup model, policies on small cases whose
+// outcome can be worked out by hand, and the LP bound's program and report parsing.
+#include <gtest/gtest.h>
+
+#include "bench/sim/bound.h"
+#include "bench/sim/model.h"
+#include "bench/sim/simulator.h"
+
+namespace valley::sim {
+namespace {
+
+constexpr cost::Micros kPerHour = 3'600'000;  // 3.60 a GPU-hour: 1,000 micros a GPU-second
+
+cost::Policy flat_policy() {
+  cost::Policy p;
+  p.gpu = {{"nvidia", "", kPerHour, kPerHour / 2}, {"amd", "", kPerHour / 2, kPerHour / 4}};
+  p.flat_per_kwh = 0;  // GPU-hours only: the arithmetic stays exact
+  return p;
+}
+
+Inputs small(const std::string& cluster_yaml, std::vector<TraceJob> jobs, const std::string& spot_yaml = "") {
+  Inputs in;
+  in.cluster = parse_cluster(cluster_yaml, spot_yaml);
+  in.workload = parse_workload("classes: [{name: normal, priority: 50, percent: 100}]\nrestartSeconds: 60\n");
+  in.pricing = flat_policy();
+  in.jobs = std::move(jobs);
+  return in;
+}
+
+const JobResult& job(const Result& r, const std::string& id) {
+  for (const auto& j : r.jobs)
+    if (j.id == id) return j;
+  throw std::out_of_range(id);
+}
+
+TEST(SimInputs, TraceSliceIsRelativeAndOrdered) {
+  std::string csv = "job_id,submission_time,duration,num_gpu\nb,7300,60,2\na,7200,30,1\nc,100,5,1\nd,9000,5,1\n";
+  auto jobs = parse_trace(csv, 7200, 9000);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].id, "a");
+  EXPECT_EQ(jobs[0].submit, 0);
+  EXPECT_EQ(jobs[1].submit, 100);
+  EXPECT_EQ(jobs[1].gpus, 2);
+  try {
+    parse_trace("job_id,submission_time,duration,num_gpu\nx,1,two,1\n", 0, 10);
+    FAIL() << "accepted a bad row";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SimInputs, ClusterPoolsSpotModelAndErrors) {
+  auto c = parse_cluster(
+      "pools:\n- {name: od, product: A100, nodes: 2}\n- {name: sp, capacityType: spot, nodes: 1, gpusPerNode: 4}\n",
+      "pools:\n  sp: {interruptionsPerNodeHour: 0.5, noticeSeconds: 30}\n");
+  ASSERT_EQ(c.pools.size(), 2u);
+  EXPECT_EQ(c.pools[0].labels.at("nvidia.com/gpu.product"), "A100");
+  EXPECT_EQ(c.pools[1].labels.at("karpenter.sh/capacity-type"), "spot");
+  EXPECT_TRUE(c.pools[1].spot);
+  EXPECT_DOUBLE_EQ(c.spot.at("sp").interruptions_per_node_hour, 0.5);
+  EXPECT_EQ(c.spot.at("sp").notice_seconds, 30);
+  EXPECT_THROW(parse_cluster("pools:\n- {name: od}\n", "pools:\n  nope: {}\n"), InputError);
+  EXPECT_THROW(parse_cluster("pools:\n- {name: od, vendor: intel}\n", ""), InputError);
+  EXPECT_THROW(parse_workload("classes: [{name: a, percent: 60}]\n"), InputError);
+}
+
+TEST(SimInputs, SpeedupFromPlacementsInterpolatesAndExtrapolates) {
+  // 1 GPU: 1.0 s a step; 2 GPUs on one node: 1.25 s (1.6x); 4 GPUs on two nodes: 1.6 s (2.5x).
+  std::string csv =
+      "placement,local_bsz,step_time,sync_time\n1,32,1.0,0\n2,32,1.25,0\n11,32,1.5,0\n22,32,1.6,0\n1,64,1.9,0\n";
+  auto s = Speedup::from_placements(csv);
+  EXPECT_EQ(s.local_batch(), 64);  // the median of {32, 64}: the upper one
+  auto at32 = Speedup::from_placements(
+      "placement,local_bsz,step_time,sync_time\n1,32,1.0,0\n2,32,1.25,0\n11,32,1.5,0\n22,32,1.6,0\n");
+  EXPECT_DOUBLE_EQ(at32.at(1), 1.0);
+  EXPECT_DOUBLE_EQ(at32.at(2), 1.6);   // the single-node placement wins over "11"
+  EXPECT_DOUBLE_EQ(at32.at(4), 2.5);
+  EXPECT_DOUBLE_EQ(at32.at(3), 2.05);  // halfway
+  EXPECT_DOUBLE_EQ(at32.at(8), 5.0);   // past the last size: its efficiency kept
+}
+
+TEST(SimPolicies, FifoRunsInArrivalOrderAndPricesGpuSeconds) {
+  auto in = small("pools:\n- {name: od, nodes: 2}\n",
+                  {{"a", 0, 3600, 8}, {"b", 0, 3600, 8}, {"c", 10, 3600, 16}, {"d", 20, 1800, 1}});
+  Result r = simulate(in, PolicyKind::Fifo);
+  EXPECT_EQ(job(r, "a").start, 0);
+  EXPECT_EQ(job(r, "b").start, 0);
+  EXPECT_EQ(job(r, "c").start, 3600);  // waits for the whole cluster
+  EXPECT_EQ(job(r, "d").start, 7200);  // strictly behind c, though it would fit nowhere sooner anyway
+  EXPECT_EQ(job(r, "c").end, 7200);
+  // GPU-seconds x 1,000 micros: (8 + 8 + 16) x 3600 + 1 x 1800.
+  EXPECT_EQ(r.cost, (32 * 3600 + 1800) * 1000);
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_EQ(r.restarts, 0);
+}
+
+TEST(SimPolicies, BackfillLetsASmallJobOvertakeAWaitingGang) {
+  auto in = small("pools:\n- {name: od, nodes: 2}\n", {{"a", 0, 3600, 12}, {"c", 10, 3600, 16}, {"d", 20, 1800, 4}});
+  Result fifo = simulate(in, PolicyKind::Fifo);
+  Result backfill = simulate(in, PolicyKind::PriorityBackfill);
+  EXPECT_EQ(job(fifo, "d").start, 7200);
+  EXPECT_EQ(job(backfill, "d").start, 20);  // the 4 GPUs next to a run at once
+  EXPECT_EQ(job(backfill, "c").start, 3600);
+}
+
+TEST(SimPolicies, ValleyRunsElasticallyOnWhatIsFree) {
+  // One 8-GPU node: b (8 GPUs, elastic 4..8) shares with a (4 GPUs) by starting at 4, then grows.
+  auto in = small("pools:\n- {name: od, nodes: 1}\n", {{"a", 0, 3600, 4}, {"b", 0, 3600, 8}});
+  Result backfill = simulate(in, PolicyKind::PriorityBackfill);
+  Result valley = simulate(in, PolicyKind::Valley);
+  EXPECT_GT(job(backfill, "b").start, 0);  // fixed at 8: waits for a
+  EXPECT_EQ(job(valley, "b").start, 0);    // its minimum fits now
+  EXPECT_LT(job(valley, "b").end - job(valley, "b").submit, job(backfill, "b").end - job(backfill, "b").submit);
+  EXPECT_GE(job(valley, "b").restarts, 1);  // grew once a finished: one checkpoint-restart
+}
+
+TEST(SimPolicies, SpotNoticeCheckpointsInValleyButLosesWorkWithoutIt) {
+  // Spot capacity only, interrupted often; a notice long enough to checkpoint.
+  auto in = small("pools:\n- {name: sp, capacityType: spot, nodes: 2}\n", {{"a", 0, 20 * 3600, 8}},
+                  "pools:\n  sp: {interruptionsPerNodeHour: 0.5, noticeSeconds: 120, replacementSeconds: 300}\n");
+  Result backfill = simulate(in, PolicyKind::PriorityBackfill);
+  Result valley = simulate(in, PolicyKind::Valley);
+  Result fifo = simulate(in, PolicyKind::Fifo);
+  EXPECT_EQ(fifo.rejected, 1);  // on-demand only: nowhere to run
+  EXPECT_GT(valley.interruptions, 0);
+  EXPECT_EQ(valley.work_lost_gpu_hours, 0);
+  EXPECT_GT(backfill.work_lost_gpu_hours, 0);
+  EXPECT_EQ(valley.unfinished, 0);
+  EXPECT_EQ(backfill.unfinished, 0);
+  EXPECT_LE(job(valley, "a").end, job(backfill, "a").end);
+}
+
+TEST(SimPolicies, SameInputsSameResult) {
+  auto in = small("pools:\n- {name: od, nodes: 2}\n- {name: sp, capacityType: spot, nodes: 2}\n",
+                  {{"a", 0, 7200, 8}, {"b", 60, 3600, 16}, {"c", 120, 600, 2}, {"d", 4000, 3600, 4}},
+                  "pools:\n  sp: {interruptionsPerNodeHour: 0.2}\n");
+  for (auto p : {PolicyKind::Fifo, PolicyKind::PriorityBackfill, PolicyKind::Valley}) {
+    Result x = simulate(in, p), y = simulate(in, p);
+    EXPECT_EQ(x.cost, y.cost) << to_string(p);
+    EXPECT_EQ(x.makespan, y.makespan) << to_string(p);
+  }
+}
+
+TEST(SimBound, ProgramAndReport) {
+  auto in = small("pools:\n- {name: od, nodes: 1}\n- {name: sp, capacityType: spot, nodes: 1}\n", {{"a", 0, 3600, 8}});
+  std::string lp = bound_program(in, 7200, 3600);
+  EXPECT_NE(lp.find("Minimize"), std::string::npos);
+  EXPECT_NE(lp.find("cap_1_1:"), std::string::npos);
+  EXPECT_NE(lp.find("done_0:"), std::string::npos);
+  EXPECT_NE(lp.find(">= 28800"), std::string::npos);  // 8 GPUs x 3600 s of work, linear speedup
+  auto b = parse_glpsol_report("Problem:    \nRows:       7\nColumns:    4\nNon-zeros:  12\nStatus:     OPTIMAL\n"
+                               "Objective:  obj = 14400000 (MINimum)\n");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->status, "OPTIMAL");
+  EXPECT_EQ(b->cost, 14400000);
+  EXPECT_EQ(b->variables, 4);
+  EXPECT_FALSE(parse_glpsol_report("glpsol: no such file"));
+}
+
+}  // namespace
+}  // namespace valley::sim
