@@ -18,6 +18,12 @@ build/bin/bench_informer_memory "$kubeconfig" "$pods" | tee "$results/informer_m
 echo "bench: TrainingTask with 1 launcher + 16 workers, apply to all pods Running"
 bench/task_startup.sh 16 | tee "$results/task_startup.json"
 
+echo "bench: control plane, Valley vs Kubeflow MPI Operator vs a parallel creator (N = ${BENCH_CP_SIZES:-20 200 1000})"
+BENCH_CP_TIMEOUT=${BENCH_CP_TIMEOUT:-900} bench/controlplane/run.sh "${BENCH_CP_SIZES:-20 200 1000}"
+
+echo "bench: trace replay of the planner and cost engine (fifo, priority-backfill, valley) and the LP bound"
+bench/sim/run.sh "$results/sim"
+
 python3 - "$results" <<'PY'
 import json, sys, pathlib
 d = pathlib.Path(sys.argv[1])
@@ -26,8 +32,12 @@ for f in sorted(d.glob("*.json")):
     data = json.loads(f.read_text())
     name = data.pop("benchmark", f.stem)
     rows.append((name, ", ".join(f"{k} = {v}" for k, v in data.items())))
-lines = ["# Benchmark results", "", "Written by `make bench` on the project machine (2 cores).", "",
+lines = ["# Benchmark results", "", "Written by `make bench` on the project machine (2 cores); see BENCHMARKS.md.", "",
          "| benchmark | figures |", "| --- | --- |"] + [f"| {n} | {v} |" for n, v in rows]
+for title, table in (("Control plane (bench/controlplane)", d / "controlplane" / "controlplane.md"),
+                     ("Trace replay (bench/sim)", d / "sim" / "sim.md")):
+    if table.exists():
+        lines += ["", "## " + title, "", table.read_text().rstrip()]
 (d / "README.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

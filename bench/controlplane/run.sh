@@ -207,30 +207,4 @@ PY
 done
 tests/cluster/cluster.sh nodes tests/cluster/profiles/default.yaml >/dev/null
 
-python3 - "$results" "$out" <<'PY'
-import json, sys, pathlib
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-out = pathlib.Path(sys.argv[2])
-by = {(r["tasks"], r["system"]): r for r in rows}
-def ratio(a, b, k):
-    if a is None or b is None or k not in a or k not in b or not b[k]: return None
-    return round(a[k] / b[k], 2)
-ratios = []
-for n in sorted({r["tasks"] for r in rows}):
-    v, m, f = by.get((n, "valley")), by.get((n, "mpi-operator")), by.get((n, "floor"))
-    for k in ("secondsToPodsRunning", "secondsToTasksRunning", "cpuSeconds", "peakRssMiB", "apiRequests", "apiServerRequests"):
-        ratios.append({"tasks": n, "figure": k, "valleyOverMpiOperator": ratio(v, m, k), "valleyOverFloor": ratio(v, f, k)})
-doc = {"benchmark": "controlplane", "runs": rows, "ratios": ratios}
-(out / "controlplane.json").write_text(json.dumps(doc, indent=2) + "\n")
-md = ["| tasks x (1+W) | system | to all pods Running (s) | to all tasks Running (s) | CPU (s) | peak RSS (MiB) | API requests (its own) | API server requests (all) |",
-      "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-for r in rows:
-    late = f"> {r.get('timeoutSeconds')} ({r.get('tasksRunning')}/{r['tasks']} Running)"
-    md.append(f"| {r['tasks']} x (1+{r['workers']}) | {r['system']} | {r.get('secondsToPodsRunning', late)} | "
-              f"{r.get('secondsToTasksRunning', late)} | {r['cpuSeconds']} | {r['peakRssMiB']} | {r['apiRequests']} | {r['apiServerRequests']} |")
-md += ["", "| tasks | figure | Valley / MPI Operator | Valley / floor |", "| --- | --- | ---: | ---: |"]
-for q in ratios:
-    md.append(f"| {q['tasks']} | {q['figure']} | {q['valleyOverMpiOperator']} | {q['valleyOverFloor']} |")
-(out / "controlplane.md").write_text("\n".join(md) + "\n")
-print("\n".join(md))
-PY
+bench/controlplane/report.py "$results" "$out"

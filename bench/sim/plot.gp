@@ -15,6 +15,7 @@ plot dir.'/policies.dat' using 2:xtic(1) title 'total cost' lc rgb '#4a7ab5', \
      '' using 0:8 with linespoints lw 2 lc rgb '#c0392b' title 'lower bound'
 
 set output dir.'/jct.png'
+set key top right
 set title 'Job completion time per policy'
 set ylabel 'hours'
 plot dir.'/policies.dat' using 4:xtic(1) title 'mean JCT' lc rgb '#4a7ab5', \

@@ -595,18 +595,26 @@ bool TaskController::reconcile(const std::string& key) {
   }
   if (d.status.value("phase", "") == "Restarting" && o.task.value("status", nlohmann::json::object()).value("phase", "") != "Restarting")
     checkpoints_.poke(key);
+  // After a refusal that retrying will not heal, the rest of this plan's objects are not tried: the
+  // first refusal says it all, and a task that keeps failing is retried with backoff.
+  bool refused = false, namespace_going = false;
   auto create = [&](const kube::Resource& r, const nlohmann::json& object) {
+    if (refused) return false;
     try {
       client_.create(r, ns, object);
       return true;
     } catch (const kube::KubeError& e) {
       if (e.http_status() == 409) return false;  // made already (by us, before a restart or a stale cache)
+      refused = e.http_status() == 400 || e.http_status() == 403 || e.http_status() == 422;
+      if (kube::namespace_terminating(e)) {
+        // The namespace's deletion removes the task too: nothing to create, no one to tell.
+        namespace_going = true;
+        return false;
+      }
       spdlog::warn("{}: create {} {}: {}", key, r.kind, object["metadata"].value("name", ""), e.what());
       // Refusals that will not heal by retrying are the user's to see (bad resources in the spec,
       // a quota, an admission policy).
-      if (e.http_status() == 400 || e.http_status() == 403 || e.http_status() == 422) {
-        events_.warning(o.task, "CreateFailed", "Create", r.kind + " " + object["metadata"].value("name", "") + ": " + e.what());
-      }
+      if (refused) events_.warning(o.task, "CreateFailed", "Create", r.kind + " " + object["metadata"].value("name", "") + ": " + e.what());
       ok = false;
       return false;
     }
@@ -626,6 +634,10 @@ bool TaskController::reconcile(const std::string& key) {
       spdlog::warn("{}: update hostfile: {}", key, e.what());
       ok = false;
     }
+  }
+  if (namespace_going) {
+    spdlog::info("{}: namespace {} is being deleted; not creating anything more", key, ns);
+    return true;
   }
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
   return ok;

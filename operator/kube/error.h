@@ -22,4 +22,10 @@ class KubeError : public std::runtime_error {
   std::string reason_;
 };
 
+// The API server refused a create because the namespace is being deleted (NamespaceLifecycle
+// admission): nothing created there would live, and retrying cannot help.
+inline bool namespace_terminating(const KubeError& e) {
+  return e.http_status() == 403 && std::string(e.what()).find("because it is being terminated") != std::string::npos;
+}
+
 }  // namespace valley::kube

@@ -270,7 +270,7 @@ apply_profile() { # profile
   have=$(kubectl get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
   local extra
   extra=$(comm -13 <(echo "$wanted") <(echo "$have") | grep -v '^$' || true)
-  [ -z "$extra" ] || kubectl delete node $extra >/dev/null
+  [ -z "$extra" ] || kubectl delete node $extra --wait=false >/dev/null
   wait_for "$(echo "$wanted" | wc -l) kwok nodes Ready" nodes_ready "$(echo "$wanted" | wc -l)"
 }
 
