@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "operator/kube/client.h"

@@ -411,7 +411,7 @@ class Simulator {
     auto pct = [](std::vector<double> v, double p) {
       if (v.empty()) return 0.0;
       std::sort(v.begin(), v.end());
-      size_t k = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))) ;
+      size_t k = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
       return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
     };
     r.mean_jct = mean(jct);
