@@ -301,7 +301,6 @@ class Simulator {
       if (n.alive) nodes.push_back(n.node);
     planner::Config config;
     if (policy_ == PolicyKind::Valley) {
-      cost::price_nodes(in_.pricing, nodes);
       config = cost::planner_config(in_.pricing, nodes, at(now_), config);
     } else {
       config.aging_step = std::chrono::seconds(0);  // the peers order by priority, then arrival

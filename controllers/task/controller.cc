@@ -208,10 +208,7 @@ void TaskController::plan_once() {
 
   planner::Config config = options_.planner;
   const auto now = std::chrono::system_clock::now();
-  if (auto p = policy()) {
-    cost::price_nodes(*p, nodes);
-    config = cost::planner_config(*p, nodes, now, config);
-  }
+  if (auto p = policy()) config = cost::planner_config(*p, nodes, now, config);
   auto decisions = planner::plan(nodes, tasks, now, config);
   std::map<std::string, Admission> next;
   std::map<std::string, std::string> vendor_of;
