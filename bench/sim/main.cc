@@ -22,6 +22,7 @@
 #include "bench/sim/simulator.h"
 #include "controllers/cost/money.h"
 #include "operator/flags.h"
+#include "operator/kube/config.h"
 #include "operator/yaml_json.h"
 
 using namespace valley;
@@ -30,17 +31,9 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw InputError("cannot read " + path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 cost::Policy read_policy(const std::string& path) {
   std::string error;
-  auto docs = parse_yaml(read_file(path), &error);
+  auto docs = parse_yaml(kube::read_file(path, "PricingPolicy"), &error);
   if (!docs) throw InputError(path + ": " + error);
   for (const auto& d : *docs) {
     if (d.value.value("kind", "") != "PricingPolicy") continue;
@@ -115,12 +108,12 @@ int main(int argc, char** argv) {
 
     Inputs in;
     auto hours = [&](const std::string& k) { return static_cast<int64_t>(std::stod(opt[k]) * 3600); };
-    in.jobs = parse_trace(read_file(opt["trace"]), hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
-    in.cluster = parse_cluster(read_file(opt["cluster"]), opt.count("spot") ? read_file(opt["spot"]) : "");
-    in.workload = parse_workload(read_file(opt["workload"]));
+    in.jobs = parse_trace(kube::read_file(opt["trace"], "trace"), hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
+    in.cluster = parse_cluster(kube::read_file(opt["cluster"], "cluster spec"), opt.count("spot") ? kube::read_file(opt["spot"], "spot model") : "");
+    in.workload = parse_workload(kube::read_file(opt["workload"], "workload"));
     in.pricing = read_policy(opt["pricing"]);
     for (const auto& app : in.workload.apps)
-      in.speedups.emplace(app, Speedup::from_placements(read_file(opt["profiles"] + "/" + app + "/placements.csv")));
+      in.speedups.emplace(app, Speedup::from_placements(kube::read_file(opt["profiles"] + "/" + app + "/placements.csv", "speedup profile")));
 
     const std::string out = opt["out"];
     std::filesystem::create_directories(out);
