@@ -30,7 +30,7 @@ PY
 echo "bench-smoke: trace replay, 40 jobs, every policy and the LP bound"
 build/bin/valley-sim --trace bench/sim/inputs/smoke-trace.csv --cluster bench/sim/inputs/cluster.yaml \
   --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
-  --workload bench/sim/inputs/smoke-workload.yaml --profiles bench/sim/inputs \
+  --workload bench/sim/inputs/smoke-workload.yaml --profiles bench/data/pollux-adaptdl \
   --out "$out/sim" --scratch "$out/sim-lp" > /dev/null
 gnuplot -e "dir='$out/sim'" bench/sim/plot.gp
 for f in sim.json sim.md cost.png jct.png allocation.png; do [ -s "$out/sim/$f" ] || fail "no $out/sim/$f"; done
@@ -40,7 +40,7 @@ d = json.load(open(sys.argv[1]))
 bound = d["lowerBound"]
 assert bound["status"] == "OPTIMAL", bound
 policies = {p["policy"]: p for p in d["policies"]}
-assert set(policies) == {"fifo", "priority-backfill", "valley"}, policies.keys()
+assert set(policies) == {"naive", "backfill", "valley-v1", "valley"}, policies.keys()
 for p in policies.values():
     assert p["jobsUnfinished"] == 0, p
     # A lower bound: no schedule may cost less.

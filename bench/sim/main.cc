@@ -3,13 +3,18 @@
 //
 //   valley-sim --trace FILE [--from-hour H] [--to-hour H] [--max-jobs N]
 //              --cluster FILE [--spot FILE] --pricing FILE --workload FILE --profiles DIR
-//              [--policy fifo,priority-backfill,valley] [--out DIR] [--solver glpsol]
-//              [--slot-seconds 3600] [--no-bound] [--scratch DIR]
+//              [--policy naive,backfill,valley-v1,valley] [--out DIR] [--solver glpsol]
+//              [--slot-seconds 3600] [--no-bound] [--scratch DIR] [--profile-drop 8,12]
+//              [--duration-error 50] [--label NAME]
+//
+// --profile-drop leaves the named GPU counts out of the Pollux profiles (interpolated instead):
+// their 8-GPU points were measured on two 4-GPU nodes, not on one 8-GPU node.
 //
 // Writes DIR/sim.json (figures per policy, the bound, the inputs), DIR/sim.md (a Markdown table)
 // and DIR/{policies,allocation}.dat for plots; prints the table. The LP and the solver's report go
 // to the scratch directory (bench/out/sim-lp).
 #include <filesystem>
+#include <set>
 
 #include <chrono>
 #include <cmath>
@@ -80,7 +85,17 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
             {"jobsFinished", static_cast<int>(r.jobs.size()) - r.unfinished},
             {"jobsUnfinished", r.unfinished},
             {"jobsRejected", r.rejected},
-            {"planCalls", r.plan_calls}};
+            {"planCalls", r.plan_calls},
+            {"p95JctHours", std::round(r.p95_jct / 36) / 100}};
+  json pools = json::object();
+  for (const auto& [pool, hours] : r.pool_gpu_hours) pools[pool] = std::round(hours * 10) / 10;
+  j["gpuHoursByPool"] = pools;
+  auto fit = [](const Result::EstimateFit& f) {
+    return json{{"medianError", std::round(f.median_error * 1000) / 1000}, {"insideRange", std::round(f.inside * 1000) / 1000},
+                {"medianRangeWidth", std::round(f.median_width * 1000) / 1000}};
+  };
+  j["estimates"] = fit(r.estimates);
+  j["estimatesDurationOff"] = fit(r.estimates_off);
   if (bound && bound->cost > 0) j["costOverBound"] = std::round(static_cast<double>(r.cost) / static_cast<double>(bound->cost) * 1000) / 1000;
   return j;
 }
@@ -89,7 +104,8 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
 
 int main(int argc, char** argv) {
   try {
-    std::map<std::string, std::string> opt = {{"policy", "fifo,priority-backfill,valley"}, {"out", "bench/out/sim"}, {"scratch", "bench/out/sim-lp"},
+    std::map<std::string, std::string> opt = {{"policy", "naive,backfill,valley-v1,valley"}, {"profile-drop", ""},
+                                              {"duration-error", "50"}, {"label", ""}, {"out", "bench/out/sim"}, {"scratch", "bench/out/sim-lp"},
                                               {"solver", "glpsol"},  {"slot-seconds", "3600"},
                                               {"from-hour", "0"},    {"to-hour", "1000000"},
                                               {"max-jobs", "0"}};
@@ -112,8 +128,11 @@ int main(int argc, char** argv) {
     in.cluster = parse_cluster(kube::read_file(opt["cluster"], "cluster spec"), opt.count("spot") ? kube::read_file(opt["spot"], "spot model") : "");
     in.workload = parse_workload(kube::read_file(opt["workload"], "workload"));
     in.pricing = read_policy(opt["pricing"]);
+    std::set<int> drop;
+    for (const auto& n : split_list(opt["profile-drop"])) drop.insert(std::stoi(n));
     for (const auto& app : in.workload.apps)
-      in.speedups.emplace(app, Speedup::from_placements(kube::read_file(opt["profiles"] + "/" + app + "/placements.csv", "speedup profile")));
+      in.speedups.emplace(app, Speedup::from_placements(kube::read_file(opt["profiles"] + "/" + app + "/placements.csv", "speedup profile"), drop));
+    in.duration_error_percent = std::stoi(opt["duration-error"]);
 
     const std::string out = opt["out"];
     std::filesystem::create_directories(out);
@@ -127,51 +146,82 @@ int main(int argc, char** argv) {
                 << results.back().plan_calls << " planner calls)\n";
     }
 
-    std::optional<Bound> bound;
+    // Two bounds: over Valley's own makespan (what Valley's cost is judged against: the same time to
+    // do the work in), and over the latest finish of any policy (more time to defer work to cheap
+    // capacity, so lower).
+    std::optional<Bound> bound, bound_all;
     std::string bound_error;
-    int64_t horizon = 0;
-    for (const auto& r : results) horizon = std::max(horizon, r.makespan);
+    int64_t horizon = 0, valley_makespan = 0;
+    for (const auto& r : results) {
+      horizon = std::max(horizon, r.makespan);
+      if (r.policy == PolicyKind::Valley) valley_makespan = r.makespan;
+    }
+    if (valley_makespan == 0) valley_makespan = horizon;
     int64_t slot = std::stoll(opt["slot-seconds"]);
     if (!no_bound) {
       std::filesystem::create_directories(opt["scratch"]);
-      bound = solve_bound(in, horizon, slot, opt["scratch"], opt["solver"], &bound_error);
+      bound = solve_bound(in, valley_makespan, slot, opt["scratch"], opt["solver"], &bound_error);
       if (!bound) std::cerr << "valley-sim: no lower bound: " << bound_error << "\n";
+      if (horizon != valley_makespan) bound_all = solve_bound(in, horizon, slot, opt["scratch"], opt["solver"], &bound_error);
+      else bound_all = bound;
     }
 
     // Figures.
     const std::string currency = in.pricing.currency;
-    for (const auto& r : results) runs.push_back(result_json(r, bound, currency));
+    for (const auto& r : results) {
+      runs.push_back(result_json(r, bound, currency));
+      if (bound_all && bound_all->cost > 0)
+        runs.back()["costOverBoundLatestFinish"] = std::round(static_cast<double>(r.cost) / static_cast<double>(bound_all->cost) * 1000) / 1000;
+    }
     json doc = {{"benchmark", "trace-replay"},
+                {"label", opt["label"]},
                 {"trace", opt["trace"]},
                 {"slice", {{"fromHour", std::stod(opt["from-hour"])}, {"toHour", std::stod(opt["to-hour"])}, {"jobs", in.jobs.size()}}},
                 {"cluster", opt["cluster"]},
                 {"spot", opt.count("spot") ? opt["spot"] : ""},
                 {"pricing", opt["pricing"]},
                 {"workload", opt["workload"]},
+                {"profileDrop", opt["profile-drop"]},
                 {"restartSeconds", in.workload.restart_seconds},
                 {"policies", runs}};
+    auto bound_json = [&](const std::optional<Bound>& b, int64_t h) {
+      return json{{"cost", money(b->cost)}, {"costMicros", b->cost}, {"status", b->status}, {"variables", b->variables},
+                  {"constraints", b->constraints}, {"slotSeconds", slot}, {"horizonHours", static_cast<double>(h) / 3600},
+                  {"solver", opt["solver"]}};
+    };
     if (bound) {
-      doc["lowerBound"] = {{"cost", money(bound->cost)}, {"costMicros", bound->cost}, {"status", bound->status},
-                           {"variables", bound->variables}, {"constraints", bound->constraints},
-                           {"slotSeconds", slot}, {"horizonHours", static_cast<double>(horizon) / 3600}, {"solver", opt["solver"]}};
+      doc["lowerBound"] = bound_json(bound, valley_makespan);
+      doc["lowerBound"]["over"] = "valley's makespan";
     } else if (!no_bound) {
       doc["lowerBound"] = {{"error", bound_error}};
+    }
+    if (bound_all) {
+      doc["lowerBoundLatestFinish"] = bound_json(bound_all, horizon);
+      doc["lowerBoundLatestFinish"]["over"] = "the latest finish of any policy";
     }
     std::ofstream(out + "/sim.json") << doc.dump(2) << "\n";
 
     std::ostringstream md;
-    md << "| policy | total cost (" << currency << ") | cost / bound | cost per useful GPU-h | mean JCT (h) | p50 JCT (h) | p99 JCT (h) "
-          "| mean queue (h) | GPU alloc % | preemptions | restarts | work lost (GPU-h) | unfinished |\n"
-       << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-    for (const auto& j : runs) {
+    md << "| policy | cost (" << currency << ") | / bound | mean JCT (h) | p95 JCT (h) | GPU-h by pool | "
+          "estimate error (median) | finals in range | range width (median) | same, durations +-" << in.duration_error_percent
+       << "% | preemptions | restarts | unfinished |\n"
+       << "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n";
+    auto pct = [](double v) { return fixed(v * 100, 1) + "%"; };
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const auto& j = runs[k];
+      const auto& r = results[k];
+      std::string pools;
+      for (const auto& [pool, held] : r.pool_gpu_hours) pools += (pools.empty() ? "" : ", ") + pool + " " + fixed(held, 0);
       md << "| " << j["policy"].get<std::string>() << " | " << j["totalCost"].get<std::string>() << " | "
-         << (j.contains("costOverBound") ? fixed(j["costOverBound"].get<double>(), 3) : "n/a") << " | "
-         << j["costPerUsefulGpuHour"].get<std::string>() << " | " << j["meanJctHours"] << " | " << j["p50JctHours"] << " | "
-         << j["p99JctHours"] << " | " << j["meanQueueHours"] << " | " << j["gpuAllocationPercent"] << " | " << j["preemptions"]
-         << " | " << j["restarts"] << " | " << j["workLostGpuHours"] << " | " << j["jobsUnfinished"] << " |\n";
+         << (j.contains("costOverBound") ? fixed(j["costOverBound"].get<double>(), 2) : "n/a") << " | " << j["meanJctHours"] << " | "
+         << j["p95JctHours"] << " | " << pools << " | " << pct(r.estimates.median_error) << " | " << pct(r.estimates.inside) << " | "
+         << pct(r.estimates.median_width) << " | " << pct(r.estimates_off.median_error) << " / " << pct(r.estimates_off.inside) << " / "
+         << pct(r.estimates_off.median_width) << " | " << j["preemptions"] << " | " << j["restarts"] << " | " << j["jobsUnfinished"] << " |\n";
     }
     if (bound)
-      md << "| lower bound (LP, " << bound->status << ") | " << money(bound->cost) << " | 1.000 | | | | | | | | | | |\n";
+      md << "| LP bound over valley's makespan (" << bound->status << ") | " << money(bound->cost) << " | 1.00 | | | | | | | | | | |\n";
+    if (bound_all && horizon != valley_makespan)
+      md << "| LP bound over the latest finish | " << money(bound_all->cost) << " | | | | | | | | | | | |\n";
     std::ofstream(out + "/sim.md") << md.str();
     std::cout << md.str();
 

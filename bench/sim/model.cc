@@ -175,7 +175,7 @@ Speedup Speedup::linear() {
   return s;
 }
 
-Speedup Speedup::from_placements(const std::string& csv) {
+Speedup Speedup::from_placements(const std::string& csv, const std::set<int>& drop) {
   struct Row {
     int gpus, nodes, bsz;
     double step;
@@ -215,7 +215,7 @@ Speedup Speedup::from_placements(const std::string& csv) {
   // Step time on n GPUs: the placement on the fewest nodes (then fastest) at that batch size.
   std::map<int, std::pair<int, double>> best;  // gpus -> (nodes, step)
   for (const auto& r : rows) {
-    if (r.bsz != s.local_bsz_ || r.gpus < 1 || r.step <= 0) continue;
+    if (r.bsz != s.local_bsz_ || r.gpus < 1 || r.step <= 0 || (r.gpus > 1 && drop.count(r.gpus))) continue;
     auto it = best.find(r.gpus);
     if (it == best.end() || r.nodes < it->second.first || (r.nodes == it->second.first && r.step < it->second.second))
       best[r.gpus] = {r.nodes, r.step};

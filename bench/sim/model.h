@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -70,7 +71,8 @@ Workload parse_workload(const std::string& yaml);
 // that hold n GPUs. Between measured sizes interpolated; past the largest, its efficiency is kept.
 class Speedup {
  public:
-  static Speedup from_placements(const std::string& csv);
+  // `drop`: GPU counts whose measurements are left out (interpolated from the neighbours instead).
+  static Speedup from_placements(const std::string& csv, const std::set<int>& drop = {});
   static Speedup linear();
   double at(int gpus) const;
   int local_batch() const { return local_bsz_; }

@@ -5,9 +5,11 @@
 #include <limits>
 #include <random>
 
+#include "controllers/cost/candidates.h"
 #include "controllers/cost/engine.h"
 #include "controllers/cost/planner_config.h"
 #include "controllers/planner/planner.h"
+#include "controllers/planner/scaling.h"
 
 namespace valley::sim {
 
@@ -43,6 +45,9 @@ struct SimJob {
   double segment_work = 0;
   std::optional<int64_t> last_resize;
   bool resumed = false;  // has run before: a start restores a checkpoint
+  planner::Scaling scaling;  // what Valley learned from its progress records
+  int segment_records = 0;   // progress records (latest.json) written in the running segment
+  bool needs_estimate = true;
   cost::Charge charge;
   JobResult result;
 
@@ -86,11 +91,11 @@ class Simulator {
       SimJob j;
       j.trace = t;
       j.traits = traits_of(t, in.workload);
-      if (policy_ != PolicyKind::Valley) {  // fixed size at what the job asked for
+      if (policy_ == PolicyKind::Naive || policy_ == PolicyKind::Backfill) {  // fixed size at what the job asked for
         j.traits.min_workers = j.traits.max_workers;
         j.traits.reduce_cost = false;
-        j.traits.amd = false;  // a CUDA image: the peers have no vendor-portable task
       }
+      if (policy_ == PolicyKind::Naive) j.traits.amd = false;  // on-demand NVIDIA only
       auto sp = in.speedups.find(j.traits.app);
       j.speedup = sp == in.speedups.end() ? nullptr : &sp->second;
       double at_request = j.speedup ? j.speedup->at(t.gpus) : t.gpus;
@@ -113,14 +118,18 @@ class Simulator {
       int64_t next = kNever;
       if (next_arrival < jobs_.size()) next = std::min(next, jobs_[next_arrival].trace.submit);
       for (const auto& n : nodes_) next = std::min({next, n.notice_at, n.kill_at, n.back_at});
-      for (const auto& j : jobs_)
-        if (j.state == State::Running) next = std::min(next, completion(j));
+      for (const auto& j : jobs_) {
+        if (j.state != State::Running) continue;
+        next = std::min(next, completion(j));
+        // Valley reads each progress record as it appears (the operator polls latest.json).
+        if (policy_ == PolicyKind::Valley) next = std::min(next, j.progress_from + (j.segment_records + 1) * in_.workload.checkpoint_every_seconds);
+      }
       bool waiting = std::any_of(jobs_.begin(), jobs_.end(), [](const SimJob& j) { return j.state == State::Pending; });
       bool running = std::any_of(jobs_.begin(), jobs_.end(), [](const SimJob& j) { return j.state == State::Running; });
       if (!waiting && !running && next_arrival >= jobs_.size()) break;
       // Without events the planner still runs now and then: waiting reduceCost tasks meet off-peak
       // hours, elastic tasks may grow once their resize interval has passed.
-      if (waiting || (running && policy_ == PolicyKind::Valley)) next = std::min(next, std::max(next_tick, now_ + 1));
+      if (waiting || (running && (policy_ == PolicyKind::Valley || policy_ == PolicyKind::ValleyV1))) next = std::min(next, std::max(next_tick, now_ + 1));
       if (next == kNever) break;
       advance(std::min(next, horizon + 1));
       if (now_ > horizon) break;
@@ -128,6 +137,7 @@ class Simulator {
       for (auto& j : jobs_)
         if (j.state == State::Running && completion(j) <= now_) finish(j);
       spot_events();
+      learn();
       replan();
       if (next_tick <= now_) next_tick = now_ + in_.workload.tick_seconds;
     }
@@ -203,8 +213,24 @@ class Simulator {
       const SimNode& n = node(name);
       if (now_ > j.segment_start) j.charge.add(cost::charge_interval(in_.pricing, n.rate, count * 1000, at(j.segment_start), at(now_)));
       j.result.gpu_seconds += count * (now_ - j.segment_start);
+      pool_gpu_seconds_[n.pool->name] += count * (now_ - j.segment_start);
     }
+    j.result.final_workers = j.gpus();
     j.workers.clear();
+  }
+
+  // Progress records: the workload writes latest.json {step, time} at each periodic checkpoint; two
+  // records of one segment give its rate at that size (what the operator folds into status.scaling).
+  void learn() {
+    if (policy_ != PolicyKind::Valley) return;
+    const int64_t period = in_.workload.checkpoint_every_seconds;
+    for (auto& j : jobs_) {
+      if (j.state != State::Running || now_ < j.progress_from) continue;
+      int records = static_cast<int>((now_ - j.progress_from) / period);
+      for (int k = j.segment_records + 1; k <= records; ++k)
+        if (k >= 2) j.scaling = planner::observe(j.scaling, j.gpus(), j.rate());
+      j.segment_records = std::max(j.segment_records, records);
+    }
   }
 
   void start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart) {
@@ -212,6 +238,7 @@ class Simulator {
     j.segment_start = now_;
     j.progress_from = now_ + (restart ? in_.workload.restart_seconds : 0);
     j.segment_work = j.work_done;
+    j.segment_records = 0;
     if (j.result.start < 0) j.result.start = now_;
     j.state = State::Running;
   }
@@ -239,6 +266,11 @@ class Simulator {
       if (n.node.name == name) return n;
     throw std::logic_error("no node " + name);
   }
+  const SimNode& node(const std::string& name) const {
+    for (const auto& n : nodes_)
+      if (n.node.name == name) return n;
+    throw std::logic_error("no node " + name);
+  }
 
   void spot_events() {
     for (auto& n : nodes_) {
@@ -246,7 +278,7 @@ class Simulator {
         n.notice_at = kNever;
         ++interruptions_;
         // Only Valley reacts to the notice (no new work there; its tasks checkpoint and move).
-        if (policy_ == PolicyKind::Valley) {
+        if (policy_ == PolicyKind::Valley || policy_ == PolicyKind::ValleyV1) {
           n.node.schedulable = false;
           n.node.notice = kNoticeTaint;
         }
@@ -280,7 +312,7 @@ class Simulator {
   planner::Task task_of(const SimJob& j) const {
     planner::Task t;
     t.key = j.trace.id;
-    t.priority = policy_ == PolicyKind::Fifo ? 0 : j.traits.priority;
+    t.priority = policy_ == PolicyKind::Naive ? 0 : j.traits.priority;
     t.reduce_cost = j.traits.reduce_cost;
     t.amd_support = j.traits.amd;
     t.checkpointed = true;  // every replayed job checkpoints (periodically, and on SIGTERM)
@@ -288,26 +320,61 @@ class Simulator {
     t.max_workers = j.traits.max_workers;
     t.gpu_milli = 1000;
     t.created = at(j.trace.submit);
-    if (policy_ == PolicyKind::Fifo) t.node_selector["karpenter.sh/capacity-type"] = "on-demand";
+    if (policy_ == PolicyKind::Naive) t.node_selector["karpenter.sh/capacity-type"] = "on-demand";
     t.admitted = j.state == State::Running;
     t.workers = j.workers;
     t.last_resize = j.last_resize ? std::optional<SystemTime>(at(*j.last_resize)) : std::nullopt;
+    if (policy_ == PolicyKind::Valley) {
+      // What the operator knows: the progress it saw, its patience, and estimatedDuration.
+      t.scaling = j.scaling;
+      t.cheap_until = t.created + in_.pricing.reduce_cost_patience;
+      if (j.state == State::Running && j.result.start >= 0)
+        t.expected_end = planner::expected_end(at(j.result.start), std::chrono::seconds(j.trace.duration), j.scaling, j.gpus(),
+                                               t.max_workers, growth_prior());
+    }
     return t;
+  }
+
+  double growth_prior() const {
+    return in_.pricing.growth_min_marginal_milli > 0 ? static_cast<double>(in_.pricing.growth_min_marginal_milli) / 1000.0 : 1.0;
+  }
+
+  planner::Config config_now(std::vector<planner::Node>& nodes) const {
+    planner::Config config;
+    switch (policy_) {
+      case PolicyKind::Naive:
+        config.placement = planner::Placement::Pack;  // packing, strictly in arrival order
+        config.aging_step = std::chrono::seconds(0);
+        config.min_marginal_efficiency = 0;
+        break;
+      case PolicyKind::Backfill:
+        config = cost::planner_config(in_.pricing, nodes, at(now_), config);
+        config.aging_step = std::chrono::seconds(0);  // priority, then arrival
+        config.min_marginal_efficiency = 0;           // fixed sizes anyway
+        break;
+      case PolicyKind::ValleyV1:
+        config = cost::planner_config(in_.pricing, nodes, at(now_), config);
+        config.placement = planner::Placement::PackThenClass;
+        config.reduce_cost = planner::ReduceCostRule::OffPeakOrIdle;
+        config.min_marginal_efficiency = 0;
+        config.fastest_priority = 101;
+        break;
+      case PolicyKind::Valley:
+        config = cost::planner_config(in_.pricing, nodes, at(now_), config);
+        break;
+    }
+    return config;
   }
 
   void replan() {
     std::vector<planner::Node> nodes;
     for (const auto& n : nodes_)
       if (n.alive) nodes.push_back(n.node);
-    planner::Config config;
-    if (policy_ == PolicyKind::Valley) {
-      config = cost::planner_config(in_.pricing, nodes, at(now_), config);
-    } else {
-      config.aging_step = std::chrono::seconds(0);  // the peers order by priority, then arrival
-      config.cost_aware_placement = false;          // and place by packing alone
-    }
-    if (policy_ == PolicyKind::Fifo) {
+    planner::Config config = config_now(nodes);
+    if (policy_ == PolicyKind::Naive) {
       // Strictly in arrival order: the head starts when its gang fits, nothing overtakes it.
+      for (auto& j : jobs_)
+        if (j.state == State::Pending && j.needs_estimate) estimate_naive(j);
       for (;;) {
         std::vector<SimJob*> involved;
         SimJob* head = nullptr;
@@ -317,13 +384,13 @@ class Simulator {
         }
         if (!head) return;
         involved.push_back(head);
-        if (!apply(plan(nodes, involved, config), involved)) return;
+        if (!apply(plan(nodes, involved, config), involved, config)) return;
       }
     }
     std::vector<SimJob*> involved;
     for (auto& j : jobs_)
       if (j.state == State::Running || j.state == State::Pending) involved.push_back(&j);
-    if (!involved.empty()) apply(plan(nodes, involved, config), involved);
+    if (!involved.empty()) apply(plan(nodes, involved, config), involved, config);
   }
 
   std::vector<planner::Decision> plan(const std::vector<planner::Node>& nodes, const std::vector<SimJob*>& jobs,
@@ -335,12 +402,81 @@ class Simulator {
     return planner::plan(nodes, tasks, at(now_), config);
   }
 
+  // --- estimates at submission, as the operator makes them ------------------------------------
+  task::TaskSpec spec_of(const SimJob& j, int64_t duration_seconds) const {
+    task::TaskSpec spec;
+    spec.name = j.trace.id;
+    spec.priority = j.traits.priority;
+    spec.min_workers = j.traits.min_workers;
+    spec.max_workers = j.traits.max_workers;
+    spec.reduce_cost = j.traits.reduce_cost;
+    spec.amd_support = j.traits.amd;
+    spec.checkpoint_uri = "s3://sim/" + j.trace.id;
+    spec.estimated_duration = std::chrono::seconds(std::max<int64_t>(1, duration_seconds));
+    return spec;
+  }
+
+  // The user's estimatedDuration off by up to +-duration_error_percent (a stable hash of the id).
+  int64_t off_duration(const SimJob& j) const {
+    double e = (percentile_of(j.trace.id, "duration-error") - 50) / 50.0 * in_.duration_error_percent / 100.0;
+    return static_cast<int64_t>(std::llround(static_cast<double>(j.trace.duration) * (1 + e)));
+  }
+
+  std::vector<cost::NodeRate> candidates_of(const SimJob& j) const {
+    std::vector<cost::NodeRate> out;
+    for (const auto& n : nodes_)
+      if (n.pool->vendor == "nvidia" || (n.pool->vendor == "amd" && j.traits.amd)) out.push_back(n.rate);
+    return out;
+  }
+
+  void record_estimate(SimJob& j, const cost::EstimateBasis& basis) {
+    j.needs_estimate = false;
+    auto exact = cost::estimate(in_.pricing, spec_of(j, j.trace.duration), basis);
+    auto off = cost::estimate(in_.pricing, spec_of(j, off_duration(j)), basis);
+    if (!exact || !off) return;
+    j.result.estimated = true;
+    j.result.estimate = exact->expected;
+    j.result.low = exact->low;
+    j.result.high = exact->high;
+    j.result.estimate_off = off->expected;
+    j.result.low_off = off->low;
+    j.result.high_off = off->high;
+  }
+
+  // The peers' jobs (and Valley before this change) at their full size on the pool they got, or
+  // the cheapest on-demand pool they may use.
+  cost::EstimateBasis fixed_basis(const SimJob& j, const planner::Decision* d) const {
+    cost::EstimateBasis b;
+    b.start = at(now_);
+    b.workers = j.traits.max_workers;
+    if (d && !d->placement.empty()) {
+      b.rate = node(d->placement.front().node).rate;
+      return b;
+    }
+    std::optional<cost::NodeRate> best;
+    for (const auto& r : candidates_of(j))
+      if (r.capacity_class == "on-demand" && (!best || r.gpu_per_hour < best->gpu_per_hour)) best = r;
+    if (best) b.rate = *best;
+    return b;
+  }
+
+  void estimate_naive(SimJob& j) { record_estimate(j, fixed_basis(j, nullptr)); }
+
+  void estimate(SimJob& j, const planner::Decision& d, const planner::Config& config) {
+    if (policy_ != PolicyKind::Valley) return record_estimate(j, fixed_basis(j, &d));
+    std::map<std::string, cost::NodeRate> rates;
+    for (const auto& n : nodes_) rates[n.node.name] = n.rate;
+    planner::Task t = task_of(j);
+    record_estimate(j, cost::estimate_basis(spec_of(j, j.trace.duration), t, d, config, rates, candidates_of(j), at(now_)));
+  }
+
   // Carries out decisions; true if some waiting job started.
-  bool apply(const std::vector<planner::Decision>& decisions, const std::vector<SimJob*>& jobs) {
+  bool apply(const std::vector<planner::Decision>& decisions, const std::vector<SimJob*>& jobs, const planner::Config& config) {
     bool admitted = false;
     for (size_t i = 0; i < decisions.size(); ++i) {
       const auto& d = decisions[i];
       SimJob& j = *jobs[i];
+      if (j.needs_estimate) estimate(j, d, config);
       switch (d.action) {
         case planner::Action::Wait:
         case planner::Action::Keep:
@@ -415,6 +551,28 @@ class Simulator {
     };
     r.mean_jct = mean(jct);
     r.p50_jct = pct(jct, 50);
+    r.p95_jct = pct(jct, 95);
+    for (const auto& [pool, secs] : pool_gpu_seconds_) r.pool_gpu_hours[pool] = static_cast<double>(secs) / 3600.0;
+    auto fit = [&](bool off) {
+      std::vector<double> errors, widths;
+      int inside = 0;
+      for (const auto& j : r.jobs) {
+        if (!j.estimated || j.end < 0 || j.cost <= 0) continue;
+        const double est = static_cast<double>(off ? j.estimate_off : j.estimate);
+        const double lo = static_cast<double>(off ? j.low_off : j.low), hi = static_cast<double>(off ? j.high_off : j.high);
+        const double fin = static_cast<double>(j.cost);
+        errors.push_back(std::abs(fin - est) / fin);
+        widths.push_back(est > 0 ? (hi - lo) / est : 0);
+        inside += fin >= lo && fin <= hi;
+      }
+      Result::EstimateFit f;
+      f.median_error = pct(errors, 50);
+      f.median_width = pct(widths, 50);
+      f.inside = errors.empty() ? 0 : static_cast<double>(inside) / static_cast<double>(errors.size());
+      return f;
+    };
+    r.estimates = fit(false);
+    r.estimates_off = fit(true);
     r.p99_jct = pct(jct, 99);
     r.mean_queue = mean(queue);
     r.p99_queue = pct(queue, 99);
@@ -437,6 +595,7 @@ class Simulator {
   std::vector<SimJob> jobs_;
   int64_t now_ = 0;
   int interruptions_ = 0, plan_calls_ = 0;
+  std::map<std::string, int64_t> pool_gpu_seconds_;
   std::vector<double> held_hourly_, alive_hourly_;
 };
 
@@ -446,18 +605,20 @@ Result simulate(const Inputs& in, PolicyKind policy) { return Simulator(in, poli
 
 const char* to_string(PolicyKind p) {
   switch (p) {
-    case PolicyKind::Fifo: return "fifo";
-    case PolicyKind::PriorityBackfill: return "priority-backfill";
+    case PolicyKind::Naive: return "naive";
+    case PolicyKind::Backfill: return "backfill";
+    case PolicyKind::ValleyV1: return "valley-v1";
     case PolicyKind::Valley: return "valley";
   }
   return "?";
 }
 
 PolicyKind policy_from(const std::string& name) {
-  if (name == "fifo") return PolicyKind::Fifo;
-  if (name == "priority-backfill") return PolicyKind::PriorityBackfill;
+  if (name == "naive") return PolicyKind::Naive;
+  if (name == "backfill") return PolicyKind::Backfill;
+  if (name == "valley-v1") return PolicyKind::ValleyV1;
   if (name == "valley") return PolicyKind::Valley;
-  throw InputError("unknown policy \"" + name + "\" (fifo, priority-backfill, valley)");
+  throw InputError("unknown policy \"" + name + "\" (naive, backfill, valley-v1, valley)");
 }
 
 JobTraits traits_of(const TraceJob& j, const Workload& w) {

@@ -2,14 +2,25 @@
 // pools under one admission policy, and prices what they used with the operator's cost engine.
 //
 // Decisions come from the operator's own planner (planner::plan, with cost::planner_config for the
-// electricity and AMD facts) for `valley` and for `priority-backfill` (given fixed-size tasks, no
-// aging, spot notices ignored: what Kueue or Volcano with gang scheduling do); `fifo` asks the same
-// planner about the head of the queue only (strict order, fixed size at max, on-demand NVIDIA only:
-// a plain MPI Operator behind the default scheduler). The simulator itself only keeps time: job
-// progress at the Pollux-measured speedup of its current size, checkpoint-restarts (resizes,
-// preemptions, spot notices) costing `restart_seconds` of held GPUs, and spot nodes interrupted by
-// a Poisson process (the same instants for every policy) that lose the work since the last
-// checkpoint when no notice-driven checkpoint got the job off the node in time.
+// prices and PricingPolicy facts) under four policies:
+// - `naive`: the head of the queue only (strict order, fixed size at max, on-demand NVIDIA only,
+//   packing): a plain MPI Operator behind the default scheduler;
+// - `backfill`: priority queue with backfilling at the requested size, placed cheapest first (AMD
+//   when allowed, spot for checkpointing jobs, then on-demand), no aging, spot notices ignored: a
+//   well-configured Kueue with cost-ordered flavors;
+// - `valley-v1`: Valley before price-first placement (packing first, an "AMD is cheaper" switch,
+//   reduceCost waiting for off-peak electricity, growth to max whenever GPUs are free);
+// - `valley`: the planner as it runs in the cluster: placement by price, reduceCost waiting for the
+//   cheapest option reachable within the policy's patience, growth only while it pays. It learns a
+//   job's speedup only from the progress records (latest.json at each periodic checkpoint) the job
+//   writes at the sizes it ran, never from the profile the simulator uses for the truth.
+// The simulator itself only keeps time: job progress at the Pollux-measured speedup of its current
+// size, checkpoint-restarts (resizes, preemptions, spot notices) costing `restart_seconds` of held
+// GPUs, and spot nodes interrupted by a Poisson process (the same instants for every policy) that
+// lose the work since the last checkpoint when no notice-driven checkpoint got the job off the node
+// in time. Each job's estimate is taken at submission the way the operator computes it (its
+// estimatedDuration = the trace's duration at the trace's GPUs; a second estimate with that
+// duration off by up to +-50%) and compared with its final cost.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +33,7 @@
 
 namespace valley::sim {
 
-enum class PolicyKind { Fifo, PriorityBackfill, Valley };
+enum class PolicyKind { Naive, Backfill, ValleyV1, Valley };
 const char* to_string(PolicyKind p);
 PolicyKind policy_from(const std::string& name);  // throws InputError
 
@@ -32,6 +43,7 @@ struct Inputs {
   Workload workload;
   cost::Policy pricing;
   std::map<std::string, Speedup> speedups;  // by app; missing apps scale linearly
+  int duration_error_percent = 50;          // the second estimate: estimatedDuration off by up to this
 };
 
 struct JobResult {
@@ -42,6 +54,10 @@ struct JobResult {
   int64_t gpu_seconds = 0;                   // GPUs held x seconds
   int preemptions = 0, restarts = 0;
   double work_lost_gpu_seconds = 0;
+  // The estimate at submission (range low..high), and with an estimatedDuration off by up to +-50%.
+  cost::Micros estimate = 0, low = 0, high = 0, estimate_off = 0, low_off = 0, high_off = 0;
+  bool estimated = false;
+  int final_workers = 0;
 };
 
 struct Result {
@@ -52,13 +68,19 @@ struct Result {
   cost::Micros cost = 0, gpu_cost = 0, energy_cost = 0;  // gpu/energy before priority multipliers
   double useful_gpu_hours = 0;   // the trace's own GPU-hours of the jobs that finished
   double held_gpu_hours = 0;
-  double mean_jct = 0, p50_jct = 0, p99_jct = 0, mean_queue = 0, p99_queue = 0;  // seconds
+  double mean_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0, mean_queue = 0, p99_queue = 0;  // seconds
   double allocation_percent = 0;  // GPU-seconds held / GPU-seconds of live nodes, until the last job ends
   int preemptions = 0, restarts = 0, interruptions = 0;
   double work_lost_gpu_hours = 0;
   int64_t makespan = 0;
   int plan_calls = 0;
   std::vector<double> hourly_allocation_percent;  // per hour of simulated time
+  std::map<std::string, double> pool_gpu_hours;   // GPU-hours held, by pool
+  // Estimates vs finals over finished jobs: median |final - estimate| / final, share of finals in
+  // [low, high], median (high - low) / estimate; the same with the durations off.
+  struct EstimateFit {
+    double median_error = 0, inside = 0, median_width = 0;
+  } estimates, estimates_off;
 };
 
 Result simulate(const Inputs& in, PolicyKind policy);

@@ -27,4 +27,30 @@ std::optional<NodeRate> likely_rate(const task::TaskSpec& spec, const std::vecto
   return best;
 }
 
+EstimateBasis estimate_basis(const task::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
+                             const planner::Config& c, const std::map<std::string, NodeRate>& node_rates,
+                             const std::vector<NodeRate>& candidates, SystemTime now) {
+  EstimateBasis b;
+  b.start = now;
+  std::string node = !d.placement.empty() ? d.placement.front().node : d.expected_node;
+  if (auto it = node_rates.find(node); !node.empty() && it != node_rates.end()) {
+    b.rate = it->second;
+    b.why = !d.placement.empty() ? "where it is placed" : "the cheaper capacity it waits for";
+  } else {
+    // Not placeable now: the cheapest capacity it may use (spot only if it checkpoints).
+    std::optional<NodeRate> best;
+    for (const auto& r : candidates)
+      if ((r.capacity_class != "spot" || t.checkpointed || t.selects_spot) && (!best || r.gpu_per_hour < best->gpu_per_hour)) best = r;
+    if (auto l = likely_rate(spec, candidates); !best && l) best = l;
+    if (best) b.rate = *best;
+    b.why = "the cheapest capacity it may use, once it fits";
+  }
+  if (d.expected_start && *d.expected_start > now) b.start = *d.expected_start;
+  const int aim = planner::target_size(t, 0, c);
+  b.workers = std::max(d.workers, aim);
+  const double prior = c.min_marginal_efficiency > 0 ? c.min_marginal_efficiency : 1.0;
+  b.duration_factor = planner::speedup_ratio(t.scaling, b.workers, t.max_workers, prior);
+  return b;
+}
+
 }  // namespace valley::cost

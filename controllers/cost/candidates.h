@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "controllers/cost/engine.h"
 #include "controllers/cost/policy.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/spec.h"
@@ -20,5 +21,13 @@ std::vector<NodeRate> candidate_rates(const Policy& p, const task::TaskSpec& spe
 
 std::optional<NodeRate> likely_rate(const task::TaskSpec& spec, const std::vector<NodeRate>& candidates,
                                     const std::optional<NodeRate>& placed = std::nullopt);
+
+// The basis of the task's estimate from the planner's decision for it: the pool of its placement, or
+// of the cheaper option it waits for, else the likeliest candidate; when it starts (now, or the
+// option's expected start); the size it aims for and how much longer than estimatedDuration that
+// takes by its measured scaling (or the planner's prior: growth just pays).
+EstimateBasis estimate_basis(const task::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
+                             const planner::Config& c, const std::map<std::string, NodeRate>& node_rates,
+                             const std::vector<NodeRate>& candidates, SystemTime now);
 
 }  // namespace valley::cost

@@ -182,60 +182,56 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
   return c;
 }
 
-std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, const NodeRate& expected,
-                                 const std::vector<NodeRate>& candidates, SystemTime start) {
+std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, const EstimateBasis& b) {
   if (!spec.estimated_duration) return std::nullopt;
-  const int workers = spec.type == task::TaskType::Single ? 1 : spec.max_workers;
-  const int64_t share = int64_t{workers} * spec.gpus.milli;
-  const SystemTime end = start + *spec.estimated_duration;
-  const int64_t multiplier = multiplier_milli(p, spec.priority);
+  const bool single = spec.type == task::TaskType::Single;
   Estimate e;
-  e.start = start;
-  e.gpu_milli_hours = rounded(i128{share} * spec.estimated_duration->count(), 3'600'000);
-  Charge c = charge_interval(p, expected, share, start, end);
-  e.expected = apply_multiplier(c.gpu + c.energy, multiplier);
-  e.at_max = e.expected;
-  e.max_workers = workers;
-  e.min_workers = spec.type == task::TaskType::Single ? 1 : spec.min_workers;
-  e.duration_at_min = *spec.estimated_duration * workers / e.min_workers;
-  Charge at_min = charge_interval(p, expected, int64_t{e.min_workers} * spec.gpus.milli, start, start + e.duration_at_min);
-  e.at_min = apply_multiplier(at_min.gpu + at_min.energy, multiplier);
-  // Bounds: each candidate rate at the cheapest and the dearest tariff for the whole run.
-  Micros cheap = INT64_MAX, dear = 0;
+  e.max_workers = single ? 1 : spec.max_workers;
+  e.workers = std::clamp(single ? 1 : b.workers, 1, e.max_workers);
+  e.start = b.start;
+  const auto d = *spec.estimated_duration;
+  const double factor = e.workers >= e.max_workers ? 1.0 : std::max(1.0, b.duration_factor);
+  e.duration = std::chrono::milliseconds(static_cast<int64_t>(std::llround(static_cast<double>(d.count()) * factor)));
+  const int64_t share = int64_t{e.workers} * spec.gpus.milli;
+  const int64_t multiplier = multiplier_milli(p, spec.priority);
+  auto priced = [&](const Charge& c) { return apply_multiplier(c.gpu + c.energy, multiplier); };
+  e.gpu_milli_hours = rounded(i128{share} * e.duration.count(), 3'600'000);
+  e.expected = priced(charge_interval(p, b.rate, share, e.start, e.start + e.duration));
+  // The ends: the same pool for the whole run at one tariff, the cheapest or the dearest.
+  Micros cheap = p.flat_per_kwh, dear = p.flat_per_kwh;
   for (const auto& w : p.windows) {
     cheap = std::min(cheap, w.per_kwh);
     dear = std::max(dear, w.per_kwh);
   }
-  cheap = std::min(cheap, p.flat_per_kwh);
-  dear = std::max(dear, p.flat_per_kwh);
   Policy flat = p;
   flat.windows.clear();
   flat.zone = TimeZone::utc();
-  e.low = INT64_MAX;
-  e.high = 0;
-  std::vector<NodeRate> all = candidates;
-  all.push_back(expected);
-  for (const auto& r : all) {
-    flat.flat_per_kwh = cheap;
-    Charge lo = charge_interval(flat, r, share, start, end);
-    flat.flat_per_kwh = dear;
-    Charge hi = charge_interval(flat, r, share, start, end);
-    e.low = std::min(e.low, apply_multiplier(lo.gpu + lo.energy, multiplier));
-    e.high = std::max(e.high, apply_multiplier(hi.gpu + hi.energy, multiplier));
-  }
-  e.basis = std::to_string(workers) + (workers == 1 ? " worker x " : " workers x ") + format_milli(spec.gpus.milli) + " GPU x " +
-            format_money(spec.estimated_duration->count() * 10 / 36, 2) + " h on " + expected.vendor + " " +
-            expected.capacity_class + " at " + format_money(expected.gpu_per_hour) + "/GPU-h, priority x" + format_milli(multiplier);
+  flat.flat_per_kwh = cheap;
+  const auto low_duration = e.workers < e.max_workers ? d : e.duration;  // growth gains nothing: `workers` for d
+  e.low = std::min(e.expected, priced(charge_interval(flat, b.rate, share, e.start, e.start + low_duration)));
+  flat.flat_per_kwh = dear;
+  const int64_t max_share = int64_t{e.max_workers} * spec.gpus.milli;
+  const bool linear_longer = max_share * d.count() > share * e.duration.count();
+  e.high = std::max(e.expected, linear_longer ? priced(charge_interval(flat, b.rate, max_share, e.start, e.start + d))
+                                              : priced(charge_interval(flat, b.rate, share, e.start, e.start + e.duration)));
+  auto hours = [](std::chrono::milliseconds t) { return format_money(t.count() * 10 / 36, 2) + " h"; };
+  e.basis = std::to_string(e.workers) + (e.workers == 1 ? " worker x " : " workers x ") + format_milli(spec.gpus.milli) + " GPU x " +
+            hours(e.duration) + " on " + b.rate.vendor + " " + b.rate.capacity_class + " at " + format_money(b.rate.gpu_per_hour) +
+            "/GPU-h, priority x" + format_milli(multiplier) + (b.why.empty() ? "" : " (" + b.why + ")");
+  e.low_basis = (e.workers < e.max_workers ? "growth gains nothing: " + std::to_string(e.workers) + " workers x " + hours(d)
+                                           : std::to_string(e.workers) + " x " + hours(e.duration)) +
+                " at the cheapest tariff";
+  e.high_basis = (linear_longer ? "grows to " + std::to_string(e.max_workers) + " workers at linear speedup: " + hours(d)
+                                : std::to_string(e.workers) + " x " + hours(e.duration)) +
+                 " at the dearest tariff";
   return e;
 }
 
 json estimate_json(const Policy& p, const Estimate& e) {
   return {{"expected", format_money(e.expected)}, {"low", format_money(e.low)}, {"high", format_money(e.high)},
           {"expectedMicros", e.expected}, {"currency", p.currency}, {"gpuHours", format_money(e.gpu_milli_hours * 1000, 3)},
-          {"start", kube::format_time(e.start)}, {"basis", e.basis},
-          {"atMaxWorkers", {{"workers", e.max_workers}, {"cost", format_money(e.at_max)}}},
-          {"atMinWorkers", {{"workers", e.min_workers}, {"cost", format_money(e.at_min)},
-                            {"hours", format_money(e.duration_at_min.count() * 10 / 36, 2)}}}};
+          {"start", kube::format_time(e.start)}, {"basis", e.basis}, {"lowAssumes", e.low_basis}, {"highAssumes", e.high_basis},
+          {"workers", e.workers}, {"hours", format_money(e.duration.count() * 10 / 36, 2)}};
 }
 
 }  // namespace valley::cost

@@ -52,24 +52,28 @@ nlohmann::json accrue(const Policy& p, const nlohmann::json& cost_status, const 
 // The accrued total in status.cost, in micros (0 when absent).
 Micros accrued_micros(const nlohmann::json& cost_status);
 
-// The estimate for a task before it runs: GPU-hours = max workers x GPUs per worker x
-// estimatedDuration (the duration at max; a smaller size runs longer for about the same GPU-hours),
-// priced at `expected` (where it is placed, or would most likely go) from `start`, and bounded by
-// the cheapest and dearest rates and tariffs among `candidates`.
+// The estimate for a task, from what the planner decided for it: the pool it runs on or waits for
+// (`rate`), when it starts, the size it runs at (elastic tasks: where growth pays; fixed or fastest
+// tasks: max) and how much longer than estimatedDuration (its duration at max workers) that size
+// takes. The range: `low` = the size never grows and gains nothing from it (GPU-hours = workers x
+// duration) at the cheapest tariff; `high` = it grows to max at linear speedup (GPU-hours = max x
+// duration) at the dearest tariff. Both on the expected pool.
+struct EstimateBasis {
+  NodeRate rate;
+  SystemTime start{};
+  int workers = 1;
+  double duration_factor = 1;  // run time at `workers` / estimatedDuration
+  std::string why;             // where the pool and start come from, for the user
+};
 struct Estimate {
   Micros expected = 0, low = 0, high = 0;
-  // The same work at either end of the elastic range, at the expected rate: at max workers it takes
-  // estimatedDuration, at min workers max/min times longer (perfect scaling assumed), so it meets
-  // other tariff windows.
-  Micros at_max = 0, at_min = 0;
-  int max_workers = 1, min_workers = 1;
-  std::chrono::milliseconds duration_at_min{0};
+  int workers = 1, max_workers = 1;
+  std::chrono::milliseconds duration{0};
   int64_t gpu_milli_hours = 0;
   SystemTime start{};
-  std::string basis;  // what was assumed, for the user
+  std::string basis, low_basis, high_basis;  // what was assumed, for the user
 };
-std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, const NodeRate& expected,
-                                 const std::vector<NodeRate>& candidates, SystemTime start);
+std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, const EstimateBasis& basis);
 nlohmann::json estimate_json(const Policy& p, const Estimate& e);
 
 }  // namespace valley::cost

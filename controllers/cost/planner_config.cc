@@ -4,16 +4,35 @@
 
 namespace valley::cost {
 
+std::vector<planner::TariffStep> tariff_steps(const Policy& p, SystemTime from, std::chrono::seconds span, int max_steps) {
+  std::vector<planner::TariffStep> out;
+  const SystemTime end = from + span;
+  for (SystemTime t = from; t < end && static_cast<int>(out.size()) < max_steps;) {
+    Micros price = tariff_at(p, t).per_kwh;
+    if (out.empty() || out.back().per_kwh_micros != price) out.push_back({t, price});
+    SystemTime next = next_tariff_boundary(p, t);
+    if (next <= t) break;
+    t = next;
+  }
+  return out;
+}
+
 planner::Config planner_config(const Policy& p, std::vector<planner::Node>& nodes, SystemTime now,
                                planner::Config config) {
   config.off_peak = off_peak(p, now);
   if (auto next = next_off_peak(p, now)) config.next_off_peak = kube::format_time(*next);
   config.idle_percent = p.reduce_cost_idle_percent;
+  config.min_marginal_efficiency = static_cast<double>(p.growth_min_marginal_milli) / 1000.0;
+  config.fastest_priority = p.growth_fast_priority;
+  // A reduceCost task looks at most its patience ahead (a deadline may reach further: a week).
+  config.tariff = tariff_steps(p, now, std::max<std::chrono::seconds>(p.reduce_cost_patience, std::chrono::hours(24 * 7)));
   // The cheapest AMD GPU-hour against the cheapest NVIDIA one, as the nodes are priced.
   std::optional<Micros> amd, nvidia;
   for (auto& n : nodes) {
     if (n.vendor != "amd" && n.vendor != "nvidia") continue;
-    n.price_micros = rate_for(p, n.vendor, n.labels).gpu_per_hour;
+    NodeRate rate = rate_for(p, n.vendor, n.labels);
+    n.price_micros = rate.gpu_per_hour;
+    n.kw_milli = int64_t{rate.watts} * p.pue_milli / 1000;
     auto& best = n.vendor == "amd" ? amd : nvidia;
     if (!best || n.price_micros < *best) best = n.price_micros;
   }

@@ -1,7 +1,9 @@
-// What a PricingPolicy tells the planner at an instant: what a GPU-hour costs on each node, whether
-// electricity is off-peak now (and when it next is, for the waiting reason), the idle share that
-// admits a reduceCost task anyway, and whether AMD GPUs are cheaper than NVIDIA ones. Shared by the
-// operator and the trace simulator so both admit and place the same way.
+// What a PricingPolicy tells the planner at an instant: what a GPU-hour costs on each node (the
+// pool's GPU price, and the power it draws incl. PUE for the energy part), the energy tariff from now
+// over the next week (so a reduceCost task can compare waiting for a cheaper window), how much growth
+// must pay and from which priority tasks grow regardless. For Valley before price-first placement
+// (valley-sim's valley-v1) also the off-peak facts and whether AMD is the cheaper vendor. Shared by
+// the operator and the trace simulator so both admit and place the same way.
 #pragma once
 
 #include <vector>
@@ -11,9 +13,11 @@
 
 namespace valley::cost {
 
-// Sets each GPU node's price_micros (vendor, product, spot or on-demand) and returns `base` with the
-// policy's facts.
+// Sets each GPU node's price_micros and kw_milli and returns `base` with the policy's facts.
 planner::Config planner_config(const Policy& p, std::vector<planner::Node>& nodes, SystemTime now,
                                planner::Config base);
+
+// The energy price per kWh from `from` over `span`, one step per tariff change (at most `max_steps`).
+std::vector<planner::TariffStep> tariff_steps(const Policy& p, SystemTime from, std::chrono::seconds span, int max_steps = 400);
 
 }  // namespace valley::cost

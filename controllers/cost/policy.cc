@@ -1,5 +1,7 @@
 #include "controllers/cost/policy.h"
 
+#include "operator/duration.h"
+
 #include <algorithm>
 
 namespace valley::cost {
@@ -190,8 +192,21 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
     });
     std::sort(p.priority.begin(), p.priority.end(), [](const auto& a, const auto& b) { return a.min_priority < b.min_priority; });
   }
-  if (spec.contains("reduceCost") && spec["reduceCost"].is_object())
-    p.reduce_cost_idle_percent = r.integer(spec["reduceCost"], "idleCapacityPercent", "spec.reduceCost.idleCapacityPercent", 50, 0, 101);
+  if (spec.contains("reduceCost") && spec["reduceCost"].is_object()) {
+    const json& rc = spec["reduceCost"];
+    p.reduce_cost_idle_percent = r.integer(rc, "idleCapacityPercent", "spec.reduceCost.idleCapacityPercent", 50, 0, 101);
+    std::string patience = r.str(rc, "patience", "spec.reduceCost.patience", "6h");
+    auto d = parse_duration(patience);
+    if (!d || *d > std::chrono::hours(24 * 30)) r.error("spec.reduceCost.patience: a duration such as 6h or 90m, at most 30d");
+    else p.reduce_cost_patience = std::chrono::duration_cast<std::chrono::seconds>(*d);
+  }
+  if (spec.contains("growth") && spec["growth"].is_object()) {
+    const json& g = spec["growth"];
+    p.growth_min_marginal_milli = r.milli(g, "minMarginalSpeedup", "spec.growth.minMarginalSpeedup", 800);
+    if (p.growth_min_marginal_milli < 0 || p.growth_min_marginal_milli > 1000)
+      r.error("spec.growth.minMarginalSpeedup: between 0 (always grow) and 1 (only linear speedup)");
+    p.growth_fast_priority = r.integer(g, "fastPriority", "spec.growth.fastPriority", 90, 0, 101);
+  }
   if (r.errors.size() != before) return std::nullopt;
   return p;
 }

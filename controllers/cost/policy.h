@@ -57,7 +57,13 @@ struct Policy {
   Micros flat_per_kwh = 0;  // outside every window
   std::vector<TariffWindow> windows;  // first match wins
   std::vector<PriorityStep> priority;  // sorted by min_priority
-  int reduce_cost_idle_percent = 50;
+  int reduce_cost_idle_percent = 50;  // Valley before price-first placement only (valley-sim's valley-v1)
+  // How long a reduceCost task without a deadline waits for cheaper capacity before it takes what is free.
+  std::chrono::seconds reduce_cost_patience{6 * 3600};
+  // Growth pays while each added worker adds at least this share of linear speedup (thousandths);
+  // tasks of at least `growth_fast_priority` grow to max regardless (speed over cost).
+  int64_t growth_min_marginal_milli = 800;
+  int growth_fast_priority = 90;
 };
 
 // nullopt + errors ("spec.gpu[1].spot: ...") when the object is not a valid policy.

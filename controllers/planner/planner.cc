@@ -3,7 +3,9 @@
 #include "controllers/gpu/resources.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <unordered_map>
 #include <tuple>
@@ -48,8 +50,13 @@ bool tolerates(const Task& t, const Taint& taint) {
   return false;
 }
 
-bool eligible(const Task& t, const Node& n) {
+// `placing`: for new workers (a worker already there is not moved for the spot rule).
+bool eligible(const Task& t, const Node& n, const Config& c, bool placing = true) {
   if (!n.schedulable) return false;
+  // A task that cannot checkpoint would lose all its work with a spot node: not there, unless it asks.
+  if (placing && c.placement == Placement::Price && n.capacity_class == "spot" && !t.checkpointed && !t.selects_spot &&
+      t.node_selector.empty())
+    return false;
   if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
   if (!selects(t, n)) return false;
   for (const auto& taint : n.taints)
@@ -74,7 +81,10 @@ class Planner {
       free_[n.name] = n.free;
     }
     std::sort(nodes_.begin(), nodes_.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
-    for (const auto* n : nodes_) by_name_[n->name] = n;
+    for (const auto* n : nodes_) {
+      by_name_[n->name] = n;
+      price_now_[n->name] = price_at(*n, config_, now_);
+    }
     decisions_.resize(tasks.size());
     for (size_t i = 0; i < tasks.size(); ++i) decisions_[i].key = tasks[i].key;
   }
@@ -95,7 +105,7 @@ class Planner {
       bool lost = false;
       for (const auto& w : t.workers) {
         auto it = by_name_.find(w.node);
-        if (it == by_name_.end() || !eligible(t, *it->second)) {  // lost with its node, or not bindable there
+        if (it == by_name_.end() || !eligible(t, *it->second, config_, /*placing=*/false)) {  // lost with its node, or not bindable there
           lost = true;
           continue;
         }
@@ -140,7 +150,8 @@ class Planner {
       const Task& t = tasks_[i];
       Decision& d = decisions_[i];
       int need = t.pinned_workers ? std::clamp(*t.pinned_workers, t.min_workers, t.max_workers) : t.min_workers;
-      if (t.reduce_cost && !config_.off_peak && idle_percent() < config_.idle_percent) {
+      if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::OffPeakOrIdle && !config_.off_peak &&
+          idle_percent() < config_.idle_percent) {
         // Not now, unless spot capacity takes the whole gang.
         spot_only_ = true;
         auto placed = place(t, need, {});
@@ -159,6 +170,33 @@ class Planner {
                    std::to_string(idle_percent()) + "%)";
         continue;
       }
+      if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::CheapestReachable &&
+          (!t.cheap_until || now_ < *t.cheap_until)) {
+        // Start now only at the lowest price reachable before it stops waiting.
+        auto option = cheapest_reachable(t, need);
+        auto placed = place(t, need, {});
+        if (placed && (!option || mean_price(*placed) <= option->price)) {
+          admit(i, std::move(*placed));
+          decisions_[i].reason += " at the lowest price reachable (reduceCost)";
+          continue;
+        }
+        if (placed)
+          for (const auto& w : *placed) free_[w.node][w.gpu_resource] += w.count;
+        d.action = Action::Wait;
+        d.queue_position = ++position;
+        waiting_.push_back(i);
+        std::string until = t.cheap_until ? " (waits at most until " + kube::format_time(*t.cheap_until) + ")" : "";
+        if (option) {
+          d.expected_start = option->start;
+          d.expected_node = option->node;
+          d.reason = "ReduceCost: waiting for " + option->pool + " at " + money(option->price) + "/GPU-h from " +
+                     kube::format_time(option->start) +
+                     (placed ? " (now " + money(mean_price(*placed)) + "/GPU-h)" : " (nothing fits now)") + until;
+        } else {
+          d.reason = "ReduceCost: " + insufficient(t, need) + until;
+        }
+        continue;
+      }
       if (auto placed = place(t, need, {})) {
         admit(i, std::move(*placed));
         continue;
@@ -170,6 +208,94 @@ class Planner {
       waiting_.push_back(i);
       d.reason = insufficient(t, need);
     }
+  }
+
+  struct Option {
+    int64_t price = 0;  // per GPU-hour
+    SystemTime start{};
+    std::string pool, node;
+  };
+
+  static std::string money(int64_t micros) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", static_cast<double>(micros) / 1e6);
+    return buf;
+  }
+
+  int64_t mean_price(const std::vector<Task::Worker>& placed) const {
+    if (placed.empty()) return 0;
+    int64_t sum = 0;
+    for (const auto& w : placed) sum += price_now_.at(w.node);
+    return sum / static_cast<int64_t>(placed.size());
+  }
+
+  // How many workers of t fit into `free` (at most `cap`).
+  int fits(const Task& t, const std::string& vendor, std::map<std::string, int64_t> free, int cap) const {
+    int n = 0;
+    while (n < cap) {
+      auto s = shape_on(t.gpu_milli, vendor, free);
+      if (!s) break;
+      free[s->gpu_resource] -= s->count;
+      ++n;
+    }
+    return n;
+  }
+
+  // The cheapest (pool, tariff window) in which t's gang of `need` can start before t.cheap_until:
+  // each pool of equal price among its eligible nodes, from the moment its free GPUs plus those the
+  // running tasks are expected to release hold the gang, at the cheapest tariff from then on.
+  std::optional<Option> cheapest_reachable(const Task& t, int need) const {
+    struct Pool {
+      std::vector<const Node*> nodes;
+    };
+    std::map<std::tuple<std::string, std::string, int64_t, int64_t>, Pool> pools;
+    for (const Node* n : nodes_) {
+      if (n->vendor.empty() || (n->vendor == "amd" && !t.amd_support) || !eligible(t, *n, config_)) continue;
+      pools[{n->vendor, n->capacity_class, n->price_micros, n->kw_milli}].nodes.push_back(n);
+    }
+    // GPUs the running tasks release, by when they are expected to end.
+    std::vector<std::tuple<SystemTime, std::string, std::string, int64_t>> releases;
+    for (size_t a : admitted_) {
+      const auto& end = tasks_[a].expected_end;
+      if (!end || (t.cheap_until && *end >= *t.cheap_until)) continue;
+      for (const auto& w : decisions_[a].placement) releases.emplace_back(std::max(*end, now_), w.node, w.gpu_resource, w.count);
+    }
+    std::sort(releases.begin(), releases.end());
+    const SystemTime horizon = t.cheap_until ? *t.cheap_until : now_ + std::chrono::hours(24 * 7);
+    std::optional<Option> best;
+    for (const auto& [key, pool] : pools) {
+      Free free;
+      auto count = [&] {
+        int total = 0;
+        for (const Node* n : pool.nodes) total += fits(t, n->vendor, free[n->name], need - total);
+        return total;
+      };
+      for (const Node* n : pool.nodes) free[n->name] = free_.at(n->name);
+      std::optional<SystemTime> ready;
+      if (count() >= need) ready = now_;
+      for (size_t k = 0; !ready && k < releases.size(); ++k) {
+        const auto& [when, node, resource, units] = releases[k];
+        if (!free.count(node)) continue;
+        free[node][resource] += units;
+        if (count() >= need) ready = when;
+      }
+      if (!ready || *ready >= horizon) continue;
+      // The cheapest tariff between ready and the horizon.
+      const Node* any = pool.nodes.front();
+      SystemTime at = *ready;
+      int64_t price = price_at(*any, config_, at);
+      for (const auto& step : config_.tariff) {
+        if (step.from <= *ready || step.from >= horizon) continue;
+        int64_t p = price_at(*any, config_, step.from);
+        if (p < price) {
+          price = p;
+          at = step.from;
+        }
+      }
+      if (!best || price < best->price || (price == best->price && at < best->start))
+        best = Option{price, at, std::get<0>(key) + " " + std::get<1>(key), any->name};
+    }
+    return best;
   }
 
   void admit(size_t i, std::vector<Task::Worker> placed) {
@@ -190,7 +316,7 @@ class Planner {
     // for an NVIDIA-only one).
     auto usable = [&](const Task::Worker& w) {
       auto it = by_name_.find(w.node);
-      if (it == by_name_.end() || !eligible(t, *it->second)) return false;
+      if (it == by_name_.end() || !eligible(t, *it->second, config_)) return false;
       return it->second->vendor == "nvidia" || (it->second->vendor == "amd" && t.amd_support);
     };
     std::vector<size_t> victims;
@@ -253,20 +379,37 @@ class Planner {
     }
   }
 
+  int target_size(const Task& t, int current) const { return planner::target_size(t, current, config_); }
+
   void grow() {
     for (size_t i : order(/*admitted=*/true, /*include_new=*/true)) {
       if (!admitted_.count(i)) continue;
       const Task& t = tasks_[i];
       Decision& d = decisions_[i];
       if (d.action == Action::Preempt || (d.action == Action::Shrink && !new_.count(i))) continue;
+      const bool fresh = new_.count(i) > 0;
+      const bool interval_passed = fresh || !t.last_resize || now_ - *t.last_resize >= config_.min_resize_interval;
+      int target = target_size(t, fresh ? 0 : d.workers);
+      if (d.workers > target && !fresh && interval_passed && !t.pinned_workers) {
+        // Measured not to pay: give the workers back (a checkpoint-restart at the smaller size).
+        int from = d.workers;
+        while (d.workers > target) release_last(d);
+        d.action = Action::Shrink;
+        d.reason = "gave back " + std::to_string(from - target) + " workers: the measured speedup from " +
+                   std::to_string(target) + " to " + std::to_string(from) + " workers is below " +
+                   std::to_string(static_cast<int>(config_.min_marginal_efficiency * 100)) + "% of linear";
+        continue;
+      }
       // Nothing of higher priority may be waiting for what this growth would take.
       bool higher_waits = std::any_of(waiting_.begin(), waiting_.end(), [&](size_t w) { return tasks_[w].priority > t.priority; });
       if (higher_waits) continue;
-      int target = t.pinned_workers ? std::clamp(*t.pinned_workers, t.min_workers, t.max_workers) : t.max_workers;
       if (d.workers >= target) continue;
-      const bool fresh = new_.count(i) > 0;
-      if (!fresh) {
-        if (t.last_resize && now_ - *t.last_resize < config_.min_resize_interval) continue;
+      if (!interval_passed) continue;
+      // A reduceCost task grows only onto capacity no dearer than what it runs on.
+      if (t.reduce_cost && config_.placement == Placement::Price && !d.placement.empty()) {
+        int64_t dearest = 0;
+        for (const auto& w : d.placement) dearest = std::max(dearest, price_now_.at(w.node));
+        price_cap_ = dearest;
       }
       std::vector<Task::Worker> added;
       std::vector<Task::Worker> around = d.placement;
@@ -276,6 +419,7 @@ class Planner {
         added.push_back((*one)[0]);
         around.push_back((*one)[0]);
       }
+      price_cap_.reset();
       int gain = static_cast<int>(added.size());
       int worth = t.pinned_workers ? 1
                                    : std::max(config_.min_gain_workers,
@@ -289,12 +433,16 @@ class Planner {
       if (!fresh) {
         d.action = Action::Grow;
         d.reason = "grew by " + std::to_string(gain) + " into free capacity";
+        if (target < t.max_workers || (!t.scaling.empty() && t.scaling.back().workers < target))
+          d.reason += " (growth still pays at this size)";
       } else if (lost_.count(i)) {
         d.reason = "replacing lost workers: " + std::to_string(d.workers) + " workers";
       } else {
         d.reason = "admitted with " + std::to_string(d.workers) + " workers";
       }
     }
+    for (size_t i = 0; i < decisions_.size(); ++i)
+      if (!decisions_[i].placement.empty()) decisions_[i].price_micros = mean_price(decisions_[i].placement);
   }
 
   void release_last(Decision& d) {
@@ -304,16 +452,19 @@ class Planner {
     d.workers = static_cast<int>(d.placement.size());
   }
 
-  // Places `count` workers of t as a gang on one vendor's nodes; commits to free_ on success.
+  // Places `count` workers of t as a gang on one vendor's nodes; commits to free_ on success. By
+  // price: every allowed vendor is tried and the cheaper gang wins. Before price-first placement
+  // (and for the peers), the first vendor in a fixed order that fits.
   std::optional<std::vector<Task::Worker>> place(const Task& t, int count, const std::vector<Task::Worker>& prefer) {
     if (count <= 0) return std::vector<Task::Worker>{};
+    const bool by_price = config_.placement == Placement::Price;
     std::vector<std::string> vendors;
     std::string used_vendor;
     for (const auto& w : prefer)
       if (auto it = by_name_.find(w.node); it != by_name_.end()) used_vendor = it->second->vendor;
     if (!used_vendor.empty()) {
       vendors.push_back(used_vendor);  // a gang stays on one vendor
-    } else if (t.amd_support && t.reduce_cost && config_.amd_cheaper) {
+    } else if (t.amd_support && t.reduce_cost && config_.amd_cheaper && !by_price) {
       vendors = {"amd", "nvidia"};
     } else if (t.amd_support) {
       vendors = {"nvidia", "amd"};
@@ -322,68 +473,95 @@ class Planner {
     }
     std::set<std::string> preferred;
     for (const auto& w : prefer) preferred.insert(w.node);
+    std::optional<std::pair<std::vector<Task::Worker>, Free>> chosen;
+    int64_t chosen_price = 0;
     for (const auto& vendor : vendors) {
-      // What this gang has claimed so far, by node: committed to free_ only if the whole gang fits
-      // (cheaper than copying every node's free capacity for each try).
-      Free taken;
-      auto free_on = [&](const Node* n) {
-        auto f = free_.at(n->name);
-        if (auto it = taken.find(n->name); it != taken.end())
-          for (const auto& [r, v] : it->second) f[r] -= v;
-        return f;
-      };
-      std::vector<Task::Worker> out;
-      int remaining = count;
-      while (remaining > 0) {
-        const Node* best = nullptr;
-        // Most workers here (fewest nodes), then least GPU wasted (a MIG slice over a whole GPU for
-        // a fraction), then the task's own nodes, then the capacity class that suits it and the
-        // lowest price, then the tightest fit.
-        std::tuple<int, int64_t, bool, bool, int64_t, int64_t> best_score{};
-        int best_fit = 0;
-        for (const Node* n : nodes_) {
-          if (n->vendor != vendor || !eligible(t, *n) || (spot_only_ && n->capacity_class != "spot")) continue;
-          auto node_free = free_on(n);
-          int fit = 0;
-          int64_t share = 0;  // thousandths of a GPU taken
-          while (fit < remaining) {
-            auto s = shape_on(t.gpu_milli, vendor, node_free);
-            if (!s) break;
-            node_free[s->gpu_resource] -= s->count;
-            share += gpu::share_milli(s->gpu_resource, s->count);
-            ++fit;
-          }
-          if (fit == 0) continue;
-          int64_t left = 0;
-          for (const auto& [r, v] : node_free) left += v;
-          bool suits = config_.cost_aware_placement && (n->capacity_class == "spot") == t.checkpointed;
-          int64_t price = config_.cost_aware_placement ? n->price_micros : 0;
-          std::tuple<int, int64_t, bool, bool, int64_t, int64_t> score{
-              fit, -(share - int64_t{fit} * t.gpu_milli), preferred.count(n->name) > 0, suits, -price, -left};
-          if (!best || score > best_score) {
-            best = n;
-            best_score = score;
-            best_fit = fit;
-          }
-        }
-        if (!best) break;
-        auto best_free = free_on(best);
-        for (int k = 0; k < best_fit; ++k) {
-          auto s = *shape_on(t.gpu_milli, vendor, best_free);
-          s.node = best->name;
-          best_free[s.gpu_resource] -= s.count;
-          taken[best->name][s.gpu_resource] += s.count;
-          out.push_back(s);
-        }
-        remaining -= best_fit;
+      auto gang = place_on(t, vendor, count, preferred);
+      if (!gang) continue;
+      int64_t price = by_price ? mean_price(gang->first) : 0;
+      if (!chosen || price < chosen_price) {
+        chosen = std::move(gang);
+        chosen_price = price;
       }
-      if (remaining == 0) {
-        for (const auto& [node, use] : taken)
-          for (const auto& [r, v] : use) free_[node][r] -= v;
-        return out;
-      }
+      if (!by_price) break;
     }
-    return std::nullopt;
+    if (!chosen) return std::nullopt;
+    for (const auto& [node, use] : chosen->second)
+      for (const auto& [r, v] : use) free_[node][r] -= v;
+    return std::move(chosen->first);
+  }
+
+  // One vendor's gang, and what it takes by node (not yet committed to free_).
+  std::optional<std::pair<std::vector<Task::Worker>, Free>> place_on(const Task& t, const std::string& vendor, int count,
+                                                                     const std::set<std::string>& preferred) const {
+    // What this gang has claimed so far, by node (cheaper than copying every node's free capacity
+    // for each try).
+    Free taken;
+    auto free_on = [&](const Node* n) {
+      auto f = free_.at(n->name);
+      if (auto it = taken.find(n->name); it != taken.end())
+        for (const auto& [r, v] : it->second) f[r] -= v;
+      return f;
+    };
+    std::vector<Task::Worker> out;
+    int remaining = count;
+    while (remaining > 0) {
+      const Node* best = nullptr;
+      // Score, highest wins. By price: least GPU wasted (a MIG slice over a whole GPU for a
+      // fraction), the task's own nodes, the lowest price now, most workers here (fewest nodes), the
+      // tightest fit. Packing first (before price-first placement): most workers here, least waste,
+      // own nodes, the capacity class that suits the task, the lowest price, the tightest fit.
+      std::array<int64_t, 6> best_score{};
+      int best_fit = 0;
+      for (const Node* n : nodes_) {
+        if (n->vendor != vendor || !eligible(t, *n, config_) || (spot_only_ && n->capacity_class != "spot")) continue;
+        const int64_t price = price_now_.at(n->name);
+        if (price_cap_ && price > *price_cap_) continue;
+        auto node_free = free_on(n);
+        int fit = 0;
+        int64_t share = 0;  // thousandths of a GPU taken
+        while (fit < remaining) {
+          auto s = shape_on(t.gpu_milli, vendor, node_free);
+          if (!s) break;
+          node_free[s->gpu_resource] -= s->count;
+          share += gpu::share_milli(s->gpu_resource, s->count);
+          ++fit;
+        }
+        if (fit == 0) continue;
+        int64_t left = 0;
+        for (const auto& [r, v] : node_free) left += v;
+        const int64_t waste = -(share - int64_t{fit} * t.gpu_milli);
+        const int64_t own = preferred.count(n->name) > 0;
+        std::array<int64_t, 6> score{};
+        switch (config_.placement) {
+          case Placement::Price:
+            score = {waste, own, -price, fit, -left, 0};
+            break;
+          case Placement::PackThenClass:
+            score = {fit, waste, own, (n->capacity_class == "spot") == t.checkpointed, -n->price_micros, -left};
+            break;
+          case Placement::Pack:
+            score = {fit, waste, own, -left, 0, 0};
+            break;
+        }
+        if (!best || score > best_score) {
+          best = n;
+          best_score = score;
+          best_fit = fit;
+        }
+      }
+      if (!best) return std::nullopt;
+      auto best_free = free_on(best);
+      for (int k = 0; k < best_fit; ++k) {
+        auto s = *shape_on(t.gpu_milli, vendor, best_free);
+        s.node = best->name;
+        best_free[s.gpu_resource] -= s.count;
+        taken[best->name][s.gpu_resource] += s.count;
+        out.push_back(s);
+      }
+      remaining -= best_fit;
+    }
+    return std::make_pair(std::move(out), std::move(taken));
   }
 
   // Free whole-GPU-equivalents as a share of all GPUs, now (after what this plan already placed).
@@ -402,7 +580,7 @@ class Planner {
   std::string insufficient(const Task& t, int need) const {
     int64_t free_gpus = 0;
     for (const Node* n : nodes_) {
-      if (!eligible(t, *n) || n->vendor.empty() || (n->vendor == "amd" && !t.amd_support)) continue;
+      if (!eligible(t, *n, config_) || n->vendor.empty() || (n->vendor == "amd" && !t.amd_support)) continue;
       free_gpus += std::max<int64_t>(0, get(free_.at(n->name), whole_resource(n->vendor)));
     }
     int per = whole_gpus(t.gpu_milli);
@@ -432,6 +610,8 @@ class Planner {
   Config config_;
   std::vector<const Node*> nodes_;
   std::map<std::string, const Node*> by_name_;
+  std::unordered_map<std::string, int64_t> price_now_;  // node -> a GPU-hour there now, energy included
+  std::optional<int64_t> price_cap_;                     // placing no dearer than this (reduceCost growth)
   Free free_;
   std::vector<Decision> decisions_;
   std::set<size_t> admitted_, new_, lost_;
@@ -447,6 +627,22 @@ bool selects(const Task& t, const Node& n) {
     if (it == n.labels.end() || it->second != v) return false;
   }
   return true;
+}
+
+int target_size(const Task& t, int current, const Config& c) {
+  if (t.pinned_workers) return std::clamp(*t.pinned_workers, t.min_workers, t.max_workers);
+  if (t.fastest || t.priority >= c.fastest_priority || c.min_marginal_efficiency <= 0) return t.max_workers;
+  return paying_size(t.scaling, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction,
+                     c.min_marginal_efficiency);
+}
+
+int64_t price_at(const Node& n, const Config& c, SystemTime t) {
+  int64_t per_kwh = 0;
+  for (const auto& step : c.tariff) {
+    if (step.from > t) break;
+    per_kwh = step.per_kwh_micros;
+  }
+  return n.price_micros + n.kw_milli * per_kwh / 1000;
 }
 
 const char* to_string(Action a) {

@@ -1,7 +1,8 @@
 // The capacity planner: a pure function from a snapshot of the cluster (GPU capacity per node, what
-// other pods hold) and of every TrainingTask (priority, elastic range, GPUs per worker, where its
-// workers are) to decisions: admit (with a node for each worker), keep, grow, shrink, preempt, or
-// wait with a reason. No I/O, no clock: the same snapshot gives the same plan.
+// other pods hold, what each GPU-hour costs) and of every TrainingTask (priority, elastic range, GPUs
+// per worker, where its workers are, how it scaled so far) to decisions: admit (with a node for each
+// worker), keep, grow, shrink, preempt, or wait with a reason. No I/O, no clock: the same snapshot
+// gives the same plan.
 //
 // Rules, in order:
 // 1. Admitted tasks keep the workers they have (stability), on the nodes they are on.
@@ -9,16 +10,20 @@
 //    then age, then name), are admitted only when their whole minimum gang fits at once. When it does
 //    not, lower-priority tasks are first shrunk toward their minimum (reduceCost ones first), and only
 //    if that is not enough preempted whole (lowest priority, reduceCost first). A gang never spans GPU
-//    vendors (NCCL and RCCL do not mix); AMD nodes only for amdSupport tasks.
-//    A reduceCost task waits for off-peak electricity unless it fits on spot capacity alone or the
-//    cluster is idle enough (Config); it is also the first to shrink or be preempted.
-// 3. Tasks then grow toward max (or their pinned size) with what is free, highest priority first; a
-//    running task grows only if its last resize is `min_resize_interval` old and the gain is worth a
-//    checkpoint-restart (`min_gain_workers`, `min_gain_fraction`). A task admitted in this plan grows
-//    freely (it has not started yet).
-// Placement bin-packs a gang onto as few nodes as possible (the node holding the most of the remaining
-// workers first), preferring nodes the task already uses, then the right capacity class (spot for a
-// task that checkpoints, on-demand for one that does not), then the cheapest, then the tightest fit.
+//    vendors (NCCL and RCCL do not mix); AMD nodes only for amdSupport tasks; spot nodes only for
+//    tasks that checkpoint (or select spot capacity themselves).
+//    A reduceCost task minimizes its cost: until `cheap_until` (its deadline's slack, or the policy's
+//    patience) it starts only at the lowest price reachable by then: a cheaper pool whose GPUs the
+//    running tasks are expected to free, or a cheaper tariff window. It waits with that option's
+//    price and expected start; it is also the first to shrink or be preempted.
+// 3. Tasks then move toward their size: max for a pinned or "fastest" task, else the size where the
+//    next workers still pay (scaling.h: measured speedup, one step up at a time, sizes that did not
+//    pay given back), highest priority first; a running task is resized only if its last resize is
+//    `min_resize_interval` old and the gain is worth a checkpoint-restart (`min_gain_workers`,
+//    `min_gain_fraction`). A task admitted in this plan takes its size at once (it has not started).
+// Placement is by price: each vendor's gang is placed on the cheapest nodes first (GPU-hour price of
+// the pool plus energy at the current tariff), the task's own nodes first, packed onto as few nodes
+// as possible among equal prices; the cheaper vendor's gang wins.
 #pragma once
 
 #include <chrono>
@@ -27,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/planner/scaling.h"
 #include "operator/kube/timefmt.h"
 
 namespace valley::planner {
@@ -53,6 +59,7 @@ struct Node {
   std::optional<SystemTime> not_ready_since;  // the Ready condition's last transition, when not Ready
   std::string notice;                         // the disruption taint's key, "" if none
   int64_t price_micros = 0;                   // a GPU-hour here, from the PricingPolicy (0: unknown)
+  int64_t kw_milli = 0;                       // power drawn per GPU incl. PUE, thousandths of a kW
 };
 
 struct Task {
@@ -61,6 +68,13 @@ struct Task {
   bool reduce_cost = false;
   bool amd_support = false;
   bool checkpointed = false;  // has a checkpoint store: a spot loss costs it a restart, not its work
+  bool selects_spot = false;  // its nodeSelector asks for spot capacity itself
+  bool fastest = false;       // speed over cost: grows to max whenever GPUs are free
+  Scaling scaling;            // measured rate per size (status.scaling)
+  // reduceCost: may wait for cheaper capacity until then (deadline slack or patience); unset = no limit.
+  std::optional<SystemTime> cheap_until;
+  // Running: when it is expected to finish (frees its GPUs then), from its estimatedDuration.
+  std::optional<SystemTime> expected_end;
   int min_workers = 1, max_workers = 1;
   std::optional<int> pinned_workers;  // replicas.target
   int gpu_milli = 1000;               // per worker
@@ -78,22 +92,38 @@ struct Task {
   std::optional<SystemTime> last_resize;
 };
 
+// The energy price from `from` on (until the next step).
+struct TariffStep {
+  SystemTime from{};
+  int64_t per_kwh_micros = 0;
+};
+
+// How workers are put on nodes: by price (cheapest pool first, the current Valley), packing first and
+// then capacity class and price (Valley before price-first placement), or packing alone (the peers).
+enum class Placement { Price, PackThenClass, Pack };
+// What reduceCost waits for: the cheapest option reachable within its patience, or (Valley before
+// it) off-peak electricity unless spot capacity or enough idle GPUs take it now.
+enum class ReduceCostRule { CheapestReachable, OffPeakOrIdle };
+
 struct Config {
   std::chrono::seconds min_resize_interval{300};
   int min_gain_workers = 1;
   double min_gain_fraction = 0.25;
   std::chrono::seconds aging_step{600};
-  // ReduceCost (from the PricingPolicy): outside off-peak electricity such a task starts only on
-  // spot capacity, or when at least idle_percent of the GPUs are free.
+  // Growth pays while the marginal speedup per added worker is at least this share of linear;
+  // 0 grows every task to max whenever GPUs are free (without a PricingPolicy nothing is priced,
+  // so nothing has to pay: the policy's growth.minMarginalSpeedup, 0.8 by default, sets it).
+  double min_marginal_efficiency = 0;
+  int fastest_priority = 101;  // tasks of this priority or above grow to max regardless
+  Placement placement = Placement::Price;
+  ReduceCostRule reduce_cost = ReduceCostRule::CheapestReachable;
+  std::vector<TariffStep> tariff;  // sorted by time; empty: energy is not priced
+  // OffPeakOrIdle only: whether electricity is off-peak now, when it next is (for the reason), the idle
+  // share that admits a reduceCost task anyway, and whether AMD is the cheaper vendor.
   bool off_peak = true;
-  std::string next_off_peak;  // for the waiting reason, e.g. "2026-11-22T15:00:00Z"
+  std::string next_off_peak;
   int idle_percent = 50;
-  // From the PricingPolicy: AMD GPUs cost less than NVIDIA ones, so reduceCost tasks that may use
-  // them try AMD first (without a policy: the seed platform's premise, AMD is cheaper).
   bool amd_cheaper = true;
-  // Placement weighs capacity class and price after packing: a task that checkpoints goes to spot
-  // capacity first, then the cheapest; one that does not keeps off spot capacity where it can.
-  bool cost_aware_placement = true;
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt };
@@ -106,10 +136,22 @@ struct Decision {
   std::vector<Task::Worker> placement;   // one per worker index
   std::string reason;
   int queue_position = 0;                // for Wait: 1 = next in line
+  // Wait: when it is expected to start (reduceCost: the cheaper option it waits for) and a node of
+  // the pool it expects; Admit/Grow/Keep: its placement's mean price per GPU-hour now.
+  std::optional<SystemTime> expected_start;
+  std::string expected_node;
+  int64_t price_micros = 0;
 };
 
 // The task's worker template selects the node (its nodeSelector labels all match).
 bool selects(const Task& t, const Node& n);
+
+// The size t should run at when it runs `current` workers (0: not running): pinned; max for a fastest
+// task, one at `fastest_priority` or when growth is not priced; else where the next workers still pay.
+int target_size(const Task& t, int current, const Config& c);
+
+// What a GPU-hour on the node costs at `t`: its price plus energy at the tariff then (micro-units).
+int64_t price_at(const Node& n, const Config& c, SystemTime t);
 
 // Decisions for every task, in the order of `tasks`.
 std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Task>& tasks, SystemTime now,

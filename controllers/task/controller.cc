@@ -6,7 +6,9 @@
 #include <thread>
 
 #include "controllers/cost/candidates.h"
+#include "controllers/cost/candidates.h"
 #include "controllers/cost/planner_config.h"
+#include "controllers/planner/scaling.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/checkpoint_watcher.h"
@@ -105,6 +107,39 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   nodes_->add_handlers(capacity);
 }
 
+// What the planner needs beyond the spec: the task's measured scaling, until when a reduceCost task
+// waits for cheaper capacity (deadline slack or the policy's patience), when a running one is
+// expected to end (its estimatedDuration from its start, stretched at a smaller size).
+void TaskController::planner_inputs(planner::Task& t, const TaskSpec& spec, const nlohmann::json& object,
+                                    const nlohmann::json& status) const {
+  t.scaling = planner::scaling_from(status.value("scaling", nlohmann::json::array()));
+  auto p = policy();
+  const double prior = p ? static_cast<double>(p->growth_min_marginal_milli) / 1000.0 : 0.8;
+  if (spec.reduce_cost) {
+    std::optional<kube::SystemTime> deadline = spec.deadline_at;
+    if (spec.deadline_after) deadline = t.created + *spec.deadline_after;
+    // The work done so far, as GPU-time over what estimatedDuration at max workers takes.
+    double done = 0;
+    if (spec.estimated_duration) {
+      int64_t gpu_ms = 0;
+      const auto breakdown = status.value("cost", nlohmann::json::object()).value("breakdown", nlohmann::json::object());
+      const auto gpu_time = breakdown.value("gpuMilliSeconds", nlohmann::json::object());
+      for (const auto& [k, v] : gpu_time.items())
+        if (v.is_number_integer()) gpu_ms += v.get<int64_t>();  // GPU-seconds x 1000
+      const double total = static_cast<double>(spec.estimated_duration->count()) * t.max_workers * spec.gpus.milli / 1000.0;
+      if (total > 0) done = static_cast<double>(gpu_ms) / total;
+    }
+    const auto patience = p ? p->reduce_cost_patience : std::chrono::seconds(6 * 3600);
+    t.cheap_until = planner::cheap_until(t.created, patience, deadline, spec.estimated_duration, done, t.scaling, t.min_workers,
+                                         t.max_workers, prior);
+  }
+  if (t.admitted && spec.estimated_duration)
+    if (auto start = kube::parse_time(status.value("startTime", "")))
+      t.expected_end = planner::expected_end(*start, *spec.estimated_duration, t.scaling, static_cast<int>(t.workers.size()),
+                                             t.max_workers, prior);
+  (void)object;
+}
+
 void TaskController::mark_dirty() {
   {
     std::lock_guard lock(plan_mu_);
@@ -152,6 +187,7 @@ void TaskController::plan_once() {
   }
   std::vector<planner::Task> tasks;
   std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
+  std::map<std::string, TaskSpec> specs;
   for (const auto& obj : tasks_->store().list()) {
     if ((*obj)["metadata"].contains("deletionTimestamp")) continue;  // going away: holds nothing
     ParsedTask parsed = parse_task(*obj);
@@ -164,6 +200,7 @@ void TaskController::plan_once() {
     for (const auto& p : pods_->store().by_index(kube::index::kOwnerUid, uid)) owned.push_back(*p);
     planner::Task t = planner::task_from(*parsed.spec, *obj, owned);
     const auto now = std::chrono::system_clock::now();
+    planner_inputs(t, *parsed.spec, *obj, status);
     auto& avoid = avoid_[t.key];
     for (const auto& pod : owned) {
       // Pinned, unbound and refused by kube-scheduler for longer than the timeout.
@@ -189,6 +226,7 @@ void TaskController::plan_once() {
       for (const auto& w : it->second.placement) t.workers.push_back({w.node, w.gpu_resource, w.gpu_count});
     }
     planned_epoch[t.key] = status.value("epoch", 0);
+    specs[t.key] = *parsed.spec;
     tasks.push_back(std::move(t));
   }
   // Everything that is not a current worker of a planned task holds what it holds.
@@ -208,11 +246,17 @@ void TaskController::plan_once() {
 
   planner::Config config = options_.planner;
   const auto now = std::chrono::system_clock::now();
-  if (auto p = policy()) config = cost::planner_config(*p, nodes, now, config);
+  auto pricing = policy();
+  if (pricing) config = cost::planner_config(*pricing, nodes, now, config);
   auto decisions = planner::plan(nodes, tasks, now, config);
   std::map<std::string, Admission> next;
   std::map<std::string, std::string> vendor_of;
-  for (const auto& n : nodes) vendor_of[n.name] = n.vendor;
+  std::map<std::string, cost::NodeRate> rates;
+  std::vector<cost::NodeRate> all_rates;
+  for (const auto& n : nodes) {
+    vendor_of[n.name] = n.vendor;
+    if (pricing && !n.vendor.empty()) all_rates.push_back(rates[n.name] = cost::rate_for(*pricing, n.vendor, n.labels));
+  }
   for (size_t i = 0; i < decisions.size(); ++i) {
     const auto& d = decisions[i];
     Admission a;
@@ -220,6 +264,16 @@ void TaskController::plan_once() {
     a.workers = d.workers;
     a.reason = d.reason;
     a.queue_position = d.queue_position;
+    a.expected_start = d.expected_start;
+    a.cheap_until = tasks[i].cheap_until;
+    if (pricing) {
+      if (auto spec = specs.find(d.key); spec != specs.end()) {
+        std::vector<cost::NodeRate> candidates;
+        for (const auto& r : all_rates)
+          if (r.vendor == "nvidia" || (r.vendor == "amd" && spec->second.amd_support)) candidates.push_back(r);
+        a.estimate_basis = cost::estimate_basis(spec->second, tasks[i], d, config, rates, candidates, now);
+      }
+    }
     for (const auto& w : d.placement) a.placement.push_back({vendor_of[w.node], w.gpu_resource, static_cast<int>(w.count), w.node});
     next[d.key] = std::move(a);
   }
@@ -227,7 +281,8 @@ void TaskController::plan_once() {
   for (const auto& [key, a] : next) {
     auto old = published.find(key);
     bool same = old != published.end() && old->second.admitted == a.admitted && old->second.workers == a.workers &&
-                old->second.reason == a.reason && old->second.queue_position == a.queue_position;
+                old->second.reason == a.reason && old->second.queue_position == a.queue_position &&
+                old->second.expected_start == a.expected_start;
     if (same) {
       if (same) same = old->second.placement.size() == a.placement.size();
       for (size_t k = 0; k < a.placement.size() && same; ++k) same = old->second.placement[k].node == a.placement[k].node;
@@ -401,23 +456,21 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
                    stored.value("policy", "") != p->name;
   nlohmann::json out = due ? fresh : stored;
   if (due) out["updated"] = kube::format_time(o.now);
-  // The estimate: before admission from the cluster's rates, again once placed.
-  const bool admitted = o.admission && o.admission->admitted && !o.admission->placement.empty();
-  const nlohmann::json old = stored.value("estimate", nlohmann::json::object());
-  const bool stale = old.empty() || old.value("generation", int64_t{-1}) != spec.generation || (admitted && !old.value("placed", false));
-  if (spec.estimated_duration && stale && !finished) {
-    std::vector<nlohmann::json> node_objects;
-    for (const auto& n : nodes_->store().list()) node_objects.push_back(*n);
-    const auto candidates = cost::candidate_rates(*p, spec, o.task, node_objects, node_facts());
-    const auto expected = cost::likely_rate(spec, candidates, admitted ? rate_of(o.admission->placement.front().node) : std::nullopt);
-    kube::SystemTime start = o.now;
-    if (spec.reduce_cost && !admitted && !cost::off_peak(*p, o.now))
-      if (auto next = cost::next_off_peak(*p, o.now)) start = *next;
-    if (expected) {
-      if (auto e = cost::estimate(*p, spec, *expected, candidates, start)) {
-        nlohmann::json j = cost::estimate_json(*p, *e);
-        j["placed"] = admitted;
-        j["generation"] = spec.generation;
+  // The estimate: from the planner's decision (the pool it gets or waits for, when, at what size),
+  // refreshed when that changes.
+  if (spec.estimated_duration && !finished && o.admission && o.admission->estimate_basis) {
+    if (auto e = cost::estimate(*p, spec, *o.admission->estimate_basis)) {
+      nlohmann::json j = cost::estimate_json(*p, *e);
+      j["placed"] = o.admission->admitted;
+      j["generation"] = spec.generation;
+      const nlohmann::json old = stored.value("estimate", nlohmann::json::object());
+      // Time moves the start of a waiting task's estimate: only a new pool, size, price or a start
+      // moved by more than a minute is news.
+      auto start_of = [](const nlohmann::json& x) { return kube::parse_time(x.value("start", "")); };
+      auto s_old = start_of(old), s_new = start_of(j);
+      const bool moved = !s_old || !s_new || std::chrono::abs(*s_new - *s_old) > std::chrono::minutes(1);
+      if (old.empty() || old.value("basis", "") != j.value("basis", "") || old.value("placed", false) != j.value("placed", false) ||
+          old.value("generation", int64_t{-1}) != spec.generation || moved) {
         out["estimate"] = j;
         out["estimated"] = j["expected"];
         out["policy"] = p->name;

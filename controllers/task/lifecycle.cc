@@ -1,5 +1,7 @@
 #include "controllers/task/lifecycle.h"
 
+#include "controllers/planner/scaling.h"
+
 #include <algorithm>
 #include <map>
 
@@ -302,7 +304,15 @@ class Decider {
     if (best->world_size > 0) c["worldSize"] = best->world_size;
     json& cur = status_["checkpoint"];
     // A store reset (new run, same prefix) may go backwards in step but never in time.
-    if (!cur.is_object() || cur.value("time", "") < best->time || (cur.value("time", "") == best->time && cur.value("step", 0) != best->step)) cur = c;
+    if (!cur.is_object() || cur.value("time", "") < best->time || (cur.value("time", "") == best->time && cur.value("step", 0) != best->step)) {
+      // Two records of the running epoch: its progress rate at this size (status.scaling).
+      if (cur.is_object() && best->epoch > 0 && cur.value("epoch", 0) == best->epoch && best->epoch == epoch_ &&
+          status_.value("replicas", 0) > 0)
+        if (auto rate = planner::progress_rate(cur.value("step", int64_t{0}), cur.value("time", ""), best->step, best->time))
+          status_["scaling"] = planner::scaling_json(
+              planner::observe(planner::scaling_from(status_.value("scaling", json::array())), status_.value("replicas", 0), *rate));
+      cur = c;
+    }
   }
 
   // The epoch after a disruption is running: how long recovery took and what was lost.
@@ -468,6 +478,14 @@ class Decider {
   void wait(const Admission* adm) {
     std::string reason = adm ? adm->reason : "waiting for the capacity planner";
     std::string message = reason + (adm && adm->queue_position > 0 ? " (queue position " + std::to_string(adm->queue_position) + ")" : "");
+    // When it expects to start, and (reduceCost) until when it waits for cheaper capacity: the
+    // slack its deadline or patience leaves.
+    if (adm && adm->expected_start) status_["expectedStart"] = kube::format_time(*adm->expected_start);
+    else status_.erase("expectedStart");
+    if (adm && adm->cheap_until) {
+      status_["cheapCapacityUntil"] = kube::format_time(*adm->cheap_until);
+      status_["slackSeconds"] = std::chrono::duration_cast<std::chrono::seconds>(*adm->cheap_until - o_.now).count();
+    }
     if (status_.value("message", "") != message) {
       // Before the first plan there is nothing to tell the user yet.
       if (adm && (phase_ != kPending || status_.value("reason", "") != "Waiting")) event("Normal", "Waiting", "Admit", message);

@@ -24,6 +24,8 @@
 // checkpoint the old one writes while stopping).
 #pragma once
 
+#include "controllers/cost/engine.h"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -80,6 +82,10 @@ struct Admission {
   std::vector<render::WorkerPlacement> placement;
   std::string reason;
   int queue_position = 0;
+  std::optional<kube::SystemTime> expected_start;  // waiting: when it is expected to start
+  std::optional<kube::SystemTime> cheap_until;     // reduceCost: waits for cheaper capacity at most until then
+  // What the estimate assumes (pool, start, size), from the same decision.
+  std::optional<cost::EstimateBasis> estimate_basis;
 };
 
 struct Observed {

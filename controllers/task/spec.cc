@@ -1,5 +1,7 @@
 #include "controllers/task/spec.h"
 
+#include "operator/kube/timefmt.h"
+
 #include "operator/storage/object_store.h"
 
 #include <cctype>
@@ -229,6 +231,11 @@ ParsedTask parse_task(const json& object) {
   if (auto d = r.str(*spec, "estimatedDuration", "spec.estimatedDuration")) {
     s.estimated_duration = parse_duration(*d);
     if (!s.estimated_duration) r.error("spec.estimatedDuration: \"" + *d + "\" is not a duration like 6h or 90m");
+  }
+  if (auto d = r.str(*spec, "deadline", "spec.deadline")) {
+    if (auto t = kube::parse_time(*d)) s.deadline_at = *t;
+    else if (auto after = parse_duration(*d)) s.deadline_after = *after;
+    else r.error("spec.deadline: \"" + *d + "\" is neither a time like 2026-11-24T18:00:00Z nor a duration like 48h");
   }
   if (auto c = r.str(*spec, "maxCost", "spec.maxCost")) {
     s.max_cost_micros = parse_money_micros(*c);

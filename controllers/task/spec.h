@@ -64,6 +64,10 @@ struct TaskSpec {
   int checkpoint_grace_seconds = 30;
   std::optional<std::chrono::milliseconds> estimated_duration;
   std::optional<int64_t> max_cost_micros;  // money as integer micro-units
+  // spec.deadline: an RFC 3339 time, or a duration after the task's creation. A reduceCost task
+  // waits for cheaper capacity only while it can still finish by then.
+  std::optional<std::chrono::system_clock::time_point> deadline_at;
+  std::optional<std::chrono::milliseconds> deadline_after;
   RunPolicy run_policy;
 };
 

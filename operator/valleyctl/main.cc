@@ -9,6 +9,8 @@
 
 #include "controllers/cost/candidates.h"
 #include "controllers/cost/engine.h"
+#include "controllers/cost/planner_config.h"
+#include "controllers/planner/scaling.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/seed.h"
 #include "controllers/task/spec.h"
@@ -335,34 +337,66 @@ int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& arg
       candidates.push_back(valley::cost::rate_for(*policy, g.vendor.empty() ? "nvidia" : g.vendor, labels));
     }
   }
-  auto expected = valley::cost::likely_rate(spec, candidates);
-  if (!expected) {
+  namespace planner = valley::planner;
+  namespace cost = valley::cost;
+  if (candidates.empty()) {
     std::cerr << "valleyctl: no GPU the task could use is priced\n";
     return 1;
   }
-  auto now = std::chrono::system_clock::now();
-  auto start = now;
-  bool wait = spec.reduce_cost && !valley::cost::off_peak(*policy, now);
-  if (wait)
-    if (auto next = valley::cost::next_off_peak(*policy, now)) start = *next;
-  auto e = valley::cost::estimate(*policy, spec, *expected, candidates, start);
-  json out = valley::cost::estimate_json(*policy, *e);
+  // The same decision the operator would make now: the cluster's nodes less what its pods hold,
+  // priced by the policy, and this task planned among them (tasks waiting in the queue are not
+  // counted). Offline: no nodes, so the cheapest capacity it may use, starting now.
+  const auto now = std::chrono::system_clock::now();
+  if (!(*task)["metadata"].contains("creationTimestamp")) (*task)["metadata"]["creationTimestamp"] = valley::kube::format_time(now);
+  planner::Task t = planner::task_from(spec, *task, {});
+  std::vector<planner::Node> pn;
+  std::map<std::string, size_t> index;
+  for (const auto& n : nodes) {
+    index[n["metadata"].value("name", "")] = pn.size();
+    pn.push_back(planner::node_from(n));
+  }
+  if (client && !pn.empty()) {
+    try {
+      for (const auto& pod : client->list(valley::kube::resources::kPods, "").items) {
+        auto it = index.find(pod["spec"].value("nodeName", ""));
+        if (it != index.end()) planner::subtract(pn[it->second], pod);
+      }
+    } catch (const valley::kube::KubeError& e) {
+      std::cerr << "valleyctl: cannot list pods (" << e.what() << "); estimating as if the cluster were empty\n";
+    }
+  }
+  planner::Config config = cost::planner_config(*policy, pn, now, {});
+  if (spec.reduce_cost) {
+    std::optional<valley::kube::SystemTime> deadline = spec.deadline_at;
+    if (spec.deadline_after) deadline = now + *spec.deadline_after;
+    t.cheap_until = planner::cheap_until(now, policy->reduce_cost_patience, deadline, spec.estimated_duration, 0, {}, t.min_workers,
+                                         t.max_workers, config.min_marginal_efficiency);
+  }
+  planner::Decision d;
+  d.key = t.key;
+  if (!pn.empty()) d = planner::plan(pn, {t}, now, config)[0];
+  std::map<std::string, cost::NodeRate> rates;
+  for (const auto& n : pn)
+    if (!n.vendor.empty()) rates[n.name] = cost::rate_for(*policy, n.vendor, n.labels);
+  auto basis = cost::estimate_basis(spec, t, d, config, rates, candidates, now);
+  auto e = cost::estimate(*policy, spec, basis);
+  json out = cost::estimate_json(*policy, *e);
   out["task"] = spec.name;
+  if (!d.reason.empty()) out["decision"] = d.reason;
   if (flags.get("output") == "json") {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::cout << "task        " << spec.name << " (" << (spec.type == valley::task::TaskType::MPI ? "MPI" : "Single") << ", priority "
-            << spec.priority << ", " << spec.min_workers << "-" << spec.max_workers << " workers x " << valley::cost::format_milli(spec.gpus.milli)
+            << spec.priority << ", " << spec.min_workers << "-" << spec.max_workers << " workers x " << cost::format_milli(spec.gpus.milli)
             << " GPU" << (spec.reduce_cost ? ", reduceCost" : "") << (spec.amd_support ? ", amdSupport" : "") << ")\n";
-  std::cout << "gpu-hours   " << out["gpuHours"].get<std::string>() << " (max workers for estimatedDuration; fewer workers run longer)\n";
+  if (!d.reason.empty()) std::cout << "planner     " << d.reason << "\n";
   std::cout << "expected    " << out["expected"].get<std::string>() << " " << policy->currency << "  " << e->basis << "\n";
-  std::cout << "sizes       " << e->max_workers << " workers: " << out["atMaxWorkers"]["cost"].get<std::string>() << " " << policy->currency
-            << "; " << e->min_workers << " workers (" << out["atMinWorkers"]["hours"].get<std::string>()
-            << " h, assuming perfect scaling): " << out["atMinWorkers"]["cost"].get<std::string>() << " " << policy->currency << "\n";
-  std::cout << "starts      " << (wait ? "at the next off-peak window, " : "now, ") << valley::kube::format_time(start) << "\n";
+  std::cout << "gpu-hours   " << out["gpuHours"].get<std::string>() << " (" << e->workers << " workers for " << out["hours"].get<std::string>()
+            << " h; it grows while the measured speedup pays)\n";
+  std::cout << "starts      " << valley::kube::format_time(e->start) << (e->start > now + std::chrono::minutes(1) ? " (it waits)" : " (now)") << "\n";
   std::cout << "range       " << out["low"].get<std::string>() << " - " << out["high"].get<std::string>() << " " << policy->currency
-            << "  (cheapest capacity at the cheapest tariff .. dearest at the dearest)\n";
+            << "  (low: " << e->low_basis << "; high: " << e->high_basis << ")\n";
   std::cout << "policy      " << policy->name << (nodes.empty() ? " (offline: prices from the policy only)" : "") << "\n";
   return 0;
 }

@@ -35,6 +35,13 @@ Task task(const std::string& key, int priority, int min, int max, int gpu_milli 
   return t;
 }
 
+// The planner as before growth had to pay: every task grows to max whenever GPUs are free. Most
+// tests here are about admission, shrinking and preemption mechanics, which that makes plain.
+std::vector<Decision> greedy_plan(const std::vector<Node>& nodes, const std::vector<Task>& tasks, SystemTime now, Config c = {}) {
+  c.min_marginal_efficiency = 0;
+  return plan(nodes, tasks, now, c);
+}
+
 // Turns a decision into the task's next state, as the controller would after carrying it out.
 Task apply(Task t, const Decision& d, SystemTime when) {
   bool resized = t.admitted && d.workers != static_cast<int>(t.workers.size());
@@ -51,7 +58,7 @@ const Decision& find(const std::vector<Decision>& ds, const std::string& key) {
 }
 
 TEST(Planner, AdmitsAtMaxWhenItAllFitsOnFewestNodes) {
-  auto ds = plan({nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8)}, {task("a", 0, 2, 16)}, kNow);
+  auto ds = greedy_plan({nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8)}, {task("a", 0, 2, 16)}, kNow);
   EXPECT_EQ(ds[0].action, Action::Admit);
   EXPECT_EQ(ds[0].workers, 16);
   std::set<std::string> nodes;
@@ -60,7 +67,7 @@ TEST(Planner, AdmitsAtMaxWhenItAllFitsOnFewestNodes) {
 }
 
 TEST(Planner, GangIsAllOrNothing) {
-  auto ds = plan({nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8), nvidia("n4", 8)},
+  auto ds = greedy_plan({nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8), nvidia("n4", 8)},
                  {task("a", 0, 20, 20), task("b", 0, 20, 20)}, kNow);
   EXPECT_EQ(find(ds, "a").action, Action::Admit);
   const Decision& b = find(ds, "b");
@@ -73,12 +80,12 @@ TEST(Planner, GangIsAllOrNothing) {
 TEST(Planner, HigherPriorityShrinksLowerThenLowerGrowsBack) {
   std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8), nvidia("n4", 8)};
   Task a = task("a", 10, 2, 32);
-  auto d1 = plan(nodes, {a}, kNow);
+  auto d1 = greedy_plan(nodes, {a}, kNow);
   ASSERT_EQ(d1[0].workers, 32);
   a = apply(a, d1[0], kNow);
 
   Task b = task("b", 50, 8, 8);
-  auto d2 = plan(nodes, {a, b}, kNow + 1h);
+  auto d2 = greedy_plan(nodes, {a, b}, kNow + 1h);
   EXPECT_EQ(find(d2, "a").action, Action::Shrink);
   EXPECT_EQ(find(d2, "a").workers, 24);  // gave up exactly what b needs, not more
   EXPECT_EQ(find(d2, "b").action, Action::Admit);
@@ -86,8 +93,8 @@ TEST(Planner, HigherPriorityShrinksLowerThenLowerGrowsBack) {
   a = apply(a, find(d2, "a"), kNow + 1h);
 
   // b finished: a grows back once its resize interval has passed.
-  EXPECT_EQ(plan(nodes, {a}, kNow + 1h + 10s)[0].action, Action::Keep);
-  auto d3 = plan(nodes, {a}, kNow + 2h);
+  EXPECT_EQ(greedy_plan(nodes, {a}, kNow + 1h + 10s)[0].action, Action::Keep);
+  auto d3 = greedy_plan(nodes, {a}, kNow + 2h);
   EXPECT_EQ(d3[0].action, Action::Grow);
   EXPECT_EQ(d3[0].workers, 32);
 }
@@ -97,22 +104,22 @@ TEST(Planner, PreemptsOnlyWhenShrinkingIsNotEnoughAndReduceCostFirst) {
   Task cheap = task("cheap", 10, 4, 4);
   cheap.reduce_cost = true;
   Task normal = task("normal", 10, 4, 4);
-  cheap = apply(cheap, plan(nodes, {cheap}, kNow)[0], kNow);
-  auto both = plan(nodes, {cheap, normal}, kNow);
+  cheap = apply(cheap, greedy_plan(nodes, {cheap}, kNow)[0], kNow);
+  auto both = greedy_plan(nodes, {cheap, normal}, kNow);
   normal = apply(normal, find(both, "normal"), kNow);
   ASSERT_EQ(cheap.workers.size(), 4u);
   ASSERT_EQ(normal.workers.size(), 4u);
   // 8 of 16 GPUs free. A 4-worker important task fits without touching anyone.
-  auto fits = plan(nodes, {cheap, normal, task("vip", 90, 4, 4)}, kNow);
+  auto fits = greedy_plan(nodes, {cheap, normal, task("vip", 90, 4, 4)}, kNow);
   EXPECT_EQ(find(fits, "cheap").action, Action::Keep);
   EXPECT_EQ(find(fits, "normal").action, Action::Keep);
   // Both are at min, so 12 workers need a preemption: the reduceCost task goes first, and alone.
-  auto ds = plan(nodes, {cheap, normal, task("vip", 90, 12, 12)}, kNow);
+  auto ds = greedy_plan(nodes, {cheap, normal, task("vip", 90, 12, 12)}, kNow);
   EXPECT_EQ(find(ds, "cheap").action, Action::Preempt);
   EXPECT_EQ(find(ds, "normal").action, Action::Keep);
   EXPECT_EQ(find(ds, "vip").action, Action::Admit);
   // 16 need both.
-  auto all = plan(nodes, {cheap, normal, task("vip", 90, 16, 16)}, kNow);
+  auto all = greedy_plan(nodes, {cheap, normal, task("vip", 90, 16, 16)}, kNow);
   EXPECT_EQ(find(all, "cheap").action, Action::Preempt);
   EXPECT_EQ(find(all, "normal").action, Action::Preempt);
   EXPECT_NE(find(all, "normal").reason.find("preempted for vip"), std::string::npos);
@@ -120,15 +127,17 @@ TEST(Planner, PreemptsOnlyWhenShrinkingIsNotEnoughAndReduceCostFirst) {
 
 TEST(Planner, TasksOnGpusTheNewcomerCannotUseAreLeftAlone) {
   std::vector<Node> nodes = {nvidia("n1", 8), amd("m1", 8)};
+  nodes[0].price_micros = 2'400'000;
+  nodes[1].price_micros = 1'600'000;
   Task on_amd = task("amd-job", 10, 2, 8);
   on_amd.amd_support = on_amd.reduce_cost = true;
   Task on_nv = task("nv-job", 20, 2, 8);
-  auto first = plan(nodes, {on_amd, on_nv}, kNow);
+  auto first = greedy_plan(nodes, {on_amd, on_nv}, kNow);
   on_amd = apply(on_amd, find(first, "amd-job"), kNow);
   on_nv = apply(on_nv, find(first, "nv-job"), kNow);
   ASSERT_EQ(on_amd.workers.size(), 8u);
   ASSERT_EQ(on_nv.workers.size(), 8u);
-  auto ds = plan(nodes, {on_amd, on_nv, task("vip", 90, 4, 4)}, kNow);
+  auto ds = greedy_plan(nodes, {on_amd, on_nv, task("vip", 90, 4, 4)}, kNow);
   EXPECT_EQ(find(ds, "amd-job").action, Action::Keep);  // cheapest, but its GPUs are AMD
   EXPECT_EQ(find(ds, "nv-job").action, Action::Shrink);
   EXPECT_EQ(find(ds, "nv-job").workers, 4);
@@ -136,44 +145,47 @@ TEST(Planner, TasksOnGpusTheNewcomerCannotUseAreLeftAlone) {
 
 TEST(Planner, EqualPriorityNeverPreempts) {
   std::vector<Node> nodes = {nvidia("n1", 8)};
-  Task a = apply(task("a", 10, 8, 8), plan(nodes, {task("a", 10, 8, 8)}, kNow)[0], kNow);
-  auto ds = plan(nodes, {a, task("b", 10, 1, 1)}, kNow);
+  Task a = apply(task("a", 10, 8, 8), greedy_plan(nodes, {task("a", 10, 8, 8)}, kNow)[0], kNow);
+  auto ds = greedy_plan(nodes, {a, task("b", 10, 1, 1)}, kNow);
   EXPECT_EQ(find(ds, "a").action, Action::Keep);
   EXPECT_EQ(find(ds, "b").action, Action::Wait);
 }
 
 TEST(Planner, AmdNodesOnlyForAmdSupportAndGangsNeverMixVendors) {
   std::vector<Node> nodes = {nvidia("n1", 4), amd("m1", 8)};
-  EXPECT_EQ(plan(nodes, {task("a", 0, 6, 6)}, kNow)[0].action, Action::Wait);
+  EXPECT_EQ(greedy_plan(nodes, {task("a", 0, 6, 6)}, kNow)[0].action, Action::Wait);
   Task a = task("a", 0, 6, 6);
   a.amd_support = true;
-  auto ds = plan(nodes, {a}, kNow);
+  auto ds = greedy_plan(nodes, {a}, kNow);
   ASSERT_EQ(ds[0].action, Action::Admit);
   for (const auto& w : ds[0].placement) EXPECT_EQ(w.gpu_resource, "amd.com/gpu");
   // 4 NVIDIA + 8 AMD = 12 GPUs, but a 10-worker gang cannot span both.
   Task big = task("big", 0, 10, 10);
   big.amd_support = true;
-  EXPECT_EQ(plan(nodes, {big}, kNow)[0].action, Action::Wait);
+  EXPECT_EQ(greedy_plan(nodes, {big}, kNow)[0].action, Action::Wait);
 }
 
-TEST(Planner, ReduceCostAmdTasksPreferAmd) {
+TEST(Planner, AmdTasksGoToAmdWhenItIsCheaper) {
   Task a = task("a", 0, 2, 2);
   a.amd_support = a.reduce_cost = true;
-  auto ds = plan({nvidia("n1", 8), amd("m1", 8)}, {a}, kNow);
+  Node n1 = nvidia("n1", 8), m1 = amd("m1", 8);
+  n1.price_micros = 2'400'000;
+  m1.price_micros = 1'600'000;
+  auto ds = greedy_plan({n1, m1}, {a}, kNow);
   EXPECT_EQ(ds[0].placement[0].node, "m1");
 }
 
 TEST(Planner, FractionalGpusUseTheSmallestFreeMigSliceThenWholeGpus) {
   Node mig = node("mig", "nvidia", "on-demand", {{"nvidia.com/mig-1g.10gb", 2}, {"nvidia.com/mig-3g.40gb", 1}});
-  auto ds = plan({mig}, {task("a", 0, 3, 3, 100)}, kNow);
+  auto ds = greedy_plan({mig}, {task("a", 0, 3, 3, 100)}, kNow);
   ASSERT_EQ(ds[0].action, Action::Admit);
   EXPECT_EQ(ds[0].placement[0].gpu_resource, "nvidia.com/mig-1g.10gb");
   EXPECT_EQ(ds[0].placement[2].gpu_resource, "nvidia.com/mig-3g.40gb");  // 1g slices used up
-  EXPECT_EQ(plan({mig}, {task("b", 0, 1, 1, 500)}, kNow)[0].action, Action::Wait);  // no 4g slice, no whole GPU
+  EXPECT_EQ(greedy_plan({mig}, {task("b", 0, 1, 1, 500)}, kNow)[0].action, Action::Wait);  // no 4g slice, no whole GPU
   EXPECT_EQ(worker_shape(500, nvidia("n", 1))->gpu_resource, "nvidia.com/gpu");
   // A time-sliced node beats wasting a whole GPU on half of one.
   Node shared = node("shared", "nvidia", "on-demand", {{"nvidia.com/gpu.shared", 4}});
-  auto half = plan({nvidia("whole", 8), shared}, {task("c", 0, 2, 2, 500)}, kNow);
+  auto half = greedy_plan({nvidia("whole", 8), shared}, {task("c", 0, 2, 2, 500)}, kNow);
   ASSERT_EQ(half[0].action, Action::Admit);
   EXPECT_EQ(half[0].placement[0].gpu_resource, "nvidia.com/gpu.shared");
   EXPECT_EQ(half[0].placement[0].node, "shared");
@@ -186,35 +198,35 @@ TEST(Planner, TaintsSelectorsAndUnschedulableNodesAreHonoured) {
   cordoned.schedulable = false;
   Node labelled = nvidia("l", 8);
   labelled.labels["zone"] = "b";
-  EXPECT_EQ(plan({tainted, cordoned}, {task("a", 0, 1, 1)}, kNow)[0].action, Action::Wait);
+  EXPECT_EQ(greedy_plan({tainted, cordoned}, {task("a", 0, 1, 1)}, kNow)[0].action, Action::Wait);
   Task tol = task("a", 0, 1, 1);
   tol.tolerations.push_back({"dedicated", "Equal", "team-b", "NoSchedule"});
-  EXPECT_EQ(plan({tainted}, {tol}, kNow)[0].placement[0].node, "t");
+  EXPECT_EQ(greedy_plan({tainted}, {tol}, kNow)[0].placement[0].node, "t");
   Task sel = task("a", 0, 1, 1);
   sel.node_selector["zone"] = "b";
-  EXPECT_EQ(plan({nvidia("a-first", 8), labelled}, {sel}, kNow)[0].placement[0].node, "l");
+  EXPECT_EQ(greedy_plan({nvidia("a-first", 8), labelled}, {sel}, kNow)[0].placement[0].node, "l");
 }
 
 TEST(Planner, AntiThrashNeedsIntervalAndWorthwhileGain) {
   std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 1)};
   Task a = task("a", 0, 8, 16);
-  a = apply(a, plan({nvidia("n1", 8)}, {a}, kNow)[0], kNow);  // admitted at 8 on n1
+  a = apply(a, greedy_plan({nvidia("n1", 8)}, {a}, kNow)[0], kNow);  // admitted at 8 on n1
   a.last_resize = kNow - 1h;
   // One more GPU would be a 12% gain: not worth a checkpoint-restart (default 25%).
-  EXPECT_EQ(plan(nodes, {a}, kNow)[0].action, Action::Keep);
+  EXPECT_EQ(greedy_plan(nodes, {a}, kNow)[0].action, Action::Keep);
   Config eager;
   eager.min_gain_fraction = 0;
-  EXPECT_EQ(plan(nodes, {a}, kNow, eager)[0].action, Action::Grow);
+  EXPECT_EQ(greedy_plan(nodes, {a}, kNow, eager)[0].action, Action::Grow);
   // Within the interval, not even a big gain.
   a.last_resize = kNow - 10s;
-  EXPECT_EQ(plan({nvidia("n1", 8), nvidia("n2", 8)}, {a}, kNow)[0].action, Action::Keep);
+  EXPECT_EQ(greedy_plan({nvidia("n1", 8), nvidia("n2", 8)}, {a}, kNow)[0].action, Action::Keep);
 }
 
 TEST(Planner, AgingLetsALongWaitingTaskOvertakeNewerHigherPriorityOnes) {
   Task old_low = task("old", 0, 8, 8);
   old_low.created = kNow - 10h;  // 60 aging steps
   Task new_high = task("new", 50, 8, 8);
-  auto ds = plan({nvidia("n1", 8)}, {new_high, old_low}, kNow);
+  auto ds = greedy_plan({nvidia("n1", 8)}, {new_high, old_low}, kNow);
   EXPECT_EQ(find(ds, "old").action, Action::Admit);
   EXPECT_EQ(find(ds, "new").action, Action::Wait);
 }
@@ -222,11 +234,11 @@ TEST(Planner, AgingLetsALongWaitingTaskOvertakeNewerHigherPriorityOnes) {
 TEST(Planner, AvoidedNodesAreNotUsedAndWorkersThereAreReplaced) {
   Task a = task("a", 0, 2, 2);
   a.avoid_nodes = {"n1"};
-  auto ds = plan({nvidia("n1", 8), nvidia("n2", 8)}, {a}, kNow);
+  auto ds = greedy_plan({nvidia("n1", 8), nvidia("n2", 8)}, {a}, kNow);
   for (const auto& w : ds[0].placement) EXPECT_EQ(w.node, "n2");
-  Task b = apply(task("b", 0, 2, 2), plan({nvidia("n1", 8)}, {task("b", 0, 2, 2)}, kNow)[0], kNow);
+  Task b = apply(task("b", 0, 2, 2), greedy_plan({nvidia("n1", 8)}, {task("b", 0, 2, 2)}, kNow)[0], kNow);
   b.avoid_nodes = {"n1"};
-  auto moved = plan({nvidia("n1", 8), nvidia("n2", 8)}, {b}, kNow);
+  auto moved = greedy_plan({nvidia("n1", 8), nvidia("n2", 8)}, {b}, kNow);
   EXPECT_EQ(moved[0].workers, 2);
   for (const auto& w : moved[0].placement) EXPECT_EQ(w.node, "n2");
 }
@@ -234,39 +246,39 @@ TEST(Planner, AvoidedNodesAreNotUsedAndWorkersThereAreReplaced) {
 TEST(Planner, PinnedSizeWins) {
   Task a = task("a", 0, 2, 8);
   a.pinned_workers = 3;
-  EXPECT_EQ(plan({nvidia("n1", 8)}, {a}, kNow)[0].workers, 3);
+  EXPECT_EQ(greedy_plan({nvidia("n1", 8)}, {a}, kNow)[0].workers, 3);
 }
 
 TEST(Planner, WorkersOnALostNodeAreReplacedOrTheTaskWaits) {
   Task a = task("a", 0, 4, 4);
-  a = apply(a, plan({nvidia("n1", 4)}, {a}, kNow)[0], kNow);
-  auto ds = plan({nvidia("n2", 8)}, {a}, kNow);  // n1 is gone
+  a = apply(a, greedy_plan({nvidia("n1", 4)}, {a}, kNow)[0], kNow);
+  auto ds = greedy_plan({nvidia("n2", 8)}, {a}, kNow);  // n1 is gone
   EXPECT_EQ(ds[0].action, Action::Grow);
   EXPECT_EQ(ds[0].workers, 4);
   EXPECT_EQ(ds[0].placement[0].node, "n2");
-  EXPECT_EQ(plan({nvidia("n2", 2)}, {a}, kNow)[0].action, Action::Preempt);
+  EXPECT_EQ(greedy_plan({nvidia("n2", 2)}, {a}, kNow)[0].action, Action::Preempt);
 }
 
 TEST(Planner, ALostWorkerRestartsTheTaskAtTheLargestSizeThatFitsNotJustWhatIsLeft) {
   Task a = task("a", 0, 2, 4);
-  a = apply(a, plan({nvidia("s1", 2), nvidia("s2", 2)}, {a}, kNow)[0], kNow);
+  a = apply(a, greedy_plan({nvidia("s1", 2), nvidia("s2", 2)}, {a}, kNow)[0], kNow);
   ASSERT_EQ(a.workers.size(), 4u);
   a.last_resize = kNow;  // resized a moment ago: a plain grow would have to wait
   Node noticed = nvidia("s2", 2, "spot");
   noticed.schedulable = false;  // termination notice
   // Capacity elsewhere: the restart (which is happening anyway) takes it, off the noticed node.
-  auto ds = plan({nvidia("s1", 0), noticed, nvidia("od1", 4)}, {a}, kNow);
+  auto ds = greedy_plan({nvidia("s1", 0), noticed, nvidia("od1", 4)}, {a}, kNow);
   EXPECT_EQ(ds[0].workers, 4);
   for (const auto& w : ds[0].placement) EXPECT_NE(w.node, "s2");
   EXPECT_NE(ds[0].reason.find("replacing lost workers"), std::string::npos) << ds[0].reason;
   // No capacity elsewhere: it restarts on what is left, down to its minimum.
-  auto left = plan({nvidia("s1", 0), noticed}, {a}, kNow);
+  auto left = greedy_plan({nvidia("s1", 0), noticed}, {a}, kNow);
   EXPECT_EQ(left[0].action, Action::Shrink);
   EXPECT_EQ(left[0].workers, 2);
   // Below its minimum: it waits, with the capacity it needs in the reason.
   Task b = task("b", 0, 4, 4);
-  b = apply(b, plan({nvidia("s1", 2), nvidia("s2", 2)}, {b}, kNow)[0], kNow);
-  auto below = plan({nvidia("s1", 0), noticed}, {b}, kNow);
+  b = apply(b, greedy_plan({nvidia("s1", 2), nvidia("s2", 2)}, {b}, kNow)[0], kNow);
+  auto below = greedy_plan({nvidia("s1", 0), noticed}, {b}, kNow);
   EXPECT_EQ(below[0].action, Action::Preempt);
   EXPECT_NE(below[0].reason.find("InsufficientCapacity"), std::string::npos) << below[0].reason;
 }
@@ -275,29 +287,31 @@ TEST(Planner, ReduceCostWaitsForOffPeakUnlessSpotOrIdleCapacityTakesIt) {
   Task cheap = task("cheap", 0, 2, 2);
   cheap.reduce_cost = true;
   Task busy = task("busy", 50, 6, 6);
-  busy = apply(busy, plan({nvidia("od1", 8)}, {busy}, kNow)[0], kNow);  // 6 of 8 on-demand GPUs taken
-  Config peak;
+  busy = apply(busy, greedy_plan({nvidia("od1", 8)}, {busy}, kNow)[0], kNow);  // 6 of 8 on-demand GPUs taken
+  Config peak;  // Valley before price-first placement (valley-sim's valley-v1)
+  peak.reduce_cost = ReduceCostRule::OffPeakOrIdle;
+  peak.placement = Placement::PackThenClass;
   peak.off_peak = false;
   peak.next_off_peak = "2026-11-22T15:00:00Z";
   peak.idle_percent = 50;
-  auto ds = plan({nvidia("od1", 8)}, {busy, cheap}, kNow, peak);
+  auto ds = greedy_plan({nvidia("od1", 8)}, {busy, cheap}, kNow, peak);
   const Decision& waits = find(ds, "cheap");
   EXPECT_EQ(waits.action, Action::Wait);
   EXPECT_NE(waits.reason.find("ReduceCost: waiting for off-peak electricity from 2026-11-22T15:00:00Z"), std::string::npos)
       << waits.reason;
   EXPECT_NE(waits.reason.find("(now 25%)"), std::string::npos) << waits.reason;
   // Spot capacity takes the whole gang: admitted there, never on the on-demand node.
-  ds = plan({nvidia("od1", 8), nvidia("sp1", 2, "spot")}, {busy, cheap}, kNow, peak);
+  ds = greedy_plan({nvidia("od1", 8), nvidia("sp1", 2, "spot")}, {busy, cheap}, kNow, peak);
   const Decision& spot = find(ds, "cheap");
   EXPECT_EQ(spot.action, Action::Admit);
   for (const auto& w : spot.placement) EXPECT_EQ(w.node, "sp1");
   // Off-peak now, or enough idle GPUs: admitted like anything else.
   Config valley = peak;
   valley.off_peak = true;
-  EXPECT_EQ(find(plan({nvidia("od1", 8)}, {busy, cheap}, kNow, valley), "cheap").action, Action::Admit);
+  EXPECT_EQ(find(greedy_plan({nvidia("od1", 8)}, {busy, cheap}, kNow, valley), "cheap").action, Action::Admit);
   Config idle = peak;
   idle.idle_percent = 20;
-  EXPECT_EQ(find(plan({nvidia("od1", 8)}, {busy, cheap}, kNow, idle), "cheap").action, Action::Admit);
+  EXPECT_EQ(find(greedy_plan({nvidia("od1", 8)}, {busy, cheap}, kNow, idle), "cheap").action, Action::Admit);
 }
 
 TEST(Planner, ReduceCostPrefersAmdOnlyWhenItIsCheaper) {
@@ -305,11 +319,12 @@ TEST(Planner, ReduceCostPrefersAmdOnlyWhenItIsCheaper) {
   t.reduce_cost = true;
   t.amd_support = true;
   std::vector<Node> nodes = {nvidia("nv", 8), amd("amd", 8)};
-  Config c;
+  Config c;  // Valley before price-first placement: a global "AMD is cheaper" switch
+  c.placement = Placement::PackThenClass;
   c.amd_cheaper = true;
-  EXPECT_EQ(plan(nodes, {t}, kNow, c)[0].placement[0].node, "amd");
+  EXPECT_EQ(greedy_plan(nodes, {t}, kNow, c)[0].placement[0].node, "amd");
   c.amd_cheaper = false;
-  EXPECT_EQ(plan(nodes, {t}, kNow, c)[0].placement[0].node, "nv");
+  EXPECT_EQ(greedy_plan(nodes, {t}, kNow, c)[0].placement[0].node, "nv");
 }
 
 // Random clusters and task mixes: invariants that must always hold.
@@ -338,10 +353,10 @@ TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterminis
     }
     // Two rounds: admit, then re-plan with the result as current state.
     for (int step = 0; step < 2; ++step) {
-      auto ds = plan(nodes, tasks, kNow + std::chrono::hours(step));
-      ASSERT_EQ(plan(nodes, tasks, kNow + std::chrono::hours(step)).size(), ds.size());
+      auto ds = greedy_plan(nodes, tasks, kNow + std::chrono::hours(step));
+      ASSERT_EQ(greedy_plan(nodes, tasks, kNow + std::chrono::hours(step)).size(), ds.size());
       // Determinism.
-      auto again = plan(nodes, tasks, kNow + std::chrono::hours(step));
+      auto again = greedy_plan(nodes, tasks, kNow + std::chrono::hours(step));
       for (size_t i = 0; i < ds.size(); ++i) {
         ASSERT_EQ(ds[i].workers, again[i].workers);
         ASSERT_EQ(ds[i].placement.size(), again[i].placement.size());
@@ -396,20 +411,28 @@ TEST(Planner, CheckpointedTasksGoToSpotThenTheCheapestOthersKeepOffSpot) {
   spot_cheap.price_micros = 950'000;
   Task saved = task("saved", 0, 4, 4), plain = task("plain", 0, 4, 4);
   saved.checkpointed = true;
-  auto ds = plan({od, spot_dear, spot_cheap}, {saved, plain}, kNow);
+  auto ds = greedy_plan({od, spot_dear, spot_cheap}, {saved, plain}, kNow);
   for (const auto& w : find(ds, "saved").placement) EXPECT_EQ(w.node, "c-spot");
   for (const auto& w : find(ds, "plain").placement) EXPECT_EQ(w.node, "a-od");
-  // Packing still comes first: a gang that fits on one node is not split to reach a cheaper one.
+  // Price comes before packing: the cheap node is filled first, the rest goes on demand.
   Task big = task("big", 0, 12, 12);
   big.checkpointed = true;
   Node od16 = nvidia("d-od", 16);
   od16.price_micros = 2'400'000;
-  ds = plan({od16, spot_cheap}, {big}, kNow);
+  ds = greedy_plan({od16, spot_cheap}, {big}, kNow);
+  std::map<std::string, int> on;
+  for (const auto& w : find(ds, "big").placement) ++on[w.node];
+  EXPECT_EQ(on["c-spot"], 8);
+  EXPECT_EQ(on["d-od"], 4);
+  // Packing first (before price-first placement): a gang that fits on one node is not split.
+  Config packing;
+  packing.placement = Placement::PackThenClass;
+  ds = greedy_plan({od16, spot_cheap}, {big}, kNow, packing);
   for (const auto& w : find(ds, "big").placement) EXPECT_EQ(w.node, "d-od");
-  // Without cost-aware placement (the simulator's peers): packing and name order only.
+  // Packing alone (the simulator's peers): packing and name order only.
   Config blind;
-  blind.cost_aware_placement = false;
-  ds = plan({od, spot_dear, spot_cheap}, {saved}, kNow, blind);
+  blind.placement = Placement::Pack;
+  ds = greedy_plan({od, spot_dear, spot_cheap}, {saved}, kNow, blind);
   for (const auto& w : find(ds, "saved").placement) EXPECT_EQ(w.node, "a-od");
 }
 

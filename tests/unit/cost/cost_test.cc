@@ -245,34 +245,66 @@ TEST(Accrual, PriorityMultiplierAndANodeThatVanished) {
   EXPECT_EQ(done["multiplier"], "0.8");
 }
 
-TEST(Estimate, RangeAndExpected) {
+TEST(Estimate, ExpectedFromThePlannersBasisAndARangeThatSaysWhatItAssumes) {
   Policy p = policy();
   task::TaskSpec spec;
   spec.max_workers = 4;
   spec.min_workers = 2;
   spec.gpus.milli = 1000;
   spec.priority = 50;
-  spec.estimated_duration = std::chrono::hours(2);
-  auto spot_labels = kA100;
-  spot_labels["karpenter.sh/capacity-type"] = "spot";
-  NodeRate od = rate_for(p, "nvidia", kA100), spot = rate_for(p, "nvidia", spot_labels);
-  auto e = estimate(p, spec, od, {od, spot}, at("2026-11-23T23:00:00Z"));  // 07:00-09:00 local: flat
+  spec.estimated_duration = std::chrono::hours(2);  // at 4 workers
+  EstimateBasis b;
+  b.rate = rate_for(p, "nvidia", kA100);
+  b.start = at("2026-11-23T23:00:00Z");  // 07:00 local: flat until 10:00, then peak
+  b.workers = 4;
+  auto e = estimate(p, spec, b);
   ASSERT_TRUE(e);
+  // At max: 8 GPU-h x 20.00 + 4 x 0.5 kW x 2 h x 0.80 = 163.20; a fixed size's range is the tariff's.
   EXPECT_EQ(e->gpu_milli_hours, 8000);
-  // 8 GPU-h x 20.00 + 8 x 0.5 kWh x 0.80 = 163.20.
   EXPECT_EQ(e->expected, 163'200'000);
-  EXPECT_EQ(e->low, 8 * 8'000'000 + 8 * 500'000 * 3 / 10);   // spot GPUs, valley electricity
-  EXPECT_EQ(e->high, 8 * 20'000'000 + 8 * 500'000 * 12 / 10);  // on-demand, peak
-  // At 2 workers the same 8 GPU-hours take 4 h (07:00-11:00 local): an hour of it at the peak tariff.
-  EXPECT_EQ(e->min_workers, 2);
-  EXPECT_EQ(e->duration_at_min, std::chrono::hours(4));
-  EXPECT_EQ(e->at_max, e->expected);
-  EXPECT_EQ(e->at_min, 8 * 20'000'000 + 2 * 3 * 500'000 * 8 / 10 + 2 * 500'000 * 12 / 10);
+  EXPECT_EQ(e->low, 8 * 20'000'000 + 8 * 500'000 * 3 / 10);
+  EXPECT_EQ(e->high, 8 * 20'000'000 + 8 * 500'000 * 12 / 10);
+  // At 2 workers taking twice as long (no speedup lost): 4 h, an hour of it at the peak tariff.
+  b.workers = 2;
+  b.duration_factor = 2.0;
+  e = estimate(p, spec, b);
+  EXPECT_EQ(e->duration, std::chrono::hours(4));
+  EXPECT_EQ(e->expected, 8 * 20'000'000 + 2 * 3 * 500'000 * 8 / 10 + 2 * 500'000 * 12 / 10);
+  // Low: growth gains nothing, 2 workers for 2 h at the cheapest tariff; high: 8 GPU-h at the dearest.
+  EXPECT_EQ(e->low, 4 * 20'000'000 + 4 * 500'000 * 3 / 10);
+  EXPECT_EQ(e->high, 8 * 20'000'000 + 8 * 500'000 * 12 / 10);
+  // At 2 workers running 1.5x as long (sublinear): 6 GPU-h expected; linear growth to 4 is the high end.
+  b.duration_factor = 1.5;
+  e = estimate(p, spec, b);
+  EXPECT_EQ(e->gpu_milli_hours, 6000);
+  EXPECT_EQ(e->high, 8 * 20'000'000 + 8 * 500'000 * 12 / 10);
+  EXPECT_LT(e->low, e->expected);
+  EXPECT_LT(e->expected, e->high);
   json j = estimate_json(p, *e);
-  EXPECT_EQ(j["atMinWorkers"]["hours"], "4.00");
-  EXPECT_EQ(j["atMinWorkers"]["workers"], 2);
+  EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(j["hours"], "3.00");
+  EXPECT_NE(j["highAssumes"].get<std::string>().find("grows to 4 workers at linear speedup"), std::string::npos) << j.dump(2);
   spec.estimated_duration.reset();
-  EXPECT_FALSE(estimate(p, spec, od, {od}, at("2026-11-23T23:00:00Z")));
+  EXPECT_FALSE(estimate(p, spec, b));
+}
+
+TEST(Policy, PatienceAndGrowthSettingsParseWithPathsInErrors) {
+  json o = {{"kind", "PricingPolicy"}, {"metadata", {{"name", "default"}}},
+            {"spec", {{"currency", "USD"}, {"gpu", json::array({{{"onDemand", "1.00"}, {"spot", "0.50"}}})},
+                      {"reduceCost", {{"patience", "90m"}}}, {"growth", {{"minMarginalSpeedup", "0.7"}, {"fastPriority", 80}}}}}};
+  std::vector<std::string> errors;
+  auto p = parse_policy(o, &errors);
+  ASSERT_TRUE(p) << (errors.empty() ? "" : errors[0]);
+  EXPECT_EQ(p->reduce_cost_patience, std::chrono::minutes(90));
+  EXPECT_EQ(p->growth_min_marginal_milli, 700);
+  EXPECT_EQ(p->growth_fast_priority, 80);
+  o["spec"]["reduceCost"]["patience"] = "soon";
+  o["spec"]["growth"]["minMarginalSpeedup"] = "1.5";
+  errors.clear();
+  EXPECT_FALSE(parse_policy(o, &errors));
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("spec.reduceCost.patience"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("spec.growth.minMarginalSpeedup"), std::string::npos) << errors[1];
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ TEST(SimInputs, SpeedupFromPlacementsInterpolatesAndExtrapolates) {
 TEST(SimPolicies, FifoRunsInArrivalOrderAndPricesGpuSeconds) {
   auto in = small("pools:\n- {name: od, nodes: 2}\n",
                   {{"a", 0, 3600, 8}, {"b", 0, 3600, 8}, {"c", 10, 3600, 16}, {"d", 20, 1800, 1}});
-  Result r = simulate(in, PolicyKind::Fifo);
+  Result r = simulate(in, PolicyKind::Naive);
   EXPECT_EQ(job(r, "a").start, 0);
   EXPECT_EQ(job(r, "b").start, 0);
   EXPECT_EQ(job(r, "c").start, 3600);  // waits for the whole cluster
@@ -96,8 +96,8 @@ TEST(SimPolicies, FifoRunsInArrivalOrderAndPricesGpuSeconds) {
 
 TEST(SimPolicies, BackfillLetsASmallJobOvertakeAWaitingGang) {
   auto in = small("pools:\n- {name: od, nodes: 2}\n", {{"a", 0, 3600, 12}, {"c", 10, 3600, 16}, {"d", 20, 1800, 4}});
-  Result fifo = simulate(in, PolicyKind::Fifo);
-  Result backfill = simulate(in, PolicyKind::PriorityBackfill);
+  Result fifo = simulate(in, PolicyKind::Naive);
+  Result backfill = simulate(in, PolicyKind::Backfill);
   EXPECT_EQ(job(fifo, "d").start, 7200);
   EXPECT_EQ(job(backfill, "d").start, 20);  // the 4 GPUs next to a run at once
   EXPECT_EQ(job(backfill, "c").start, 3600);
@@ -106,7 +106,7 @@ TEST(SimPolicies, BackfillLetsASmallJobOvertakeAWaitingGang) {
 TEST(SimPolicies, ValleyRunsElasticallyOnWhatIsFree) {
   // One 8-GPU node: b (8 GPUs, elastic 4..8) shares with a (4 GPUs) by starting at 4, then grows.
   auto in = small("pools:\n- {name: od, nodes: 1}\n", {{"a", 0, 3600, 4}, {"b", 0, 3600, 8}});
-  Result backfill = simulate(in, PolicyKind::PriorityBackfill);
+  Result backfill = simulate(in, PolicyKind::Backfill);
   Result valley = simulate(in, PolicyKind::Valley);
   EXPECT_GT(job(backfill, "b").start, 0);  // fixed at 8: waits for a
   EXPECT_EQ(job(valley, "b").start, 0);    // its minimum fits now
@@ -118,9 +118,9 @@ TEST(SimPolicies, SpotNoticeCheckpointsInValleyButLosesWorkWithoutIt) {
   // Spot capacity only, interrupted often; a notice long enough to checkpoint.
   auto in = small("pools:\n- {name: sp, capacityType: spot, nodes: 2}\n", {{"a", 0, 20 * 3600, 8}},
                   "pools:\n  sp: {interruptionsPerNodeHour: 0.5, noticeSeconds: 120, replacementSeconds: 300}\n");
-  Result backfill = simulate(in, PolicyKind::PriorityBackfill);
+  Result backfill = simulate(in, PolicyKind::Backfill);
   Result valley = simulate(in, PolicyKind::Valley);
-  Result fifo = simulate(in, PolicyKind::Fifo);
+  Result fifo = simulate(in, PolicyKind::Naive);
   EXPECT_EQ(fifo.rejected, 1);  // on-demand only: nowhere to run
   EXPECT_GT(valley.interruptions, 0);
   EXPECT_EQ(valley.work_lost_gpu_hours, 0);
@@ -134,7 +134,7 @@ TEST(SimPolicies, SameInputsSameResult) {
   auto in = small("pools:\n- {name: od, nodes: 2}\n- {name: sp, capacityType: spot, nodes: 2}\n",
                   {{"a", 0, 7200, 8}, {"b", 60, 3600, 16}, {"c", 120, 600, 2}, {"d", 4000, 3600, 4}},
                   "pools:\n  sp: {interruptionsPerNodeHour: 0.2}\n");
-  for (auto p : {PolicyKind::Fifo, PolicyKind::PriorityBackfill, PolicyKind::Valley}) {
+  for (auto p : {PolicyKind::Naive, PolicyKind::Backfill, PolicyKind::Valley}) {
     Result x = simulate(in, p), y = simulate(in, p);
     EXPECT_EQ(x.cost, y.cost) << to_string(p);
     EXPECT_EQ(x.makespan, y.makespan) << to_string(p);

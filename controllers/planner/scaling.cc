@@ -1,0 +1,141 @@
+#include "controllers/planner/scaling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "operator/kube/timefmt.h"
+
+namespace valley::planner {
+namespace {
+
+// The rate at n workers the observations imply; `prior` is the marginal efficiency assumed per
+// added worker where nothing above was measured (relative to the smallest measured size).
+double rate_at(const Scaling& s, int n, double prior) {
+  if (n <= 0) return 0;
+  if (s.empty()) return 1.0 + (n - 1) * prior;
+  const double ref = s.front().rate / s.front().workers;
+  if (n <= s.front().workers) return ref * n;  // below every measurement: linear
+  for (size_t k = 1; k < s.size(); ++k) {
+    if (n > s[k].workers) continue;
+    const auto& lo = s[k - 1];
+    const auto& hi = s[k];
+    double f = static_cast<double>(n - lo.workers) / (hi.workers - lo.workers);
+    return lo.rate + f * (hi.rate - lo.rate);
+  }
+  // Above the largest size measured: the last measured step's marginal efficiency carries on.
+  double e = prior;
+  if (s.size() >= 2) {
+    const auto& a = s[s.size() - 2];
+    const auto& b = s.back();
+    e = std::clamp((b.rate - a.rate) / ((b.workers - a.workers) * ref), 0.0, 1.0);
+  }
+  return s.back().rate + (n - s.back().workers) * ref * e;
+}
+
+}  // namespace
+
+Scaling observe(Scaling s, int workers, double rate) {
+  if (workers <= 0 || !(rate > 0) || !std::isfinite(rate)) return s;
+  auto it = std::lower_bound(s.begin(), s.end(), workers, [](const ScalingSample& x, int w) { return x.workers < w; });
+  if (it != s.end() && it->workers == workers) {
+    it->rate = (it->rate * it->samples + rate) / (it->samples + 1);
+    ++it->samples;
+  } else {
+    s.insert(it, ScalingSample{workers, rate, 1});
+  }
+  return s;
+}
+
+std::optional<double> progress_rate(int64_t step0, const std::string& time0, int64_t step1, const std::string& time1) {
+  auto t0 = kube::parse_time(time0);
+  auto t1 = kube::parse_time(time1);
+  if (!t0 || !t1 || *t1 <= *t0 || step1 <= step0) return std::nullopt;
+  double seconds = std::chrono::duration<double>(*t1 - *t0).count();
+  return static_cast<double>(step1 - step0) / seconds;
+}
+
+Scaling scaling_from(const nlohmann::json& j) {
+  Scaling s;
+  if (!j.is_array()) return s;
+  for (const auto& e : j) {
+    if (!e.is_object()) continue;
+    auto w = e.find("workers");
+    auto r = e.find("stepsPerSecond");
+    if (w == e.end() || r == e.end() || !w->is_number_integer() || !r->is_number()) continue;
+    int workers = w->get<int>();
+    double rate = r->get<double>();
+    if (workers <= 0 || !(rate > 0) || !std::isfinite(rate)) continue;
+    int samples = 1;
+    if (auto n = e.find("samples"); n != e.end() && n->is_number_integer()) samples = std::max(1, n->get<int>());
+    auto it = std::lower_bound(s.begin(), s.end(), workers, [](const ScalingSample& x, int v) { return x.workers < v; });
+    if (it != s.end() && it->workers == workers) continue;  // a duplicate: the first stands
+    s.insert(it, ScalingSample{workers, rate, samples});
+  }
+  return s;
+}
+
+nlohmann::json scaling_json(const Scaling& s) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& x : s)
+    out.push_back({{"workers", x.workers}, {"stepsPerSecond", std::round(x.rate * 1e4) / 1e4}, {"samples", x.samples}});
+  return out;
+}
+
+int growth_step(int n, int min_gain_workers, double min_gain_fraction) {
+  return std::max({1, min_gain_workers, static_cast<int>(std::ceil(min_gain_fraction * n))});
+}
+
+int paying_size(const Scaling& s, int current, int min, int max, int step_workers, double min_gain_fraction,
+                double min_marginal) {
+  auto clamp = [&](int n) { return std::clamp(n, min, std::max(min, max)); };
+  if (s.empty()) return current > 0 ? clamp(current) : clamp(min);
+  const double ref = s.front().rate / s.front().workers;
+  // The chain of paying steps from the smallest size measured.
+  size_t proven = 0;
+  std::optional<int> failed;  // the first measured size whose step did not pay
+  for (size_t k = 1; k < s.size(); ++k) {
+    double marginal = (s[k].rate - s[proven].rate) / ((s[k].workers - s[proven].workers) * ref);
+    if (marginal + 1e-9 < min_marginal) {
+      failed = s[k].workers;
+      break;
+    }
+    proven = k;
+  }
+  const int best = s[proven].workers;
+  if (current <= 0) return clamp(best);
+  if (failed && current >= *failed) return clamp(best);  // measured not to pay: give it back
+  if (current < best) return clamp(best);                 // proven to pay: grow back
+  if (current == best && !failed && best == s.back().workers)
+    return clamp(current + growth_step(current, step_workers, min_gain_fraction));  // explore one step up
+  return clamp(current);  // at the proven size, or exploring and not measured yet
+}
+
+double speedup_ratio(const Scaling& s, int from, int to, double prior_efficiency) {
+  double a = rate_at(s, from, prior_efficiency);
+  double b = rate_at(s, to, prior_efficiency);
+  return a > 0 ? b / a : 1.0;
+}
+
+std::chrono::system_clock::time_point expected_end(std::chrono::system_clock::time_point start,
+                                                   std::chrono::milliseconds duration_at_max, const Scaling& s,
+                                                   int workers, int max, double prior_efficiency) {
+  double factor = workers > 0 && workers < max ? speedup_ratio(s, workers, max, prior_efficiency) : 1.0;
+  return start + std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(duration_at_max.count()) * std::max(1.0, factor)));
+}
+
+std::chrono::system_clock::time_point cheap_until(std::chrono::system_clock::time_point created,
+                                                  std::chrono::seconds patience,
+                                                  std::optional<std::chrono::system_clock::time_point> deadline,
+                                                  std::optional<std::chrono::milliseconds> duration_at_max, double done_fraction,
+                                                  const Scaling& s, int min, int max, double prior_efficiency) {
+  const auto by_patience = created + patience;
+  if (!deadline) return by_patience;
+  if (!duration_at_max) return std::min(by_patience, *deadline);
+  const double left = std::clamp(1.0 - done_fraction, 0.0, 1.0);
+  const double stretch = min < max ? std::max(1.0, speedup_ratio(s, min, max, prior_efficiency)) : 1.0;
+  const auto needed = std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(duration_at_max->count()) * left * stretch));
+  constexpr auto kRestartAllowance = std::chrono::minutes(5);
+  return *deadline - needed - kRestartAllowance;
+}
+
+}  // namespace valley::planner

@@ -1,0 +1,72 @@
+// What a task's own progress says about how it scales, and the growth rule built on it (pure).
+//
+// Observations are the workload's progress (steps per second) measured at each worker count, from
+// two checkpoint records (latest.json) of one epoch; they live in the task's status.scaling, so they
+// survive operator restarts. The rule: a task grows only while the next workers pay for themselves,
+// i.e. the marginal speedup per added worker is at least `min_marginal` of linear (linear = the
+// per-worker rate at the smallest size measured). Sizes above every measurement are explored one step
+// at a time, and only from the largest measured size when the last measured step paid; a size that
+// turned out not to pay is given back. Before any measurement a task runs at its minimum.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace valley::planner {
+
+struct ScalingSample {
+  int workers = 0;
+  double rate = 0;  // steps per second, mean over samples
+  int samples = 0;
+};
+using Scaling = std::vector<ScalingSample>;  // sorted by workers, one entry per size
+
+// Folds one measured rate at `workers` into the observations (running mean).
+Scaling observe(Scaling s, int workers, double rate);
+
+// The rate between two checkpoint records of one run (steps, RFC 3339 times); nullopt when they
+// are not comparable (same time, step not increasing).
+std::optional<double> progress_rate(int64_t step0, const std::string& time0, int64_t step1, const std::string& time1);
+
+// status.scaling <-> values; malformed entries are skipped (the status is the API server's, not ours).
+Scaling scaling_from(const nlohmann::json& status_scaling);
+nlohmann::json scaling_json(const Scaling& s);
+
+// The anti-thrash step from size n (at least min_gain workers or min_gain_fraction of n).
+int growth_step(int n, int min_gain_workers, double min_gain_fraction);
+
+// The size a task should run at: `current` workers now (0 = not running), within [min, max].
+// Returns the largest measured size reached by a chain of paying steps; one step above it when the
+// task runs at that size and the last measured step paid (exploration); `current` when the current
+// size has not been measured yet but lies above the paying chain's last proven size only if it
+// was reached by exploring (wait for its measurement).
+int paying_size(const Scaling& s, int current, int min, int max, int step_workers, double min_gain_fraction,
+                double min_marginal);
+
+// The speedup from `from` to `to` workers the observations imply (measured, interpolated, or
+// extrapolated at the last measured marginal efficiency; with no measurement, `prior_efficiency`
+// per added worker). Used for durations in estimates and deadlines.
+double speedup_ratio(const Scaling& s, int from, int to, double prior_efficiency);
+
+// When a task started at `start` with `duration_at_max` (its estimatedDuration) is expected to end
+// while running `workers` of `max` (the longer, the fewer workers, by speedup_ratio).
+std::chrono::system_clock::time_point expected_end(std::chrono::system_clock::time_point start,
+                                                   std::chrono::milliseconds duration_at_max, const Scaling& s,
+                                                   int workers, int max, double prior_efficiency);
+
+// Until when a reduceCost task may wait for cheaper capacity. Without a deadline: its patience from
+// creation. With one: the latest start from which it still finishes in time at the smallest size it
+// may run (its remaining estimatedDuration stretched by the speedup it would lack), less a restart's
+// allowance; without estimatedDuration, the earlier of the patience and the deadline.
+// `done_fraction`: the share of its work done so far (0 for a new task).
+std::chrono::system_clock::time_point cheap_until(std::chrono::system_clock::time_point created,
+                                                  std::chrono::seconds patience,
+                                                  std::optional<std::chrono::system_clock::time_point> deadline,
+                                                  std::optional<std::chrono::milliseconds> duration_at_max, double done_fraction,
+                                                  const Scaling& s, int min, int max, double prior_efficiency);
+
+}  // namespace valley::planner
