@@ -1,4 +1,4 @@
-# Valley developer interface (../shared/DESIGN.md section 3). Everything a fresh machine needs is
+# Valley developer interface (the house plan DESIGN.md, section 3). Everything a fresh machine needs is
 # installed by these targets; Kubernetes binaries are cached in ~/.cache/valley (VALLEY_CACHE).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help

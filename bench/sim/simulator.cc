@@ -449,14 +449,9 @@ class Simulator {
     cost::EstimateBasis b;
     b.start = at(now_);
     b.workers = j.traits.max_workers;
-    if (d && !d->placement.empty()) {
-      b.rate = node(d->placement.front().node).rate;
-      return b;
-    }
-    std::optional<cost::NodeRate> best;
-    for (const auto& r : candidates_of(j))
-      if (r.capacity_class == "on-demand" && (!best || r.gpu_per_hour < best->gpu_per_hour)) best = r;
-    if (best) b.rate = *best;
+    std::optional<cost::NodeRate> placed;
+    if (d && !d->placement.empty()) placed = node(d->placement.front().node).rate;
+    if (auto r = cost::likely_rate(spec_of(j, j.trace.duration), candidates_of(j), placed)) b.rate = *r;
     return b;
   }
 

@@ -12,7 +12,7 @@
 #include "controllers/cost/engine.h"
 #include "controllers/cost/policy.h"
 #include "controllers/planner/snapshot.h"
-#include "controllers/task/spec.h"
+#include "controllers/api/spec.h"
 
 namespace valley::cost {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "controllers/cost/policy.h"
-#include "controllers/task/spec.h"
+#include "controllers/api/spec.h"
 
 namespace valley::cost {
 

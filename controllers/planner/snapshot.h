@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "controllers/planner/planner.h"
-#include "controllers/task/spec.h"
+#include "controllers/api/spec.h"
 
 namespace valley::planner {
 

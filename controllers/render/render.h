@@ -15,7 +15,7 @@
 #include <string>
 
 #include "controllers/render/ssh_keys.h"
-#include "controllers/task/spec.h"
+#include "controllers/api/spec.h"
 
 namespace valley::render {
 

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "controllers/task/spec.h"
+#include "controllers/api/spec.h"
 #include "operator/kube/client.h"
 #include "operator/storage/checkpoint_record.h"
 

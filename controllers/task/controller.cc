@@ -110,14 +110,11 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
 // What the planner needs beyond the spec: the task's measured scaling, until when a reduceCost task
 // waits for cheaper capacity (deadline slack or the policy's patience), when a running one is
 // expected to end (its estimatedDuration from its start, stretched at a smaller size).
-void TaskController::planner_inputs(planner::Task& t, const TaskSpec& spec, const nlohmann::json& object,
-                                    const nlohmann::json& status) const {
+void TaskController::planner_inputs(planner::Task& t, const TaskSpec& spec, const nlohmann::json& status) const {
   t.scaling = planner::scaling_from(status.value("scaling", nlohmann::json::array()));
   auto p = policy();
   const double prior = p ? static_cast<double>(p->growth_min_marginal_milli) / 1000.0 : 0.8;
   if (spec.reduce_cost) {
-    std::optional<kube::SystemTime> deadline = spec.deadline_at;
-    if (spec.deadline_after) deadline = t.created + *spec.deadline_after;
     // The work done so far, as GPU-time over what estimatedDuration at max workers takes.
     double done = 0;
     if (spec.estimated_duration) {
@@ -130,14 +127,13 @@ void TaskController::planner_inputs(planner::Task& t, const TaskSpec& spec, cons
       if (total > 0) done = static_cast<double>(gpu_ms) / total;
     }
     const auto patience = p ? p->reduce_cost_patience : std::chrono::seconds(6 * 3600);
-    t.cheap_until = planner::cheap_until(t.created, patience, deadline, spec.estimated_duration, done, t.scaling, t.min_workers,
+    t.cheap_until = planner::cheap_until(t.created, patience, spec.deadline(t.created), spec.estimated_duration, done, t.scaling, t.min_workers,
                                          t.max_workers, prior);
   }
   if (t.admitted && spec.estimated_duration)
     if (auto start = kube::parse_time(status.value("startTime", "")))
       t.expected_end = planner::expected_end(*start, *spec.estimated_duration, t.scaling, static_cast<int>(t.workers.size()),
                                              t.max_workers, prior);
-  (void)object;
 }
 
 void TaskController::mark_dirty() {
@@ -200,7 +196,7 @@ void TaskController::plan_once() {
     for (const auto& p : pods_->store().by_index(kube::index::kOwnerUid, uid)) owned.push_back(*p);
     planner::Task t = planner::task_from(*parsed.spec, *obj, owned);
     const auto now = std::chrono::system_clock::now();
-    planner_inputs(t, *parsed.spec, *obj, status);
+    planner_inputs(t, *parsed.spec, status);
     auto& avoid = avoid_[t.key];
     for (const auto& pod : owned) {
       // Pinned, unbound and refused by kube-scheduler for longer than the timeout.

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "controllers/render/render.h"
-#include "controllers/task/spec.h"
+#include "controllers/api/spec.h"
 #include "operator/kube/timefmt.h"
 #include "operator/storage/checkpoint_record.h"
 

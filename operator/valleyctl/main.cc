@@ -12,8 +12,8 @@
 #include "controllers/cost/planner_config.h"
 #include "controllers/planner/scaling.h"
 #include "controllers/planner/snapshot.h"
-#include "controllers/task/seed.h"
-#include "controllers/task/spec.h"
+#include "controllers/api/seed.h"
+#include "controllers/api/spec.h"
 #include "operator/duration.h"
 #include "operator/kube/resource.h"
 #include "operator/yaml_json.h"
@@ -367,9 +367,7 @@ int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& arg
   }
   planner::Config config = cost::planner_config(*policy, pn, now, {});
   if (spec.reduce_cost) {
-    std::optional<valley::kube::SystemTime> deadline = spec.deadline_at;
-    if (spec.deadline_after) deadline = now + *spec.deadline_after;
-    t.cheap_until = planner::cheap_until(now, policy->reduce_cost_patience, deadline, spec.estimated_duration, 0, {}, t.min_workers,
+    t.cheap_until = planner::cheap_until(now, policy->reduce_cost_patience, spec.deadline(now), spec.estimated_duration, 0, {}, t.min_workers,
                                          t.max_workers, config.min_marginal_efficiency);
   }
   planner::Decision d;

@@ -1,4 +1,4 @@
-#include "controllers/task/seed.h"
+#include "controllers/api/seed.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "controllers/cost/policy.h"
-#include "controllers/task/spec.h"
+#include "controllers/api/spec.h"
 #include "operator/yaml_json.h"
 
 namespace valley::task {

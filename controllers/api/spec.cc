@@ -1,4 +1,4 @@
-#include "controllers/task/spec.h"
+#include "controllers/api/spec.h"
 
 #include "operator/kube/timefmt.h"
 

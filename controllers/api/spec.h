@@ -2,6 +2,9 @@
 // schema already refused most bad input; this parser is the second line for what slips past it
 // (an older CRD, a hand-edited etcd, a field the schema cannot express) and turns it into a list
 // of errors for an InvalidSpec condition rather than a crash.
+// controllers/api/ holds the API types every layer reads (the pure cores, the reconcilers, valleyctl);
+// it depends on nothing of Valley's above the kube client and the storage URIs. (Namespace still
+// `valley::task`, the types' old home: renaming it is #18's move of PricingPolicy and Tenant here.)
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -68,6 +71,11 @@ struct TaskSpec {
   // waits for cheaper capacity only while it can still finish by then.
   std::optional<std::chrono::system_clock::time_point> deadline_at;
   std::optional<std::chrono::milliseconds> deadline_after;
+  // The deadline as an instant, for a task created at `created`; nullopt without one.
+  std::optional<std::chrono::system_clock::time_point> deadline(std::chrono::system_clock::time_point created) const {
+    if (deadline_after) return created + *deadline_after;
+    return deadline_at;
+  }
   RunPolicy run_policy;
 };
 

@@ -1,4 +1,4 @@
-#include "controllers/task/seed.h"
+#include "controllers/api/seed.h"
 
 #include <algorithm>
 #include <map>
