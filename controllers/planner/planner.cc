@@ -54,7 +54,7 @@ bool tolerates(const Task& t, const Taint& taint) {
 bool eligible(const Task& t, const Node& n, const Config& c, bool placing = true) {
   if (!n.schedulable) return false;
   // A task that cannot checkpoint would lose all its work with a spot node: not there, unless it asks.
-  if (placing && c.placement == Placement::Price && n.capacity_class == "spot" && !t.checkpointed && !t.selects_spot &&
+  if (placing && c.spot_needs_checkpoint && n.capacity_class == "spot" && !t.checkpointed && !t.selects_spot &&
       t.node_selector.empty())
     return false;
   if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
@@ -508,8 +508,8 @@ class Planner {
     while (remaining > 0) {
       const Node* best = nullptr;
       // Score, highest wins. By price: least GPU wasted (a MIG slice over a whole GPU for a
-      // fraction), the task's own nodes, the lowest price now, most workers here (fewest nodes), the
-      // tightest fit. Packing first (before price-first placement): most workers here, least waste,
+      // fraction), the task's own nodes, the lowest price now, the capacity class that suits it
+      // (spot if it checkpoints), most workers here (fewest nodes), the tightest fit. Packing first (before price-first placement): most workers here, least waste,
       // own nodes, the capacity class that suits the task, the lowest price, the tightest fit.
       std::array<int64_t, 6> best_score{};
       int best_fit = 0;
@@ -535,7 +535,7 @@ class Planner {
         std::array<int64_t, 6> score{};
         switch (config_.placement) {
           case Placement::Price:
-            score = {waste, own, -price, fit, -left, 0};
+            score = {waste, own, -price, (n->capacity_class == "spot") == t.checkpointed, fit, -left};
             break;
           case Placement::PackThenClass:
             score = {fit, waste, own, (n->capacity_class == "spot") == t.checkpointed, -n->price_micros, -left};

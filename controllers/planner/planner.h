@@ -116,6 +116,10 @@ struct Config {
   double min_marginal_efficiency = 0;
   int fastest_priority = 101;  // tasks of this priority or above grow to max regardless
   Placement placement = Placement::Price;
+  // A task without a checkpoint store stays off spot capacity (it would lose all its work there),
+  // unless its nodeSelector picks it. Set with a PricingPolicy (cost::planner_config), which is what
+  // makes spot attractive; without one such tasks only prefer on-demand capacity, as before.
+  bool spot_needs_checkpoint = false;
   ReduceCostRule reduce_cost = ReduceCostRule::CheapestReachable;
   std::vector<TariffStep> tariff;  // sorted by time; empty: energy is not priced
   // OffPeakOrIdle only: whether electricity is off-peak now, when it next is (for the reason), the idle

@@ -68,6 +68,11 @@ TEST(PlacementByPrice, SpotOnlyForTasksThatCheckpointAndEnergyCountsAtTheCurrent
                              pool_node("spot", "nvidia", "spot", 8, 950'000, 560)};
   Task saved = task("saved", 2, 2), plain = task("plain", 2, 2);
   saved.checkpointed = true;
+  // As with a PricingPolicy: spot capacity only for tasks that checkpoint.
+  auto plan = [&](const std::vector<Node>& n, const std::vector<Task>& t, SystemTime now, Config c = {}) {
+    c.spot_needs_checkpoint = true;
+    return planner::plan(n, t, now, c);
+  };
   auto ds = plan(nodes, {saved, plain}, kNow);
   EXPECT_EQ(nodes_of(ds[0]), (std::map<std::string, int>{{"spot", 2}}));
   EXPECT_EQ(nodes_of(ds[1]), (std::map<std::string, int>{{"od", 2}}));
@@ -78,6 +83,9 @@ TEST(PlacementByPrice, SpotOnlyForTasksThatCheckpointAndEnergyCountsAtTheCurrent
   // ...unless it asks for spot itself.
   plain.selects_spot = true;
   EXPECT_EQ(plan(nodes, {plain}, kNow)[0].action, Action::Admit);
+  // Without a PricingPolicy nothing makes spot attractive: a plain task only prefers on-demand.
+  plain.selects_spot = false;
+  EXPECT_EQ(planner::plan(nodes, {plain}, kNow)[0].action, Action::Admit);
   // The price now includes energy: 0.56 kW x 0.14/kWh = 0.0784 a GPU-hour at the peak tariff.
   Config c;
   c.tariff = {{kNow - 1h, 140'000}, {kNow + 1h, 35'000}};
@@ -149,9 +157,11 @@ TEST(ReduceCost, AmdSupportAndReduceCostLandsOnTheCheapestPoolNotOnDemandA100) {
   Task t = task("t", 4, 4);
   t.amd_support = t.reduce_cost = true;
   t.cheap_until = kNow + 6h;
-  EXPECT_EQ(nodes_of(plan(nodes, {t}, kNow)[0]), (std::map<std::string, int>{{"mi250", 4}}));
+  Config c;  // as with a PricingPolicy
+  c.spot_needs_checkpoint = true;
+  EXPECT_EQ(nodes_of(plan(nodes, {t}, kNow, c)[0]), (std::map<std::string, int>{{"mi250", 4}}));
   t.checkpointed = true;
-  EXPECT_EQ(nodes_of(plan(nodes, {t}, kNow)[0]), (std::map<std::string, int>{{"a100-spot", 4}}));
+  EXPECT_EQ(nodes_of(plan(nodes, {t}, kNow, c)[0]), (std::map<std::string, int>{{"a100-spot", 4}}));
 }
 
 // --- growth that pays ---------------------------------------------------------------------------

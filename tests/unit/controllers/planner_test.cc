@@ -411,7 +411,9 @@ TEST(Planner, CheckpointedTasksGoToSpotThenTheCheapestOthersKeepOffSpot) {
   spot_cheap.price_micros = 950'000;
   Task saved = task("saved", 0, 4, 4), plain = task("plain", 0, 4, 4);
   saved.checkpointed = true;
-  auto ds = greedy_plan({od, spot_dear, spot_cheap}, {saved, plain}, kNow);
+  Config priced;  // as with a PricingPolicy: spot capacity only for tasks that checkpoint
+  priced.spot_needs_checkpoint = true;
+  auto ds = greedy_plan({od, spot_dear, spot_cheap}, {saved, plain}, kNow, priced);
   for (const auto& w : find(ds, "saved").placement) EXPECT_EQ(w.node, "c-spot");
   for (const auto& w : find(ds, "plain").placement) EXPECT_EQ(w.node, "a-od");
   // Price comes before packing: the cheap node is filled first, the rest goes on demand.
