@@ -11,7 +11,7 @@ CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
 CTEST := ctest --output-on-failure --no-tests=error
 CLUSTER := tests/cluster/cluster.sh
 
-.PHONY: help deps build unit unit-sanitize fuzz integration cluster-binaries cluster-up cluster-down crds e2e test demo bench bench-smoke clean
+.PHONY: help deps build unit unit-sanitize fuzz integration cluster-binaries bench-binaries cluster-up cluster-down crds e2e test demo bench bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -49,6 +49,10 @@ integration: build cluster-binaries
 cluster-binaries:
 	@tests/cluster/build-binaries.sh
 
+# The benchmarks' peer (the Kubeflow MPI Operator) as well: only the benchmarks need it.
+bench-binaries:
+	@tests/cluster/build-binaries.sh --bench-peers
+
 cluster-up: cluster-binaries
 	@$(CLUSTER) up
 
@@ -74,11 +78,11 @@ test: deps build unit unit-sanitize fuzz integration e2e bench-smoke
 demo: deps build crds
 	@scripts/demo.sh
 
-bench: deps build cluster-up
+bench: deps build bench-binaries cluster-up
 	@bench/run.sh
 
 # A tiny run of each benchmark program (CI): that they work end to end, never how fast.
-bench-smoke: build cluster-up
+bench-smoke: build bench-binaries cluster-up
 	@bench/smoke.sh
 
 clean:

@@ -38,6 +38,7 @@ K create namespace $ns >/dev/null
 for _ in $(seq 1 50); do K -n $ns get serviceaccount default >/dev/null 2>&1 && break; sleep 0.2; done
 K -n $ns create secret generic demo-s3 --from-literal=AWS_ACCESS_KEY_ID=valley-demo \
   --from-literal=AWS_SECRET_ACCESS_KEY=valley-demo-secret --from-literal=AWS_ENDPOINT_URL=http://127.0.0.1:17070 >/dev/null
+t0=$(date -u +%s)
 build/bin/valleyctl --kubeconfig .valley/kubeconfig submit deploy/examples/seed/training1.yaml -n $ns
 K apply -f deploy/samples/resnet50-mpi.yaml -f deploy/samples/spot-train-mpi.yaml -f deploy/samples/notebook-single.yaml
 echo
@@ -50,9 +51,9 @@ spec: {replicas: {min: 8, max: 2}, master: {image: l}, worker: {image: w, gpus: 
 YAML
 
 say "What happens to them (kubectl get tt, as it changes)"
-echo "(resnet50 asks for 4-8 GPUs and gets 8; training1 may use AMD and wants it cheap: the 16 AMD GPUs;"
-echo " spot-train runs on the two spot nodes; at 12s an urgent priority-90 task needing 16 on-demand GPUs"
-echo " arrives: resnet50 shrinks for it, then grows back; at 30s a spot node gets its termination notice)"
+echo "(What the demo itself does: at 12s it applies 'urgent', priority 90, 16 workers pinned to on-demand"
+echo " nodes; at 30s it puts a spot termination notice on a node spot-train runs on. What Valley does"
+echo " about it is read back from its Events and status afterwards.)"
 last=""
 start=$SECONDS
 urgent=""
@@ -102,22 +103,37 @@ YAML
   sleep 1
 done
 
-say "resnet50's story in its Events, and its status"
-K -n $ns get events.events.k8s.io --field-selector regarding.name=resnet50 --sort-by=.metadata.creationTimestamp -o custom-columns='REASON:.reason,NOTE:.note' 2>/dev/null
-K -n $ns get tt resnet50 -o jsonpath='restarts: {.status.restarts}{"\n"}last resize: {.status.lastResizeReason}{"\n"}'
-say "spot-train lost a spot node and restarted from its checkpoint on what was left"
-K -n $ns get events.events.k8s.io --field-selector regarding.name=spot-train --sort-by=.metadata.creationTimestamp -o custom-columns='REASON:.reason,NOTE:.note' 2>/dev/null | grep -E "REASON|Disrupted|Checkpointing|Recovered|Running"
-build/bin/valleyctl --kubeconfig .valley/kubeconfig describe spot-train -n $ns | grep -E "Phase|Workers|Placement|Checkpoint|Restarts|Disruption"
-[ -n "${victim:-}" ] && K taint node "$victim" aws-node-termination-handler/spot-itn- >/dev/null && echo "(the notice is withdrawn: $victim is back, and spot-train grows back onto it once --planner-min-resize-interval has passed)"
+say "What happened, as the operator reported it (every TrainingTask Event, in order; seconds after the first was submitted)"
+K -n $ns get events.events.k8s.io -o json | jq -r --argjson t0 "$t0" '
+  .items | map(select(.regarding.kind == "TrainingTask"))
+  | sort_by(.metadata.creationTimestamp) | .[]
+  | "  \(((.metadata.creationTimestamp | fromdateiso8601) - $t0) | tostring | (" " * (4 - length)) + .)s  \(.regarding.name)  \(.reason): \(.note)"'
 
-say "training1 (submitted in the seed format; amdSupport + reduceCost) runs on the AMD nodes"
-K -n $ns get pods -l valley.dev/task=training1,valley.dev/role=worker -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[0].image' | head -5
-echo "..."
-say "finetune-small: exit code 137 is retryable; it was retried once (backoffLimit 1), then failed"
-K -n $ns get tt finetune-small -o jsonpath='{.status.reason}: {.status.message}{"\n"}'
+say "In short (each line from the tasks' status and Events; a line says so when something did not happen)"
+events_of() { K -n $ns get events.events.k8s.io --field-selector "regarding.name=$1,reason=$2" -o json | jq '.items | map(.series.count // .deprecatedCount // 1) | add // 0'; }
+for t in resnet50 spot-train training1 urgent finetune-small; do
+  st=$(K -n $ns get tt "$t" -o json 2>/dev/null | jq -c '.status // {}') || continue
+  phase=$(jq -r '.phase // "Pending"' <<<"$st")
+  resized=$(events_of "$t" Resized); preempted=$(jq -r '.restarts.preemptions // 0' <<<"$st")
+  pools=$(K -n $ns get pods -l "valley.dev/task=$t,valley.dev/role=worker" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' 2>/dev/null |
+    sed '/^$/d' | while read -r n; do K get node "$n" -o jsonpath='{.metadata.labels.valley\.dev/pool}{"\n"}'; done | sort | uniq -c |
+    awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')
+  line="$t: $phase"
+  [ -n "$pools" ] && line+="; workers now on $pools"
+  [ "$resized" -gt 0 ] && line+="; resized $resized time(s)" || line+="; never resized"
+  [ "$preempted" -gt 0 ] && line+="; preempted $preempted time(s)"
+  disruption=$(jq -r 'if .lastDisruption then "lost \(.lastDisruption.node // "a node") (\(.lastDisruption.cause)), running again after \(.lastDisruption.recoverySeconds // "?")s from checkpoint step \(.lastDisruption.checkpointStep // "none")" else empty end' <<<"$st")
+  [ -n "$disruption" ] && line+="; $disruption"
+  case "$phase" in Succeeded|Failed|Pending|Suspended) line+=" ($(jq -r '"\(.reason // ""): \(.message // "")"' <<<"$st"))" ;; esac
+  echo "  $line"
+done
+[ -n "${victim:-}" ] && K taint node "$victim" aws-node-termination-handler/spot-itn- >/dev/null && echo "(the notice on $victim is withdrawn now: it is back for whatever wants it)"
 
-say "What each task cost (status.cost: estimate before, accrued while running, final at the end)"
-K -n $ns get tt -o custom-columns='TASK:.metadata.name,PHASE:.status.phase,ESTIMATED:.status.cost.estimated,ACCRUED:.status.cost.accrued,FINAL:.status.cost.final,CURRENCY:.status.cost.currency,GPU-HOURS:.status.cost.breakdown.gpuHours'
+say "spot-train in detail (valleyctl describe)"
+build/bin/valleyctl --kubeconfig .valley/kubeconfig describe spot-train -n $ns | grep -E "Phase|Workers|Placement|Checkpoint|Restarts|Disruption|Cost|GPU:|estimate:"
+
+say "What each task cost against its estimate (valleyctl cost: estimate made before it ran, what it spent, GPU-hours per pool)"
+build/bin/valleyctl --kubeconfig .valley/kubeconfig cost -n $ns
 
 say "valleyctl list"
 build/bin/valleyctl --kubeconfig .valley/kubeconfig list -n $ns

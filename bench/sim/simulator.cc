@@ -506,7 +506,7 @@ class Simulator {
   Result summarize() {
     Result r;
     r.policy = policy_;
-    std::vector<double> jct, queue;
+    std::vector<double> jct, jct_not_reduce_cost, queue;
     for (auto& j : jobs_) {
       if (j.state == State::Rejected) {
         ++r.rejected;
@@ -520,6 +520,7 @@ class Simulator {
         ++r.unfinished;
       } else {
         jct.push_back(static_cast<double>(j.result.end - j.result.submit));
+        if (!j.traits.reduce_cost) jct_not_reduce_cost.push_back(static_cast<double>(j.result.end - j.result.submit));
         queue.push_back(static_cast<double>(j.result.start - j.result.submit));
         r.useful_gpu_hours += static_cast<double>(j.trace.duration) * j.trace.gpus / 3600.0;
         r.makespan = std::max(r.makespan, j.result.end);
@@ -545,6 +546,7 @@ class Simulator {
       return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
     };
     r.mean_jct = mean(jct);
+    r.mean_jct_not_reduce_cost = mean(jct_not_reduce_cost);
     r.p50_jct = pct(jct, 50);
     r.p95_jct = pct(jct, 95);
     for (const auto& [pool, secs] : pool_gpu_seconds_) r.pool_gpu_hours[pool] = static_cast<double>(secs) / 3600.0;

@@ -69,6 +69,8 @@ struct Result {
   double useful_gpu_hours = 0;   // the trace's own GPU-hours of the jobs that finished
   double held_gpu_hours = 0;
   double mean_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0, mean_queue = 0, p99_queue = 0;  // seconds
+  // Jobs that did not ask for reduceCost (those may wait for cheaper capacity by choice); seconds.
+  double mean_jct_not_reduce_cost = 0;
   double allocation_percent = 0;  // GPU-seconds held / GPU-seconds of live nodes, until the last job ends
   int preemptions = 0, restarts = 0, interruptions = 0;
   double work_lost_gpu_hours = 0;

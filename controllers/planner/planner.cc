@@ -199,6 +199,10 @@ class Planner {
       }
       if (auto placed = place(t, need, {})) {
         admit(i, std::move(*placed));
+        // Say why a cost-minimizing task now takes what it waited to avoid.
+        if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::CheapestReachable && t.cheap_until)
+          decisions_[i].reason += std::string(" (reduceCost: ") + (t.has_deadline ? "its deadline" : "its patience") +
+                                  " let it wait for cheaper capacity until " + kube::format_time(*t.cheap_until) + ")";
         continue;
       }
       if (reclaim_for(i, need)) continue;

@@ -73,6 +73,7 @@ struct Task {
   Scaling scaling;            // measured rate per size (status.scaling)
   // reduceCost: may wait for cheaper capacity until then (deadline slack or patience); unset = no limit.
   std::optional<SystemTime> cheap_until;
+  bool has_deadline = false;  // cheap_until is what its deadline leaves (else the policy's patience)
   // Running: when it is expected to finish (frees its GPUs then), from its estimatedDuration.
   std::optional<SystemTime> expected_end;
   int min_workers = 1, max_workers = 1;

@@ -127,6 +127,7 @@ void TaskController::planner_inputs(planner::Task& t, const TaskSpec& spec, cons
       if (total > 0) done = static_cast<double>(gpu_ms) / total;
     }
     const auto patience = p ? p->reduce_cost_patience : std::chrono::seconds(6 * 3600);
+    t.has_deadline = spec.deadline(t.created).has_value();
     t.cheap_until = planner::cheap_until(t.created, patience, spec.deadline(t.created), spec.estimated_duration, done, t.scaling, t.min_workers,
                                          t.max_workers, prior);
   }

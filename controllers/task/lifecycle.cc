@@ -401,7 +401,7 @@ class Decider {
       status_["epoch"] = epoch_;
       status_["epochReplicas"] = adm->workers;
       if (!status_.contains("startTime")) status_["startTime"] = now_;
-      std::string message = std::to_string(adm->workers) + (adm->workers == 1 ? " worker" : " workers") + " placed: " + adm->reason;
+      std::string message = std::to_string(adm->workers) + (adm->workers == 1 ? " worker" : " workers") + " placed" + (adm->reason.empty() ? "" : ": " + adm->reason);
       set_phase(kAdmitted, "Admitted", message);
       set_condition(status_, "Admitted", true, "Admitted", message, now_, generation_);
       event("Normal", "Admitted", "Admit", message);

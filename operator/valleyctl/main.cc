@@ -1,15 +1,17 @@
 // valleyctl: the user's command line for Valley (also usable as the kubectl plugin `kubectl-valley`).
-// Commands: version, submit, estimate, list, describe.
+// Commands: version, submit, estimate, list, describe, cost.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "controllers/cost/candidates.h"
 #include "controllers/cost/engine.h"
 #include "controllers/cost/planner_config.h"
+#include "controllers/cost/report.h"
 #include "controllers/planner/scaling.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/api/seed.h"
@@ -37,6 +39,7 @@ commands:
                    and nodes, or --policy FILE offline
   list             tasks in the namespace (-A: all) with phase, workers and cost
   describe NAME    one task: phase, workers and where, checkpoint, restarts, cost, recent events
+  cost             what each task cost against its estimate, GPU-hours per pool, totals (-A: all)
 )";
 
 using json = nlohmann::json;
@@ -188,6 +191,67 @@ int cmd_list(const valley::Flags& flags) {
   });
 }
 
+// What each task cost against what it was estimated to cost, GPU-hours per pool as numbers, and the
+// namespace's totals per currency.
+int cmd_cost(const valley::Flags& flags) {
+  return with_cluster([&] {
+    std::string ns;
+    auto client = connect(flags, &ns);
+    if (flags.get_bool("all-namespaces")) ns = "";
+    auto items = client->list(valley::kube::resources::kTrainingTasks, ns).items;
+    std::sort(items.begin(), items.end(), [](const json& a, const json& b) {
+      return std::make_pair(a["metadata"].value("namespace", ""), a["metadata"].value("name", "")) <
+             std::make_pair(b["metadata"].value("namespace", ""), b["metadata"].value("name", ""));
+    });
+    std::printf("%-16s%-20s%-11s%-10s%-15s%-10s%-12s%-8s%s\n", "NAMESPACE", "NAME", "PHASE", "ESTIMATE", "RANGE", "SPENT", "VS-EST",
+                "RANGE?", "GPU-HOURS");
+    struct Total {
+      valley::cost::Micros estimate = 0, spent = 0;
+    };
+    std::map<std::string, Total> totals;
+    std::map<std::string, valley::cost::Micros> hours_by_pool;  // GPU-hours x 1e6, all tasks
+    for (const auto& t : items) {
+      const json st = t.value("status", json::object());
+      const auto r = valley::cost::report_of(st.value("cost", json::object()));
+      auto m = [](const std::optional<valley::cost::Micros>& v) { return v ? valley::cost::format_money(*v) : std::string("-"); };
+      const auto spent = r.final ? r.final : r.accrued;
+      // Finished: how far the final is from the estimate; still running: how much of it is spent.
+      std::string vs = "-";
+      char buf[32];
+      if (r.final && r.error_percent) {
+        std::snprintf(buf, sizeof buf, "%+.1f%%", *r.error_percent);
+        vs = buf;
+      } else if (!r.final && r.accrued && r.estimate && *r.estimate > 0) {
+        std::snprintf(buf, sizeof buf, "%.0f%% so far", 100.0 * static_cast<double>(*r.accrued) / static_cast<double>(*r.estimate));
+        vs = buf;
+      }
+      const std::string range = r.low && r.high ? m(r.low) + "-" + m(r.high) : "-";
+      const std::string inside = r.within_range ? (*r.within_range ? "inside" : "outside") : "-";
+      std::printf("%-16s%-20s%-11s%-10s%-15s%-10s%-12s%-8s%s\n", t["metadata"].value("namespace", "").c_str(),
+                  t["metadata"].value("name", "").c_str(), st.value("phase", "Pending").c_str(), m(r.estimate).c_str(), range.c_str(),
+                  (m(spent) + (r.final || !spent ? "" : "*")).c_str(), vs.c_str(), inside.c_str(), valley::cost::gpu_hours_text(r).c_str());
+      if (!r.currency.empty()) {
+        totals[r.currency].estimate += r.estimate.value_or(0);
+        totals[r.currency].spent += spent.value_or(0);
+      }
+      for (const auto& [pool, h] : r.gpu_hours)
+        if (auto v = valley::cost::parse_money(h)) hours_by_pool[pool] += *v;
+    }
+    if (items.empty()) {
+      std::cout << "no TrainingTasks" << (ns.empty() ? "" : " in namespace " + ns) << "\n";
+      return 0;
+    }
+    std::cout << "(* still accruing)\n";
+    for (const auto& [currency, tot] : totals)
+      std::cout << "total " << currency << ": estimated " << valley::cost::format_money(tot.estimate) << ", spent "
+                << valley::cost::format_money(tot.spent) << "\n";
+    std::string pools;
+    for (const auto& [pool, h] : hours_by_pool) pools += (pools.empty() ? "" : ", ") + valley::cost::format_money(h, 3) + " " + pool;
+    if (!pools.empty()) std::cout << "GPU-hours: " << pools << "\n";
+    return 0;
+  });
+}
+
 int cmd_describe(const valley::Flags& flags, const std::vector<std::string>& args) {
   if (!one_argument(args, "valleyctl describe NAME [-n NAMESPACE]")) return 2;
   return with_cluster([&] {
@@ -244,17 +308,18 @@ int cmd_describe(const valley::Flags& flags, const std::vector<std::string>& arg
     } else {
       const std::string cur = " " + cost.value("currency", "");
       const json e = cost.value("estimate", json::object());
-      std::cout << "Cost:         estimated " << (e.empty() ? "-" : e.value("expected", "") + cur + " (" + e.value("low", "") + "-" + e.value("high", "") + ")")
-                << ", accrued " << cost.value("accrued", "-") << cur << ", final " << cost.value("final", "-")
-                << (cost.contains("final") ? cur : "") << ", priority x" << cost.value("multiplier", "1") << "\n";
+      const valley::cost::CostReport report = valley::cost::report_of(cost);
+      std::cout << "Cost:         " << valley::cost::versus_estimate(report) << ", priority x" << cost.value("multiplier", "1") << "\n";
       const json b = cost.value("breakdown", json::object());
-      std::cout << "  GPU:        " << b.value("gpu", "0.00") << cur << " for";
-      const json hours = b.value("gpuHours", json::object()), kwh = b.value("kWh", json::object());
-      for (const auto& [k, v] : hours.items()) std::cout << " " << v.get<std::string>() << " GPU-h " << k << ";";
+      std::cout << "  GPU:        " << b.value("gpu", "0.00") << cur << " for " << valley::cost::gpu_hours_text(report) << " GPU-h";
+      const json kwh = b.value("kWh", json::object());
       std::cout << "\n  energy:     " << b.value("energy", "0.00") << cur << " for";
-      for (const auto& [k, v] : kwh.items()) std::cout << " " << v.get<std::string>() << " kWh " << k << ";";
+      for (const auto& [k, v] : kwh.items()) std::cout << " " << (v.is_string() ? v.get<std::string>() : v.dump()) << " kWh " << k << ";";
       std::cout << "\n";
-      if (!e.empty()) std::cout << "  estimate:   " << e.value("basis", "") << ", from " << e.value("start", "") << "\n";
+      if (!e.empty()) {
+        std::cout << "  estimate:   " << e.value("basis", "") << ", from " << e.value("start", "") << "\n";
+        std::cout << "  low:        " << e.value("lowAssumes", "") << "\n  high:       " << e.value("highAssumes", "") << "\n";
+      }
     }
     // Recent events about it.
     valley::kube::ListOptions eo;
@@ -422,7 +487,7 @@ int main(int argc, char** argv) {
       {"duration", "", "estimate: the run time at max workers, when the file has none (e.g. 6h)"},
       {"output", "text", "-o: text, yaml or json", false},
       {"namespace", "", "-n: the namespace; empty: the kubeconfig's"},
-      {"all-namespaces", "false", "-A: list: every namespace", true},
+      {"all-namespaces", "false", "-A: list, cost: every namespace", true},
       {"dry-run", "false", "submit: validate with the API server without creating", true},
       {"help", "false", "print this help", true},
   });
@@ -461,6 +526,7 @@ int main(int argc, char** argv) {
   if (args[0] == "submit") return cmd_submit(flags, args);
   if (args[0] == "list") return cmd_list(flags);
   if (args[0] == "describe") return cmd_describe(flags, args);
+  if (args[0] == "cost") return cmd_cost(flags);
   std::cerr << "valleyctl: unknown command \"" << args[0] << "\"\n\n" << kUsage;
   return 2;
 }

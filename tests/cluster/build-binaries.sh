@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl), kwok, versitygw (S3), the Kubeflow MPI Operator (benchmark peer) and our node-profile renderer from source through the Go module proxy,
-# into a cache outside the repository keyed by what they are built from, then links them into
-# $VALLEY_HOME/bin. A second run builds nothing.
+# kube-scheduler, kubectl), kwok, versitygw (S3) and our node-profile renderer from source through
+# the Go module proxy, into a cache outside the repository keyed by what they are built from, then
+# links them into $VALLEY_HOME/bin. A second run builds nothing.
+# --bench-peers also builds the control-plane benchmark's peer, the Kubeflow MPI Operator: only
+# `make bench` and `make bench-smoke` need it, not the demo or the tests.
 set -euo pipefail
+peers=false
+for arg in "$@"; do
+  case "$arg" in
+    --bench-peers) peers=true ;;
+    *) echo "usage: build-binaries.sh [--bench-peers]" >&2; exit 2 ;;
+  esac
+done
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache_root=${VALLEY_CACHE:-$HOME/.cache/valley}
@@ -58,6 +67,10 @@ build "$kwok_dir" "$here/kwok" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
 build "$nodegen_dir" "$here/kwok" "" ./nodegen
 # The S3-compatible server for checkpoint-store tests (verifies SigV4 like AWS does).
 build "$s3_dir" "$here/s3" "" github.com/versity/versitygw/cmd/versitygw
+mkdir -p "$out"
+for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+$peers || exit 0
+
 # The control-plane benchmark's peer, with the CRD and ClusterRole of the same release.
 build "$mpiop_dir" "$mpiop_mod" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
 if [ ! -f "$mpiop_dir/manifests/kubeflow.org_mpijobs.yaml" ]; then
@@ -65,7 +78,5 @@ if [ ! -f "$mpiop_dir/manifests/kubeflow.org_mpijobs.yaml" ]; then
   mkdir -p "$mpiop_dir/manifests"
   cp "$src/manifests/base/kubeflow.org_mpijobs.yaml" "$src/manifests/base/cluster-role.yaml" "$mpiop_dir/manifests/"
 fi
-
-mkdir -p "$out"
-for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/* "$mpiop_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+ln -sfn "$mpiop_dir/bin/mpi-operator" "$out/mpi-operator"
 ln -sfn "$mpiop_dir/manifests" "$out/../mpi-operator-manifests"

@@ -2,6 +2,7 @@
 // tests never see each other's prices.
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "controllers/cost/money.h"
 #include "operator/kube/error.h"
@@ -130,6 +131,110 @@ TEST_F(CostTest, ReduceCostWaitsOutThePeakAndStartsWhenTheWindowCoversNow) {
   spec["electricity"]["windows"] = {{{"name", "valley"}, {"perKWh", "0.10"}, {"start", hhmm(now - 1h)}, {"end", hhmm(now + 2h)}}};
   admin->patch(kPricingPolicies, "", ns, kube::PatchType::Merge, {{"spec", spec}});
   ASSERT_TRUE(wait_phase("Running", 30s)) << task().dump(2) << operator_log();
+}
+
+// Prices for the placement tests: A100 3.60 on demand and 1.80 on spot, MI250X `amd` on demand
+// only; no energy for AMD (no watts given), 400 W for NVIDIA.
+json priced_pools(const json& base, const std::string& amd) {
+  json spec = base;
+  spec["gpu"] = {{{"match", {{"vendor", "nvidia"}, {"product", "NVIDIA-A100-SXM4-80GB"}}}, {"onDemand", "3.60"}, {"spot", "1.80"}},
+                 {{"match", {{"vendor", "amd"}}}, {"onDemand", amd}},
+                 {{"onDemand", "1.00"}}};
+  return spec;
+}
+
+// The node a task's running workers are on, by pool (valley.dev/pool of the node).
+std::set<std::string> worker_pools(kube::Client& admin, const std::vector<json>& pods) {
+  std::set<std::string> out;
+  for (const auto& p : pods) {
+    if (p["metadata"]["labels"].value("valley.dev/role", "") != "worker" || p["metadata"].contains("deletionTimestamp")) continue;
+    const std::string node = p["spec"].value("nodeName", "");
+    out.insert(node.empty() ? "(unbound)" : admin.get(kube::resources::kNodes, "", node)["metadata"]["labels"].value("valley.dev/pool", "?"));
+  }
+  return out;
+}
+
+// Placement by price, not by vendor: an amdSupport + reduceCost task that does not checkpoint may not
+// use spot, so of what it may use MI250X at 2.00 is cheapest, though NVIDIA spot at 1.80 is cheaper
+// still (comparing against that is what sent such tasks to on-demand A100 before). Priced the other
+// way round, AMD at 5.00 loses to on-demand A100 at 3.60.
+TEST_F(CostTest, ReduceCostTaskLandsOnTheCheapestPoolItMayUse) {
+  wait_until_no_valley_pods(*admin);
+  create_policy(priced_pools(policy_spec(), "2.00"));
+  ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
+  json spec = mpi_spec(4, 4, {{"valley.dev/sim-run-time", "10m"}});
+  spec["amdSupport"] = true;
+  spec["reduceCost"] = true;
+  spec["estimatedDuration"] = "10m";
+  apply(spec, "cheap");
+  ASSERT_TRUE(wait_phase("Running", 60s, "cheap")) << task("cheap").dump(2) << operator_log();
+  EXPECT_EQ(worker_pools(*admin, pods("cheap")), std::set<std::string>{"mi250-od"});
+  // The estimate prices the pool it got.
+  ASSERT_TRUE(eventually([&] {
+    return task("cheap")["status"].value("cost", json::object()).value("estimate", json::object()).value("placed", false);
+  }, 20s)) << task("cheap").dump(2);
+  const json est = task("cheap")["status"]["cost"]["estimate"];
+  EXPECT_NE(est["basis"].get<std::string>().find("on amd on-demand at 2.00/GPU-h"), std::string::npos) << est.dump(2);
+
+  admin->patch(kPricingPolicies, "", ns, kube::PatchType::Merge, {{"spec", priced_pools(policy_spec(), "5.00")}});
+  ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
+  apply(spec, "dear");
+  ASSERT_TRUE(wait_phase("Running", 60s, "dear")) << task("dear").dump(2) << operator_log();
+  for (const auto& pool : worker_pools(*admin, pods("dear")))
+    EXPECT_TRUE(pool == "a100-od" || pool == "a100-mig") << pool << " (on-demand A100 is the cheapest now)";
+  // What is already running stays where it is.
+  EXPECT_EQ(worker_pools(*admin, pods("cheap")), std::set<std::string>{"mi250-od"});
+}
+
+// A reduceCost task with a deadline waits for cheaper capacity only while its deadline still holds:
+// MI250X (2.00, plus 300 W by default at 0.50/kWh: 2.15 an hour) is held by a task expected to end in 30 s that overruns; the deadline leaves 45 s of
+// slack (10 min of work + the 5 min restart allowance before a deadline 15m45s out), so it waits for
+// MI250X, then takes on-demand A100 (3.60) when the slack runs out.
+TEST_F(CostTest, DeadlineTaskWaitsForCheapCapacityThenMovesToOnDemandWhenItsSlackRunsOut) {
+  wait_until_no_valley_pods(*admin);
+  create_policy(priced_pools(policy_spec(), "2.00"));
+  ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
+  json blocker = mpi_spec(16, 16, {{"valley.dev/sim-run-time", "10m"}});
+  blocker["amdSupport"] = true;
+  blocker["estimatedDuration"] = "30s";
+  blocker["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", "mi250-od"}}}}}};
+  apply(blocker, "blocker");
+  ASSERT_TRUE(wait_phase("Running", 60s, "blocker")) << task("blocker").dump(2) << operator_log();
+
+  json spec = mpi_spec(8, 8, {{"valley.dev/sim-run-time", "10m"}});
+  spec["amdSupport"] = true;
+  spec["reduceCost"] = true;
+  spec["estimatedDuration"] = "10m";
+  spec["deadline"] = "15m45s";
+  apply(spec);
+  const auto created = std::chrono::system_clock::now();
+  ASSERT_TRUE(eventually([&] {
+    return task().value("status", json::object()).value("message", "").find("ReduceCost: waiting for amd on-demand at 2.1500/GPU-h") !=
+           std::string::npos;
+  }, 20s)) << task().dump(2) << operator_log();
+  json st = task()["status"];
+  EXPECT_EQ(st["phase"], "Pending");
+  EXPECT_GT(st.value("slackSeconds", int64_t{0}), 0) << st.dump(2);
+  EXPECT_LE(st.value("slackSeconds", int64_t{0}), 45) << st.dump(2);
+  EXPECT_TRUE(st.contains("cheapCapacityUntil")) << st.dump(2);
+  EXPECT_TRUE(pods().empty());
+  // The estimate prices what it waits for.
+  ASSERT_TRUE(eventually([&] { return cost().contains("estimate"); }, 20s)) << task().dump(2);
+  EXPECT_NE(cost()["estimate"]["basis"].get<std::string>().find("on amd on-demand"), std::string::npos) << cost().dump(2);
+
+  // The blocker overruns; the slack runs out; it starts on on-demand A100, not before its slack is gone.
+  ASSERT_TRUE(wait_phase("Running", 120s)) << task().dump(2) << operator_log();
+  EXPECT_GE(std::chrono::system_clock::now() - created, 40s) << "started before its slack ran out";
+  EXPECT_EQ(phase("blocker"), "Running");
+  for (const auto& pool : worker_pools(*admin, pods())) EXPECT_TRUE(pool == "a100-od" || pool == "a100-mig") << pool;
+  // The admission says why, and the estimate follows the placement.
+  std::string admitted;
+  for (const auto& c : task()["status"].value("conditions", json::array()))
+    if (c["type"] == "Admitted") admitted = c.value("message", "");
+  EXPECT_NE(admitted.find("its deadline let it wait for cheaper capacity until"), std::string::npos) << task()["status"].dump(2);
+  ASSERT_TRUE(eventually([&] {
+    return cost().value("estimate", json::object()).value("basis", "").find("on nvidia on-demand at 3.60") != std::string::npos;
+  }, 20s)) << cost().dump(2);
 }
 
 TEST_F(CostTest, ReachingMaxCostSuspendsTheTaskAndRaisingItResumes) {

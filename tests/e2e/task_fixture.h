@@ -60,6 +60,16 @@ class TaskTest : public ClusterTest {
   int starts_ = 0;
 };
 
+// Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their
+// namespaces) hold.
+inline void wait_until_no_valley_pods(kube::Client& client) {
+  kube::ListOptions lo;
+  lo.label_selector = "app.kubernetes.io/managed-by=valley";
+  ASSERT_TRUE(eventually([&] {
+    return client.list(kTrainingTasks, "").items.empty() && client.list(kPods, "", lo).items.empty();
+  }, 120s)) << "earlier tests' tasks or pods linger";
+}
+
 inline json mpi_spec(int min, int max, json launcher_annotations = json::object()) {
   json spec = {{"taskType", "MPI"},
                {"replicas", {{"min", min}, {"max", max}}},

@@ -270,16 +270,6 @@ TEST_F(TaskTest, PodsTheApiServerRefusesAreReportedAsEventsNotACrash) {
 
 // --- capacity-aware admission and elastic resizing (default profile: 37 whole NVIDIA GPUs, 16 AMD) ---
 
-// Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their
-// namespaces) hold.
-void wait_until_no_valley_pods(kube::Client& client) {
-  kube::ListOptions lo;
-  lo.label_selector = "app.kubernetes.io/managed-by=valley";
-  ASSERT_TRUE(eventually([&] {
-    return client.list(kTrainingTasks, "").items.empty() && client.list(kPods, "", lo).items.empty();
-  }, 120s)) << "earlier tests' tasks or pods linger";
-}
-
 TEST_F(TaskTest, TwoGangsThatDoNotFitTogetherRunOneAtATimeWithNoPodsForTheWaitingOne) {
   wait_until_no_valley_pods(*admin);
   apply(mpi_spec(20, 20), "first");

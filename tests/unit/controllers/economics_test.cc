@@ -123,6 +123,19 @@ TEST(ReduceCost, WaitsForACheaperPoolThatRunningTasksWillFreeThenTakesIt) {
   holder.expected_end = kNow + 2h;
   cheap.cheap_until = kNow - 1s;
   EXPECT_EQ(nodes_of(plan(nodes, {holder, cheap}, kNow)[1]), (std::map<std::string, int>{{"od", 4}}));
+  EXPECT_NE(plan(nodes, {holder, cheap}, kNow)[1].reason.find("its patience let it wait for cheaper capacity until"), std::string::npos);
+  // A holder that overruns its expected end is expected to release now: the task keeps waiting
+  // while its deadline leaves slack, then takes on-demand and says why.
+  holder.expected_end = kNow - 10min;
+  cheap.has_deadline = true;
+  cheap.cheap_until = kNow + 30s;
+  Decision waiting = plan(nodes, {holder, cheap}, kNow)[1];
+  ASSERT_EQ(waiting.action, Action::Wait) << waiting.reason;
+  EXPECT_EQ(*waiting.expected_start, kNow);
+  cheap.cheap_until = kNow - 1s;
+  Decision moved = plan(nodes, {holder, cheap}, kNow)[1];
+  EXPECT_EQ(nodes_of(moved), (std::map<std::string, int>{{"od", 4}}));
+  EXPECT_NE(moved.reason.find("its deadline let it wait for cheaper capacity until"), std::string::npos) << moved.reason;
   // A task without reduceCost never waits for price.
   Task normal = task("normal", 4, 4);
   normal.checkpointed = true;

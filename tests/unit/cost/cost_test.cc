@@ -3,6 +3,7 @@
 #include "controllers/cost/engine.h"
 #include "controllers/cost/money.h"
 #include "controllers/cost/policy.h"
+#include "controllers/cost/report.h"
 #include "controllers/cost/timezone.h"
 
 namespace valley::cost {
@@ -305,6 +306,43 @@ TEST(Policy, PatienceAndGrowthSettingsParseWithPathsInErrors) {
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_NE(errors[0].find("spec.reduceCost.patience"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1].find("spec.growth.minMarginalSpeedup"), std::string::npos) << errors[1];
+}
+
+// --- the cost against its estimate, as valleyctl and the demo print it ---------------------------
+
+TEST(CostReport, FinalAgainstTheEstimateAndItsRangeAndGpuHoursPerPool) {
+  json c = json::parse(R"({"currency":"USD","estimated":"28.71",
+    "estimate":{"expected":"28.71","low":"20.00","high":"40.00"},
+    "accrued":"27.90","final":"27.90",
+    "breakdown":{"gpuHours":{"amd/on-demand":"2.500","nvidia/on-demand":"8.000"}}})");
+  CostReport r = report_of(c);
+  ASSERT_TRUE(r.error_percent);
+  EXPECT_NEAR(*r.error_percent, -2.82, 0.01);
+  EXPECT_EQ(r.within_range, true);
+  EXPECT_EQ(versus_estimate(r), "final 27.90 USD, 2.8% below the estimate 28.71 (range 20.00-40.00: inside)");
+  EXPECT_EQ(gpu_hours_text(r), "2.500 amd/on-demand, 8.000 nvidia/on-demand");
+  c["final"] = "41.00";
+  EXPECT_EQ(versus_estimate(report_of(c)), "final 41.00 USD, 42.8% above the estimate 28.71 (range 20.00-40.00: outside)");
+  c["final"] = "28.71";
+  EXPECT_EQ(versus_estimate(report_of(c)), "final 28.71 USD, as the estimate 28.71 (range 20.00-40.00: inside)");
+  // While it runs: how much of the estimate is spent.
+  c.erase("final");
+  c["accrued"] = "12.30";
+  EXPECT_EQ(versus_estimate(report_of(c)), "accrued 12.30 USD so far, 43% of the estimate 28.71 (range 20.00-40.00)");
+}
+
+TEST(CostReport, MissingOrMalformedFieldsReadAsAbsentNeverThrow) {
+  EXPECT_EQ(versus_estimate(report_of(json())), "");
+  EXPECT_EQ(versus_estimate(report_of(json::array({1, 2}))), "");
+  EXPECT_EQ(gpu_hours_text(report_of(json::object())), "-");
+  json c = json::parse(R"({"currency":7,"final":"9.00","estimate":{"expected":12,"low":"x"},"breakdown":{"gpuHours":[1]}})");
+  CostReport r = report_of(c);
+  EXPECT_FALSE(r.estimate);
+  EXPECT_EQ(versus_estimate(r), "final 9.00 (no estimate was made)");
+  c = json::parse(R"({"currency":"EUR","estimated":"0.00","accrued":"1.00","breakdown":{"gpuHours":{"nvidia/spot":4}}})");
+  EXPECT_EQ(versus_estimate(report_of(c)), "accrued 1.00 EUR so far");
+  EXPECT_EQ(gpu_hours_text(report_of(c)), "-");
+  EXPECT_EQ(versus_estimate(report_of(json::parse(R"({"currency":"USD","estimated":"3.00"})"))), "estimated 3.00 USD, nothing spent yet");
 }
 
 }  // namespace
