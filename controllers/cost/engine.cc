@@ -4,6 +4,7 @@
 
 #include "controllers/gpu/resources.h"
 #include "controllers/planner/snapshot.h"
+#include "operator/kube/json_fields.h"
 
 namespace valley::cost {
 namespace {
@@ -15,16 +16,9 @@ int64_t ms_between(SystemTime a, SystemTime b) { return std::chrono::duration_ca
 
 int64_t rounded(i128 num, i128 den) { return static_cast<int64_t>((num + den / 2) / den); }
 
-const json& obj(const json& o, const char* key) {
-  static const json kEmpty = json::object();
-  auto it = o.find(key);
-  return it == o.end() || !it->is_object() ? kEmpty : *it;
-}
+const json& obj(const json& o, const char* key) { return kube::object_at(o, key); }
 
-std::optional<SystemTime> time_of(const json& o, const char* key) {
-  if (!o.contains(key) || !o[key].is_string()) return std::nullopt;
-  return kube::parse_time(o[key].get<std::string>());
-}
+std::optional<SystemTime> time_of(const json& o, const char* key) { return kube::time_at(o, key); }
 
 }  // namespace
 
@@ -69,14 +63,14 @@ Micros apply_multiplier(Micros amount, int64_t multiplier_milli) { return rounde
 PodUse pod_use(const json& pod) {
   PodUse u;
   const json& meta = obj(pod, "metadata");
-  u.uid = meta.value("uid", "");
-  u.name = meta.value("name", "");
-  u.node = obj(pod, "spec").value("nodeName", "");
+  u.uid = kube::string_at(meta, "uid");
+  u.name = kube::string_at(meta, "name");
+  u.node = kube::string_at(obj(pod, "spec"), "nodeName");
   for (const auto& [resource, count] : planner::gpu_requests(pod)) u.share_milli += gpu::share_milli(resource, count);
   const json& status = obj(pod, "status");
   bool all_terminated = true, any = false;
   std::optional<SystemTime> last_end;
-  for (const auto& cs : status.value("containerStatuses", json::array())) {
+  for (const auto& cs : kube::array_at(status, "containerStatuses")) {
     any = true;
     const json& state = obj(cs, "state");
     std::optional<SystemTime> started;

@@ -5,15 +5,12 @@
 
 #include "controllers/gpu/resources.h"
 #include "controllers/render/render.h"
+#include "operator/kube/json_fields.h"
 
 namespace valley::planner {
 namespace {
 
-const json& field(const json& o, const char* name) {
-  static const json kEmpty = json::object();
-  auto it = o.find(name);
-  return it == o.end() || !it->is_object() ? kEmpty : *it;
-}
+const json& field(const json& o, const char* name) { return kube::object_at(o, name); }
 
 // Extended resources are plain integers; "8" or 8. Anything else counts as 0.
 int64_t quantity(const json& v) {

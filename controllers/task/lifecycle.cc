@@ -7,6 +7,7 @@
 
 #include "controllers/cost/engine.h"
 #include "controllers/render/render.h"
+#include "operator/kube/json_fields.h"
 
 namespace valley::task {
 namespace {
@@ -618,45 +619,48 @@ int desired_workers(const TaskSpec& spec) {
 }
 
 PodView view_pod(const json& pod) {
+  // Every field read tolerantly: optional fields of a pod status may be absent, null or mistyped
+  // (a terminated state without startedAt/finishedAt on some runtimes).
+  using kube::array_at;
+  using kube::object_at;
+  using kube::string_at;
   PodView v;
-  const json meta = pod.value("metadata", json::object());
-  v.name = meta.value("name", "");
-  v.uid = meta.value("uid", "");
+  const json& meta = object_at(pod, "metadata");
+  v.name = string_at(meta, "name");
+  v.uid = string_at(meta, "uid");
   v.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
-  const json labels = meta.value("labels", json::object());
-  v.role = labels.value(render::label::kRole, "");
+  const json& labels = object_at(meta, "labels");
+  v.role = string_at(labels, render::label::kRole);
   try {
-    v.epoch = std::stoi(labels.value(render::label::kEpoch, "0"));
-    v.worker_index = std::stoi(labels.value(render::label::kWorkerIndex, "-1"));
+    v.epoch = std::stoi(string_at(labels, render::label::kEpoch, "0"));
+    v.worker_index = std::stoi(string_at(labels, render::label::kWorkerIndex, "-1"));
   } catch (const std::exception&) {
     v.epoch = 0;  // a mangled label makes the pod stale: it is replaced
   }
-  const json spec = pod.value("spec", json::object());
-  v.node = spec.value("nodeName", "");
+  const json& spec = object_at(pod, "spec");
+  v.node = string_at(spec, "nodeName");
   v.pinned = render::pinned_node(pod);
-  if (v.deleting && meta["deletionTimestamp"].is_string()) v.deletion_deadline = parse_time(meta["deletionTimestamp"].get<std::string>());
-  const json status = pod.value("status", json::object());
-  v.phase = status.value("phase", "Pending");
-  for (const auto& c : status.value("conditions", json::array())) {
-    if (c.value("type", "") == "Ready") v.ready = c.value("status", "") == "True";
-    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True") v.disruption = c.value("reason", "Disrupted");
+  if (v.deleting) v.deletion_deadline = kube::time_at(meta, "deletionTimestamp");
+  const json& status = object_at(pod, "status");
+  v.phase = string_at(status, "phase", "Pending");
+  for (const auto& c : array_at(status, "conditions")) {
+    if (string_at(c, "type") == "Ready") v.ready = string_at(c, "status") == "True";
+    if (string_at(c, "type") == "DisruptionTarget" && string_at(c, "status") == "True") v.disruption = string_at(c, "reason", "Disrupted");
   }
   static const char* kEvictionReasons[] = {"Evicted", "Shutdown", "NodeShutdown", "Terminated", "NodeLost"};
-  const std::string reason = status.value("reason", "");
+  const std::string reason = string_at(status, "reason");
   if (v.disruption.empty())
     for (const char* r : kEvictionReasons)
       if (reason == r) v.disruption = reason;
-  for (const auto& cs : status.value("containerStatuses", json::array())) {
-    const json state = cs.value("state", json::object());
-    if (state.contains("terminated") && state["terminated"].contains("exitCode")) {
-      const json& t = state["terminated"];
-      int code = t.value("exitCode", 0);
-      // The first non-zero exit among the containers explains the pod's failure.
-      if (!v.exit_code || (*v.exit_code == 0 && code != 0)) v.exit_code = code;
-      if (auto at = parse_time(t.value("finishedAt", "")); at && (!v.finished_at || *at > *v.finished_at)) v.finished_at = at;
-      if (t.contains("message") && t["message"].is_string() && v.termination_message.empty())
-        v.termination_message = t["message"].get<std::string>();
-    }
+  for (const auto& cs : array_at(status, "containerStatuses")) {
+    const json& t = object_at(object_at(cs, "state"), "terminated");
+    const auto code64 = kube::int_at(t, "exitCode");
+    if (!code64) continue;  // not terminated (or no exit code to go by)
+    const int code = static_cast<int>(std::clamp<int64_t>(*code64, INT32_MIN, INT32_MAX));
+    // The first non-zero exit among the containers explains the pod's failure.
+    if (!v.exit_code || (*v.exit_code == 0 && code != 0)) v.exit_code = code;
+    if (auto at = kube::time_at(t, "finishedAt"); at && (!v.finished_at || *at > *v.finished_at)) v.finished_at = at;
+    if (v.termination_message.empty()) v.termination_message = string_at(t, "message");
   }
   return v;
 }

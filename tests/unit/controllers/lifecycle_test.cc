@@ -339,6 +339,36 @@ TEST(Lifecycle, PodViewReadsLabelsPhaseReadinessAndExitCode) {
 }
 
 
+// Optional pod-status fields absent, null or mistyped (a terminated state without startedAt/finishedAt
+// on some runtimes) read as absent: this used to throw "type must be string, but is null" on every
+// reconcile, so the task never finished.
+TEST(Lifecycle, PodViewReadsNullAndMistypedOptionalFieldsAsAbsent) {
+  json p = json::parse(R"({"metadata":{"name":"s-worker-0","uid":null,"labels":{"valley.dev/role":"worker","valley.dev/epoch":"1","valley.dev/worker-index":"0"},"deletionTimestamp":null},
+    "spec":{"nodeName":null},
+    "status":{"phase":"Succeeded","reason":null,"conditions":[{"type":null,"status":"True"},{"type":"Ready","status":null},7],
+              "containerStatuses":[{"state":{"terminated":{"exitCode":0,"startedAt":null,"finishedAt":null,"message":null}}},
+                                   {"state":{"terminated":{"exitCode":null}}},{"state":null},null]}})");
+  PodView v = view_pod(p);
+  EXPECT_EQ(v.name, "s-worker-0");
+  EXPECT_EQ(v.uid, "");
+  EXPECT_EQ(v.node, "");
+  EXPECT_FALSE(v.deleting);
+  EXPECT_EQ(v.phase, "Succeeded");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_FALSE(v.finished_at);
+  EXPECT_EQ(v.termination_message, "");
+  // Whole objects of the wrong type.
+  for (const char* text : {R"(null)", R"([])", R"({"metadata":null,"spec":[],"status":"x"})",
+                           R"({"metadata":{"name":5,"labels":{"valley.dev/epoch":3}},"status":{"phase":1,"conditions":{},"containerStatuses":"x"}})",
+                           R"({"status":{"containerStatuses":[{"state":{"terminated":{"exitCode":99999999999}}}]}})"})
+    EXPECT_NO_THROW(view_pod(json::parse(text))) << text;
+  // And the task it belongs to finishes.
+  json t = json::parse(R"({"metadata":{"name":"s","namespace":"ns","uid":"u"},"spec":{"taskType":"Single","image":"i"}})");
+  t["status"] = decide(observe(t, {}, false)).status;
+  Decision ok = decide(observe(t, {v}, false));
+  EXPECT_EQ(ok.status["phase"], "Succeeded") << ok.status.dump(2);
+}
+
 // --- Disruptions (spot notices, lost nodes, evictions) ---
 
 // Two workers on n1 and n2 and the launcher on n3, running in epoch 1, with the given nodes.

@@ -308,6 +308,22 @@ TEST(Policy, PatienceAndGrowthSettingsParseWithPathsInErrors) {
   EXPECT_NE(errors[1].find("spec.growth.minMarginalSpeedup"), std::string::npos) << errors[1];
 }
 
+TEST(PodUse, NullAndMistypedStatusFieldsReadAsAbsent) {
+  // A terminated container without startedAt/finishedAt: the pod's startTime stands in for both ends.
+  json p = json::parse(R"({"metadata":{"uid":"u","name":null},"spec":{"nodeName":"n1","containers":[{"resources":{"limits":{"nvidia.com/gpu":"2"}}}]},
+    "status":{"startTime":"2026-01-01T00:00:00Z","containerStatuses":[{"state":{"terminated":{"exitCode":0,"startedAt":null,"finishedAt":null}}}]}})");
+  PodUse u = pod_use(p);
+  EXPECT_EQ(u.uid, "u");
+  EXPECT_EQ(u.name, "");
+  EXPECT_EQ(u.share_milli, 2000);
+  ASSERT_TRUE(u.start);
+  ASSERT_TRUE(u.end);
+  EXPECT_EQ(*u.end, *u.start);
+  for (const char* text : {R"(null)", R"({"metadata":[],"status":{"containerStatuses":null}})",
+                           R"({"status":{"containerStatuses":[null,{"state":{"running":null}},{"state":{"terminated":7}}]}})"})
+    EXPECT_NO_THROW(pod_use(json::parse(text))) << text;
+}
+
 // --- the cost against its estimate, as valleyctl and the demo print it ---------------------------
 
 TEST(CostReport, FinalAgainstTheEstimateAndItsRangeAndGpuHoursPerPool) {
