@@ -37,6 +37,8 @@ CostReport report_of(const nlohmann::json& c) {
       if (v.is_string()) r.gpu_hours.emplace_back(pool, v.get<std::string>());
   if (r.final && r.estimate && *r.estimate > 0)
     r.error_percent = 100.0 * static_cast<double>(*r.final - *r.estimate) / static_cast<double>(*r.estimate);
+  if (!r.final && r.accrued && r.estimate && *r.estimate > 0)
+    r.spent_percent = 100.0 * static_cast<double>(*r.accrued) / static_cast<double>(*r.estimate);
   if (r.final && r.low && r.high) r.within_range = *r.final >= *r.low && *r.final <= *r.high;
   return r;
 }
@@ -55,9 +57,9 @@ std::string versus_estimate(const CostReport& r) {
   }
   if (r.accrued) {
     std::string out = "accrued " + format_money(*r.accrued) + cur + " so far";
-    if (!r.estimate || *r.estimate <= 0) return out;
+    if (!r.spent_percent) return out;
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * static_cast<double>(*r.accrued) / static_cast<double>(*r.estimate));
+    std::snprintf(buf, sizeof buf, "%.0f%%", *r.spent_percent);
     return out + ", " + buf + " of the estimate " + format_money(*r.estimate) + (range.empty() ? "" : range + ")");
   }
   if (r.estimate) return "estimated " + format_money(*r.estimate) + cur + (range.empty() ? "" : range + ")") + ", nothing spent yet";

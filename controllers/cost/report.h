@@ -21,6 +21,7 @@ struct CostReport {
   // (final − estimate) / estimate, in percent; unset until final, or without an estimate.
   std::optional<double> error_percent;
   std::optional<bool> within_range;  // the final inside low..high (only once final)
+  std::optional<double> spent_percent;  // accrued / estimate, in percent, while not final
 };
 
 CostReport report_of(const nlohmann::json& status_cost);

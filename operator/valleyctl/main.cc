@@ -221,8 +221,8 @@ int cmd_cost(const valley::Flags& flags) {
       if (r.final && r.error_percent) {
         std::snprintf(buf, sizeof buf, "%+.1f%%", *r.error_percent);
         vs = buf;
-      } else if (!r.final && r.accrued && r.estimate && *r.estimate > 0) {
-        std::snprintf(buf, sizeof buf, "%.0f%% so far", 100.0 * static_cast<double>(*r.accrued) / static_cast<double>(*r.estimate));
+      } else if (r.spent_percent) {
+        std::snprintf(buf, sizeof buf, "%.0f%% so far", *r.spent_percent);
         vs = buf;
       }
       const std::string range = r.low && r.high ? m(r.low) + "-" + m(r.high) : "-";
