@@ -11,12 +11,12 @@ CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
 CTEST := ctest --output-on-failure --no-tests=error
 CLUSTER := tests/cluster/cluster.sh
 
-.PHONY: help deps build unit unit-sanitize fuzz integration cluster-binaries bench-binaries cluster-up cluster-down crds e2e test demo bench bench-smoke clean
+.PHONY: help deps build unit unit-sanitize fuzz chaos chaos-smoke integration cluster-binaries bench-binaries cluster-up cluster-down crds e2e test demo bench bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
 	@echo "make test    everything: deps, build, unit tests (plain and sanitized), e2e on a real control plane"
-	@echo "other targets: deps build unit unit-sanitize fuzz integration cluster-up cluster-down e2e bench clean"
+	@echo "other targets: deps build unit unit-sanitize fuzz chaos chaos-smoke integration cluster-up cluster-down e2e bench clean"
 
 deps:
 	@scripts/deps.sh
@@ -38,7 +38,8 @@ unit-sanitize:
 	cd $(SANITIZE_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(CTEST) -L unit
 
-# libFuzzer targets (clang), briefly; FUZZ_SECONDS=600 make fuzz for a longer run.
+# libFuzzer targets (clang): every parser of untrusted text, 15 s each; FUZZ_SECONDS=600 make fuzz for
+# the long run, FUZZ_TARGETS="spec yaml_json" for some.
 fuzz:
 	@tests/fuzz/run.sh
 
@@ -73,7 +74,19 @@ e2e: build crds
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig delete namespace valley-demo --ignore-not-found --wait=true >/dev/null
 	cd $(BUILD_DIR) && $(CTEST) -L e2e
 
-test: deps build unit unit-sanitize fuzz integration e2e bench-smoke
+# The chaos campaign (tests/chaos): two operator replicas under faults, checked by an independent
+# checker; the full run (20 minutes of faults) writes bench/results/chaos.json. CHAOS_SEED replays a run.
+CHAOS_SEED ?= 1
+chaos: build crds
+	@scripts/operator.sh stop
+	$(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) --seconds=$${CHAOS_SECONDS:-1200} --out=bench/results/chaos.json
+
+# Part of make test: two minutes of faults at a fixed seed, then the checker.
+chaos-smoke: build crds
+	@scripts/operator.sh stop
+	$(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) --seconds=120 --out=$(BUILD_DIR)/chaos-smoke.json
+
+test: deps build unit unit-sanitize fuzz integration e2e chaos-smoke bench-smoke
 
 demo: deps build crds
 	@scripts/demo.sh

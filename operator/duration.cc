@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 
 namespace valley {
 
@@ -15,7 +16,7 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
     if (i == start) return std::nullopt;
     std::string number = text.substr(start, i - start);
     if (number == "." || number.find('.') != number.rfind('.')) return std::nullopt;
-    double value = std::stod(number);
+    double value = std::strtod(number.c_str(), nullptr);  // never throws; HUGE_VAL is refused below
     size_t ustart = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string unit = text.substr(ustart, i - ustart);

@@ -25,7 +25,7 @@
 
 #include "bench/sim/bound.h"
 #include "bench/sim/simulator.h"
-#include "controllers/cost/money.h"
+#include "controllers/api/money.h"
 #include "operator/flags.h"
 #include "operator/kube/config.h"
 #include "operator/yaml_json.h"

@@ -1,5 +1,8 @@
 #include "controllers/api/spec.h"
 
+#include "controllers/api/money.h"
+
+#include "operator/kube/json_fields.h"
 #include "operator/kube/timefmt.h"
 
 #include "operator/storage/object_store.h"
@@ -114,28 +117,6 @@ std::optional<GpuRequest> parse_gpus(const std::string& text) {
 
 }  // namespace
 
-std::optional<int64_t> parse_money_micros(const std::string& text) {
-  if (text.empty() || text.size() > 16) return std::nullopt;
-  int64_t units = 0, micros = 0;
-  size_t i = 0;
-  size_t digits = 0;
-  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i, ++digits) units = units * 10 + (text[i] - '0');
-  if (digits == 0) return std::nullopt;
-  if (i < text.size()) {
-    if (text[i] != '.') return std::nullopt;
-    ++i;
-    int64_t scale = 100000;
-    size_t frac = 0;
-    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i, ++frac) {
-      if (frac >= 6) return std::nullopt;
-      micros += (text[i] - '0') * scale;
-      scale /= 10;
-    }
-    if (frac == 0 || i != text.size()) return std::nullopt;
-  }
-  return units * 1'000'000 + micros;
-}
-
 ParsedTask parse_task(const json& object) {
   ParsedTask result;
   Reader r(result.errors);
@@ -148,7 +129,7 @@ ParsedTask parse_task(const json& object) {
     s.name = r.str(*meta, "name", "metadata.name").value_or("");
     s.ns = r.str(*meta, "namespace", "metadata.namespace").value_or("");
     s.uid = r.str(*meta, "uid", "metadata.uid").value_or("");
-    s.generation = meta->value("generation", int64_t{0});
+    s.generation = kube::int_at(*meta, "generation").value_or(0);
   }
   if (s.name.empty()) r.error("metadata.name: missing");
   if (s.name.size() > 50) r.error("metadata.name: must be at most 50 characters");
@@ -238,8 +219,8 @@ ParsedTask parse_task(const json& object) {
     else r.error("spec.deadline: \"" + *d + "\" is neither a time like 2026-11-24T18:00:00Z nor a duration like 48h");
   }
   if (auto c = r.str(*spec, "maxCost", "spec.maxCost")) {
-    s.max_cost_micros = parse_money_micros(*c);
-    if (!s.max_cost_micros) r.error("spec.maxCost: \"" + *c + "\" is not an amount like 250.00");
+    s.max_cost_micros = cost::parse_money(*c);
+    if (!s.max_cost_micros) r.error("spec.maxCost: \"" + *c + "\" is not an amount like 250.00 (at most 6 decimals, below 100 billion)");
   }
   if (const json* rp = r.object(*spec, "runPolicy", "spec.runPolicy")) {
     s.run_policy.backoff_limit = static_cast<int>(r.integer(*rp, "backoffLimit", "spec.runPolicy.backoffLimit", 0, 100).value_or(3));

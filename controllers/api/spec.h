@@ -86,7 +86,5 @@ struct ParsedTask {
 
 ParsedTask parse_task(const json& object);
 
-// "12.34" -> 12'340'000 micro-units; nullopt when malformed.
-std::optional<int64_t> parse_money_micros(const std::string& text);
 
 }  // namespace valley::task

@@ -17,6 +17,9 @@ int64_t ms_between(SystemTime a, SystemTime b) { return std::chrono::duration_ca
 int64_t rounded(i128 num, i128 den) { return static_cast<int64_t>((num + den / 2) / den); }
 
 const json& obj(const json& o, const char* key) { return kube::object_at(o, key); }
+// status.cost is not declared in the CRD (it is Valley's free-form ledger): every read tolerates a
+// field that is absent, null or of another type.
+int64_t i64(const json& o, const char* key, int64_t fallback = 0) { return kube::int_at(o, key).value_or(fallback); }
 
 std::optional<SystemTime> time_of(const json& o, const char* key) { return kube::time_at(o, key); }
 
@@ -94,7 +97,7 @@ PodUse pod_use(const json& pod) {
 }
 
 Micros accrued_micros(const json& cost_status) {
-  return cost_status.is_object() ? cost_status.value("accruedMicros", int64_t{0}) : 0;
+  return i64(cost_status, "accruedMicros");
 }
 
 json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>& pods, const std::map<std::string, NodeRate>& rates,
@@ -106,20 +109,20 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
   c["multiplier"] = format_milli(multiplier);
   json b = c.contains("breakdown") && c["breakdown"].is_object() ? c["breakdown"] : json::object();
   Charge total;
-  total.gpu = b.value("gpuMicros", int64_t{0});
-  total.energy = b.value("energyMicros", int64_t{0});
-  for (const auto& [k, v] : obj(b, "gpuMilliSeconds").items()) total.gpu_milli_seconds[k] = v.get<int64_t>();
-  for (const auto& [k, v] : obj(b, "microWh").items()) total.micro_wh[k] = v.get<int64_t>();
+  total.gpu = i64(b, "gpuMicros");
+  total.energy = i64(b, "energyMicros");
+  for (const auto& [k, v] : obj(b, "gpuMilliSeconds").items()) total.gpu_milli_seconds[k] = i64(obj(b, "gpuMilliSeconds"), k.c_str());
+  for (const auto& [k, v] : obj(b, "microWh").items()) total.micro_wh[k] = i64(obj(b, "microWh"), k.c_str());
 
   std::map<std::string, json> ledger;
   if (c.contains("ledger") && c["ledger"].is_array())
     for (const auto& e : c["ledger"])
-      if (e.is_object()) ledger[e.value("uid", "")] = e;
+      if (e.is_object()) ledger[kube::string_at(e, "uid")] = e;
   json next_ledger = json::array();
   for (const auto& pod_in : pods) {
     auto it = ledger.find(pod_in.uid);
     PodUse pod = pod_in;
-    if (!pod.start && it != ledger.end()) pod.start = SystemTime(std::chrono::milliseconds(it->second.value("untilMs", int64_t{0})));
+    if (!pod.start && it != ledger.end()) pod.start = SystemTime(std::chrono::milliseconds(i64(it->second, "untilMs")));
     if (!pod.start || pod.share_milli <= 0) continue;  // never ran, or holds no GPU
     json entry;
     if (it != ledger.end()) {
@@ -132,12 +135,13 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
                {"gpuPerHourMicros", r->second.gpu_per_hour}, {"watts", r->second.watts}, {"shareMilli", pod.share_milli},
                {"until", kube::format_time(*pod.start)}, {"untilMs", std::chrono::duration_cast<std::chrono::milliseconds>(pod.start->time_since_epoch()).count()}};
     }
-    NodeRate rate{entry.value("vendor", ""), entry.value("product", ""), entry.value("capacityClass", "on-demand"),
-                  entry.value("gpuPerHourMicros", int64_t{0}), entry.value("watts", 0)};
-    SystemTime until{std::chrono::milliseconds(entry.value("untilMs", int64_t{0}))};
+    NodeRate rate{kube::string_at(entry, "vendor"), kube::string_at(entry, "product"),
+                  kube::string_at(entry, "capacityClass", "on-demand"), i64(entry, "gpuPerHourMicros"),
+                  static_cast<int>(std::clamp<int64_t>(i64(entry, "watts"), 0, 100'000))};
+    SystemTime until{std::chrono::milliseconds(i64(entry, "untilMs"))};
     SystemTime end = pod.end ? std::min(*pod.end, now) : now;
     SystemTime from = std::max(until, *pod.start);
-    const int64_t share = entry.value("shareMilli", pod.share_milli);
+    const int64_t share = i64(entry, "shareMilli", pod.share_milli);
     auto set_until = [&](SystemTime t) {
       entry["until"] = kube::format_time(t);
       entry["untilMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();

@@ -109,7 +109,9 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
   Reader r{errors ? *errors : local_errors};
   const size_t before = r.errors.size();
   Policy p;
-  if (object.contains("metadata") && object["metadata"].is_object()) p.name = object["metadata"].value("name", "default");
+  if (object.contains("metadata") && object["metadata"].is_object() && object["metadata"].contains("name") &&
+      object["metadata"]["name"].is_string())
+    p.name = object["metadata"]["name"].get<std::string>();
   if (!object.contains("spec") || !object["spec"].is_object()) {
     r.error("spec: required");
     return std::nullopt;
@@ -130,7 +132,8 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
     if (const json* labels = r.array(spec["capacityClass"], "spotLabels", "spec.capacityClass.spotLabels")) {
       p.spot_labels.clear();
       for (const auto& l : *labels)
-        if (l.is_object()) p.spot_labels.push_back({l.value("key", ""), l.value("value", "")});
+        if (l.is_object() && l.contains("key") && l["key"].is_string() && l.contains("value") && l["value"].is_string())
+          p.spot_labels.push_back({l["key"].get<std::string>(), l["value"].get<std::string>()});
     }
   }
   if (const json* labels = r.array(spec, "productLabels", "spec.productLabels")) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "controllers/cost/money.h"
+#include "controllers/api/money.h"
 #include "controllers/cost/timezone.h"
 
 namespace valley::cost {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controllers/cost/money.h"
+#include "controllers/api/money.h"
 
 namespace valley::cost {
 

@@ -267,7 +267,8 @@ class Planner {
     std::sort(releases.begin(), releases.end());
     const SystemTime horizon = t.cheap_until ? *t.cheap_until : now_ + std::chrono::hours(24 * 7);
     std::optional<Option> best;
-    for (const auto& [key, pool] : pools) {
+    for (const auto& entry : pools) {
+      const auto& pool = entry.second;  // not a structured binding: clang 14 cannot capture those
       Free free;
       auto count = [&] {
         int total = 0;
@@ -297,7 +298,7 @@ class Planner {
         }
       }
       if (!best || price < best->price || (price == best->price && at < best->start))
-        best = Option{price, at, std::get<0>(key) + " " + std::get<1>(key), any->name};
+        best = Option{price, at, std::get<0>(entry.first) + " " + std::get<1>(entry.first), any->name};
     }
     return best;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "controllers/api/task_status.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
@@ -12,9 +13,10 @@ namespace {
 
 const json& field(const json& o, const char* name) { return kube::object_at(o, name); }
 
-// Extended resources are plain integers; "8" or 8. Anything else counts as 0.
+// Extended resources are plain integers; "8" or 8. Anything else (negative, fractional, too large)
+// counts as 0.
 int64_t quantity(const json& v) {
-  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_integer()) return v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), 1u << 30)) : std::max<int64_t>(0, v.get<int64_t>());
   if (!v.is_string()) return 0;
   const std::string& s = v.get_ref<const std::string&>();
   if (s.empty() || s.size() > 12 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }))
@@ -27,7 +29,7 @@ int64_t quantity(const json& v) {
 Node node_from(const json& node, const NodeFacts& facts) {
   Node n;
   const json& meta = field(node, "metadata");
-  n.name = meta.value("name", "");
+  n.name = kube::string_at(meta, "name");
   for (const auto& [k, v] : field(meta, "labels").items())
     if (v.is_string()) n.labels[k] = v.get<std::string>();
   for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
@@ -43,26 +45,26 @@ Node node_from(const json& node, const NodeFacts& facts) {
     if (it != n.labels.end() && it->second == value) n.capacity_class = "spot";
   }
   const json& spec = field(node, "spec");
-  bool cordoned = spec.value("unschedulable", false);
+  bool cordoned = spec.contains("unschedulable") && spec["unschedulable"] == true;
   bool notice = false;
   if (auto taints = spec.find("taints"); taints != spec.end() && taints->is_array()) {
     for (const auto& t : *taints) {
       if (!t.is_object()) continue;
-      std::string key = t.value("key", "");
+      std::string key = kube::string_at(t, "key");
       if (std::find(facts.disruption_taints.begin(), facts.disruption_taints.end(), key) != facts.disruption_taints.end()) {
         notice = true;
         n.notice = key;
       }
-      std::string effect = t.value("effect", "");
-      if (effect == "NoSchedule" || effect == "NoExecute") n.taints.push_back({key, t.value("value", ""), effect});
+      std::string effect = kube::string_at(t, "effect");
+      if (effect == "NoSchedule" || effect == "NoExecute") n.taints.push_back({key, kube::string_at(t, "value"), effect});
     }
   }
   bool ready = false;
   if (auto conds = field(node, "status").find("conditions"); conds != field(node, "status").end() && conds->is_array())
     for (const auto& c : *conds)
-      if (c.is_object() && c.value("type", "") == "Ready") {
-        ready = c.value("status", "") == "True";
-        if (!ready) n.not_ready_since = kube::parse_time(c.value("lastTransitionTime", ""));
+      if (kube::string_at(c, "type") == "Ready") {
+        ready = kube::string_at(c, "status") == "True";
+        if (!ready) n.not_ready_since = kube::time_at(c, "lastTransitionTime");
       }
   n.ready = ready;
   n.schedulable = ready && !cordoned && !notice;
@@ -70,7 +72,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
 }
 
 std::map<std::string, int64_t> gpu_usage(const json& pod) {
-  std::string phase = field(pod, "status").value("phase", "");
+  std::string phase = kube::string_at(field(pod, "status"), "phase");
   if (phase == "Succeeded" || phase == "Failed") return {};
   return gpu_requests(pod);
 }
@@ -119,26 +121,27 @@ Task task_from(const task::TaskSpec& spec, const json& task_object, const std::v
   if (auto tols = tmpl_spec.find("tolerations"); tols != tmpl_spec.end() && tols->is_array())
     for (const auto& tol : *tols)
       if (tol.is_object())
-        t.tolerations.push_back({tol.value("key", ""), tol.value("operator", "Equal"), tol.value("value", ""), tol.value("effect", "")});
+        t.tolerations.push_back({kube::string_at(tol, "key"), kube::string_at(tol, "operator", "Equal"), kube::string_at(tol, "value"),
+                                  kube::string_at(tol, "effect")});
   const json& meta = field(task_object, "metadata");
-  if (auto created = kube::parse_time(meta.value("creationTimestamp", ""))) t.created = *created;
-  const json& status = field(task_object, "status");
+  if (auto created = kube::time_at(meta, "creationTimestamp")) t.created = *created;
+  const json status = task::readable_status(field(task_object, "status"));
   std::string phase = status.value("phase", "");
-  int epoch = status.value("epoch", 0);
+  int64_t epoch = status.value("epoch", int64_t{0});
   t.admitted = epoch > 0 && phase != "Succeeded" && phase != "Failed" && phase != "Suspended" && phase != "Pending";
   if (auto last = kube::parse_time(status.value("lastResizeTime", ""))) t.last_resize = *last;
   std::vector<std::pair<int, Task::Worker>> workers;
   for (const auto& pod : owned_pods) {
     const json& labels = field(field(pod, "metadata"), "labels");
-    if (labels.value(render::label::kRole, "") != "worker") continue;
-    if (labels.value(render::label::kEpoch, "") != std::to_string(epoch)) continue;
-    std::string node = field(pod, "spec").value("nodeName", "");
+    if (kube::string_at(labels, render::label::kRole) != "worker") continue;
+    if (kube::string_at(labels, render::label::kEpoch) != std::to_string(epoch)) continue;
+    std::string node = kube::string_at(field(pod, "spec"), "nodeName");
     if (node.empty()) node = render::pinned_node(pod);  // created but not bound yet: where it will be
     auto usage = gpu_usage(pod);
     if (node.empty() || usage.empty()) continue;  // not placed yet, or finished
     int index = 0;
     try {
-      index = std::stoi(labels.value(render::label::kWorkerIndex, "0"));
+      index = std::stoi(kube::string_at(labels, render::label::kWorkerIndex, "0"));
     } catch (const std::exception&) {
     }
     workers.push_back({index, Task::Worker{node, usage.begin()->first, usage.begin()->second}});

@@ -53,12 +53,15 @@ void CheckpointWatcher::run(const std::atomic<bool>& stop) {
       const auto now = std::chrono::steady_clock::now();
       auto due = entries_.end();
       auto wake = now + std::chrono::seconds(1);  // to notice `stop`
+      // The longest overdue first: a store slower than the poll interval is due again as soon as
+      // it has been read, and taking the first due in key order starved every task after it (the
+      // bad-input catalogue's slow store found this).
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
         if (it->second.next <= now) {
-          due = it;
-          break;
+          if (due == entries_.end() || it->second.next < due->second.next) due = it;
+        } else {
+          wake = std::min(wake, it->second.next);
         }
-        wake = std::min(wake, it->second.next);
       }
       if (due == entries_.end()) {
         cv_.wait_until(lock, wake);

@@ -1,5 +1,8 @@
 #include "controllers/task/controller.h"
 
+#include "controllers/api/task_status.h"
+#include "operator/kube/json_fields.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -310,6 +313,10 @@ void TaskController::run(const std::atomic<bool>& stop) {
     }
   }
   if (!stop.load()) spdlog::info("trainingtask controller: caches synced, {} workers", options_.workers);
+  // The PricingPolicy in force before any task is reconciled: a task that finished or lost pods
+  // in a reconcile without it would never be charged for them (the chaos campaign found new
+  // leaders pricing nothing until the policy's own turn in the queue came).
+  if (!stop.load()) reconcile_policy(options_.pricing_policy);
   std::thread planner([this, &stop] { planning_loop(stop); });
   std::thread checkpoint_reader([this, &stop] { checkpoints_.run(stop); });
   auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) {
@@ -422,7 +429,8 @@ bool TaskController::reconcile_policy(const std::string& name) {
 }
 
 nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force) {
-  const nlohmann::json stored = o.task.value("status", nlohmann::json::object()).value("cost", nlohmann::json::object());
+  // status.cost is not declared in the CRD: read tolerantly.
+  const nlohmann::json stored = kube::object_at(o.task["status"], "cost");
   auto p = policy();
   if (!p || !o.parsed.spec) return stored;
   const TaskSpec& spec = *o.parsed.spec;
@@ -436,7 +444,7 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
   };
   bool pod_ended = false;
   std::map<std::string, int64_t> until;
-  for (const auto& e : stored.value("ledger", nlohmann::json::array())) until[e.value("uid", "")] = e.value("untilMs", int64_t{0});
+  for (const auto& e : kube::array_at(stored, "ledger")) until[kube::string_at(e, "uid")] = kube::int_at(e, "untilMs").value_or(0);
   for (const auto& pod : pods) {
     cost::PodUse u = cost::pod_use(*pod);
     if (!u.node.empty() && !rates.count(u.node))
@@ -447,10 +455,10 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
     uses.push_back(std::move(u));
   }
   nlohmann::json fresh = cost::accrue(*p, stored, uses, rates, spec.priority, o.now, finished);
-  const auto updated = kube::parse_time(stored.value("updated", ""));
+  const auto updated = kube::time_at(stored, "updated");
   const bool due = force || finished || pod_ended || !updated || o.now - *updated >= options_.cost_interval ||
-                   fresh["ledger"].size() != stored.value("ledger", nlohmann::json::array()).size() ||
-                   stored.value("policy", "") != p->name;
+                   fresh["ledger"].size() != kube::array_at(stored, "ledger").size() ||
+                   kube::string_at(stored, "policy") != p->name;
   nlohmann::json out = due ? fresh : stored;
   if (due) out["updated"] = kube::format_time(o.now);
   // The estimate: from the planner's decision (the pool it gets or waits for, when, at what size),
@@ -536,6 +544,9 @@ bool TaskController::reconcile(const std::string& key) {
   }
   Observed o;
   o.task = *task;
+  // Every read of the status below (cost, phase, restarts) and in the lifecycle sees it as the CRD
+  // declares it: fields of another type read as absent (controllers/api/task_status.h).
+  o.task["status"] = readable_status(task->value("status", nlohmann::json::object()));
   o.parsed = parse_task(o.task);
   o.now = std::chrono::system_clock::now();
   const std::string ns = o.task["metadata"].value("namespace", "");
@@ -577,9 +588,15 @@ bool TaskController::reconcile(const std::string& key) {
   // Cost first: the lifecycle decides on the budget with what has accrued until now.
   const std::string phase_before = o.task.value("status", nlohmann::json::object()).value("phase", "");
   const bool ended_before = phase_before == "Succeeded" || phase_before == "Failed";
-  nlohmann::json stored_cost = o.task.value("status", nlohmann::json::object()).value("cost", nlohmann::json::object());
+  nlohmann::json stored_cost = kube::object_at(o.task["status"], "cost");
+  // The final cost is written once the task has ended and none of its pods holds a GPU any more:
+  // workers still running after the end (until the cleanup below deletes them) are still paid for.
+  const bool pods_hold_gpus = std::any_of(owned_pods.begin(), owned_pods.end(), [](const kube::ObjectPtr& pod) {
+    const cost::PodUse use = cost::pod_use(*pod);
+    return use.share_milli > 0 && !use.end;
+  });
   if (!ended_before || !stored_cost.contains("final")) {
-    nlohmann::json cost = price(o, owned_pods, ended_before, false);
+    nlohmann::json cost = price(o, owned_pods, ended_before && !pods_hold_gpus, false);
     if (!cost.empty()) o.task["status"]["cost"] = cost;
   }
   Decision d = decide(o);
@@ -587,10 +604,17 @@ bool TaskController::reconcile(const std::string& key) {
   if ((phase_after == "Succeeded" || phase_after == "Failed") && !ended_before && policy()) {
     Observed final_view = o;
     final_view.task["status"] = d.status;
-    d.status["cost"] = price(final_view, owned_pods, true, true);
+    d.status["cost"] = price(final_view, owned_pods, !pods_hold_gpus, true);
+  } else if (!d.delete_pods.empty() && policy() && !stored_cost.contains("final")) {
+    // Pods about to be deleted are charged up to now, in the status written before they go: once
+    // gone, the time since the last accrual could no longer be charged.
+    Observed now_view = o;
+    now_view.task["status"] = d.status;
+    d.status["cost"] = price(now_view, owned_pods, false, true);
   }
   if (d.status.value("cost", nlohmann::json::object()) != stored_cost) d.status_changed = true;
-  if (!ended_before && phase_after != "Succeeded" && phase_after != "Failed" && !owned_pods.empty() && policy()) {
+  const bool ended_after = phase_after == "Succeeded" || phase_after == "Failed";
+  if (((!ended_before && !ended_after) || pods_hold_gpus) && !owned_pods.empty() && policy()) {
     if (!d.requeue_after || *d.requeue_after > options_.cost_interval) d.requeue_after = options_.cost_interval;
   }
 

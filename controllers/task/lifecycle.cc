@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "controllers/api/task_status.h"
 #include "controllers/cost/engine.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
@@ -73,16 +74,16 @@ class Decider {
  public:
   explicit Decider(const Observed& o)
       : o_(o),
-        status_(o.task.contains("status") && o.task["status"].is_object() ? o.task["status"] : json::object()),
+        status_(readable_status(o.task.is_object() ? o.task.value("status", json::object()) : json::object())),
         before_(status_),
         now_(format_time(o.now)) {
-    generation_ = o.task.contains("metadata") ? o.task["metadata"].value("generation", int64_t{0}) : 0;
+    generation_ = kube::int_at(kube::object_at(o.task, "metadata"), "generation").value_or(0);
     phase_ = status_.value("phase", std::string(kPending));
     if (phase_.empty()) phase_ = kPending;
   }
 
   Decision run() {
-    const std::string name = o_.task.contains("metadata") ? o_.task["metadata"].value("name", "") : "";
+    const std::string name = kube::string_at(kube::object_at(o_.task, "metadata"), "name");
     status_["selector"] = render::task_selector(name);
     status_["observedGeneration"] = generation_;
     if (!o_.parsed.spec) {

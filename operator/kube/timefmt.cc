@@ -57,6 +57,9 @@ std::optional<SystemTime> parse_time(const std::string& s) {
       !digits(s, 14, 2, mi) || s[16] != ':' || !digits(s, 17, 2, sec))
     return std::nullopt;
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return std::nullopt;
+  // The clock counts nanoseconds in 64 bits: it spans 1677-2262. Kubernetes writes no times outside
+  // 1970-9999; those beyond the clock's span are refused rather than wrapped.
+  if (y < 1678 || y > 2261) return std::nullopt;
   size_t pos = 19;
   int64_t nanos = 0;
   if (pos < s.size() && s[pos] == '.') {

@@ -1,5 +1,7 @@
 #include "operator/storage/checkpoint_record.h"
 
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 #include "operator/kube/timefmt.h"
@@ -7,8 +9,9 @@
 namespace valley::storage {
 
 std::string to_json(const CheckpointRecord& r) {
-  return nlohmann::json{{"step", r.step}, {"time", r.time}, {"epoch", r.epoch}, {"worldSize", r.world_size}, {"object", r.object}}
-      .dump();
+  nlohmann::json j{{"step", r.step}, {"time", r.time}, {"epoch", r.epoch}, {"object", r.object}};
+  if (r.world_size > 0) j["worldSize"] = r.world_size;  // 0: not known
+  return j.dump();
 }
 
 std::optional<CheckpointRecord> parse_checkpoint_record(const std::string& text, std::string* error) {
@@ -25,10 +28,24 @@ std::optional<CheckpointRecord> parse_checkpoint_record(const std::string& text,
   if (!j.contains("time") || !j["time"].is_string() || !kube::parse_time(j["time"].get<std::string>()))
     return fail("\"time\" must be an RFC 3339 time");
   r.time = j["time"].get<std::string>();
-  if (j.contains("epoch") && j["epoch"].is_number_integer()) r.epoch = j["epoch"].get<int>();
-  if (j.contains("worldSize") && j["worldSize"].is_number_integer()) r.world_size = j["worldSize"].get<int>();
-  if (j.contains("object") && j["object"].is_string()) r.object = j["object"].get<std::string>();
-  else if (j.contains("path") && j["path"].is_string()) r.object = j["path"].get<std::string>();  // DESIGN.md's name for it
+  // The optional fields, when present, must be what they say: a writer that gets them wrong is
+  // broken, and Valley would rather say so than resume from a record it half understands.
+  auto small_int = [&](const char* key, int64_t lo, int* out) {
+    if (!j.contains(key)) return true;
+    const auto& v = j[key];
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT32_MAX) || v.get<int64_t>() < lo ||
+        v.get<int64_t>() > INT32_MAX)
+      return false;
+    *out = static_cast<int>(v.get<int64_t>());
+    return true;
+  };
+  if (!small_int("epoch", 0, &r.epoch)) return fail("\"epoch\" must be a non-negative integer");
+  if (!small_int("worldSize", 1, &r.world_size)) return fail("\"worldSize\" must be a positive integer");
+  for (const char* key : {"object", "path"}) {  // "path": DESIGN.md's name for it
+    if (!j.contains(key)) continue;
+    if (!j[key].is_string()) return fail("\"" + std::string(key) + "\" must be a string");
+    if (r.object.empty()) r.object = j[key].get<std::string>();
+  }
   return r;
 }
 

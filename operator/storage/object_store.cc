@@ -54,7 +54,9 @@ class S3Store : public ObjectStore {
 
   std::optional<std::string> get(const std::string& key) override {
     auto [status, body] = request("GET", key, "");
-    if (status == 404) return std::nullopt;
+    // Only a missing key means "nothing written yet"; a missing bucket (also 404) is a store that
+    // is not there, which the user must hear about rather than have the task start from scratch.
+    if (status == 404 && body.find("<Code>NoSuchBucket</Code>") == std::string::npos) return std::nullopt;
     if (status != 200) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body));
     return body;
   }
@@ -70,7 +72,21 @@ class S3Store : public ObjectStore {
 
  private:
   std::string uri(const std::string& key) const { return describe() + "/" + key; }
-  static std::string excerpt(const std::string& body) { return body.substr(0, 300); }
+  // An S3 error's Code and Message (its RequestId and HostId change with every request, and an
+  // error that reads differently each time would be reported again at every poll); other bodies
+  // cut short.
+  static std::string excerpt(const std::string& body) {
+    auto element = [&](const std::string& name) {
+      const std::string open = "<" + name + ">", close = "</" + name + ">";
+      size_t a = body.find(open), b = a == std::string::npos ? a : body.find(close, a);
+      return b == std::string::npos ? std::string() : body.substr(a + open.size(), b - a - open.size());
+    };
+    if (std::string code = element("Code"); !code.empty()) {
+      std::string message = element("Message");
+      return code + (message.empty() ? "" : ": " + message.substr(0, 300));
+    }
+    return body.substr(0, 300);
+  }
 
   std::pair<long, std::string> request(const std::string& method, const std::string& key, const std::string& data) {
     SignedRequest r;

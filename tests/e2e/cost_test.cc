@@ -4,7 +4,7 @@
 #include <fstream>
 #include <set>
 
-#include "controllers/cost/money.h"
+#include "controllers/api/money.h"
 #include "operator/kube/error.h"
 #include "operator/kube/timefmt.h"
 #include "tests/e2e/task_fixture.h"

@@ -64,25 +64,30 @@ void ClusterTest::SetUp() {
   std::string base = std::string(info->name()).substr(0, 30);
   for (auto& c : base) c = std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
   ns = "e2e-" + base + "-" + std::to_string(rd() % 100000);
-  admin->create("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  ASSERT_NO_THROW(create_namespace_for_operators(*admin, ns));
+}
+
+void create_namespace_for_operators(kube::Client& admin, const std::string& ns) {
+  admin.create("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
   // Operators started by the test keep their leader Lease in this namespace: the deploy/ RBAC's
   // leader-election role, bound here as deploy/ binds it in valley-system.
-  admin->create("/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings",
-                {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                 {"kind", "RoleBinding"},
-                 {"metadata", {{"name", "valley-leader-election"}}},
-                 {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "valley-leader-election"}}},
-                 {"subjects", {{{"kind", "ServiceAccount"}, {"name", "valley-operator"}, {"namespace", "valley-system"}}}}});
+  admin.create("/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings",
+               {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                {"kind", "RoleBinding"},
+                {"metadata", {{"name", "valley-leader-election"}}},
+                {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "valley-leader-election"}}},
+                {"subjects", {{{"kind", "ServiceAccount"}, {"name", "valley-operator"}, {"namespace", "valley-system"}}}}});
   // Pods cannot be created before kube-controller-manager has made the namespace's default
   // ServiceAccount.
-  ASSERT_TRUE(eventually([&] {
+  bool ready = eventually([&] {
     try {
-      admin->get(kube::resources::kServiceAccounts, ns, "default");
+      admin.get(kube::resources::kServiceAccounts, ns, "default");
       return true;
     } catch (const kube::KubeError&) {
       return false;
     }
-  }, 30s)) << "no default ServiceAccount in " << ns;
+  }, 30s);
+  if (!ready) throw std::runtime_error("no default ServiceAccount in " + ns);
 }
 
 bool wait_until_cluster_serves_pods(std::chrono::seconds timeout) {

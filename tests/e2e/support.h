@@ -32,6 +32,9 @@ std::string pinned_kubernetes_version();
 // Polls `done` every 100 ms until it returns true or `timeout` passes; returns the last result.
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 
+// A namespace in which operators started by tests may hold their leader Lease (deploy/'s
+// leader-election role bound there) and pods can be created (its default ServiceAccount exists).
+void create_namespace_for_operators(kube::Client& admin, const std::string& ns);
 // A test fixture with an admin client and its own namespace, deleted in TearDown.
 class ClusterTest : public ::testing::Test {
  protected:

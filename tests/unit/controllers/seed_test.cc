@@ -85,7 +85,9 @@ TEST(Seed, SingleTasksAndValleyExtensions) {
 }
 
 TEST(YamlJson, TypesQuotingAndErrors) {
-  YamlDocument d = doc("a: 1\nb: '1'\nc: true\nd: 1.5\ne: ~\nf: [x, 2]\ng: {h: \"no\"}\n");
+  YamlDocument d = doc("a: 1\nb: '1'\nc: true\nd: 1.5\ne: ~\nf: [x, 2]\ng: {h: \"no\"}\ni: 1.5e999\n");
+  EXPECT_EQ(d.value["i"], "1.5e999");  // JSON has no infinity
+  EXPECT_EQ(doc("j: 1e3\n").value["j"], 1000.0);  // as kubectl reads it
   EXPECT_EQ(d.value["a"], 1);
   EXPECT_EQ(d.value["b"], "1");
   EXPECT_EQ(d.value["c"], true);
@@ -100,8 +102,36 @@ TEST(YamlJson, TypesQuotingAndErrors) {
   EXPECT_NE(err.find("line"), std::string::npos);
 }
 
+// Found by fuzzing (tests/fuzz/yaml_json_fuzz.cc): yaml-cpp 0.7's LoadAll never returns on a stray
+// ',' (upstream #1040), and aliases can expand a few lines into billions of values.
+TEST(YamlJson, HostileTextIsRefusedNotLoopedOn) {
+  std::string err;
+  EXPECT_FALSE(parse_yaml(",", &err));
+  EXPECT_NE(err.find("line 1, column 1"), std::string::npos) << err;
+  EXPECT_FALSE(parse_yaml(",base: &b {x: 1}\nuse: *b\n", &err));
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 8; ++i) {
+    std::string prev = "*a" + std::to_string(i - 1);
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
+    for (int k = 1; k < 10; ++k) bomb += ", " + prev;
+    bomb += "]\n";
+  }
+  EXPECT_FALSE(parse_yaml(bomb, &err));
+  EXPECT_NE(err.find("through aliases"), std::string::npos) << err;
+  EXPECT_FALSE(parse_yaml("a: 1\nb: \"caf\xff\"\n", &err));
+  EXPECT_EQ(err, "line 2: not UTF-8 text");
+  EXPECT_FALSE(parse_yaml("a: \xc0\xaf\n", &err));  // an overlong '/'
+  EXPECT_TRUE(parse_yaml("a: caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80\n", &err)) << err;
+  // A stream of several documents, some empty, is still read.
+  auto docs = parse_yaml("---\n---\na: 1\n---\nb: 2\n", &err);
+  ASSERT_TRUE(docs) << err;
+  EXPECT_EQ(docs->size(), 2u);
+}
+
 TEST(YamlJson, ToYamlRoundTrips) {
-  json v = {{"name", "x"}, {"n", 3}, {"s", "3"}, {"b", "true"}, {"list", {1, "a: b", ""}}, {"nested", {{"k", nullptr}, {"f", false}}}};
+  json v = {{"name", "x"}, {"n", 3}, {"s", "3"}, {"b", "true"}, {"list", {1, "a: b", "", "\r", " x", "tab\there"}}, {"nested", {{"k", nullptr}, {"f", false}}},
+           {"key: with colon", 1}, {"true", "yes"}, {std::string(1100, 'k'), "long keys need the explicit form"},
+           {std::string(300, '\0'), "so do keys that escaping makes long"}};
   std::string err;
   auto back = parse_yaml(to_yaml(v), &err);
   ASSERT_TRUE(back) << err << "\n" << to_yaml(v);

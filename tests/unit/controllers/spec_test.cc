@@ -81,11 +81,28 @@ TEST(TaskSpec, MissingOrMistypedStructureIsAnErrorNotACrash) {
   }
 }
 
-TEST(Money, ParsesDecimalsAsMicros) {
-  EXPECT_EQ(parse_money_micros("0"), 0);
-  EXPECT_EQ(parse_money_micros("41.2"), 41'200'000);
-  EXPECT_EQ(parse_money_micros("0.000001"), 1);
-  for (const char* bad : {"", "-1", "1.", ".5", "1,5", "1.0000001", "1e3"}) EXPECT_FALSE(parse_money_micros(bad)) << bad;
+// Fuzzing found metadata.generation read with value<int64_t>(), which throws on a string.
+TEST(TaskSpec, AMistypedGenerationReadsAsZero) {
+  auto parsed = parse_task(json::parse(R"({"metadata":{"name":"x","generation":"6h30m"},"spec":{"master":{"image":"l"},"worker":{"image":"w"}}})"));
+  ASSERT_TRUE(parsed.spec);
+  EXPECT_EQ(parsed.spec->generation, 0);
+}
+
+// spec.maxCost is read by the same parser as the PricingPolicy's prices (controllers/api/money.h).
+// Fuzzing found the spec's own parser overflowing int64 on 16 digits before they were one.
+TEST(TaskSpec, MaxCostIsMoneyInMicros) {
+  auto with_cost = [](const std::string& cost) {
+    return parse_task(json{{"metadata", {{"name", "x"}}},
+                           {"spec", {{"master", {{"image", "l"}}}, {"worker", {{"image", "w"}}}, {"maxCost", cost}}}});
+  };
+  EXPECT_EQ(with_cost("0").spec->max_cost_micros, 0);
+  EXPECT_EQ(with_cost("41.2").spec->max_cost_micros, 41'200'000);
+  EXPECT_EQ(with_cost("0.000001").spec->max_cost_micros, 1);
+  for (const char* bad : {"", "-1", "1.", ".5", "1,5", "1.0000001", "1e3", "9999999999999999", "090209020000"}) {
+    auto parsed = with_cost(bad);
+    ASSERT_FALSE(parsed.spec) << bad;
+    EXPECT_NE(parsed.errors.at(0).find("spec.maxCost"), std::string::npos) << bad;
+  }
 }
 
 }  // namespace

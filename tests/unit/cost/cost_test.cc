@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/cost/engine.h"
-#include "controllers/cost/money.h"
+#include "controllers/api/money.h"
 #include "controllers/cost/policy.h"
 #include "controllers/cost/report.h"
 #include "controllers/cost/timezone.h"

@@ -95,6 +95,12 @@ TEST(CheckpointRecord, Errors) {
   EXPECT_NE(err.find("step"), std::string::npos);
   EXPECT_FALSE(parse_checkpoint_record("{\"step\":1,\"time\":\"yesterday\"}", &err));
   EXPECT_NE(err.find("time"), std::string::npos);
+  // Optional fields, when present, must be well formed (tests/bad-inputs/checkpoints/).
+  for (const char* field : {R"("epoch":"3")", R"("epoch":-1)", R"("worldSize":0)", R"("worldSize":-4)", R"("worldSize":4294967297)",
+                            R"("object":7)", R"("path":null)"}) {
+    EXPECT_FALSE(parse_checkpoint_record(std::string(R"({"step":1,"time":"2026-11-22T06:01:02Z",)") + field + "}", &err)) << field;
+    EXPECT_NE(err.find(std::string(field).substr(1, std::string(field).find('"', 1) - 1)), std::string::npos) << err;
+  }
 }
 
 }  // namespace

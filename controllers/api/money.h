@@ -1,5 +1,7 @@
 // Money as integer micro-units of the policy's currency (1 USD = 1'000'000): sums of many small
-// charges stay exact, and no two machines round differently.
+// charges stay exact, and no two machines round differently. An API value type: spec.maxCost and
+// the PricingPolicy's prices are read by the same parser. (Namespace `valley::cost`, its first
+// home, until #18 gives controllers/api/ a namespace of its own.)
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "controllers/cost/money.h"
+#include "controllers/api/money.h"
 
 #include <cctype>
 #include <cstdlib>

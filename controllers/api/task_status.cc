@@ -1,0 +1,75 @@
+#include "controllers/api/task_status.h"
+
+#include <cstdint>
+
+namespace valley::task {
+namespace {
+
+using json = nlohmann::json;
+
+bool fits(const json& value, const json& schema);
+
+json cleaned(const json& value, const json& schema) {
+  if (schema.is_object()) {
+    json out = json::object();
+    for (const auto& [key, field] : value.items()) {
+      auto declared = schema.find(key);
+      if (declared == schema.end()) {
+        out[key] = field;  // not declared: kept (x-kubernetes-preserve-unknown-fields)
+      } else if (fits(field, *declared)) {
+        out[key] = cleaned(field, *declared);
+      }
+    }
+    return out;
+  }
+  if (schema.is_array()) {
+    json out = json::array();
+    for (const auto& item : value)
+      if (fits(item, schema[0])) out.push_back(cleaned(item, schema[0]));
+    return out;
+  }
+  return value;
+}
+
+bool fits(const json& value, const json& schema) {
+  if (schema.is_object()) return value.is_object();
+  if (schema.is_array()) return value.is_array();
+  const auto& type = schema.get_ref<const std::string&>();
+  if (type == "integer")  // and fits int64, as the API server's integers do
+    return value.is_number_integer() && !(value.is_number_unsigned() && value.get<uint64_t>() > INT64_MAX);
+  if (type == "number") return value.is_number();
+  if (type == "string") return value.is_string();
+  if (type == "boolean") return value.is_boolean();
+  return false;
+}
+
+}  // namespace
+
+const json& status_schema() {
+  static const json schema = json::parse(R"({
+    "phase": "string", "reason": "string", "message": "string",
+    "replicas": "integer", "readyReplicas": "integer", "selector": "string",
+    "epoch": "integer", "epochReplicas": "integer", "desiredReplicas": "integer",
+    "lastResizeTime": "string", "expectedStart": "string", "cheapCapacityUntil": "string",
+    "slackSeconds": "integer",
+    "scaling": [{"workers": "integer", "stepsPerSecond": "number", "samples": "integer"}],
+    "lastResizeReason": "string", "observedGeneration": "integer",
+    "startTime": "string", "completionTime": "string",
+    "restarts": {"total": "integer", "failures": "integer", "resizes": "integer", "preemptions": "integer",
+                 "disruptions": "integer"},
+    "checkpoint": {"step": "integer", "time": "string", "epoch": "integer", "worldSize": "integer", "uri": "string"},
+    "lastDisruption": {"time": "string", "cause": "string", "node": "string", "message": "string", "epoch": "integer",
+                       "checkpointStep": "integer", "recoveredTime": "string", "recoverySeconds": "integer",
+                       "resumedFromStep": "integer", "workLostSeconds": "integer"},
+    "conditions": [{"type": "string", "status": "string", "reason": "string", "message": "string",
+                    "lastTransitionTime": "string", "observedGeneration": "integer"}]
+  })");
+  return schema;
+}
+
+json readable_status(const json& status) {
+  if (!status.is_object()) return json::object();
+  return cleaned(status, status_schema());
+}
+
+}  // namespace valley::task

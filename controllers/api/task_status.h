@@ -1,0 +1,21 @@
+// A TrainingTask's status as the controllers read it back. The status is Valley's own record, but it
+// comes from the API server: an older CRD, a hand edit through the status subresource or a restore
+// from backup can leave a field of another type than the CRD declares, or null. Readers then use
+// json::value() and get<T>() freely, because readable_status() has dropped every such field, as if
+// it were absent. The declared types below mirror crds/valley.dev_trainingtasks.yaml (a unit test
+// keeps them equal); fields the CRD does not declare (status.cost) are kept as they are.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace valley::task {
+
+// The declared types: {"phase": "string", "restarts": {"total": "integer", ...}, "scaling":
+// [{"workers": "integer", ...}], ...}; "integer", "number", "string" or "boolean" at the leaves.
+const nlohmann::json& status_schema();
+
+// `status` with every declared field of the wrong type (or null) removed, and list items that are
+// not objects dropped from declared lists. A status that is not an object reads as {}.
+nlohmann::json readable_status(const nlohmann::json& status);
+
+}  // namespace valley::task

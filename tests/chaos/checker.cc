@@ -1,0 +1,255 @@
+#include "tests/chaos/checker.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "operator/kube/json_fields.h"
+
+namespace valley::chaos {
+namespace {
+
+using kube::array_at;
+using kube::int_at;
+using kube::object_at;
+using kube::string_at;
+
+constexpr int64_t kCent = 10'000;  // micro-units
+
+double seconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+std::optional<double> time_field(const json& o, const char* key) {
+  if (auto t = kube::time_at(o, key)) return seconds(*t);
+  return std::nullopt;
+}
+
+std::string uid_of(const json& o) { return string_at(object_at(o, "metadata"), "uid"); }
+std::string name_of(const json& o) {
+  const json& meta = object_at(o, "metadata");
+  return string_at(meta, "namespace") + "/" + string_at(meta, "name");
+}
+std::string label(const json& o, const char* key) { return string_at(object_at(object_at(o, "metadata"), "labels"), key); }
+// The uid of the object's controller (ownerReferences[controller=true]), "" if none.
+std::string controller_uid(const json& o) {
+  for (const auto& ref : array_at(object_at(o, "metadata"), "ownerReferences"))
+    if (ref.is_object() && ref.value("controller", false) == true) return string_at(ref, "uid");
+  return "";
+}
+bool terminal(const json& pod) {
+  const std::string phase = string_at(object_at(pod, "status"), "phase");
+  return phase == "Succeeded" || phase == "Failed";
+}
+int64_t micros_of(const json& task, const char* key) {
+  return int_at(object_at(object_at(task, "status"), "cost"), key).value_or(-1);
+}
+
+// Thousandths of a GPU a pod asks for; -1 for a resource this checker does not price. Whole GPUs
+// count 1000, a MIG slice <n>g its n sevenths.
+int64_t gpu_share(const json& pod) {
+  int64_t share = 0;
+  for (const auto& c : array_at(object_at(pod, "spec"), "containers")) {
+    const json& res = object_at(c, "resources");
+    const json& req = object_at(res, "requests").empty() ? object_at(res, "limits") : object_at(res, "requests");
+    for (const auto& [name, value] : req.items()) {
+      if (name.find("gpu") == std::string::npos && name.find("mig-") == std::string::npos) continue;
+      int64_t n = value.is_number_integer() ? value.get<int64_t>() : value.is_string() ? std::atoll(value.get<std::string>().c_str()) : 0;
+      if (name == "nvidia.com/gpu" || name == "amd.com/gpu") {
+        share += n * 1000;
+      } else if (name.rfind("nvidia.com/mig-", 0) == 0) {
+        share += n * std::atoi(name.c_str() + 15) * 1000 / 7;
+      } else {
+        return -1;
+      }
+    }
+  }
+  return share;
+}
+
+}  // namespace
+
+void Checker::violation(double t, const std::string& rule, const std::string& object, const std::string& detail) {
+  if (!reported_.insert(rule + " " + object).second) return;
+  violations_.push_back({t, rule, object, detail});
+}
+
+std::optional<int64_t> Checker::price_of(const std::string& node) const {
+  auto n = node_class_.find(node);
+  if (n == node_class_.end()) return std::nullopt;
+  auto p = prices_.per_gpu_hour.find(n->second);
+  if (p == prices_.per_gpu_hour.end()) return std::nullopt;
+  return p->second;
+}
+
+void Checker::follow_pods(const Snapshot& s) {
+  for (const auto& node : s.nodes) {
+    const json& status = object_at(node, "status");
+    std::string vendor = object_at(status, "allocatable").contains("amd.com/gpu") ? "amd" : "nvidia";
+    std::string klass = label(node, "karpenter.sh/capacity-type") == "spot" ? "spot" : "on-demand";
+    node_class_[string_at(object_at(node, "metadata"), "name")] = {vendor, klass};
+  }
+  std::set<std::string> present;
+  for (const auto& pod : s.pods) {
+    const std::string uid = uid_of(pod);
+    present.insert(uid);
+    PodRecord& r = pods_[uid];
+    r.task_uid = controller_uid(pod);
+    r.name = name_of(pod);
+    if (std::string node = string_at(object_at(pod, "spec"), "nodeName"); !node.empty()) r.node = node;
+    r.share_milli = gpu_share(pod);
+    const json& status = object_at(pod, "status");
+    for (const auto& cs : array_at(status, "containerStatuses")) {
+      const json& state = object_at(cs, "state");
+      auto started = time_field(object_at(state, "running"), "startedAt");
+      if (!started) started = time_field(object_at(state, "terminated"), "startedAt");
+      if (started && (!r.start || *started < *r.start)) r.start = started;
+      if (auto finished = time_field(object_at(state, "terminated"), "finishedAt")) r.end = finished;
+    }
+    if (!r.start && (r.end || string_at(status, "phase") == "Running")) r.start = time_field(status, "startTime");
+    if (terminal(pod)) {
+      if (!r.end) r.end = r.last_seen_alive.value_or(s.t);  // ended without saying when: since the last look
+    } else {
+      r.last_seen_alive = s.t;
+    }
+  }
+  for (auto& [uid, r] : pods_)
+    if (!present.count(uid) && !r.first_seen_gone) r.first_seen_gone = s.t;
+}
+
+void Checker::check_pods(const Snapshot& s) {
+  std::map<std::string, std::vector<std::string>> live;         // task/role/index -> pods
+  std::map<std::string, std::set<std::string>> running_epochs;  // task -> epochs
+  for (const auto& pod : s.pods) {
+    const std::string task = controller_uid(pod);
+    if (task.empty()) continue;  // the orphan rule reports it
+    const std::string role = label(pod, "valley.dev/role");
+    if (!terminal(pod)) {
+      const std::string index = role == "worker" ? label(pod, "valley.dev/worker-index") : "-";
+      live[task + "/" + role + "/" + index].push_back(name_of(pod));
+    }
+    if (string_at(object_at(pod, "status"), "phase") == "Running") running_epochs[task].insert(label(pod, "valley.dev/epoch"));
+  }
+  for (const auto& [key, names] : live)
+    if (names.size() > 1) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      violation(s.t, "duplicate-pod", key, "live at once: " + list);
+    }
+  for (const auto& [task, epochs] : running_epochs)
+    if (epochs.size() > 1) {
+      std::string list;
+      for (const auto& e : epochs) list += (list.empty() ? "" : ", ") + e;
+      violation(s.t, "two-epochs", task, "pods of epochs " + list + " Running at once");
+    }
+}
+
+void Checker::check_orphans(const Snapshot& s, bool final) {
+  std::set<std::string> tasks;
+  for (const auto& t : s.tasks) tasks.insert(uid_of(t));
+  std::set<std::string> seen;
+  auto check = [&](const json& o) {
+    const std::string uid = uid_of(o), owner = controller_uid(o);
+    seen.insert(uid);
+    if (owner.empty()) {
+      violation(s.t, "orphan", name_of(o), "no controller owner reference");
+      return;
+    }
+    if (tasks.count(owner)) {
+      orphan_since_.erase(uid);
+      return;
+    }
+    double since = orphan_since_.emplace(uid, s.t).first->second;
+    longest_orphan_ = std::max(longest_orphan_, s.t - since);
+    if (final || s.t - since > orphan_grace_)
+      violation(s.t, "orphan", name_of(o), "its owner " + owner + " is gone (for " + std::to_string(int(s.t - since)) + "s)");
+  };
+  for (const auto& p : s.pods) check(p);
+  for (const auto& o : s.owned) check(o);
+  for (auto it = orphan_since_.begin(); it != orphan_since_.end();) it = seen.count(it->first) ? std::next(it) : orphan_since_.erase(it);
+}
+
+void Checker::observe(const Snapshot& s) {
+  ++looks_;
+  follow_pods(s);
+  check_pods(s);
+  check_orphans(s, false);
+}
+
+void Checker::task_update(double t, const json& before, const json& after) {
+  if (uid_of(before) != uid_of(after)) return;
+  const std::string name = name_of(after);
+  const int64_t was = micros_of(before, "accruedMicros"), now = micros_of(after, "accruedMicros");
+  if (was >= 0 && now >= 0 && now < was)
+    violation(t, "accrued-decreased", name, "status.cost.accruedMicros went from " + std::to_string(was) + " to " + std::to_string(now));
+  auto gen_before = int_at(object_at(before, "status"), "observedGeneration");
+  auto gen_after = int_at(object_at(after, "status"), "observedGeneration");
+  if (gen_before && gen_after && *gen_after < *gen_before)
+    violation(t, "generation-backwards", name,
+              "status.observedGeneration went from " + std::to_string(*gen_before) + " to " + std::to_string(*gen_after));
+}
+
+void Checker::check_final(const Snapshot& s) {
+  for (const auto& task : s.tasks) {
+    const std::string expect = string_at(object_at(object_at(task, "metadata"), "annotations"), "chaos.valley.dev/expect");
+    const std::string phase = string_at(object_at(task, "status"), "phase");
+    if (!expect.empty() && phase != expect)
+      violation(s.t, "final-phase", name_of(task), "expected " + expect + ", is " + (phase.empty() ? "without a phase" : phase) +
+                                                       " (" + string_at(object_at(task, "status"), "message") + ")");
+    if (phase != "Succeeded" && phase != "Failed") continue;
+    const int64_t final_micros = micros_of(task, "finalMicros");
+    if (final_micros < 0) {
+      violation(s.t, "final-cost", name_of(task), "finished without status.cost.final");
+      continue;
+    }
+    // Its pods' intervals, each as short and as long as the looks allow.
+    double low = 0, high = 0;
+    bool priceable = true;
+    const std::string uid = uid_of(task);
+    std::string intervals;  // for the report: each pod's share, node and seconds
+    for (const auto& [pod_uid, r] : pods_) {
+      if (r.task_uid != uid || !r.start) continue;
+      const double seen_end = r.end ? *r.end : r.first_seen_gone.value_or(s.t);
+      intervals += "; " + r.name.substr(r.name.find('/') + 1) + " " + std::to_string(r.share_milli) + "m on " + r.node + " " +
+                   std::to_string(std::lround(seen_end - *r.start)) + "s" + (r.end ? "" : " (vanished)");
+      auto price = price_of(r.node);
+      if (r.share_milli < 0 || !price) {
+        priceable = false;
+        break;
+      }
+      double end_low = r.end ? *r.end : r.last_seen_alive.value_or(*r.start);
+      double end_high = r.end ? *r.end : r.first_seen_gone.value_or(s.t);
+      auto cost = [&](double end) { return std::max(0.0, end - *r.start) / 3600.0 * double(*price) * double(r.share_milli) / 1000.0; };
+      low += cost(end_low);
+      high += cost(end_high);
+    }
+    if (!priceable) {
+      ++costs_unpriceable_;
+      continue;
+    }
+    ++costs_checked_;
+    widest_uncertainty_ = std::max(widest_uncertainty_, int64_t(std::llround(high - low)));
+    if (double(final_micros) < low - kCent || double(final_micros) > high + kCent)
+      violation(s.t, "final-cost", name_of(task),
+                "final " + std::to_string(final_micros) + " micros, its pods' intervals cost " + std::to_string(std::llround(low)) +
+                    ".." + std::to_string(std::llround(high)) + " (one cent allowed either side)" + intervals +
+                    "; Valley's GPU time " + object_at(object_at(object_at(task, "status"), "cost"), "breakdown").value("gpuMilliSeconds", json::object()).dump());
+  }
+  // Tasks deleted as expected are gone; what they owned must be gone too (the orphan rule).
+}
+
+void Checker::finish(const Snapshot& s) {
+  observe(s);
+  check_orphans(s, true);
+  check_final(s);
+}
+
+json Checker::summary() const {
+  return {{"looks", looks_},
+          {"podsFollowed", pods_.size()},
+          {"costsChecked", costs_checked_},
+          {"costsNotPriceable", costs_unpriceable_},
+          {"widestCostUncertaintyMicros", widest_uncertainty_},
+          {"longestOrphanSeconds", std::lround(longest_orphan_)},
+          {"violations", violations_.size()}};
+}
+
+}  // namespace valley::chaos

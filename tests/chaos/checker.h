@@ -1,0 +1,92 @@
+// The chaos campaign's independent checker. It knows Valley only through what the API server shows
+// (lists of TrainingTasks, pods, nodes and the objects Valley owns, and each task's successive
+// versions from a watch), never the operator's memory, and it shares no decision code with it:
+// prices are its own, from the run's price book. It holds Valley to its promises:
+//   duplicate-pod      never two live (not Succeeded/Failed) pods for one task, role and index
+//   two-epochs         never pods of two epochs of one task Running at once (terminating included:
+//                      a pod still runs, and may still write checkpoints, through its grace period)
+//   orphan             every Valley pod/Service/Secret/ConfigMap has a live TrainingTask as its
+//                      controller (after `orphan_grace`: the garbage collector is asynchronous)
+//   final-phase        every task ends as its creator expected (annotation chaos.valley.dev/expect:
+//                      Succeeded, Failed, Suspended, or Deleted = gone with everything it owned)
+//   final-cost         a finished task's status.cost.final equals the cost of its pods' intervals
+//                      (GPU share x price x time) within one cent; a pod seen Running and then gone
+//                      ended somewhere between the two looks, which widens the interval allowed
+//   accrued-decreased  status.cost.accrued never goes down from one version of a task to the next
+//   generation-backwards  status.observedGeneration never goes down
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace valley::chaos {
+
+using json = nlohmann::json;
+
+// What a GPU-hour costs, by vendor ("nvidia", "amd") and capacity class ("on-demand", "spot"), in
+// micro-units; the run's PricingPolicy says the same with no electricity and multiplier 1.
+struct PriceBook {
+  std::map<std::pair<std::string, std::string>, int64_t> per_gpu_hour;
+};
+
+// One look at the namespace: each list taken at about `t` (wall-clock seconds since the Unix epoch,
+// the clock pods' times are written in).
+struct Snapshot {
+  double t = 0;
+  std::vector<json> tasks, pods, nodes, owned;  // owned: Services, Secrets, ConfigMaps
+};
+
+struct Violation {
+  double t = 0;
+  std::string rule, object, detail;
+};
+
+class Checker {
+ public:
+  explicit Checker(PriceBook prices, double orphan_grace_seconds = 60) : prices_(std::move(prices)), orphan_grace_(orphan_grace_seconds) {}
+
+  void observe(const Snapshot& s);
+  // A task's consecutive versions, in the order the API server wrote them.
+  void task_update(double t, const json& before, const json& after);
+  // The last look, once the run has settled: also checks final phases and costs.
+  void finish(const Snapshot& s);
+
+  const std::vector<Violation>& violations() const { return violations_; }
+  // Counts for the report: looks taken, pods followed, tasks whose cost was checked, the widest
+  // uncertainty allowed for a task (micro-units), the longest an object outlived its owner.
+  json summary() const;
+
+ private:
+  struct PodRecord {
+    std::string task_uid, node, name;
+    int64_t share_milli = 0;  // thousandths of a GPU; -1: a resource this checker cannot price
+    std::optional<double> start, end;  // from the pod's status
+    std::optional<double> last_seen_alive, first_seen_gone;  // from the looks
+  };
+  void violation(double t, const std::string& rule, const std::string& object, const std::string& detail);
+  void follow_pods(const Snapshot& s);
+  void check_pods(const Snapshot& s);
+  void check_orphans(const Snapshot& s, bool final);
+  void check_final(const Snapshot& s);
+  std::optional<int64_t> price_of(const std::string& node) const;
+
+  PriceBook prices_;
+  double orphan_grace_;
+  std::vector<Violation> violations_;
+  std::set<std::string> reported_;  // rule + object, so a lasting violation is reported once
+  std::map<std::string, PodRecord> pods_;                         // by pod uid
+  std::map<std::string, std::pair<std::string, std::string>> node_class_;  // node -> vendor, class
+  std::map<std::string, double> orphan_since_;                    // object uid -> first seen orphaned
+  int looks_ = 0, costs_checked_ = 0, costs_unpriceable_ = 0;
+  int64_t widest_uncertainty_ = 0;
+  double longest_orphan_ = 0;  // how long an object outlived its owner before it was collected
+};
+
+}  // namespace valley::chaos

@@ -1,0 +1,79 @@
+// libFuzzer target: everything the controllers read back from the API server about a running task:
+// its status (which they wrote, but which anyone with RBAC can edit), its pods' status (written by
+// kubelets and runtimes that leave optional fields out or null), its node. The input is JSON
+//   {"spec": {merge patch onto a valid spec}, "status": any, "pods": [any...], "node": any}
+// and every pure reader and decision must take it without throwing: the pod view, the cost ledger,
+// the planner's snapshot, the lifecycle's decision, the cost report.
+#include "controllers/cost/engine.h"
+#include "controllers/cost/report.h"
+#include "controllers/planner/snapshot.h"
+#include "controllers/task/lifecycle.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace {
+
+using valley::fuzz::json_of;
+using json = nlohmann::json;
+
+const json kTask = json::parse(R"({"apiVersion":"valley.dev/v1alpha1","kind":"TrainingTask",
+  "metadata":{"name":"t","namespace":"ns","uid":"u-1","generation":1,"creationTimestamp":"2026-11-22T03:00:00Z"},
+  "spec":{"taskType":"MPI","replicas":{"min":1,"max":4},"master":{"image":"l"},"worker":{"image":"w"},
+          "maxCost":"50.00","estimatedDuration":"2h"}})");
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace valley;
+  auto input = json_of(fuzz::text_of(data, size));
+  if (!input || !input->is_object()) return 0;
+  json task = kTask;
+  if (auto it = input->find("spec"); it != input->end() && it->is_object()) task["spec"].merge_patch(*it);
+  if (auto it = input->find("status"); it != input->end()) task["status"] = *it;
+  std::vector<json> pods;
+  if (auto it = input->find("pods"); it != input->end() && it->is_array())
+    for (const auto& p : *it) pods.push_back(p);
+  json node = input->value("node", json::object());
+
+  const auto now = kube::SystemTime(std::chrono::seconds(1795316645));
+  task::Observed observed;
+  observed.task = task;
+  observed.parsed = task::parse_task(task);
+  observed.now = now;
+  observed.nodes_known = true;
+  std::vector<cost::PodUse> uses;
+  auto free = planner::node_from(node);
+  for (const auto& p : pods) {
+    auto view = task::view_pod(p);
+    if (!view.node.empty()) observed.nodes[view.node] = task::NodeView{};
+    observed.pods.push_back(view);
+    uses.push_back(cost::pod_use(p));
+    (void)planner::gpu_requests(p);
+    (void)planner::gpu_usage(p);
+    planner::subtract(free, p);
+  }
+  const json status = task.value("status", json::object());
+  if (observed.parsed.spec) {
+    const auto& spec = *observed.parsed.spec;
+    task::Admission admission;
+    admission.admitted = true;
+    admission.workers = task::desired_workers(spec);
+    admission.placement.assign(admission.workers, render::default_placement(spec));
+    observed.admission = admission;
+    (void)task::decide(observed);
+    (void)planner::task_from(spec, task, pods);
+    (void)task::over_budget(spec, status);
+  }
+  observed.admission.reset();
+  (void)task::decide(observed);
+
+  cost::Policy policy;
+  std::map<std::string, cost::NodeRate> rates;
+  for (const auto& use : uses) rates[use.node] = cost::rate_for(policy, "nvidia", {});
+  const json cost_status = status.is_object() ? status.value("cost", json::object()) : json::object();
+  for (bool finished : {false, true}) {
+    json after = cost::accrue(policy, cost_status, uses, rates, 0, now, finished);
+    (void)cost::report_of(after);
+  }
+  (void)cost::report_of(cost_status);
+  return 0;
+}

@@ -1,0 +1,138 @@
+// The chaos checker's rules, on recorded histories with planted faults: each rule must fire on its
+// fault and stay quiet on a clean history.
+#include "tests/chaos/checker.h"
+
+#include <gtest/gtest.h>
+
+namespace valley::chaos {
+namespace {
+
+const double T0 = 1'795'316'645;  // 2026-11-22T03:04:05Z
+const char* kStart = "2026-11-22T03:04:05Z";
+
+PriceBook prices() {
+  PriceBook p;
+  p.per_gpu_hour[{"nvidia", "on-demand"}] = 3'600'000;  // 1000 micros a GPU-second
+  p.per_gpu_hour[{"nvidia", "spot"}] = 1'800'000;
+  return p;
+}
+
+json node(const std::string& name, bool spot = false) {
+  return {{"metadata", {{"name", name}, {"labels", {{"karpenter.sh/capacity-type", spot ? "spot" : "on-demand"}}}}},
+          {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
+}
+
+json task(const std::string& name, const std::string& phase, const std::string& expect, json cost = json::object(),
+          int64_t observed_generation = 1) {
+  return {{"metadata", {{"name", name}, {"namespace", "ns"}, {"uid", "task-" + name}, {"annotations", {{"chaos.valley.dev/expect", expect}}}}},
+          {"status", {{"phase", phase}, {"observedGeneration", observed_generation}, {"cost", cost}}}};
+}
+
+json pod(const std::string& name, const std::string& task, const std::string& role, int index, int epoch, const std::string& phase,
+         const std::string& finished = "") {
+  json state = phase == "Running" ? json{{"running", {{"startedAt", kStart}}}} : json::object();
+  if (!finished.empty()) state = {{"terminated", {{"exitCode", 0}, {"finishedAt", finished}}}};
+  return {{"metadata",
+           {{"name", name},
+            {"namespace", "ns"},
+            {"uid", "pod-" + name},
+            {"labels", {{"valley.dev/role", role}, {"valley.dev/worker-index", std::to_string(index)}, {"valley.dev/epoch", std::to_string(epoch)}}},
+            {"ownerReferences", {{{"uid", "task-" + task}, {"controller", true}}}}}},
+          {"spec", {{"nodeName", "n1"}, {"containers", {{{"name", "c"}, {"resources", {{"requests", {{"nvidia.com/gpu", "2"}}}}}}}}}},
+          {"status", {{"phase", phase}, {"startTime", kStart}, {"containerStatuses", {{{"name", "c"}, {"state", state}}}}}}};
+}
+
+Snapshot look(double dt, std::vector<json> tasks, std::vector<json> pods, std::vector<json> owned = {}) {
+  Snapshot s;
+  s.t = T0 + dt;
+  s.tasks = std::move(tasks);
+  s.pods = std::move(pods);
+  s.nodes = {node("n1")};
+  s.owned = std::move(owned);
+  return s;
+}
+
+std::vector<std::string> rules(const Checker& c) {
+  std::vector<std::string> out;
+  for (const auto& v : c.violations()) out.push_back(v.rule);
+  return out;
+}
+
+// A clean history: one worker of 2 GPUs on a 1000-micros-per-GPU-second node, 100 s, final 0.20.
+TEST(ChaosChecker, ACleanHistoryHasNoViolation) {
+  Checker c(prices());
+  json cost = {{"accruedMicros", 100'000}};
+  c.observe(look(10, {task("a", "Running", "Succeeded", cost)}, {pod("a-worker-0", "a", "worker", 0, 1, "Running")}));
+  c.task_update(T0 + 50, task("a", "Running", "Succeeded", cost), task("a", "Running", "Succeeded", {{"accruedMicros", 150'000}}, 2));
+  json done = {{"accruedMicros", 200'000}, {"finalMicros", 200'000}};
+  c.finish(look(120, {task("a", "Succeeded", "Succeeded", done)},
+                {pod("a-worker-0", "a", "worker", 0, 1, "Succeeded", "2026-11-22T03:05:45Z")}));
+  EXPECT_TRUE(c.violations().empty()) << c.violations().front().rule << ": " << c.violations().front().detail;
+  EXPECT_EQ(c.summary()["costsChecked"], 1);
+}
+
+TEST(ChaosChecker, APlantedDuplicatePodIsFound) {
+  Checker c(prices());
+  json w0 = pod("a-worker-0", "a", "worker", 0, 1, "Running"), twin = pod("a-worker-0-b", "a", "worker", 0, 1, "Pending");
+  c.observe(look(1, {task("a", "Running", "Succeeded")}, {w0, twin}));
+  EXPECT_EQ(rules(c), std::vector<std::string>{"duplicate-pod"});
+  // A finished pod beside its replacement is not a duplicate.
+  Checker quiet(prices());
+  quiet.observe(look(1, {task("a", "Running", "Succeeded")}, {pod("a-worker-0", "a", "worker", 0, 1, "Failed"), twin}));
+  EXPECT_TRUE(quiet.violations().empty());
+}
+
+TEST(ChaosChecker, TwoEpochsRunningAtOnceAreFound) {
+  Checker c(prices());
+  c.observe(look(1, {task("a", "Running", "Succeeded")},
+                 {pod("a-worker-0", "a", "worker", 0, 1, "Running"), pod("a-worker-1", "a", "worker", 1, 2, "Running")}));
+  EXPECT_EQ(rules(c), std::vector<std::string>{"two-epochs"});
+}
+
+TEST(ChaosChecker, OrphansAreFoundAfterTheGraceAndAtTheEnd) {
+  Checker c(prices(), 30);
+  json svc = {{"metadata", {{"name", "a-workers"}, {"namespace", "ns"}, {"uid", "svc-1"}, {"ownerReferences", {{{"uid", "task-a"}, {"controller", true}}}}}}};
+  json loose = {{"metadata", {{"name", "loose"}, {"namespace", "ns"}, {"uid", "cm-1"}}}};
+  c.observe(look(1, {}, {}, {svc}));
+  c.observe(look(20, {}, {}, {svc}));
+  EXPECT_TRUE(c.violations().empty());  // the garbage collector may still come
+  c.observe(look(40, {}, {}, {svc, loose}));
+  EXPECT_EQ(rules(c), (std::vector<std::string>{"orphan", "orphan"}));
+}
+
+TEST(ChaosChecker, WrongFinalPhasesAndLeftoversAreFound) {
+  Checker c(prices());
+  c.finish(look(1, {task("a", "Running", "Succeeded"), task("b", "Suspended", "Deleted")}, {}));
+  EXPECT_EQ(rules(c), (std::vector<std::string>{"final-phase", "final-phase"}));
+}
+
+TEST(ChaosChecker, AFinalCostOffByMoreThanACentIsFound) {
+  Checker c(prices());
+  c.observe(look(10, {task("a", "Running", "Succeeded")}, {pod("a-worker-0", "a", "worker", 0, 1, "Running")}));
+  json done = {{"finalMicros", 230'000}};  // the pod's 100 s x 2 GPUs cost 200'000
+  c.finish(look(120, {task("a", "Succeeded", "Succeeded", done)},
+                {pod("a-worker-0", "a", "worker", 0, 1, "Succeeded", "2026-11-22T03:05:45Z")}));
+  EXPECT_EQ(rules(c), std::vector<std::string>{"final-cost"});
+}
+
+// A pod seen Running at 50 s and gone at 60 s ended in between: a final anywhere in that range
+// (plus a cent) is right, one below it is not (the operator missed the last seconds).
+TEST(ChaosChecker, APodThatVanishedIsPricedWithinTheLooksAroundIt) {
+  for (auto [final_micros, ok] : {std::pair{105'000, true}, std::pair{115'000, true}, std::pair{60'000, false}}) {
+    Checker c(prices());
+    c.observe(look(50, {task("a", "Running", "Succeeded")}, {pod("a-worker-0", "a", "worker", 0, 1, "Running")}));
+    c.observe(look(60, {task("a", "Running", "Succeeded")}, {}));
+    c.finish(look(70, {task("a", "Succeeded", "Succeeded", {{"finalMicros", final_micros}})}, {}));
+    EXPECT_EQ(c.violations().empty(), ok) << final_micros;
+  }
+}
+
+TEST(ChaosChecker, AccruedCostAndObservedGenerationNeverGoBack) {
+  Checker c(prices());
+  c.task_update(T0, task("a", "Running", "", {{"accruedMicros", 500}}, 3), task("a", "Running", "", {{"accruedMicros", 400}}, 3));
+  c.task_update(T0, task("b", "Running", "", {}, 3), task("b", "Running", "", {}, 2));
+  EXPECT_EQ(rules(c), (std::vector<std::string>{"accrued-decreased", "generation-backwards"}));
+}
+
+}  // namespace
+}  // namespace valley::chaos
