@@ -123,7 +123,7 @@ std::optional<Bound> parse_glpsol_report(const std::string& report) {
   if (std::regex_search(report, m, std::regex(R"(Rows:\s+(\d+))"))) b.constraints = std::stoi(m[1]);
   if (std::regex_search(report, m, std::regex(R"(Columns:\s+(\d+))"))) b.variables = std::stoi(m[1]);
   if (!std::regex_search(report, m, std::regex(R"(Objective:\s+\S+\s+=\s+([-+0-9.eE]+))"))) return std::nullopt;
-  b.cost = static_cast<cost::Micros>(std::floor(std::stod(m[1])));
+  b.cost = static_cast<api::Micros>(std::floor(std::stod(m[1])));
   return b;
 }
 

@@ -19,7 +19,7 @@ std::string bound_program(const Inputs& in, int64_t horizon_seconds, int64_t slo
 
 struct Bound {
   std::string status;    // the solver's, e.g. "OPTIMAL"
-  cost::Micros cost = 0;
+  api::Micros cost = 0;
   int variables = 0, constraints = 0;
 };
 // The optimum of a solved program, from glpsol's report (`glpsol --lp F -o REPORT`).

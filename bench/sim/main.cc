@@ -43,7 +43,7 @@ cost::Policy read_policy(const std::string& path) {
   for (const auto& d : *docs) {
     if (d.value.value("kind", "") != "PricingPolicy") continue;
     std::vector<std::string> errors;
-    auto p = cost::parse_policy(d.value, &errors);
+    auto p = api::parse_policy(d.value, &errors);
     if (!p) {
       std::string all;
       for (const auto& e : errors) all += "\n  " + e;
@@ -54,7 +54,7 @@ cost::Policy read_policy(const std::string& path) {
   throw InputError(path + ": no PricingPolicy in it");
 }
 
-std::string money(cost::Micros m) { return cost::format_money(m, 2); }
+std::string money(api::Micros m) { return api::format_money(m, 2); }
 std::string fixed(double v, int digits) {
   std::ostringstream o;
   o << std::fixed << std::setprecision(digits) << v;

@@ -403,8 +403,8 @@ class Simulator {
   }
 
   // --- estimates at submission, as the operator makes them ------------------------------------
-  task::TaskSpec spec_of(const SimJob& j, int64_t duration_seconds) const {
-    task::TaskSpec spec;
+  api::TaskSpec spec_of(const SimJob& j, int64_t duration_seconds) const {
+    api::TaskSpec spec;
     spec.name = j.trace.id;
     spec.priority = j.traits.priority;
     spec.min_workers = j.traits.min_workers;

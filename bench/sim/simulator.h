@@ -50,12 +50,12 @@ struct JobResult {
   std::string id, cls, app;
   int gpus = 0, priority = 0;
   int64_t submit = 0, start = -1, end = -1;  // seconds from the slice's start; -1 = never
-  cost::Micros cost = 0;                     // with the priority multiplier
+  api::Micros cost = 0;                     // with the priority multiplier
   int64_t gpu_seconds = 0;                   // GPUs held x seconds
   int preemptions = 0, restarts = 0;
   double work_lost_gpu_seconds = 0;
   // The estimate at submission (range low..high), and with an estimatedDuration off by up to +-50%.
-  cost::Micros estimate = 0, low = 0, high = 0, estimate_off = 0, low_off = 0, high_off = 0;
+  api::Micros estimate = 0, low = 0, high = 0, estimate_off = 0, low_off = 0, high_off = 0;
   bool estimated = false;
   int final_workers = 0;
 };
@@ -65,7 +65,7 @@ struct Result {
   std::vector<JobResult> jobs;
   int rejected = 0;      // could never fit this policy's capacity
   int unfinished = 0;    // still queued or running at the horizon
-  cost::Micros cost = 0, gpu_cost = 0, energy_cost = 0;  // gpu/energy before priority multipliers
+  api::Micros cost = 0, gpu_cost = 0, energy_cost = 0;  // gpu/energy before priority multipliers
   double useful_gpu_hours = 0;   // the trace's own GPU-hours of the jobs that finished
   double held_gpu_hours = 0;
   double mean_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0, mean_queue = 0, p99_queue = 0;  // seconds

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <cstdlib>
 
-namespace valley::cost {
+namespace valley::api {
 namespace {
 
 // Digits[.digits] with at most `max_frac` decimals, scaled by 10^max_frac.
@@ -64,4 +64,4 @@ std::string format_milli(int64_t milli) {
   return out;
 }
 
-}  // namespace valley::cost
+}  // namespace valley::api

@@ -1,14 +1,13 @@
 // Money as integer micro-units of the policy's currency (1 USD = 1'000'000): sums of many small
 // charges stay exact, and no two machines round differently. An API value type: spec.maxCost and
-// the PricingPolicy's prices are read by the same parser. (Namespace `valley::cost`, its first
-// home, until #18 gives controllers/api/ a namespace of its own.)
+// the PricingPolicy's and Tenant's amounts are read by the same parser.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-namespace valley::cost {
+namespace valley::api {
 
 using Micros = int64_t;
 
@@ -21,4 +20,4 @@ std::optional<int64_t> parse_milli(const std::string& text);
 // Thousandths as a decimal string (1500 -> "1.5", 12 -> "0.012").
 std::string format_milli(int64_t milli);
 
-}  // namespace valley::cost
+}  // namespace valley::api

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-namespace valley::task {
+namespace valley::api {
 namespace {
 
 using json = nlohmann::json;
@@ -114,4 +114,4 @@ json seed_to_task(const YamlDocument& doc, const std::string& default_namespace,
   return {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", meta}, {"spec", spec}};
 }
 
-}  // namespace valley::task
+}  // namespace valley::api

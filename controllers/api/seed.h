@@ -10,7 +10,7 @@
 
 #include "operator/yaml_json.h"
 
-namespace valley::task {
+namespace valley::api {
 
 // True when the document looks like the seed format (has TaskName) rather than a TrainingTask.
 bool is_seed_format(const nlohmann::json& document);
@@ -19,4 +19,4 @@ bool is_seed_format(const nlohmann::json& document);
 // the document cannot be converted.
 nlohmann::json seed_to_task(const YamlDocument& document, const std::string& default_namespace, std::vector<std::string>* errors);
 
-}  // namespace valley::task
+}  // namespace valley::api

@@ -11,7 +11,7 @@
 
 #include "operator/duration.h"
 
-namespace valley::task {
+namespace valley::api {
 namespace {
 
 // Reads typed fields and collects an error, with the field path, for each that is wrong.
@@ -219,7 +219,7 @@ ParsedTask parse_task(const json& object) {
     else r.error("spec.deadline: \"" + *d + "\" is neither a time like 2026-11-24T18:00:00Z nor a duration like 48h");
   }
   if (auto c = r.str(*spec, "maxCost", "spec.maxCost")) {
-    s.max_cost_micros = cost::parse_money(*c);
+    s.max_cost_micros = parse_money(*c);
     if (!s.max_cost_micros) r.error("spec.maxCost: \"" + *c + "\" is not an amount like 250.00 (at most 6 decimals, below 100 billion)");
   }
   if (const json* rp = r.object(*spec, "runPolicy", "spec.runPolicy")) {
@@ -239,4 +239,4 @@ ParsedTask parse_task(const json& object) {
   return result;
 }
 
-}  // namespace valley::task
+}  // namespace valley::api

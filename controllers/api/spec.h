@@ -2,9 +2,9 @@
 // schema already refused most bad input; this parser is the second line for what slips past it
 // (an older CRD, a hand-edited etcd, a field the schema cannot express) and turns it into a list
 // of errors for an InvalidSpec condition rather than a crash.
-// controllers/api/ holds the API types every layer reads (the pure cores, the reconcilers, valleyctl);
-// it depends on nothing of Valley's above the kube client and the storage URIs. (Namespace still
-// `valley::task`, the types' old home: renaming it is #18's move of PricingPolicy and Tenant here.)
+// controllers/api/ (namespace valley::api, library valley_api) holds the API types every layer reads
+// (the pure cores, the reconcilers, valleyctl); it depends on nothing of Valley's above the kube
+// client, the storage URIs and the process plumbing.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace valley::task {
+namespace valley::api {
 
 using json = nlohmann::json;
 
@@ -87,4 +87,4 @@ struct ParsedTask {
 ParsedTask parse_task(const json& object);
 
 
-}  // namespace valley::task
+}  // namespace valley::api

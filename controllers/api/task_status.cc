@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-namespace valley::task {
+namespace valley::api {
 namespace {
 
 using json = nlohmann::json;
@@ -72,4 +72,4 @@ json readable_status(const json& status) {
   return cleaned(status, status_schema());
 }
 
-}  // namespace valley::task
+}  // namespace valley::api

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace valley::task {
+namespace valley::api {
 
 // The declared types: {"phase": "string", "restarts": {"total": "integer", ...}, "scaling":
 // [{"workers": "integer", ...}], ...}; "integer", "number", "string" or "boolean" at the leaves.
@@ -18,4 +18,4 @@ const nlohmann::json& status_schema();
 // not objects dropped from declared lists. A status that is not an object reads as {}.
 nlohmann::json readable_status(const nlohmann::json& status);
 
-}  // namespace valley::task
+}  // namespace valley::api

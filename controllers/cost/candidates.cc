@@ -4,7 +4,7 @@
 
 namespace valley::cost {
 
-std::vector<NodeRate> candidate_rates(const Policy& p, const task::TaskSpec& spec, const nlohmann::json& task_object,
+std::vector<NodeRate> candidate_rates(const Policy& p, const api::TaskSpec& spec, const nlohmann::json& task_object,
                                       const std::vector<nlohmann::json>& nodes, const planner::NodeFacts& facts) {
   const planner::Task shape = planner::task_from(spec, task_object, {});
   std::vector<NodeRate> out;
@@ -17,7 +17,7 @@ std::vector<NodeRate> candidate_rates(const Policy& p, const task::TaskSpec& spe
   return out;
 }
 
-std::optional<NodeRate> likely_rate(const task::TaskSpec& spec, const std::vector<NodeRate>& candidates,
+std::optional<NodeRate> likely_rate(const api::TaskSpec& spec, const std::vector<NodeRate>& candidates,
                                     const std::optional<NodeRate>& placed) {
   if (placed) return placed;
   std::optional<NodeRate> best;
@@ -27,7 +27,7 @@ std::optional<NodeRate> likely_rate(const task::TaskSpec& spec, const std::vecto
   return best;
 }
 
-EstimateBasis estimate_basis(const task::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
+EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
                              const planner::Config& c, const std::map<std::string, NodeRate>& node_rates,
                              const std::vector<NodeRate>& candidates, SystemTime now) {
   EstimateBasis b;

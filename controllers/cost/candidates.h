@@ -16,17 +16,17 @@
 
 namespace valley::cost {
 
-std::vector<NodeRate> candidate_rates(const Policy& p, const task::TaskSpec& spec, const nlohmann::json& task_object,
+std::vector<NodeRate> candidate_rates(const Policy& p, const api::TaskSpec& spec, const nlohmann::json& task_object,
                                       const std::vector<nlohmann::json>& nodes, const planner::NodeFacts& facts = {});
 
-std::optional<NodeRate> likely_rate(const task::TaskSpec& spec, const std::vector<NodeRate>& candidates,
+std::optional<NodeRate> likely_rate(const api::TaskSpec& spec, const std::vector<NodeRate>& candidates,
                                     const std::optional<NodeRate>& placed = std::nullopt);
 
 // The basis of the task's estimate from the planner's decision for it: the pool of its placement, or
 // of the cheaper option it waits for, else the likeliest candidate; when it starts (now, or the
 // option's expected start); the size it aims for and how much longer than estimatedDuration that
 // takes by its measured scaling (or the planner's prior: growth just pays).
-EstimateBasis estimate_basis(const task::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
+EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
                              const planner::Config& c, const std::map<std::string, NodeRate>& node_rates,
                              const std::vector<NodeRate>& candidates, SystemTime now);
 

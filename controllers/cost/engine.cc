@@ -89,6 +89,10 @@ PodUse pod_use(const json& pod) {
       all_terminated = false;
     }
     if (started && (!u.start || *started < *u.start)) u.start = started;
+    // A restarted container's running.startedAt is its latest start; the pod has held its GPUs
+    // since the first, which lastState still shows.
+    if (auto before = time_of(obj(obj(cs, "lastState"), "terminated"), "startedAt"); before && (!u.start || *before < *u.start))
+      u.start = before;
   }
   // Some runtimes (and kwok) leave terminated.startedAt empty: the pod's own start time stands in.
   if (!u.start && any) u.start = time_of(status, "startTime");
@@ -140,7 +144,10 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
                   static_cast<int>(std::clamp<int64_t>(i64(entry, "watts"), 0, 100'000))};
     SystemTime until{std::chrono::milliseconds(i64(entry, "untilMs"))};
     SystemTime end = pod.end ? std::min(*pod.end, now) : now;
-    SystemTime from = std::max(until, *pod.start);
+    // Charged up to `until` already; the pod has held its GPUs since, even if its start moved
+    // later (a container restarted, a status rewritten): charging from that new start would drop
+    // the time in between.
+    const SystemTime from = until;
     const int64_t share = i64(entry, "shareMilli", pod.share_milli);
     auto set_until = [&](SystemTime t) {
       entry["until"] = kube::format_time(t);
@@ -180,9 +187,9 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
   return c;
 }
 
-std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, const EstimateBasis& b) {
+std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, const EstimateBasis& b) {
   if (!spec.estimated_duration) return std::nullopt;
-  const bool single = spec.type == task::TaskType::Single;
+  const bool single = spec.type == api::TaskType::Single;
   Estimate e;
   e.max_workers = single ? 1 : spec.max_workers;
   e.workers = std::clamp(single ? 1 : b.workers, 1, e.max_workers);

@@ -73,7 +73,7 @@ struct Estimate {
   SystemTime start{};
   std::string basis, low_basis, high_basis;  // what was assumed, for the user
 };
-std::optional<Estimate> estimate(const Policy& p, const task::TaskSpec& spec, const EstimateBasis& basis);
+std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, const EstimateBasis& basis);
 nlohmann::json estimate_json(const Policy& p, const Estimate& e);
 
 }  // namespace valley::cost

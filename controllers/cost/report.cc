@@ -6,9 +6,9 @@
 namespace valley::cost {
 namespace {
 
-std::optional<Micros> money_at(const nlohmann::json& j, const char* key) {
+std::optional<api::Micros> money_at(const nlohmann::json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return std::nullopt;
-  return parse_money(j[key].get<std::string>());
+  return api::parse_money(j[key].get<std::string>());
 }
 
 std::string percent(double p) {
@@ -45,24 +45,24 @@ CostReport report_of(const nlohmann::json& c) {
 
 std::string versus_estimate(const CostReport& r) {
   const std::string cur = r.currency.empty() ? "" : " " + r.currency;
-  const std::string range = r.low && r.high ? " (range " + format_money(*r.low) + "-" + format_money(*r.high) : "";
+  const std::string range = r.low && r.high ? " (range " + api::format_money(*r.low) + "-" + api::format_money(*r.high) : "";
   if (r.final) {
-    std::string out = "final " + format_money(*r.final) + cur;
+    std::string out = "final " + api::format_money(*r.final) + cur;
     if (!r.estimate) return out + " (no estimate was made)";
     const double p = r.error_percent.value_or(0);
     out += ", " + (std::fabs(p) < 0.05 ? std::string("as") : percent(p) + (p < 0 ? " below" : " above")) + " the estimate " +
-           format_money(*r.estimate);
+           api::format_money(*r.estimate);
     if (!range.empty()) out += range + (r.within_range.value_or(false) ? ": inside)" : ": outside)");
     return out;
   }
   if (r.accrued) {
-    std::string out = "accrued " + format_money(*r.accrued) + cur + " so far";
+    std::string out = "accrued " + api::format_money(*r.accrued) + cur + " so far";
     if (!r.spent_percent) return out;
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0f%%", *r.spent_percent);
-    return out + ", " + buf + " of the estimate " + format_money(*r.estimate) + (range.empty() ? "" : range + ")");
+    return out + ", " + buf + " of the estimate " + api::format_money(*r.estimate) + (range.empty() ? "" : range + ")");
   }
-  if (r.estimate) return "estimated " + format_money(*r.estimate) + cur + (range.empty() ? "" : range + ")") + ", nothing spent yet";
+  if (r.estimate) return "estimated " + api::format_money(*r.estimate) + cur + (range.empty() ? "" : range + ")") + ", nothing spent yet";
   return "";
 }
 

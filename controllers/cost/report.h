@@ -15,8 +15,8 @@ namespace valley::cost {
 
 struct CostReport {
   std::string currency;
-  std::optional<Micros> estimate, low, high;  // the estimate last made (status.cost.estimate)
-  std::optional<Micros> accrued, final;
+  std::optional<api::Micros> estimate, low, high;  // the estimate last made (status.cost.estimate)
+  std::optional<api::Micros> accrued, final;
   std::vector<std::pair<std::string, std::string>> gpu_hours;  // pool ("nvidia/spot") -> "12.500"
   // (final − estimate) / estimate, in percent; unset until final, or without an estimate.
   std::optional<double> error_percent;

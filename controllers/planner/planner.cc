@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <deque>
+#include <limits>
 #include <set>
 #include <unordered_map>
 #include <tuple>
@@ -81,9 +83,20 @@ class Planner {
       free_[n.name] = n.free;
     }
     std::sort(nodes_.begin(), nodes_.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
+    std::map<std::string, int64_t> capacity;  // pool -> thousandths of a GPU
     for (const auto* n : nodes_) {
       by_name_[n->name] = n;
       price_now_[n->name] = price_at(*n, config_, now_);
+      if (n->vendor.empty()) continue;
+      pool_of_[n->name] = n->vendor + "/" + n->capacity_class;
+      pools_.insert(pool_of_[n->name]);
+      if (n->schedulable)
+        for (const auto& [r, units] : n->capacity) capacity[pool_of_[n->name]] += gpu::share_milli(r, units);
+    }
+    if (!config_.tenants.empty()) {
+      std::map<std::string, std::map<std::string, PoolQuota>> quotas;
+      for (const auto& [name, tenant] : config_.tenants) quotas[name] = tenant.quota;
+      quota_ = QuotaBook(std::move(quotas), std::move(capacity));
     }
     decisions_.resize(tasks.size());
     for (size_t i = 0; i < tasks.size(); ++i) decisions_[i].key = tasks[i].key;
@@ -109,11 +122,19 @@ class Planner {
           lost = true;
           continue;
         }
-        free_[w.node][w.gpu_resource] -= w.count;
+        take(i, w);
         d.placement.push_back(w);
       }
+      if (const Tenant* tenant = tenant_of(t); tenant && tenant->stop) {
+        while (!d.placement.empty()) release_last(i);
+        d.workers = 0;
+        d.action = Action::Preempt;
+        d.reason = tenant->hold;
+        admitted_.erase(i);
+        continue;
+      }
       int cap = t.pinned_workers ? std::min(*t.pinned_workers, t.max_workers) : t.max_workers;
-      while (static_cast<int>(d.placement.size()) > cap) release_last(d);  // max lowered or pinned smaller
+      while (static_cast<int>(d.placement.size()) > cap) release_last(i);  // max lowered or pinned smaller
       d.action = static_cast<int>(d.placement.size()) == static_cast<int>(t.workers.size()) ? Action::Keep : Action::Shrink;
       d.workers = static_cast<int>(d.placement.size());
       if (d.action == Action::Shrink) d.reason = "size above max or pinned size, or workers lost";
@@ -126,14 +147,14 @@ class Planner {
       }
       if (d.workers < t.min_workers) {
         // Below its gang (a node went away): take what it needs now, or wait like a new task.
-        auto more = place(t, t.min_workers - d.workers, d.placement);
+        auto more = place(i, t.min_workers - d.workers, d.placement);
         if (more) {
           for (auto& w : *more) d.placement.push_back(w);
           d.workers = t.min_workers;
           d.action = Action::Grow;
           d.reason = "replacing lost workers";
         } else {
-          while (!d.placement.empty()) release_last(d);
+          while (!d.placement.empty()) release_last(i);
           d.workers = 0;
           d.action = Action::Preempt;
           d.reason = "lost workers and the minimum no longer fits: " + insufficient(t, t.min_workers);
@@ -146,15 +167,23 @@ class Planner {
 
   void admit_waiting() {
     int position = 0;
-    for (size_t i : order(/*admitted=*/false)) {
+    FairQueue queue = fair_queue(order(/*admitted=*/false));
+    while (auto next = next_fair(queue)) {
+      const size_t i = *next;
       const Task& t = tasks_[i];
       Decision& d = decisions_[i];
       int need = t.pinned_workers ? std::clamp(*t.pinned_workers, t.min_workers, t.max_workers) : t.min_workers;
+      if (const Tenant* tenant = tenant_of(t); tenant && !tenant->hold.empty()) {
+        d.action = Action::Wait;
+        d.queue_position = ++position;
+        d.reason = tenant->hold;
+        continue;  // not in waiting_: it holds nobody's growth back
+      }
       if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::OffPeakOrIdle && !config_.off_peak &&
           idle_percent() < config_.idle_percent) {
         // Not now, unless spot capacity takes the whole gang.
         spot_only_ = true;
-        auto placed = place(t, need, {});
+        auto placed = place(i, need, {});
         spot_only_ = false;
         if (placed) {
           admit(i, std::move(*placed));
@@ -174,14 +203,14 @@ class Planner {
           (!t.cheap_until || now_ < *t.cheap_until)) {
         // Start now only at the lowest price reachable before it stops waiting.
         auto option = cheapest_reachable(t, need);
-        auto placed = place(t, need, {});
+        auto placed = place(i, need, {});
         if (placed && (!option || mean_price(*placed) <= option->price)) {
           admit(i, std::move(*placed));
           decisions_[i].reason += " at the lowest price reachable (reduceCost)";
           continue;
         }
         if (placed)
-          for (const auto& w : *placed) free_[w.node][w.gpu_resource] += w.count;
+          for (const auto& w : *placed) give(i, w);
         d.action = Action::Wait;
         d.queue_position = ++position;
         waiting_.push_back(i);
@@ -197,7 +226,7 @@ class Planner {
         }
         continue;
       }
-      if (auto placed = place(t, need, {})) {
+      if (auto placed = place(i, need, {})) {
         admit(i, std::move(*placed));
         // Say why a cost-minimizing task now takes what it waited to avoid.
         if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::CheapestReachable && t.cheap_until)
@@ -313,8 +342,11 @@ class Planner {
     new_.insert(i);
   }
 
-  // Shrink lower-priority tasks toward their minimum, then preempt whole ones, until task i's gang
-  // fits; roll everything back if even that is not enough.
+  // Shrink tasks toward their minimum, then preempt whole ones, until task i's gang fits; roll
+  // everything back if even that is not enough. Victims: lower-priority tasks of its own tenant (of
+  // any task when there are no tenants), and tasks of other tenants that borrow in a pool where
+  // i's tenant has the nominal room for i's gang (reclaim: borrowers first, lowest priority and
+  // most over their share first; each shrinks only while its tenant still borrows there).
   bool reclaim_for(size_t i, int need) {
     const Task& t = tasks_[i];
     // Only tasks holding GPUs this task could use are worth shrinking (an AMD job frees nothing
@@ -324,42 +356,70 @@ class Planner {
       if (it == by_name_.end() || !eligible(t, *it->second, config_)) return false;
       return it->second->vendor == "nvidia" || (it->second->vendor == "amd" && t.amd_support);
     };
+    std::set<std::string> claim_pools;  // where t's tenant has nominal room for the gang
+    if (quota_.enabled())
+      for (const auto& pool : pools_)
+        if (quota_.usage(t.tenant, pool) + int64_t{need} * t.gpu_milli <= quota_.nominal(t.tenant, pool)) claim_pools.insert(pool);
+    // A worker of v that reclaim may take: in a claim pool where v's tenant borrows.
+    auto lent = [&](size_t v, const Task::Worker& w) {
+      auto pool = pool_of_.find(w.node);
+      return pool != pool_of_.end() && claim_pools.count(pool->second) && quota_.borrowed(tasks_[v].tenant, pool->second) > 0;
+    };
+    auto other_tenant = [&](size_t v) { return quota_.enabled() && tasks_[v].tenant != t.tenant; };
     std::vector<size_t> victims;
     for (size_t v : admitted_) {
-      if (new_.count(v) || tasks_[v].priority >= t.priority) continue;
+      if (new_.count(v)) continue;
       const auto& placed = decisions_[v].placement;
-      if (std::any_of(placed.begin(), placed.end(), usable)) victims.push_back(v);
+      if (other_tenant(v)) {
+        if (std::any_of(placed.begin(), placed.end(), [&](const Task::Worker& w) { return usable(w) && lent(v, w); })) victims.push_back(v);
+      } else if (tasks_[v].priority < t.priority && std::any_of(placed.begin(), placed.end(), usable)) {
+        victims.push_back(v);
+      }
     }
+    auto over_share = [&](size_t v) {
+      const auto it = config_.tenants.find(tasks_[v].tenant);
+      const double weight = it == config_.tenants.end() ? 1.0 : std::max(it->second.weight, 1e-3);
+      int64_t borrowed = 0;
+      for (const auto& pool : claim_pools) borrowed += quota_.borrowed(tasks_[v].tenant, pool);
+      return -static_cast<double>(borrowed) / weight;
+    };
     std::sort(victims.begin(), victims.end(), [&](size_t a, size_t b) {
       const Task &x = tasks_[a], &y = tasks_[b];
+      if (other_tenant(a) != other_tenant(b)) return other_tenant(a);
+      if (other_tenant(a))
+        return std::make_tuple(x.priority, over_share(a), !x.reduce_cost, x.key) < std::make_tuple(y.priority, over_share(b), !y.reduce_cost, y.key);
       return std::make_tuple(!x.reduce_cost, x.priority, -x.created.time_since_epoch().count(), x.key) <
              std::make_tuple(!y.reduce_cost, y.priority, -y.created.time_since_epoch().count(), y.key);
     });
     if (victims.empty()) return false;
     Free saved_free = free_;
+    QuotaBook saved_quota = quota_;
     std::vector<Decision> saved;
     for (size_t v : victims) saved.push_back(decisions_[v]);
     auto restore = [&] {
       free_ = saved_free;
+      quota_ = saved_quota;
       for (size_t k = 0; k < victims.size(); ++k) decisions_[victims[k]] = saved[k];
     };
-    // Shrink, one worker at a time, lowest first.
+    // Shrink, one worker at a time, in victim order.
     for (size_t v : victims) {
       Decision& vd = decisions_[v];
-      while (vd.workers > tasks_[v].min_workers) {
-        release_last(vd);
-        if (auto placed = place(t, need, {})) {
+      while (vd.workers > tasks_[v].min_workers && (!other_tenant(v) || lent(v, vd.placement.back()))) {
+        release_last(v);
+        if (auto placed = place(i, need, {})) {
           finish_reclaim(victims, saved, t);
           admit(i, std::move(*placed));
           return true;
         }
       }
     }
-    // Preempt whole tasks.
+    // Preempt whole tasks (of other tenants only while they still borrow what this task reclaims).
     for (size_t v : victims) {
       Decision& vd = decisions_[v];
-      while (vd.workers > 0) release_last(vd);
-      if (auto placed = place(t, need, {})) {
+      if (other_tenant(v) && std::none_of(vd.placement.begin(), vd.placement.end(), [&](const Task::Worker& w) { return lent(v, w); }))
+        continue;
+      while (vd.workers > 0) release_last(v);
+      if (auto placed = place(i, need, {})) {
         finish_reclaim(victims, saved, t);
         admit(i, std::move(*placed));
         return true;
@@ -373,21 +433,29 @@ class Planner {
     for (size_t k = 0; k < victims.size(); ++k) {
       Decision& vd = decisions_[victims[k]];
       if (vd.workers == saved[k].workers) continue;
+      const Task& v = tasks_[victims[k]];
+      const std::string why = quota_.enabled() && v.tenant != for_task.tenant
+                                  ? for_task.key + ": tenant " + tenant_name(for_task.tenant) + " reclaims its quota lent to " + tenant_name(v.tenant)
+                                  : for_task.key + " (priority " + std::to_string(for_task.priority) + ")";
       if (vd.workers == 0) {
         vd.action = Action::Preempt;
-        vd.reason = "preempted for " + for_task.key + " (priority " + std::to_string(for_task.priority) + ")";
+        vd.reason = "preempted for " + why;
         admitted_.erase(victims[k]);
       } else {
         vd.action = Action::Shrink;
-        vd.reason = "shrunk for " + for_task.key + " (priority " + std::to_string(for_task.priority) + ")";
+        vd.reason = "shrunk for " + why;
       }
     }
   }
 
+  static std::string tenant_name(const std::string& tenant) { return tenant.empty() ? "(none)" : tenant; }
+
   int target_size(const Task& t, int current) const { return planner::target_size(t, current, config_); }
 
   void grow() {
-    for (size_t i : order(/*admitted=*/true, /*include_new=*/true)) {
+    FairQueue queue = fair_queue(order(/*admitted=*/true, /*include_new=*/true));
+    while (auto next = next_fair(queue)) {
+      const size_t i = *next;
       if (!admitted_.count(i)) continue;
       const Task& t = tasks_[i];
       Decision& d = decisions_[i];
@@ -398,16 +466,15 @@ class Planner {
       if (d.workers > target && !fresh && interval_passed && !t.pinned_workers) {
         // Measured not to pay: give the workers back (a checkpoint-restart at the smaller size).
         int from = d.workers;
-        while (d.workers > target) release_last(d);
+        while (d.workers > target) release_last(i);
         d.action = Action::Shrink;
         d.reason = "gave back " + std::to_string(from - target) + " workers: the measured speedup from " +
                    std::to_string(target) + " to " + std::to_string(from) + " workers is below " +
                    std::to_string(static_cast<int>(config_.min_marginal_efficiency * 100)) + "% of linear";
         continue;
       }
-      // Nothing of higher priority may be waiting for what this growth would take.
-      bool higher_waits = std::any_of(waiting_.begin(), waiting_.end(), [&](size_t w) { return tasks_[w].priority > t.priority; });
-      if (higher_waits) continue;
+      // Nothing that goes first may be waiting for what this growth would take.
+      if (std::any_of(waiting_.begin(), waiting_.end(), [&](size_t w) { return goes_before(w, i); })) continue;
       if (d.workers >= target) continue;
       if (!interval_passed) continue;
       // A reduceCost task grows only onto capacity no dearer than what it runs on.
@@ -419,7 +486,7 @@ class Planner {
       std::vector<Task::Worker> added;
       std::vector<Task::Worker> around = d.placement;
       while (d.workers + static_cast<int>(added.size()) < target) {
-        auto one = place(t, 1, around);
+        auto one = place(i, 1, around);
         if (!one) break;
         added.push_back((*one)[0]);
         around.push_back((*one)[0]);
@@ -430,7 +497,7 @@ class Planner {
                                    : std::max(config_.min_gain_workers,
                                               static_cast<int>(std::ceil(config_.min_gain_fraction * d.workers)));
       if (gain == 0 || (!fresh && gain < worth && d.workers + gain < target)) {
-        for (const auto& w : added) free_[w.node][w.gpu_resource] += w.count;
+        for (const auto& w : added) give(i, w);
         continue;
       }
       for (auto& w : added) d.placement.push_back(w);
@@ -450,17 +517,85 @@ class Planner {
       if (!decisions_[i].placement.empty()) decisions_[i].price_micros = mean_price(decisions_[i].placement);
   }
 
-  void release_last(Decision& d) {
-    const auto& w = d.placement.back();
-    free_[w.node][w.gpu_resource] += w.count;
+  void release_last(size_t i) {
+    Decision& d = decisions_[i];
+    give(i, d.placement.back());
     d.placement.pop_back();
     d.workers = static_cast<int>(d.placement.size());
+  }
+
+  // Task i takes (gives back) worker w's GPUs: the node's free units and its tenant's quota.
+  void take(size_t i, const Task::Worker& w) {
+    free_[w.node][w.gpu_resource] -= w.count;
+    if (auto pool = pool_of_.find(w.node); pool != pool_of_.end())
+      quota_.add(tasks_[i].tenant, pool->second, gpu::share_milli(w.gpu_resource, w.count));
+  }
+  void give(size_t i, const Task::Worker& w) {
+    free_[w.node][w.gpu_resource] += w.count;
+    if (auto pool = pool_of_.find(w.node); pool != pool_of_.end())
+      quota_.remove(tasks_[i].tenant, pool->second, gpu::share_milli(w.gpu_resource, w.count));
+  }
+
+  const Tenant* tenant_of(const Task& t) const {
+    auto it = config_.tenants.find(t.tenant);
+    return it == config_.tenants.end() ? nullptr : &it->second;
+  }
+
+  // A tenant's fair share now: its decayed usage plus what it holds (as the usage it would settle
+  // at), per unit of weight; lower goes first. Work without a tenant goes after every tenant's.
+  double share(const std::string& tenant) const {
+    const Tenant* t = tenant.empty() ? nullptr : tenant_of_name(tenant);
+    if (!t) return std::numeric_limits<double>::infinity();
+    const double held = static_cast<double>(quota_.total_usage(tenant)) / 1000.0;
+    return (t->decayed_gpu_hours + held * config_.usage_mean_life_hours) / std::max(t->weight, 1e-3);
+  }
+  const Tenant* tenant_of_name(const std::string& name) const {
+    auto it = config_.tenants.find(name);
+    return it == config_.tenants.end() ? nullptr : &it->second;
+  }
+
+  // Tasks in order, one queue per tenant: each next task comes from the tenant of the lowest share
+  // at that moment (so what was admitted just before counts), within a tenant in the given order.
+  using FairQueue = std::map<std::string, std::deque<size_t>>;
+  FairQueue fair_queue(const std::vector<size_t>& ordered) const {
+    FairQueue q;
+    for (size_t i : ordered) q[quota_.enabled() ? tasks_[i].tenant : ""].push_back(i);
+    return q;
+  }
+  std::optional<size_t> next_fair(FairQueue& q) const {
+    if (q.empty()) return std::nullopt;
+    auto best = q.begin();
+    if (q.size() > 1) {
+      double best_share = share(best->first);
+      for (auto it = std::next(q.begin()); it != q.end(); ++it)
+        if (double s = share(it->first); s < best_share) {
+          best = it;
+          best_share = s;
+        }
+    }
+    const size_t i = best->second.front();
+    best->second.pop_front();
+    if (best->second.empty()) q.erase(best);
+    return i;
+  }
+
+  // Waiting task w goes before running task i (so i may not grow into what w waits for): by
+  // priority without tenants or within one; across tenants, when w's tenant has the lower share or
+  // the nominal room to reclaim what i would take.
+  bool goes_before(size_t w, size_t i) const {
+    const Task &x = tasks_[w], &y = tasks_[i];
+    if (!quota_.enabled() || x.tenant == y.tenant) return x.priority > y.priority;
+    if (share(x.tenant) < share(y.tenant)) return true;
+    for (const auto& pool : pools_)
+      if (quota_.usage(x.tenant, pool) + int64_t{x.min_workers} * x.gpu_milli <= quota_.nominal(x.tenant, pool)) return true;
+    return false;
   }
 
   // Places `count` workers of t as a gang on one vendor's nodes; commits to free_ on success. By
   // price: every allowed vendor is tried and the cheaper gang wins. Before price-first placement
   // (and for the peers), the first vendor in a fixed order that fits.
-  std::optional<std::vector<Task::Worker>> place(const Task& t, int count, const std::vector<Task::Worker>& prefer) {
+  std::optional<std::vector<Task::Worker>> place(size_t i, int count, const std::vector<Task::Worker>& prefer) {
+    const Task& t = tasks_[i];
     if (count <= 0) return std::vector<Task::Worker>{};
     const bool by_price = config_.placement == Placement::Price;
     std::vector<std::string> vendors;
@@ -491,8 +626,7 @@ class Planner {
       if (!by_price) break;
     }
     if (!chosen) return std::nullopt;
-    for (const auto& [node, use] : chosen->second)
-      for (const auto& [r, v] : use) free_[node][r] -= v;
+    for (const auto& w : chosen->first) take(i, w);
     return std::move(chosen->first);
   }
 
@@ -509,6 +643,7 @@ class Planner {
       return f;
     };
     std::vector<Task::Worker> out;
+    std::map<std::string, int64_t> quota_taken;  // pool -> thousandths this gang has claimed
     int remaining = count;
     while (remaining > 0) {
       const Node* best = nullptr;
@@ -525,11 +660,16 @@ class Planner {
         auto node_free = free_on(n);
         int fit = 0;
         int64_t share = 0;  // thousandths of a GPU taken
+        // The tenant's quota in this node's pool bounds the workers too.
+        const std::string& pool = pool_of_.at(n->name);
+        const int64_t quota_left = quota_.enabled() ? quota_.room(t.tenant, pool) - quota_taken[pool] : 0;
         while (fit < remaining) {
           auto s = shape_on(t.gpu_milli, vendor, node_free);
           if (!s) break;
+          const int64_t one = gpu::share_milli(s->gpu_resource, s->count);
+          if (quota_.enabled() && share + one > quota_left) break;
           node_free[s->gpu_resource] -= s->count;
-          share += gpu::share_milli(s->gpu_resource, s->count);
+          share += one;
           ++fit;
         }
         if (fit == 0) continue;
@@ -562,6 +702,7 @@ class Planner {
         s.node = best->name;
         best_free[s.gpu_resource] -= s.count;
         taken[best->name][s.gpu_resource] += s.count;
+        quota_taken[pool_of_.at(best->name)] += gpu::share_milli(s.gpu_resource, s.count);
         out.push_back(s);
       }
       remaining -= best_fit;
@@ -618,6 +759,9 @@ class Planner {
   std::unordered_map<std::string, int64_t> price_now_;  // node -> a GPU-hour there now, energy included
   std::optional<int64_t> price_cap_;                     // placing no dearer than this (reduceCost growth)
   Free free_;
+  std::unordered_map<std::string, std::string> pool_of_;  // node -> "<vendor>/<class>" (GPU nodes)
+  std::set<std::string> pools_;
+  QuotaBook quota_;                                     // disabled without tenants
   std::vector<Decision> decisions_;
   std::set<size_t> admitted_, new_, lost_;
   bool spot_only_ = false;

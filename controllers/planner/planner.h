@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/planner/quota.h"
 #include "controllers/planner/scaling.h"
 #include "operator/kube/timefmt.h"
 
@@ -64,6 +65,7 @@ struct Node {
 
 struct Task {
   std::string key;  // namespace/name
+  std::string tenant;  // "" without one
   int priority = 0;
   bool reduce_cost = false;
   bool amd_support = false;
@@ -91,6 +93,15 @@ struct Task {
   };
   std::vector<Worker> workers;        // the task's live workers, by index
   std::optional<SystemTime> last_resize;
+};
+
+// A tenant as the planner sees it (controllers/api/tenant.h for what each part means).
+struct Tenant {
+  std::map<std::string, PoolQuota> quota;  // by pool "<vendor>/<class>"
+  double weight = 1;
+  double decayed_gpu_hours = 0;  // its usage, decayed with the configured half-life
+  std::string hold;              // non-empty: its waiting tasks are not admitted (budget spent): why
+  bool stop = false;             // its running tasks are stopped too (budget spent, action Suspend)
 };
 
 // The energy price from `from` on (until the next step).
@@ -129,6 +140,12 @@ struct Config {
   std::string next_off_peak;
   int idle_percent = 50;
   bool amd_cheaper = true;
+  // Tenants by name; empty: no quotas, one queue by priority. With tenants, work of namespaces
+  // without one is tenant "" (nominal 0: it runs on what is idle and is reclaimed first).
+  std::map<std::string, Tenant> tenants;
+  // Fair share: a tenant holding g GPUs adds g x this many hours to its decayed usage when tenants
+  // are compared (the usage it would settle at: half-life / ln 2).
+  double usage_mean_life_hours = 168 / 0.6931471805599453;
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt };

@@ -103,15 +103,15 @@ void subtract(Node& node, const json& pod) {
   for (const auto& [k, v] : gpu_usage(pod)) node.free[k] -= v;
 }
 
-Task task_from(const task::TaskSpec& spec, const json& task_object, const std::vector<json>& owned_pods) {
+Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<json>& owned_pods) {
   Task t;
   t.key = spec.ns + "/" + spec.name;
   t.priority = spec.priority;
   t.reduce_cost = spec.reduce_cost;
   t.amd_support = spec.amd_support;
   t.checkpointed = !spec.checkpoint_uri.empty();
-  t.min_workers = spec.type == task::TaskType::Single ? 1 : spec.min_workers;
-  t.max_workers = spec.type == task::TaskType::Single ? 1 : spec.max_workers;
+  t.min_workers = spec.type == api::TaskType::Single ? 1 : spec.min_workers;
+  t.max_workers = spec.type == api::TaskType::Single ? 1 : spec.max_workers;
   t.pinned_workers = spec.target_workers;
   t.gpu_milli = spec.gpus.milli;
   // Where the workers may go, from the worker pod template the user gave.
@@ -125,7 +125,7 @@ Task task_from(const task::TaskSpec& spec, const json& task_object, const std::v
                                   kube::string_at(tol, "effect")});
   const json& meta = field(task_object, "metadata");
   if (auto created = kube::time_at(meta, "creationTimestamp")) t.created = *created;
-  const json status = task::readable_status(field(task_object, "status"));
+  const json status = api::readable_status(field(task_object, "status"));
   std::string phase = status.value("phase", "");
   int64_t epoch = status.value("epoch", int64_t{0});
   t.admitted = epoch > 0 && phase != "Succeeded" && phase != "Failed" && phase != "Suspended" && phase != "Pending";

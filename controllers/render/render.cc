@@ -43,7 +43,7 @@ json contract_env(const TaskSpec& spec, const std::string& role, const Shape& sh
 }
 
 // The user's PodTemplateSpec is the base; Valley's own fields win where both say something.
-json pod_from_template(const TaskSpec& spec, const task::ContainerSpec& c, const std::string& name,
+json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const std::string& name,
                        const std::string& role, const Shape& shape) {
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
   json tmpl_meta = c.pod_template.value("metadata", json::object());
@@ -139,9 +139,9 @@ WorkerPlacement default_placement(const TaskSpec& spec) {
 }
 
 json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement) {
-  task::ContainerSpec c = spec.worker;
+  api::ContainerSpec c = spec.worker;
   if (placement.vendor == "amd" && !spec.worker.amd_image.empty()) c.image = spec.worker.amd_image;
-  std::string name = spec.type == task::TaskType::Single ? worker_name(spec.name, 0) : worker_name(spec.name, index);
+  std::string name = spec.type == api::TaskType::Single ? worker_name(spec.name, 0) : worker_name(spec.name, index);
   json pod = pod_from_template(spec, c, name, "worker", shape);
   pod["metadata"]["labels"][label::kWorkerIndex] = std::to_string(index);
   json& container = pod["spec"]["containers"][0];

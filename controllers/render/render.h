@@ -20,7 +20,7 @@
 namespace valley::render {
 
 using json = nlohmann::json;
-using task::TaskSpec;
+using api::TaskSpec;
 
 namespace label {
 inline constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";

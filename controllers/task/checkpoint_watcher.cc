@@ -11,7 +11,7 @@ namespace valley::task {
 CheckpointWatcher::CheckpointWatcher(kube::Client& client, std::chrono::seconds interval, OnChange on_change)
     : client_(client), interval_(interval), on_change_(std::move(on_change)) {}
 
-void CheckpointWatcher::watch(const TaskSpec& spec) {
+void CheckpointWatcher::watch(const api::TaskSpec& spec) {
   if (spec.checkpoint_uri.rfind("s3://", 0) != 0) return;
   const std::string key = spec.ns + "/" + spec.name;
   std::lock_guard lock(mu_);

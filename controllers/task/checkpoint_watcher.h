@@ -28,7 +28,7 @@ class CheckpointWatcher {
 
   // Keeps watching the task while it lives (call on every reconcile; cheap). Tasks without an s3://
   // store are ignored.
-  void watch(const TaskSpec& spec);
+  void watch(const api::TaskSpec& spec);
   void forget(const std::string& key);
   void poke(const std::string& key);  // read it soon (a disruption: what will the restart resume from?)
   std::optional<storage::CheckpointRecord> latest(const std::string& key) const;

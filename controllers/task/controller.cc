@@ -113,7 +113,7 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
 // What the planner needs beyond the spec: the task's measured scaling, until when a reduceCost task
 // waits for cheaper capacity (deadline slack or the policy's patience), when a running one is
 // expected to end (its estimatedDuration from its start, stretched at a smaller size).
-void TaskController::planner_inputs(planner::Task& t, const TaskSpec& spec, const nlohmann::json& status) const {
+void TaskController::planner_inputs(planner::Task& t, const api::TaskSpec& spec, const nlohmann::json& status) const {
   t.scaling = planner::scaling_from(status.value("scaling", nlohmann::json::array()));
   auto p = policy();
   const double prior = p ? static_cast<double>(p->growth_min_marginal_milli) / 1000.0 : 0.8;
@@ -187,10 +187,10 @@ void TaskController::plan_once() {
   }
   std::vector<planner::Task> tasks;
   std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
-  std::map<std::string, TaskSpec> specs;
+  std::map<std::string, api::TaskSpec> specs;
   for (const auto& obj : tasks_->store().list()) {
     if ((*obj)["metadata"].contains("deletionTimestamp")) continue;  // going away: holds nothing
-    ParsedTask parsed = parse_task(*obj);
+    api::ParsedTask parsed = api::parse_task(*obj);
     if (!parsed.spec) continue;
     const auto status = obj->value("status", nlohmann::json::object());
     std::string phase = status.value("phase", "");
@@ -433,7 +433,7 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
   const nlohmann::json stored = kube::object_at(o.task["status"], "cost");
   auto p = policy();
   if (!p || !o.parsed.spec) return stored;
-  const TaskSpec& spec = *o.parsed.spec;
+  const api::TaskSpec& spec = *o.parsed.spec;
   std::vector<cost::PodUse> uses;
   std::map<std::string, cost::NodeRate> rates;
   auto rate_of = [&](const std::string& node) -> std::optional<cost::NodeRate> {
@@ -546,8 +546,8 @@ bool TaskController::reconcile(const std::string& key) {
   o.task = *task;
   // Every read of the status below (cost, phase, restarts) and in the lifecycle sees it as the CRD
   // declares it: fields of another type read as absent (controllers/api/task_status.h).
-  o.task["status"] = readable_status(task->value("status", nlohmann::json::object()));
-  o.parsed = parse_task(o.task);
+  o.task["status"] = api::readable_status(task->value("status", nlohmann::json::object()));
+  o.parsed = api::parse_task(o.task);
   o.now = std::chrono::system_clock::now();
   const std::string ns = o.task["metadata"].value("namespace", "");
   const std::string name = o.task["metadata"].value("name", "");

@@ -65,7 +65,7 @@ class TaskController {
  private:
   void enqueue_owner(const kube::ObjectPtr& object);
   void mark_dirty();
-  void planner_inputs(planner::Task& t, const TaskSpec& spec, const nlohmann::json& status) const;
+  void planner_inputs(planner::Task& t, const api::TaskSpec& spec, const nlohmann::json& status) const;
   void planning_loop(const std::atomic<bool>& stop);
   void plan_once();
   bool reconcile_policy(const std::string& name);

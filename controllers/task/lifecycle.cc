@@ -74,7 +74,7 @@ class Decider {
  public:
   explicit Decider(const Observed& o)
       : o_(o),
-        status_(readable_status(o.task.is_object() ? o.task.value("status", json::object()) : json::object())),
+        status_(api::readable_status(o.task.is_object() ? o.task.value("status", json::object()) : json::object())),
         before_(status_),
         now_(format_time(o.now)) {
     generation_ = kube::int_at(kube::object_at(o.task, "metadata"), "generation").value_or(0);
@@ -172,7 +172,7 @@ class Decider {
   void after_end() {
     const auto policy = spec_->run_policy.clean_pod_policy;
     for (const auto& p : o_.pods) {
-      if (policy == CleanPodPolicy::All || (policy == CleanPodPolicy::Running && !pod_finished(p))) delete_pod(p);
+      if (policy == api::CleanPodPolicy::All || (policy == api::CleanPodPolicy::Running && !pod_finished(p))) delete_pod(p);
     }
     if (auto ttl = spec_->run_policy.ttl_seconds_after_finished) {
       auto done = parse_time(status_.value("completionTime", ""));
@@ -229,7 +229,7 @@ class Decider {
 
   // Something outside the task's control is taking a pod of the current epoch away.
   std::optional<Disruption> find_disruption() const {
-    const bool mpi = spec_->type == TaskType::MPI;
+    const bool mpi = spec_->type == api::TaskType::MPI;
     const int size = static_cast<int>(status_.value("epochReplicas", 0));
     std::map<std::string, const PodView*> current;
     for (const auto& p : o_.pods) {
@@ -288,7 +288,7 @@ class Decider {
     int grace = spec_->checkpoint_grace_seconds;
     event("Normal", "Checkpointing", "Stop",
           "stopping epoch " + std::to_string(old_epoch) + ": SIGTERM to the " +
-              (spec_->type == TaskType::MPI ? std::string("launcher first") : std::string("pod")) + ", up to " +
+              (spec_->type == api::TaskType::MPI ? std::string("launcher first") : std::string("pod")) + ", up to " +
               std::to_string(grace) + "s to checkpoint");
   }
 
@@ -368,7 +368,7 @@ class Decider {
     if (over_budget(*spec_, status_)) {
       const json& cost = status_["cost"];
       std::string message = "accrued " + cost.value("accrued", std::string("?")) + " " + cost.value("currency", std::string("")) +
-                            " reached spec.maxCost " + cost::format_money(*spec_->max_cost_micros) +
+                            " reached spec.maxCost " + api::format_money(*spec_->max_cost_micros) +
                             ": checkpointed and suspended; raise spec.maxCost to resume";
       set_condition(status_, "BudgetExceeded", true, "BudgetExceeded", message, now_, generation_);
       suspend("BudgetExceeded", message, message);
@@ -448,7 +448,7 @@ class Decider {
     status_["epochReplicas"] = workers;
 
     // The deciding pod of this epoch.
-    const bool mpi = spec_->type == TaskType::MPI;
+    const bool mpi = spec_->type == api::TaskType::MPI;
     const std::string decider = mpi ? render::launcher_name(spec_->name) : render::worker_name(spec_->name, 0);
     for (const auto& p : o_.pods) {
       if (p.epoch != epoch_ || p.deleting) continue;
@@ -601,7 +601,7 @@ class Decider {
   std::string now_;
   int64_t generation_ = 0;
   std::string phase_;
-  const TaskSpec* spec_ = nullptr;
+  const api::TaskSpec* spec_ = nullptr;
   int epoch_ = 0;
   bool settling_ = false;  // a failure is waiting for failure_settle
   Decision d_;
@@ -609,13 +609,13 @@ class Decider {
 
 }  // namespace
 
-bool over_budget(const TaskSpec& spec, const json& status) {
+bool over_budget(const api::TaskSpec& spec, const json& status) {
   if (!spec.max_cost_micros || !status.is_object() || !status.contains("cost")) return false;
   return cost::accrued_micros(status["cost"]) >= *spec.max_cost_micros;
 }
 
-int desired_workers(const TaskSpec& spec) {
-  if (spec.type == TaskType::Single) return 1;
+int desired_workers(const api::TaskSpec& spec) {
+  if (spec.type == api::TaskType::Single) return 1;
   return std::clamp(spec.target_workers.value_or(spec.min_workers), spec.min_workers, spec.max_workers);
 }
 

@@ -41,6 +41,8 @@
 
 namespace valley::task {
 
+using json = nlohmann::json;
+
 struct PodView {
   std::string name, uid, role;  // role: launcher | worker
   int epoch = 0;
@@ -90,7 +92,7 @@ struct Admission {
 
 struct Observed {
   json task;  // the TrainingTask as cached (metadata, spec, status)
-  ParsedTask parsed;
+  api::ParsedTask parsed;
   std::vector<PodView> pods;  // owned by the task
   bool service_exists = false;
   bool config_exists = false;
@@ -131,9 +133,9 @@ struct Decision {
 Decision decide(const Observed& observed);
 
 // spec.maxCost is set and status.cost.accrued has reached it: the task is suspended until raised.
-bool over_budget(const TaskSpec& spec, const json& status);
+bool over_budget(const api::TaskSpec& spec, const json& status);
 
 // Without a planner (tests, or a cluster without GPUs): replicas.target if pinned, else min.
-int desired_workers(const TaskSpec& spec);
+int desired_workers(const api::TaskSpec& spec);
 
 }  // namespace valley::task

@@ -69,9 +69,9 @@ std::optional<valley::YamlDocument> read_document(const std::string& path, std::
 std::optional<json> read_task(const std::string& path, std::string* error) {
   auto doc = read_document(path, error);
   if (!doc) return std::nullopt;
-  if (valley::task::is_seed_format(doc->value)) {
+  if (valley::api::is_seed_format(doc->value)) {
     std::vector<std::string> errors;
-    json task = valley::task::seed_to_task(*doc, "default", &errors);
+    json task = valley::api::seed_to_task(*doc, "default", &errors);
     if (!errors.empty()) {
       *error = path + " (seed format):";
       for (const auto& e : errors) *error += "\n  " + e;
@@ -206,14 +206,14 @@ int cmd_cost(const valley::Flags& flags) {
     std::printf("%-16s%-20s%-11s%-10s%-15s%-10s%-12s%-8s%s\n", "NAMESPACE", "NAME", "PHASE", "ESTIMATE", "RANGE", "SPENT", "VS-EST",
                 "RANGE?", "GPU-HOURS");
     struct Total {
-      valley::cost::Micros estimate = 0, spent = 0;
+      valley::api::Micros estimate = 0, spent = 0;
     };
     std::map<std::string, Total> totals;
-    std::map<std::string, valley::cost::Micros> hours_by_pool;  // GPU-hours x 1e6, all tasks
+    std::map<std::string, valley::api::Micros> hours_by_pool;  // GPU-hours x 1e6, all tasks
     for (const auto& t : items) {
       const json st = t.value("status", json::object());
       const auto r = valley::cost::report_of(st.value("cost", json::object()));
-      auto m = [](const std::optional<valley::cost::Micros>& v) { return v ? valley::cost::format_money(*v) : std::string("-"); };
+      auto m = [](const std::optional<valley::api::Micros>& v) { return v ? valley::api::format_money(*v) : std::string("-"); };
       const auto spent = r.final ? r.final : r.accrued;
       // Finished: how far the final is from the estimate; still running: how much of it is spent.
       std::string vs = "-";
@@ -235,7 +235,7 @@ int cmd_cost(const valley::Flags& flags) {
         totals[r.currency].spent += spent.value_or(0);
       }
       for (const auto& [pool, h] : r.gpu_hours)
-        if (auto v = valley::cost::parse_money(h)) hours_by_pool[pool] += *v;
+        if (auto v = valley::api::parse_money(h)) hours_by_pool[pool] += *v;
     }
     if (items.empty()) {
       std::cout << "no TrainingTasks" << (ns.empty() ? "" : " in namespace " + ns) << "\n";
@@ -243,10 +243,10 @@ int cmd_cost(const valley::Flags& flags) {
     }
     std::cout << "(* still accruing)\n";
     for (const auto& [currency, tot] : totals)
-      std::cout << "total " << currency << ": estimated " << valley::cost::format_money(tot.estimate) << ", spent "
-                << valley::cost::format_money(tot.spent) << "\n";
+      std::cout << "total " << currency << ": estimated " << valley::api::format_money(tot.estimate) << ", spent "
+                << valley::api::format_money(tot.spent) << "\n";
     std::string pools;
-    for (const auto& [pool, h] : hours_by_pool) pools += (pools.empty() ? "" : ", ") + valley::cost::format_money(h, 3) + " " + pool;
+    for (const auto& [pool, h] : hours_by_pool) pools += (pools.empty() ? "" : ", ") + valley::api::format_money(h, 3) + " " + pool;
     if (!pools.empty()) std::cout << "GPU-hours: " << pools << "\n";
     return 0;
   });
@@ -347,7 +347,7 @@ int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& arg
   std::string error;
   if (!flags.get("duration").empty()) (*task)["spec"]["estimatedDuration"] = flags.get("duration");
   if (!(*task)["metadata"].contains("namespace")) (*task)["metadata"]["namespace"] = "default";
-  auto parsed = valley::task::parse_task(*task);
+  auto parsed = valley::api::parse_task(*task);
   if (!parsed.spec) {
     std::cerr << "valleyctl: " << args[1] << ":";
     for (const auto& e : parsed.errors) std::cerr << "\n  " << e;
@@ -382,7 +382,7 @@ int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& arg
     }
   }
   std::vector<std::string> errors;
-  auto policy = valley::cost::parse_policy(policy_object, &errors);
+  auto policy = valley::api::parse_policy(policy_object, &errors);
   if (!policy) {
     std::cerr << "valleyctl: the PricingPolicy is invalid:";
     for (const auto& e : errors) std::cerr << "\n  " << e;
@@ -450,8 +450,8 @@ int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& arg
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::cout << "task        " << spec.name << " (" << (spec.type == valley::task::TaskType::MPI ? "MPI" : "Single") << ", priority "
-            << spec.priority << ", " << spec.min_workers << "-" << spec.max_workers << " workers x " << cost::format_milli(spec.gpus.milli)
+  std::cout << "task        " << spec.name << " (" << (spec.type == valley::api::TaskType::MPI ? "MPI" : "Single") << ", priority "
+            << spec.priority << ", " << spec.min_workers << "-" << spec.max_workers << " workers x " << valley::api::format_milli(spec.gpus.milli)
             << " GPU" << (spec.reduce_cost ? ", reduceCost" : "") << (spec.amd_support ? ", amdSupport" : "") << ")\n";
   if (!d.reason.empty()) std::cout << "planner     " << d.reason << "\n";
   std::cout << "expected    " << out["expected"].get<std::string>() << " " << policy->currency << "  " << e->basis << "\n";

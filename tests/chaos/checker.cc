@@ -101,9 +101,11 @@ void Checker::follow_pods(const Snapshot& s) {
       const json& state = object_at(cs, "state");
       auto started = time_field(object_at(state, "running"), "startedAt");
       if (!started) started = time_field(object_at(state, "terminated"), "startedAt");
+      if (started) r.starts_seen.insert(std::llround(*started * 1000));
       if (started && (!r.start || *started < *r.start)) r.start = started;
       if (auto finished = time_field(object_at(state, "terminated"), "finishedAt")) r.end = finished;
     }
+    if (auto since = time_field(status, "startTime")) r.starts_seen.insert(std::llround(*since * 1000));
     if (!r.start && (r.end || string_at(status, "phase") == "Running")) r.start = time_field(status, "startTime");
     if (terminal(pod)) {
       if (!r.end) r.end = r.last_seen_alive.value_or(s.t);  // ended without saying when: since the last look
@@ -210,6 +212,12 @@ void Checker::check_final(const Snapshot& s) {
       const double seen_end = r.end ? *r.end : r.first_seen_gone.value_or(s.t);
       intervals += "; " + r.name.substr(r.name.find('/') + 1) + " " + std::to_string(r.share_milli) + "m on " + r.node + " " +
                    std::to_string(std::lround(seen_end - *r.start)) + "s" + (r.end ? "" : " (vanished)");
+      if (r.starts_seen.size() > 1) {  // the status moved its start: say by how much, for the diagnosis
+        intervals += " (starts seen at +0";
+        for (auto it = std::next(r.starts_seen.begin()); it != r.starts_seen.end(); ++it)
+          intervals += ", +" + std::to_string((*it - *r.starts_seen.begin()) / 1000) + "s";
+        intervals += ")";
+      }
       auto price = price_of(r.node);
       if (r.share_milli < 0 || !price) {
         priceable = false;
@@ -243,7 +251,10 @@ void Checker::finish(const Snapshot& s) {
 }
 
 json Checker::summary() const {
-  return {{"looks", looks_},
+  int starts_moved = 0;
+  for (const auto& [uid, r] : pods_) starts_moved += r.starts_seen.size() > 1;
+  return {{"podsWhoseStartMoved", starts_moved},
+          {"looks", looks_},
           {"podsFollowed", pods_.size()},
           {"costsChecked", costs_checked_},
           {"costsNotPriceable", costs_unpriceable_},

@@ -68,6 +68,7 @@ class Checker {
     std::string task_uid, node, name;
     int64_t share_milli = 0;  // thousandths of a GPU; -1: a resource this checker cannot price
     std::optional<double> start, end;  // from the pod's status
+    std::set<long long> starts_seen;   // every start the pod's status gave, in ms (one, unless it moved)
     std::optional<double> last_seen_alive, first_seen_gone;  // from the looks
   };
   void violation(double t, const std::string& rule, const std::string& object, const std::string& detail);

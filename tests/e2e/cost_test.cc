@@ -89,7 +89,7 @@ TEST_F(CostTest, FinalCostIsGpuSecondsTimesRatesTimesMultiplierAcrossAnOperatorR
   std::printf("ran %.0f s on 2 GPUs: expected %.6f, final %.6f (%s USD)\n", seconds, expected, actual,
               cost()["final"].get<std::string>().c_str());
   EXPECT_NEAR(actual, expected, expected * 0.01) << cost().dump(2);
-  EXPECT_EQ(cost()["breakdown"]["gpuHours"]["nvidia/on-demand"], cost::format_money(static_cast<int64_t>(2 * seconds * 1e6 / 3600), 3));
+  EXPECT_EQ(cost()["breakdown"]["gpuHours"]["nvidia/on-demand"], api::format_money(static_cast<int64_t>(2 * seconds * 1e6 / 3600), 3));
   EXPECT_EQ(cost()["multiplier"], "1.5");
   // `kubectl get tt` shows it.
   ChildProcess get({VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(), "-n", ns, "get", "tt"},

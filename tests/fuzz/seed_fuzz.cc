@@ -13,15 +13,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_REQUIRE(documents.has_value() || !error.empty(), "a rejected file must say why");
   if (!documents) return 0;
   for (const auto& doc : *documents) {
-    if (!task::is_seed_format(doc.value)) {
-      (void)task::parse_task(doc.value);
+    if (!api::is_seed_format(doc.value)) {
+      (void)api::parse_task(doc.value);
       continue;
     }
     std::vector<std::string> errors;
-    auto object = task::seed_to_task(doc, "default", &errors);
+    auto object = api::seed_to_task(doc, "default", &errors);
     if (!errors.empty()) continue;
     FUZZ_REQUIRE(object.is_object() && object.contains("spec"), object.dump());
-    (void)task::parse_task(object);
+    (void)api::parse_task(object);
   }
   return 0;
 }

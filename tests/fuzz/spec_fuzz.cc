@@ -17,10 +17,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace valley;
   auto object = fuzz::json_of(fuzz::text_of(data, size));
   if (!object) return 0;
-  auto parsed = task::parse_task(*object);
+  auto parsed = api::parse_task(*object);
   FUZZ_REQUIRE(parsed.spec.has_value() == parsed.errors.empty(), object->dump());
   if (!parsed.spec) return 0;
-  const task::TaskSpec& s = *parsed.spec;
+  const api::TaskSpec& s = *parsed.spec;
   FUZZ_REQUIRE(s.min_workers >= 1 && s.min_workers <= s.max_workers, object->dump());
   FUZZ_REQUIRE(s.gpus.milli > 0 && (s.gpus.whole() || s.gpus.milli < 1000), object->dump());
   FUZZ_REQUIRE(!s.max_cost_micros || *s.max_cost_micros >= 0, object->dump());
@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto pod = render::worker_pod(s, index, shape, placement);
     FUZZ_REQUIRE(dns_label(pod["metadata"]["name"].get<std::string>()), pod["metadata"].dump());
   }
-  if (s.type == task::TaskType::MPI) {
+  if (s.type == api::TaskType::MPI) {
     auto launcher = render::launcher_pod(s, shape);
     FUZZ_REQUIRE(dns_label(launcher["metadata"]["name"].get<std::string>()), launcher["metadata"].dump());
     auto service = render::headless_service(s);

@@ -23,10 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     case 1:
-      if (auto m = cost::parse_money(text)) {
+      if (auto m = api::parse_money(text)) {
         FUZZ_REQUIRE(*m >= 0, text);
-        auto again = cost::parse_money(cost::format_money(*m, 6));
-        FUZZ_REQUIRE(again && *again == *m, text + " -> " + cost::format_money(*m, 6));
+        auto again = api::parse_money(api::format_money(*m, 6));
+        FUZZ_REQUIRE(again && *again == *m, text + " -> " + api::format_money(*m, 6));
       }
       break;
     case 2: {  // a Kubernetes quantity, as a node's allocatable GPUs
@@ -37,10 +37,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 3:
-      if (auto m = cost::parse_milli(text)) {
+      if (auto m = api::parse_milli(text)) {
         FUZZ_REQUIRE(*m >= 0, text);
-        auto again = cost::parse_milli(cost::format_milli(*m));
-        FUZZ_REQUIRE(again && *again == *m, text + " -> " + cost::format_milli(*m));
+        auto again = api::parse_milli(api::format_milli(*m));
+        FUZZ_REQUIRE(again && *again == *m, text + " -> " + api::format_milli(*m));
       }
       break;
     case 4:

@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto now = kube::SystemTime(std::chrono::seconds(1795316645));
   task::Observed observed;
   observed.task = task;
-  observed.parsed = task::parse_task(task);
+  observed.parsed = api::parse_task(task);
   observed.now = now;
   observed.nodes_known = true;
   std::vector<cost::PodUse> uses;

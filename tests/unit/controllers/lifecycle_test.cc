@@ -35,7 +35,7 @@ PodView pod(const std::string& name, const std::string& role, int epoch, const s
 Observed observe(const json& task, std::vector<PodView> pods = {}, bool objects = true) {
   Observed o;
   o.task = task;
-  o.parsed = parse_task(task);
+  o.parsed = api::parse_task(task);
   o.pods = std::move(pods);
   o.service_exists = o.config_exists = o.secret_exists = objects;
   if (objects) {
@@ -530,7 +530,7 @@ TEST(Disruption, BackoffLimitIsNotConsumed) {
   json st = running_status();
   Observed o = on_nodes(st, running_pods(), nodes);
   o.task["spec"]["runPolicy"]["backoffLimit"] = 0;
-  o.parsed = parse_task(o.task);
+  o.parsed = api::parse_task(o.task);
   Decision d = decide(o);
   EXPECT_EQ(d.status["phase"], "Restarting");
   EXPECT_FALSE(d.status["restarts"].contains("failures"));

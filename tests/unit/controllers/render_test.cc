@@ -9,7 +9,7 @@ namespace valley::render {
 namespace {
 
 TaskSpec spec() {
-  auto parsed = task::parse_task(json::parse(R"({"metadata":{"name":"resnet","namespace":"team-a","uid":"u-1"},
+  auto parsed = api::parse_task(json::parse(R"({"metadata":{"name":"resnet","namespace":"team-a","uid":"u-1"},
     "spec":{"replicas":{"min":2,"max":8},"amdSupport":true,
       "master":{"image":"l:1","command":["mpirun","python","train.py"],
                 "template":{"metadata":{"annotations":{"sim":"1"}},"spec":{"tolerations":[{"key":"gpu","operator":"Exists"}]}}},
@@ -128,7 +128,7 @@ TEST(SshKeys, OpenSshAcceptsThePairAndDerivesTheSamePublicKey) {
 
 TEST(Render, CheckpointStoresReachThePods) {
   auto parse = [](const std::string& checkpoint) {
-    return *task::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n","uid":"u"},"spec":{"replicas":{"min":1,"max":2},
+    return *api::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n","uid":"u"},"spec":{"replicas":{"min":1,"max":2},
       "master":{"image":"l"},"worker":{"image":"w"},"checkpoint":)" + checkpoint + "}}")).spec;
   };
   // pvc://: the claim is mounted where the workload expects it, the directory in the environment.
@@ -146,7 +146,7 @@ TEST(Render, CheckpointStoresReachThePods) {
   EXPECT_EQ(s3["spec"]["terminationGracePeriodSeconds"], 60);
   EXPECT_EQ(env_of(s3, "VALLEY_CHECKPOINT_DIR"), "<unset>");
   // A bad URI is an InvalidSpec with its reason, not a pod.
-  auto bad = task::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n"},"spec":{"replicas":{"min":1,"max":1},
+  auto bad = api::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n"},"spec":{"replicas":{"min":1,"max":1},
       "master":{"image":"l"},"worker":{"image":"w"},"checkpoint":{"uri":"s3://x/y"}}})"));
   ASSERT_FALSE(bad.spec);
   EXPECT_NE(bad.errors[0].find("bucket name"), std::string::npos) << bad.errors[0];

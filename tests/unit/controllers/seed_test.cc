@@ -9,7 +9,7 @@
 #include "controllers/api/spec.h"
 #include "operator/yaml_json.h"
 
-namespace valley::task {
+namespace valley::api {
 namespace {
 
 using json = nlohmann::json;
@@ -153,4 +153,4 @@ TEST(Samples, TheDefaultPricingPolicySampleIsValid) {
 }
 
 }  // namespace
-}  // namespace valley::task
+}  // namespace valley::api

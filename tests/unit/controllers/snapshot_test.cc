@@ -57,7 +57,7 @@ TEST(Snapshot, TaskWithItsLiveWorkersOfTheCurrentEpoch) {
   json obj = json::parse(R"({"metadata":{"name":"t","namespace":"ns","uid":"u","creationTimestamp":"2026-11-22T03:00:00Z"},
     "spec":{"priority":30,"replicas":{"min":2,"max":6},"reduceCost":true,"master":{"image":"l"},"worker":{"image":"w","gpus":"2"}},
     "status":{"phase":"Running","epoch":2,"lastResizeTime":"2026-11-22T03:10:00Z"}})");
-  auto spec = *task::parse_task(obj).spec;
+  auto spec = *api::parse_task(obj).spec;
   auto worker = [](int index, int epoch, const std::string& node, const std::string& phase) {
     return json{{"metadata", {{"labels", {{"valley.dev/role", "worker"}, {"valley.dev/epoch", std::to_string(epoch)},
                                           {"valley.dev/worker-index", std::to_string(index)}}}}},
@@ -84,7 +84,7 @@ TEST(Snapshot, TaskPlacementConstraintsComeFromTheWorkerTemplate) {
     "spec":{"master":{"image":"l"},"worker":{"image":"w","template":{"spec":{
       "nodeSelector":{"topology.kubernetes.io/zone":"zone-b"},
       "tolerations":[{"key":"dedicated","operator":"Equal","value":"ml","effect":"NoSchedule"},{"operator":"Exists"}]}}}}})");
-  Task t = task_from(*task::parse_task(obj).spec, obj, {});
+  Task t = task_from(*api::parse_task(obj).spec, obj, {});
   EXPECT_EQ(t.node_selector.at("topology.kubernetes.io/zone"), "zone-b");
   ASSERT_EQ(t.tolerations.size(), 2u);
   EXPECT_EQ(t.tolerations[0].key, "dedicated");

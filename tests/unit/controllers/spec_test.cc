@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace valley::task {
+namespace valley::api {
 namespace {
 
 json mpi_task() {
@@ -106,4 +106,4 @@ TEST(TaskSpec, MaxCostIsMoneyInMicros) {
 }
 
 }  // namespace
-}  // namespace valley::task
+}  // namespace valley::api

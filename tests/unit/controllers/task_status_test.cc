@@ -7,7 +7,7 @@
 
 #include "operator/yaml_json.h"
 
-namespace valley::task {
+namespace valley::api {
 namespace {
 
 using json = nlohmann::json;
@@ -54,4 +54,4 @@ TEST(TaskStatus, FieldsOfTheWrongTypeReadAsAbsent) {
 }
 
 }  // namespace
-}  // namespace valley::task
+}  // namespace valley::api

@@ -4,7 +4,7 @@
 #include "controllers/api/money.h"
 #include "controllers/cost/policy.h"
 #include "controllers/cost/report.h"
-#include "controllers/cost/timezone.h"
+#include "controllers/api/timezone.h"
 
 namespace valley::cost {
 namespace {
@@ -234,6 +234,22 @@ TEST(Accrual, ChargedPastTheEndWhileItLookedRunningIsGivenBack) {
   EXPECT_EQ(done["breakdown"]["gpuHours"]["nvidia/on-demand"], "2.000");
 }
 
+TEST(Accrual, APodWhoseStartMovesLaterIsChargedWithoutAGap) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  json c = accrue(p, json::object(), {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z"))}, rates, 50, at("2026-11-23T23:20:00Z"), false);
+  // Its container restarted at 23:40 (running.startedAt moves; it held the GPUs all along) and
+  // the pod ended at 00:00: one hour in all, not 20 + 20 minutes.
+  json restarted = running_pod("a", "n1", "2026-11-23T23:40:00Z");
+  json done = accrue(p, c, {pod_use(restarted)}, rates, 50, at("2026-11-23T23:50:00Z"), false);
+  done = accrue(p, done, {pod_use(running_pod("a", "n1", "2026-11-23T23:40:00Z", "2026-11-24T00:00:00Z"))}, rates, 50,
+                at("2026-11-24T00:05:00Z"), true);
+  EXPECT_EQ(accrued_micros(done), 40'800'000);
+  // A fresh operator reads the first start from lastState.
+  restarted["status"]["containerStatuses"][0]["lastState"] = {{"terminated", {{"startedAt", "2026-11-23T23:00:00Z"}, {"exitCode", 1}}}};
+  EXPECT_EQ(*pod_use(restarted).start, at("2026-11-23T23:00:00Z"));
+}
+
 TEST(Accrual, PriorityMultiplierAndANodeThatVanished) {
   Policy p = policy();
   std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
@@ -248,7 +264,7 @@ TEST(Accrual, PriorityMultiplierAndANodeThatVanished) {
 
 TEST(Estimate, ExpectedFromThePlannersBasisAndARangeThatSaysWhatItAssumes) {
   Policy p = policy();
-  task::TaskSpec spec;
+  api::TaskSpec spec;
   spec.max_workers = 4;
   spec.min_workers = 2;
   spec.gpus.milli = 1000;

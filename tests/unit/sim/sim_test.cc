@@ -9,7 +9,7 @@
 namespace valley::sim {
 namespace {
 
-constexpr cost::Micros kPerHour = 3'600'000;  // 3.60 a GPU-hour: 1,000 micros a GPU-second
+constexpr api::Micros kPerHour = 3'600'000;  // 3.60 a GPU-hour: 1,000 micros a GPU-second
 
 cost::Policy flat_policy() {
   cost::Policy p;

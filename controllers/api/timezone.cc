@@ -1,4 +1,4 @@
-#include "controllers/cost/timezone.h"
+#include "controllers/api/timezone.h"
 
 #include <boost/date_time/local_time/local_time.hpp>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace valley::cost {
+namespace valley::api {
 namespace {
 
 namespace pt = boost::posix_time;
@@ -150,4 +150,4 @@ std::optional<SystemTime> TimeZone::next_change(SystemTime t) const {
   return best ? std::optional<SystemTime>(from_ptime(*best)) : std::nullopt;
 }
 
-}  // namespace valley::cost
+}  // namespace valley::api

@@ -11,7 +11,7 @@
 
 #include "operator/kube/timefmt.h"
 
-namespace valley::cost {
+namespace valley::api {
 
 using kube::SystemTime;
 
@@ -35,4 +35,4 @@ class TimeZone {
   std::string rule_;
 };
 
-}  // namespace valley::cost
+}  // namespace valley::api

@@ -1,0 +1,77 @@
+// A PricingPolicy (valley.dev/v1alpha1, cluster-scoped; the one named "default" is used) as typed
+// values: GPU prices by vendor, product and capacity class, electricity tariffs in a time zone,
+// priority multipliers, and the reduceCost and growth settings. Parsing is pure apart from reading
+// the tz database. The lookups on it (a node's rate, the tariff at an instant) are cost/policy.h.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/api/money.h"
+#include "controllers/api/timezone.h"
+
+namespace valley::api {
+
+using json = nlohmann::json;
+
+struct GpuPrice {
+  std::string vendor, product;  // "" matches any
+  Micros on_demand = 0, spot = 0;  // per GPU-hour
+};
+struct GpuWatts {
+  std::string vendor, product;
+  int watts = 0;
+};
+// A tariff window in local time: [start, end) minutes of the day on the given weekdays; end <= start
+// wraps past midnight (the part after midnight belongs to the day the window started).
+struct TariffWindow {
+  std::string name;
+  Micros per_kwh = 0;
+  unsigned days = 0x7f;  // bit 0 = Sunday ... bit 6 = Saturday
+  int start = 0, end = 0;  // minutes
+};
+struct PriorityStep {
+  int min_priority = 0;
+  int64_t multiplier_milli = 1000;
+};
+
+struct Policy {
+  std::string name = "default";
+  std::string currency = "USD";
+  std::vector<GpuPrice> gpu;  // first match wins
+  std::vector<std::pair<std::string, std::string>> spot_labels = {{"karpenter.sh/capacity-type", "spot"},
+                                                                  {"eks.amazonaws.com/capacityType", "SPOT"},
+                                                                  {"cloud.google.com/gke-spot", "true"},
+                                                                  {"cloud.google.com/gke-preemptible", "true"}};
+  std::vector<std::string> product_labels = {"nvidia.com/gpu.product", "amd.com/gpu.product-name"};
+  // Electricity.
+  std::string time_zone_name = "UTC";
+  TimeZone zone = TimeZone::utc();
+  int64_t pue_milli = 1000;
+  std::vector<GpuWatts> watts;  // first match wins
+  int default_watts = 300;
+  std::string flat_name = "flat";
+  Micros flat_per_kwh = 0;  // outside every window
+  std::vector<TariffWindow> windows;  // first match wins
+  std::vector<PriorityStep> priority;  // sorted by min_priority
+  int reduce_cost_idle_percent = 50;  // Valley before price-first placement only (valley-sim's valley-v1)
+  // How long a reduceCost task without a deadline waits for cheaper capacity before it takes what is free.
+  std::chrono::seconds reduce_cost_patience{6 * 3600};
+  // Growth pays while each added worker adds at least this share of linear speedup (thousandths);
+  // tasks of at least `growth_fast_priority` grow to max regardless (speed over cost).
+  int64_t growth_min_marginal_milli = 800;
+  int growth_fast_priority = 90;
+};
+
+// nullopt + errors ("spec.gpu[1].spot: ...") when the object is not a valid policy.
+std::optional<Policy> parse_policy(const json& object, std::vector<std::string>* errors);
+
+// nullopt + errors ("spec.gpu[1].spot: ...") when the object is not a valid policy.
+std::optional<Policy> parse_policy(const json& object, std::vector<std::string>* errors);
+
+}  // namespace valley::api
