@@ -66,7 +66,7 @@ cluster-down:
 crds: cluster-up
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig apply --server-side --force-conflicts -k crds/ >/dev/null
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig wait --for=condition=Established --timeout=60s \
-	  crd/trainingtasks.valley.dev crd/pricingpolicies.valley.dev >/dev/null
+	  crd/trainingtasks.valley.dev crd/pricingpolicies.valley.dev crd/tenants.valley.dev >/dev/null
 
 # The tests start their own operators and count GPUs: a demo left running would take both.
 e2e: build crds

@@ -100,12 +100,23 @@ PodUse pod_use(const json& pod) {
   return u;
 }
 
+bool charged_to_end(const PodUse& pod, const json& cost_status) {
+  if (!pod.start || pod.share_milli <= 0) return true;
+  if (!pod.end) return false;
+  for (const auto& e : kube::array_at(cost_status, "ledger"))
+    if (kube::string_at(e, "uid") == pod.uid)
+      return i64(e, "untilMs") >= std::chrono::duration_cast<std::chrono::milliseconds>(pod.end->time_since_epoch()).count();
+  return false;
+}
+
 Micros accrued_micros(const json& cost_status) {
   return i64(cost_status, "accruedMicros");
 }
 
 json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>& pods, const std::map<std::string, NodeRate>& rates,
-            int priority, SystemTime now, bool finished) {
+            int priority, SystemTime now, bool finished, std::chrono::seconds settle) {
+  // How far a running pod is certainly charged: whole seconds, `settle` back.
+  const SystemTime running_until = std::chrono::floor<std::chrono::seconds>(now) - settle;
   json c = cost_status.is_object() ? cost_status : json::object();
   c["policy"] = p.name;
   c["currency"] = p.currency;
@@ -143,7 +154,7 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
                   kube::string_at(entry, "capacityClass", "on-demand"), i64(entry, "gpuPerHourMicros"),
                   static_cast<int>(std::clamp<int64_t>(i64(entry, "watts"), 0, 100'000))};
     SystemTime until{std::chrono::milliseconds(i64(entry, "untilMs"))};
-    SystemTime end = pod.end ? std::min(*pod.end, now) : now;
+    SystemTime end = pod.end ? std::min(*pod.end, now) : running_until;
     // Charged up to `until` already; the pod has held its GPUs since, even if its start moved
     // later (a container restarted, a status rewritten): charging from that new start would drop
     // the time in between.

@@ -44,10 +44,18 @@ PodUse pod_use(const nlohmann::json& pod);
 // Brings status.cost (as stored; empty for a new task) up to `now` for the task's pods. `rates`
 // holds the rate of every node that exists; a pod on a node gone since keeps the rate its ledger
 // entry captured. Ledger entries are dropped with their pods: a pod never comes back, so nothing
-// is charged twice. A running pod is charged up to `now`; if it turns out to have ended earlier
-// (its end reaches us late), the excess is given back. `finished` also writes cost.final.
+// is charged twice. An ended pod is charged to its end. A running pod is charged up to `now` less
+// `settle`, in whole seconds: its end reaches us late (cache lag, a watch broken by a fault) and
+// with a second's precision, and what is charged is never given back, so that the accrued cost
+// never goes down; should an end still come earlier than charged, the excess is given back so the
+// final cost stays exact. `finished` also writes cost.final.
 nlohmann::json accrue(const Policy& p, const nlohmann::json& cost_status, const std::vector<PodUse>& pods,
-                      const std::map<std::string, NodeRate>& rates, int priority, SystemTime now, bool finished);
+                      const std::map<std::string, NodeRate>& rates, int priority, SystemTime now, bool finished,
+                      std::chrono::seconds settle = std::chrono::seconds(0));
+
+// The pod's cost is all in `cost_status`: it never held a GPU, or it has ended and its ledger entry
+// has charged it to its end. (When its end will never be known, the caller charges it to now.)
+bool charged_to_end(const PodUse& pod, const nlohmann::json& cost_status);
 
 // The accrued total in status.cost, in micros (0 when absent).
 Micros accrued_micros(const nlohmann::json& cost_status);

@@ -147,6 +147,7 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
   json& container = pod["spec"]["containers"][0];
   container["env"].push_back(env("VALLEY_WORKER_INDEX", std::to_string(index)));
   if (placement.gpu_count > 0) {
+    pod["metadata"]["finalizers"] = json::array({kAccountingFinalizer});
     container["resources"]["limits"][placement.gpu_resource] = std::to_string(placement.gpu_count);
     container["resources"]["requests"][placement.gpu_resource] = std::to_string(placement.gpu_count);
   }

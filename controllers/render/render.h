@@ -30,6 +30,12 @@ inline constexpr const char* kEpoch = "valley.dev/epoch";
 inline constexpr const char* kWorkerIndex = "valley.dev/worker-index";
 }  // namespace label
 
+// Keeps a GPU-holding pod's object until Valley has its cost in the task's status: a pod deleted
+// by anyone (a user, the garbage collector, pod GC after a node loss, Valley itself) cannot vanish
+// unpriced while no leader runs. Valley removes it once the pod has ended and is charged to its
+// end, or when no one will say when it ended (its node is lost).
+inline constexpr const char* kAccountingFinalizer = "valley.dev/accounting";
+
 std::string launcher_name(const std::string& task);
 std::string worker_name(const std::string& task, int index);
 std::string service_name(const std::string& task);

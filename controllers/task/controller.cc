@@ -61,6 +61,12 @@ Metrics& m() {
 }  // namespace
 
 namespace {
+bool holds_accounting(const nlohmann::json& pod) {
+  for (const auto& f : kube::array_at(kube::object_at(pod, "metadata"), "finalizers"))
+    if (f.is_string() && f.get<std::string>() == render::kAccountingFinalizer) return true;
+  return false;
+}
+
 kube::WorkQueueOptions queue_options() {
   kube::WorkQueueOptions o;
   o.on_dequeue = [](kube::Clock::duration waited) {
@@ -428,7 +434,8 @@ bool TaskController::reconcile_policy(const std::string& name) {
   return true;
 }
 
-nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force) {
+nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force,
+                                     const std::set<std::string>& ended_now) {
   // status.cost is not declared in the CRD: read tolerantly.
   const nlohmann::json stored = kube::object_at(o.task["status"], "cost");
   auto p = policy();
@@ -447,6 +454,7 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
   for (const auto& e : kube::array_at(stored, "ledger")) until[kube::string_at(e, "uid")] = kube::int_at(e, "untilMs").value_or(0);
   for (const auto& pod : pods) {
     cost::PodUse u = cost::pod_use(*pod);
+    if (!u.end && ended_now.count(u.uid)) u.end = o.now;
     if (!u.node.empty() && !rates.count(u.node))
       if (auto r = rate_of(u.node)) rates[u.node] = *r;
     if (u.end && until.count(u.uid) &&
@@ -454,7 +462,7 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
       pod_ended = true;
     uses.push_back(std::move(u));
   }
-  nlohmann::json fresh = cost::accrue(*p, stored, uses, rates, spec.priority, o.now, finished);
+  nlohmann::json fresh = cost::accrue(*p, stored, uses, rates, spec.priority, o.now, finished, options_.cost_settle);
   const auto updated = kube::time_at(stored, "updated");
   const bool due = force || finished || pod_ended || !updated || o.now - *updated >= options_.cost_interval ||
                    fresh["ledger"].size() != kube::array_at(stored, "ledger").size() ||
@@ -540,7 +548,10 @@ bool TaskController::reconcile(const std::string& key) {
   kube::ObjectPtr task = tasks_->store().get(key);
   if (!task) {
     checkpoints_.forget(key);
-    return true;  // deleted: owner references let the garbage collector remove the rest
+    // Deleted: owner references let the garbage collector remove the rest, once the pods it
+    // deletes are released.
+    const auto slash = key.find('/');
+    return release_foreign_pods(key.substr(0, slash), key.substr(slash + 1), "");
   }
   Observed o;
   o.task = *task;
@@ -585,18 +596,36 @@ bool TaskController::reconcile(const std::string& key) {
     if (auto it = admissions_.find(key); it != admissions_.end()) o.admission = it->second;
   }
 
+  // Pods that hold the accounting finalizer and are done (ended, or being deleted): their cost is
+  // brought up to date in this reconcile's status write, and then they are released. A pod being
+  // deleted whose end no one will report (its node is lost, or its deletion is stuck) is charged
+  // until now.
+  std::vector<std::pair<kube::ObjectPtr, bool>> accounted;  // pod, its end will never be reported
+  std::set<std::string> ended_now;                          // the uids of those
+  for (size_t k = 0; k < owned_pods.size(); ++k) {
+    if (!holds_accounting(*owned_pods[k])) continue;
+    const PodView& p = o.pods[k];
+    auto n = o.nodes.find(p.node);
+    const bool node_gone = !p.node.empty() && (n == o.nodes.end() || (!n->second.ready && n->second.not_ready_since &&
+                                                                       o.now - *n->second.not_ready_since >= o.disruption.node_not_ready_grace));
+    const bool stuck = p.deleting && p.deletion_deadline && o.now - *p.deletion_deadline >= o.disruption.stuck_termination;
+    const bool unreported = p.deleting && (p.node.empty() || node_gone || stuck);
+    if (p.deleting || cost::pod_use(*owned_pods[k]).end) accounted.emplace_back(owned_pods[k], unreported);
+    if (unreported) ended_now.insert(p.uid);
+  }
+
   // Cost first: the lifecycle decides on the budget with what has accrued until now.
   const std::string phase_before = o.task.value("status", nlohmann::json::object()).value("phase", "");
   const bool ended_before = phase_before == "Succeeded" || phase_before == "Failed";
   nlohmann::json stored_cost = kube::object_at(o.task["status"], "cost");
   // The final cost is written once the task has ended and none of its pods holds a GPU any more:
   // workers still running after the end (until the cleanup below deletes them) are still paid for.
-  const bool pods_hold_gpus = std::any_of(owned_pods.begin(), owned_pods.end(), [](const kube::ObjectPtr& pod) {
+  const bool pods_hold_gpus = std::any_of(owned_pods.begin(), owned_pods.end(), [&](const kube::ObjectPtr& pod) {
     const cost::PodUse use = cost::pod_use(*pod);
-    return use.share_milli > 0 && !use.end;
+    return use.share_milli > 0 && !use.end && !ended_now.count(use.uid);
   });
   if (!ended_before || !stored_cost.contains("final")) {
-    nlohmann::json cost = price(o, owned_pods, ended_before && !pods_hold_gpus, false);
+    nlohmann::json cost = price(o, owned_pods, ended_before && !pods_hold_gpus, !accounted.empty(), ended_now);
     if (!cost.empty()) o.task["status"]["cost"] = cost;
   }
   Decision d = decide(o);
@@ -604,13 +633,19 @@ bool TaskController::reconcile(const std::string& key) {
   if ((phase_after == "Succeeded" || phase_after == "Failed") && !ended_before && policy()) {
     Observed final_view = o;
     final_view.task["status"] = d.status;
-    d.status["cost"] = price(final_view, owned_pods, !pods_hold_gpus, true);
+    d.status["cost"] = price(final_view, owned_pods, !pods_hold_gpus, true, ended_now);
   } else if (!d.delete_pods.empty() && policy() && !stored_cost.contains("final")) {
     // Pods about to be deleted are charged up to now, in the status written before they go: once
     // gone, the time since the last accrual could no longer be charged.
     Observed now_view = o;
     now_view.task["status"] = d.status;
-    d.status["cost"] = price(now_view, owned_pods, false, true);
+    // (Pods without the accounting finalizer, from before it, vanish unpriced: closed now.)
+    std::set<std::string> closing = ended_now;
+    for (const auto& del : d.delete_pods)
+      if (auto pod = std::find_if(owned_pods.begin(), owned_pods.end(), [&](const kube::ObjectPtr& x) { return kube::string_at(kube::object_at(*x, "metadata"), "uid") == del.uid; });
+          pod != owned_pods.end() && !holds_accounting(**pod))
+        closing.insert(del.uid);
+    d.status["cost"] = price(now_view, owned_pods, false, true, closing);
   }
   if (d.status.value("cost", nlohmann::json::object()) != stored_cost) d.status_changed = true;
   const bool ended_after = phase_after == "Succeeded" || phase_after == "Failed";
@@ -638,6 +673,15 @@ bool TaskController::reconcile(const std::string& key) {
       int64_t delta = after.value(cause, int64_t{0}) - before.value(cause, int64_t{0});
       if (delta > 0) m().restarts.inc({std::string(cause).substr(0, std::string(cause).size() - 1)}, static_cast<double>(delta));
     }
+  }
+  // The status now holds every accounted pod's cost (or nothing is priced): release them.
+  bool released = true;
+  {
+    const nlohmann::json written = d.status.value("cost", nlohmann::json::object());
+    const bool priced = policy() && o.parsed.spec && !written.contains("final");
+    for (const auto& [pod, unreported] : accounted)
+      if (!priced || unreported || cost::charged_to_end(cost::pod_use(*pod), written)) released &= release_accounting(*pod);
+    released &= release_foreign_pods(ns, name, uid);
   }
   for (const auto& ev : d.events) events_.record(o.task, ev.type, ev.reason, ev.action, ev.note);
   if (d.delete_task) {
@@ -711,6 +755,41 @@ bool TaskController::reconcile(const std::string& key) {
     return true;
   }
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
+  return ok && released;
+}
+
+bool TaskController::release_accounting(const nlohmann::json& pod) {
+  const auto& meta = kube::object_at(pod, "metadata");
+  const auto& finalizers = kube::array_at(meta, "finalizers");
+  for (size_t k = 0; k < finalizers.size(); ++k) {
+    if (!finalizers[k].is_string() || finalizers[k].get<std::string>() != render::kAccountingFinalizer) continue;
+    const std::string path = "/metadata/finalizers/" + std::to_string(k);
+    try {  // test first: the list may have changed since our cache saw it
+      client_.patch(res::kPods, kube::string_at(meta, "namespace"), kube::string_at(meta, "name"), kube::PatchType::JSON,
+                    nlohmann::json::array({{{"op", "test"}, {"path", path}, {"value", render::kAccountingFinalizer}},
+                                           {{"op", "remove"}, {"path", path}}}));
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() == 404) return true;
+      spdlog::debug("{}/{}: release: {}", kube::string_at(meta, "namespace"), kube::string_at(meta, "name"), e.what());
+      return false;  // 422 (the test failed) or 409: the informer brings the fresh pod
+    }
+    return true;
+  }
+  return true;
+}
+
+bool TaskController::release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid) {
+  bool ok = true;
+  for (const auto& pod : pods_->store().list()) {
+    const auto& meta = kube::object_at(*pod, "metadata");
+    if (kube::string_at(meta, "namespace") != ns || kube::string_at(kube::object_at(meta, "labels"), render::label::kTask) != task ||
+        !holds_accounting(*pod))
+      continue;
+    bool owned = false;
+    for (const auto& ref : kube::array_at(meta, "ownerReferences"))
+      if (!owner_uid.empty() && kube::string_at(ref, "uid") == owner_uid) owned = true;
+    if (!owned) ok &= release_accounting(*pod);
+  }
   return ok;
 }
 

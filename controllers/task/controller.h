@@ -47,6 +47,8 @@ struct ControllerOptions {
   std::chrono::seconds checkpoint_poll{30};  // how often latest.json is read from s3:// stores
   std::string pricing_policy = "default";    // the PricingPolicy that prices tasks
   std::chrono::seconds cost_interval{30};    // how often a running task's accrued cost is written
+  // A running pod is charged up to this long ago (its end may reach us late: cost::accrue).
+  std::chrono::seconds cost_settle{15};
 };
 
 class TaskController {
@@ -72,7 +74,14 @@ class TaskController {
   std::shared_ptr<const cost::Policy> policy() const;
   planner::NodeFacts node_facts() const;
   // status.cost brought up to date (accrual, estimate); `cost` is the stored one.
-  nlohmann::json price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force);
+  // `ended_now`: pods whose end no one will report (their node is lost), closed at o.now.
+  nlohmann::json price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force,
+                       const std::set<std::string>& ended_now = {});
+  // Removes render::kAccountingFinalizer from the pod (a no-op if it is gone); false to retry.
+  bool release_accounting(const nlohmann::json& pod);
+  // Releases the pods of namespace/task that no live task owns (the task was deleted, or replaced
+  // by a new one of the same name): their cost has no status to go to.
+  bool release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid);
 
   kube::Client& client_;
   kube::EventRecorder& events_;

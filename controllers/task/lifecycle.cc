@@ -257,7 +257,8 @@ class Decider {
       // Deleted, but not by Valley: Valley deletes a current-epoch pod only beyond the size (Hot
       // shrink) or before it is bound (re-placement).
       const bool ours = p.role == "worker" && (p.worker_index >= size || p.node.empty());
-      if (p.deleting && !ours && !pod_finished(p)) return Disruption{"PodDeleted", p.node, who + " was deleted"};
+      // (A kubelet marks a deleted pod Failed once its containers stopped: still a deletion.)
+      if (p.deleting && !ours && p.phase != "Succeeded") return Disruption{"PodDeleted", p.node, who + " was deleted"};
     }
     // A pod of a running epoch vanished (force-deleted). Hot tasks add workers while running, so
     // only Restart ones can tell.

@@ -24,7 +24,7 @@ class CostTest : public TaskTest {
     }
   }
   std::vector<std::string> operator_flags() const override {
-    return {"--pricing-policy=" + ns, "--cost-interval=1s", "--planner-min-resize-interval=2s"};
+    return {"--pricing-policy=" + ns, "--cost-interval=1s", "--cost-settle=2s", "--planner-min-resize-interval=2s"};
   }
   // A100 on demand at 3.60/GPU-h (0.001 a second), 400 W at PUE 1.0 and 0.50/kWh flat, in UTC;
   // priority 0 pays 1.5x.

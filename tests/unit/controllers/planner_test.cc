@@ -440,3 +440,140 @@ TEST(Planner, CheckpointedTasksGoToSpotThenTheCheapestOthersKeepOffSpot) {
 
 }  // namespace
 }  // namespace valley::planner
+
+// --- Tenants: quotas, borrowing, reclaim, fair share, budgets ---
+
+namespace valley::planner {
+namespace {
+using namespace std::chrono_literals;
+
+Task of(const std::string& tenant, Task t) {
+  t.tenant = tenant;
+  return t;
+}
+Config two_teams(int64_t a_nominal, int64_t b_nominal, std::optional<int64_t> b_lends = std::nullopt) {
+  Config c;
+  c.min_marginal_efficiency = 0;  // every task grows to max while GPUs are free
+  c.tenants["a"].quota["nvidia/on-demand"] = PoolQuota{a_nominal * 1000, std::nullopt, std::nullopt};
+  c.tenants["b"].quota["nvidia/on-demand"] = PoolQuota{b_nominal * 1000, std::nullopt, b_lends ? std::optional<int64_t>(*b_lends * 1000) : std::nullopt};
+  return c;
+}
+
+TEST(PlannerTenants, IdleQuotaIsLentAndReclaimedByShrinkingTheBorrowerFirst) {
+  std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 8)};
+  Config c = two_teams(8, 8);
+  Task a = of("a", task("a/train", 10, 4, 16));
+  auto ds = plan(nodes, {a}, kNow, c);
+  EXPECT_EQ(ds[0].workers, 16);  // b's 8 idle GPUs are lent
+  a = apply(a, ds[0], kNow - 1h);
+  // b's task arrives with a lower priority than a's: its nominal is b's own, so a gives it back,
+  // by shrinking (a can run at 4..16), not by being preempted.
+  Task b = of("b", task("b/eval", 0, 8, 8));
+  ds = plan(nodes, {a, b}, kNow, c);
+  EXPECT_EQ(find(ds, "b/eval").action, Action::Admit);
+  EXPECT_EQ(find(ds, "a/train").action, Action::Shrink);
+  EXPECT_EQ(find(ds, "a/train").workers, 8);
+  EXPECT_EQ(find(ds, "a/train").reason, "shrunk for b/eval: tenant b reclaims its quota lent to a");
+}
+
+// Plans x and y together and carries the decisions out an hour ago.
+void run_both(const std::vector<Node>& nodes, const Config& c, Task& x, Task& y) {
+  auto ds = plan(nodes, {x, y}, kNow - 1h, c);
+  x = apply(x, find(ds, x.key), kNow - 1h);
+  y = apply(y, find(ds, y.key), kNow - 1h);
+}
+
+TEST(PlannerTenants, ABorrowerThatCannotShrinkIsPreemptedLowestPriorityFirst) {
+  std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 8)};
+  Config c = two_teams(8, 8);
+  Task a1 = of("a", task("a/one", 50, 8, 8)), a2 = of("a", task("a/two", 20, 8, 8));
+  run_both(nodes, c, a1, a2);
+  ASSERT_TRUE(a1.admitted && a2.admitted);
+  auto ds = plan(nodes, {a1, a2, of("b", task("b/x", 0, 4, 4))}, kNow, c);
+  EXPECT_EQ(find(ds, "b/x").action, Action::Admit);
+  EXPECT_EQ(find(ds, "a/two").action, Action::Preempt);  // the lower-priority one goes
+  EXPECT_EQ(find(ds, "a/one").action, Action::Keep);
+}
+
+TEST(PlannerTenants, NothingInsideATenantsNominalIsTakenForAnotherTenant) {
+  std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 8)};
+  Config c = two_teams(8, 8);
+  Task a = of("a", task("a/low", 0, 8, 8)), b1 = of("b", task("b/one", 100, 8, 8));
+  run_both(nodes, c, a, b1);
+  ASSERT_TRUE(a.admitted && b1.admitted);
+  // b is at its nominal; its next task would borrow, and a is within its own: b waits, however
+  // low a's priority.
+  auto ds = plan(nodes, {a, b1, of("b", task("b/two", 100, 4, 4))}, kNow, c);
+  EXPECT_EQ(find(ds, "b/two").action, Action::Wait);
+  EXPECT_EQ(find(ds, "a/low").action, Action::Keep);
+}
+
+TEST(PlannerTenants, ALendingLimitKeepsPartOfTheNominalForItsOwner) {
+  std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 8)};
+  Config c = two_teams(8, 8, /*b_lends=*/2);
+  auto ds = plan(nodes, {of("a", task("a/train", 0, 1, 16))}, kNow, c);
+  EXPECT_EQ(ds[0].workers, 10);  // its 8 and the 2 b lends
+}
+
+TEST(PlannerTenants, FairShareOrdersTenantsBeforePriority) {
+  std::vector<Node> nodes = {nvidia("n1", 8)};
+  Config c = two_teams(0, 0);  // no guarantees: who goes first is the fair share's call
+  c.tenants["a"].decayed_gpu_hours = 500;  // a used a lot lately
+  c.tenants["b"].decayed_gpu_hours = 10;
+  auto ds = plan(nodes, {of("a", task("a/urgent", 100, 8, 8)), of("b", task("b/batch", 0, 8, 8))}, kNow, c);
+  EXPECT_EQ(find(ds, "b/batch").action, Action::Admit);
+  EXPECT_EQ(find(ds, "a/urgent").action, Action::Wait);
+  // A heavier weight buys b's usage back for a.
+  c.tenants["a"].weight = 100;
+  ds = plan(nodes, {of("a", task("a/urgent", 100, 8, 8)), of("b", task("b/batch", 0, 8, 8))}, kNow, c);
+  EXPECT_EQ(find(ds, "a/urgent").action, Action::Admit);
+}
+
+TEST(PlannerTenants, FairShareCountsWhatATenantWasJustGiven) {
+  // Equal usage and weight: admissions alternate, each admission raising that tenant's share.
+  std::vector<Node> nodes = {nvidia("n1", 4)};
+  Config c = two_teams(0, 0);
+  std::vector<Task> tasks;
+  for (int k = 0; k < 3; ++k) {
+    tasks.push_back(of("a", task("a/" + std::to_string(k), 50, 1, 1)));
+    tasks.push_back(of("b", task("b/" + std::to_string(k), 0, 1, 1)));
+  }
+  auto ds = plan(nodes, tasks, kNow, c);
+  int a = 0, b = 0;
+  for (const auto& d : ds)
+    if (d.action == Action::Admit) (d.key[0] == 'a' ? a : b) += 1;
+  EXPECT_EQ(a, 2);
+  EXPECT_EQ(b, 2);
+}
+
+TEST(PlannerTenants, ASpentBudgetHoldsNewWorkAndSuspendStopsRunningWork) {
+  std::vector<Node> nodes = {nvidia("n1", 8)};
+  Config c = two_teams(4, 4);
+  c.tenants["a"].hold = "TenantBudget: a spent 500.00 of 500.00 USD this month; resets 2026-12-01T00:00:00+01:00";
+  Task running = of("a", task("a/run", 0, 2, 2));
+  running.admitted = true;
+  running.workers = {{"n1", "nvidia.com/gpu", 1}, {"n1", "nvidia.com/gpu", 1}};
+  auto ds = plan(nodes, {running, of("a", task("a/new", 0, 1, 1))}, kNow, c);
+  EXPECT_EQ(find(ds, "a/new").action, Action::Wait);
+  EXPECT_EQ(find(ds, "a/new").reason, c.tenants["a"].hold);
+  EXPECT_EQ(find(ds, "a/run").action, Action::Keep);  // Wait: what runs goes on
+  c.tenants["a"].stop = true;
+  ds = plan(nodes, {running}, kNow, c);
+  EXPECT_EQ(ds[0].action, Action::Preempt);
+  EXPECT_EQ(ds[0].reason, c.tenants["a"].hold);
+}
+
+TEST(PlannerTenants, WorkWithoutATenantRunsOnIdleCapacityAndIsReclaimedFirst) {
+  std::vector<Node> nodes = {nvidia("n1", 8)};
+  Config c = two_teams(8, 0);
+  Task loose = task("x/loose", 100, 1, 8);  // no tenant
+  auto ds = plan(nodes, {loose}, kNow, c);
+  EXPECT_EQ(ds[0].workers, 8);
+  loose = apply(loose, ds[0], kNow - 1h);
+  ds = plan(nodes, {loose, of("a", task("a/job", 0, 6, 6))}, kNow, c);
+  EXPECT_EQ(find(ds, "a/job").action, Action::Admit);
+  EXPECT_EQ(find(ds, "x/loose").workers, 2);
+}
+
+}  // namespace
+}  // namespace valley::planner

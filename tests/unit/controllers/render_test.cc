@@ -45,6 +45,8 @@ TEST(Render, WorkerPodCarriesNamesLabelsOwnerContractAndGpus) {
   const json& res = pod["spec"]["containers"][0]["resources"];
   EXPECT_EQ(res["limits"]["nvidia.com/gpu"], "2");
   EXPECT_EQ(res["requests"]["cpu"], "8");
+  // It holds GPUs: its object stays until its cost is recorded.
+  EXPECT_EQ(pod["metadata"]["finalizers"], json::array({"valley.dev/accounting"}));
   EXPECT_EQ(pod["spec"]["containers"][0]["image"], "w:1");
 }
 
@@ -83,6 +85,7 @@ TEST(Render, LauncherMergesTheUserTemplate) {
   EXPECT_EQ(pod["spec"]["tolerations"][0]["key"], "gpu");
   EXPECT_EQ(pod["spec"]["containers"][0]["command"][0], "mpirun");
   EXPECT_FALSE(pod["spec"]["containers"][0]["resources"].contains("limits"));  // no GPUs for mpirun
+  EXPECT_FALSE(pod["metadata"].contains("finalizers"));                         // nothing to charge
   bool ssh = false;
   for (const auto& v : pod["spec"]["volumes"]) ssh |= v["name"] == "valley-ssh" && v["secret"]["defaultMode"] == 0600;
   EXPECT_TRUE(ssh);

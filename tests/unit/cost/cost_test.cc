@@ -250,6 +250,35 @@ TEST(Accrual, APodWhoseStartMovesLaterIsChargedWithoutAGap) {
   EXPECT_EQ(*pod_use(restarted).start, at("2026-11-23T23:00:00Z"));
 }
 
+TEST(Accrual, APodIsChargedToItsEndOnlyOnceItsLedgerReachesIt) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  const PodUse running = pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z"));
+  json c = accrue(p, json::object(), {running}, rates, 50, at("2026-11-23T23:30:00Z"), false);
+  EXPECT_FALSE(charged_to_end(running, c));  // still running: its end is not charged yet
+  const PodUse ended = pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z", "2026-11-24T00:00:00Z"));
+  EXPECT_FALSE(charged_to_end(ended, c));  // ended at 00:00, charged to 23:30
+  EXPECT_TRUE(charged_to_end(ended, accrue(p, c, {ended}, rates, 50, at("2026-11-24T00:01:00Z"), false)));
+  EXPECT_FALSE(charged_to_end(ended, json::object()));  // never charged at all
+  json never = running_pod("b", "n1", "");
+  never["status"] = {{"phase", "Pending"}};
+  EXPECT_TRUE(charged_to_end(pod_use(never), json::object()));  // never started: nothing to charge
+}
+
+TEST(Accrual, ARunningPodIsChargedOnlyAsFarAsItsEndCannotComeEarlier) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  // Seen running at 23:30:00.900 with a 15 s settle: charged to 23:29:45, whole seconds.
+  json c = accrue(p, json::object(), {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z"))}, rates, 50,
+                  at("2026-11-23T23:30:00Z") + 900ms, false, 15s);
+  EXPECT_EQ(c["ledger"][0]["until"], "2026-11-23T23:29:45Z");
+  // It had ended at 23:29:50 (reported with a second's precision): charged on, never back.
+  json done = accrue(p, c, {pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z", "2026-11-23T23:29:50Z"))}, rates, 50,
+                     at("2026-11-23T23:30:01Z"), true, 15s);
+  EXPECT_GT(accrued_micros(done), accrued_micros(c));
+  EXPECT_EQ(done["breakdown"]["gpuMilliSeconds"]["nvidia/on-demand"], 2 * (29 * 60 + 50) * 1000);
+}
+
 TEST(Accrual, PriorityMultiplierAndANodeThatVanished) {
   Policy p = policy();
   std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};

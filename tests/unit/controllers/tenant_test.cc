@@ -1,0 +1,172 @@
+// The Tenant API type and the quota arithmetic the planner keeps with it.
+#include "controllers/api/tenant.h"
+#include "controllers/planner/quota.h"
+#include "controllers/tenancy/usage.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace valley {
+namespace {
+
+using json = nlohmann::json;
+
+std::string all(const std::vector<std::string>& errors) {
+  std::string s;
+  for (const auto& e : errors) s += e + "\n";
+  return s;
+}
+
+TEST(Tenant, ParsesQuotasBudgetPrioritiesAndNamespaces) {
+  auto t = api::parse_tenant(json::parse(R"({"metadata":{"name":"vision-lab","uid":"u1","generation":3},
+    "spec":{"namespaces":["vision"],"namespaceSelector":{"matchLabels":{"lab":"vision"},
+              "matchExpressions":[{"key":"tier","operator":"NotIn","values":["scratch"]}]},
+            "quotas":[{"pool":"nvidia/on-demand","nominal":16,"borrowingLimit":"8","lendingLimit":4},
+                      {"pool":"amd/on-demand","nominal":"2.5"}],
+            "weight":"2","budget":{"amount":"500","period":"Month","action":"Suspend"},
+            "maxPriority":60,"defaultPriority":20}})"));
+  ASSERT_TRUE(t.spec) << all(t.errors);
+  EXPECT_EQ(t.spec->name, "vision-lab");
+  EXPECT_EQ(t.spec->generation, 3);
+  ASSERT_EQ(t.spec->quotas.size(), 2u);
+  EXPECT_EQ(t.spec->quota("nvidia/on-demand")->nominal_milli, 16000);
+  EXPECT_EQ(*t.spec->quota("nvidia/on-demand")->borrowing_limit_milli, 8000);
+  EXPECT_EQ(*t.spec->quota("nvidia/on-demand")->lending_limit_milli, 4000);
+  EXPECT_EQ(t.spec->quota("amd/on-demand")->nominal_milli, 2500);
+  EXPECT_FALSE(t.spec->quota("amd/on-demand")->borrowing_limit_milli);
+  EXPECT_EQ(t.spec->quota("nvidia/spot"), nullptr);
+  EXPECT_EQ(t.spec->weight_milli, 2000);
+  ASSERT_TRUE(t.spec->budget);
+  EXPECT_EQ(t.spec->budget->amount, 500'000'000);
+  EXPECT_EQ(t.spec->budget->action, api::BudgetAction::Suspend);
+  EXPECT_EQ(t.spec->max_priority, 60);
+  EXPECT_EQ(*t.spec->default_priority, 20);
+  EXPECT_TRUE(t.spec->owns("vision", {}));
+  EXPECT_TRUE(t.spec->owns("other", {{"lab", "vision"}}));
+  EXPECT_FALSE(t.spec->owns("other", {{"lab", "vision"}, {"tier", "scratch"}}));
+  EXPECT_FALSE(t.spec->owns("other", {{"lab", "nlp"}}));
+}
+
+TEST(Tenant, EveryProblemIsReportedWithItsPath) {
+  auto t = api::parse_tenant(json::parse(R"({"metadata":{"name":"x"},
+    "spec":{"quotas":[{"pool":"tpu/on-demand","nominal":-1},{"pool":"nvidia/spot","nominal":4,"lendingLimit":5},
+                      {"pool":"nvidia/spot","nominal":1}],
+            "weight":"0","budget":{"amount":"lots","period":"Year","action":"Panic"},
+            "maxPriority":50,"defaultPriority":70}})"));
+  EXPECT_FALSE(t.spec);
+  const std::string e = all(t.errors);
+  for (const char* want : {"spec: namespaces or namespaceSelector is required", "spec.quotas[0].pool: must be one of",
+                           "spec.quotas[0].nominal: must be a number of GPUs", "spec.quotas[1].lendingLimit: cannot exceed nominal",
+                           "spec.quotas[2].pool: nvidia/spot is listed twice", "spec.weight: must be above 0",
+                           "spec.budget.amount: must be an amount", "spec.budget.period: must be Day, Week or Month",
+                           "spec.budget.action: must be Wait or Suspend", "spec.defaultPriority: cannot exceed maxPriority"})
+    EXPECT_NE(e.find(want), std::string::npos) << want << "\n" << e;
+  EXPECT_FALSE(api::parse_tenant(json::parse("[1]")).spec);  // not even an object: an error, no throw
+}
+
+planner::QuotaBook book(std::optional<int64_t> b_lends = std::nullopt, std::optional<int64_t> a_borrows = std::nullopt) {
+  std::map<std::string, std::map<std::string, planner::PoolQuota>> q;
+  q["a"]["nvidia/on-demand"] = {8000, a_borrows, std::nullopt};
+  q["b"]["nvidia/on-demand"] = {8000, std::nullopt, b_lends};
+  return planner::QuotaBook(q, {{"nvidia/on-demand", 20000}});  // 4 GPUs nobody is guaranteed
+}
+
+TEST(Quota, OwnNominalThenWhatOthersLendThenWhatNobodyOwns) {
+  auto q = book();
+  EXPECT_EQ(q.room("a", "nvidia/on-demand"), 20000);  // its 8, b's idle 8, the 4 unowned
+  q.add("a", "nvidia/on-demand", 14000);
+  EXPECT_EQ(q.borrowed("a", "nvidia/on-demand"), 6000);
+  EXPECT_EQ(q.room("a", "nvidia/on-demand"), 6000);
+  // b may always use its own nominal (what a borrowed of it is reclaimed), nothing beyond.
+  EXPECT_EQ(q.room("b", "nvidia/on-demand"), 8000);
+  EXPECT_EQ(q.lent_capacity("b", "nvidia/on-demand"), 8000);
+  q.add("b", "nvidia/on-demand", 8000);
+  EXPECT_EQ(q.room("b", "nvidia/on-demand"), 0);  // a borrows more than is lendable now: nothing shared left
+  EXPECT_EQ(q.room("", "nvidia/on-demand"), 0);   // work without a tenant too
+  EXPECT_EQ(q.total_usage("a"), 14000);
+}
+
+TEST(Quota, LendingAndBorrowingLimits) {
+  auto lends_two = book(/*b_lends=*/2000);
+  EXPECT_EQ(lends_two.room("a", "nvidia/on-demand"), 14000);  // 8 + 2 lent + 4 unowned
+  auto borrows_three = book(std::nullopt, /*a_borrows=*/3000);
+  EXPECT_EQ(borrows_three.room("a", "nvidia/on-demand"), 11000);
+  borrows_three.add("a", "nvidia/on-demand", 10000);
+  EXPECT_EQ(borrows_three.room("a", "nvidia/on-demand"), 1000);
+  EXPECT_EQ(borrows_three.room("a", "amd/on-demand"), 0);  // no such capacity
+}
+
+TEST(Quota, DisabledWithoutTenants) {
+  planner::QuotaBook q;
+  EXPECT_FALSE(q.enabled());
+  EXPECT_GT(q.room("", "nvidia/on-demand"), int64_t{1} << 40);
+}
+
+}  // namespace
+}  // namespace valley
+
+namespace valley {
+namespace {
+
+using namespace std::chrono_literals;
+
+kube::SystemTime at(const std::string& s) { return *kube::parse_time(s); }
+
+TEST(FairShareUsage, DecaysByHalfEachHalfLifeAndSettlesAtTheMeanLife) {
+  const auto week = std::chrono::seconds(7 * 24 * 3600);
+  EXPECT_NEAR(tenancy::decay_usage(100, 0, week, week), 50, 1e-9);
+  EXPECT_NEAR(tenancy::decay_usage(100, 0, 2 * week, week), 25, 1e-9);
+  // 8 GPUs held for an hour, half-life a week: a little under 8 GPU-hours (the first minutes
+  // have decayed already).
+  EXPECT_NEAR(tenancy::decay_usage(0, 8, 1h, week), 7.9835, 1e-4);
+  // Held for ever: 8 x 168 h / ln 2.
+  EXPECT_NEAR(tenancy::decay_usage(0, 8, 100 * week, week), 8 * 168 / std::log(2.0), 1e-6);
+  // Piecewise equals whole: decaying in steps gives the same as in one.
+  double u = 10;
+  for (int k = 0; k < 60; ++k) u = tenancy::decay_usage(u, 3, 1min, week);
+  EXPECT_NEAR(u, tenancy::decay_usage(10, 3, 1h, week), 1e-9);
+}
+
+TEST(BudgetPeriod, CalendarPeriodsInTheTimeZoneWithDaylightSaving) {
+  std::string error;
+  auto berlin = api::TimeZone::from_posix("CET-1CEST,M3.5.0,M10.5.0/3", &error);
+  ASSERT_TRUE(berlin) << error;
+  // 2026-11-30T23:30Z is already December 1st in Berlin.
+  auto m = tenancy::budget_period(api::BudgetPeriod::Month, *berlin, at("2026-11-30T23:30:00Z"));
+  EXPECT_EQ(m.name, "2026-12");
+  EXPECT_EQ(m.start, at("2026-11-30T23:00:00Z"));
+  EXPECT_EQ(m.end, at("2026-12-31T23:00:00Z"));
+  // March 2026 spans the switch to summer time: it ends at 22:00Z, not 23:00Z.
+  m = tenancy::budget_period(api::BudgetPeriod::Month, *berlin, at("2026-03-15T12:00:00Z"));
+  EXPECT_EQ(m.start, at("2026-02-28T23:00:00Z"));
+  EXPECT_EQ(m.end, at("2026-03-31T22:00:00Z"));
+  auto w = tenancy::budget_period(api::BudgetPeriod::Week, api::TimeZone::utc(), at("2026-11-23T10:00:00Z"));  // a Monday
+  EXPECT_EQ(w.name, "2026-W48");
+  EXPECT_EQ(w.start, at("2026-11-23T00:00:00Z"));
+  EXPECT_EQ(w.end, at("2026-11-30T00:00:00Z"));
+  EXPECT_EQ(tenancy::budget_period(api::BudgetPeriod::Week, api::TimeZone::utc(), at("2027-01-01T00:00:00Z")).name, "2026-W53");
+  auto d = tenancy::budget_period(api::BudgetPeriod::Day, *berlin, at("2026-07-01T22:30:00Z"));
+  EXPECT_EQ(d.name, "2026-07-02");
+  EXPECT_EQ(d.start, at("2026-07-01T22:00:00Z"));
+}
+
+TEST(BudgetSpend, EachAccrualCountsOnceAndANewPeriodStartsFromZero) {
+  tenancy::Period nov{at("2026-11-01T00:00:00Z"), at("2026-12-01T00:00:00Z"), "2026-11"};
+  tenancy::Period dec{at("2026-12-01T00:00:00Z"), at("2027-01-01T00:00:00Z"), "2026-12"};
+  auto s = tenancy::count_spend({}, {{"t1", 100}, {"t2", 50}}, nov);
+  EXPECT_EQ(s.spent, 150);
+  s = tenancy::count_spend(s, {{"t1", 100}, {"t2", 50}}, nov);  // read again: nothing new
+  EXPECT_EQ(s.spent, 150);
+  s = tenancy::count_spend(s, {{"t1", 130}}, nov);  // t2 deleted, t1 accrued 30 more
+  EXPECT_EQ(s.spent, 180);
+  EXPECT_FALSE(s.counted.count("t2"));
+  s = tenancy::count_spend(s, {{"t1", 140}, {"t3", 5}}, dec);  // December: only what accrued since
+  EXPECT_EQ(s.period, "2026-12");
+  EXPECT_EQ(s.spent, 15);
+  s = tenancy::count_spend(s, {{"t1", 120}, {"t3", 5}}, dec);  // a status that went back is not refunded
+  EXPECT_EQ(s.spent, 15);
+}
+
+}  // namespace
+}  // namespace valley
