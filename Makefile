@@ -71,6 +71,7 @@ crds: cluster-up
 # The tests start their own operators and count GPUs: a demo left running would take both.
 e2e: build crds
 	@scripts/operator.sh stop
+	@scripts/operator.sh release valley-demo
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig delete namespace valley-demo --ignore-not-found --wait=true >/dev/null
 	cd $(BUILD_DIR) && $(CTEST) -L e2e
 

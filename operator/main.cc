@@ -44,6 +44,8 @@ valley::Flags make_flags() {
       {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
       {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
+      {"usage-half-life", "168h", "tenants' fair share: how fast past GPU usage stops counting (Slurm's PriorityDecayHalfLife)"},
+      {"tenant-interval", "10s", "how often a Tenant's status (usage, share, spend) is brought up to date at least"},
       {"cost-settle", "15s", "a running pod is charged up to this long ago: its end may reach Valley late, and the accrued cost never goes down"},
       {"leader-elect", "true", "run controllers only while holding the leader Lease", true},
       {"leader-elect-namespace", "", "namespace of the leader Lease; empty: the service account's namespace"},
@@ -114,6 +116,10 @@ int main(int argc, char** argv) {
     task_options.cost_interval = seconds("cost-interval");
     if (task_options.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");
     task_options.cost_settle = seconds("cost-settle");
+    task_options.usage_half_life = seconds("usage-half-life");
+    task_options.tenant_interval = seconds("tenant-interval");
+    if (task_options.usage_half_life.count() < 60) throw std::invalid_argument("--usage-half-life must be at least 1m");
+    if (task_options.tenant_interval.count() < 1) throw std::invalid_argument("--tenant-interval must be at least 1s");
     if (task_options.cost_settle.count() < 0 || task_options.cost_settle > std::chrono::minutes(10))
       throw std::invalid_argument("--cost-settle must be from 0s to 10m");
     if (task_options.checkpoint_poll.count() < 1) throw std::invalid_argument("--checkpoint-poll-interval must be at least 1s");

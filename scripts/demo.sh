@@ -33,6 +33,7 @@ say "What would the seed platform's example cost? (valleyctl estimate, nothing s
 build/bin/valleyctl --kubeconfig .valley/kubeconfig estimate deploy/examples/seed/training1.yaml | sed 's/^/  /'
 
 say "Tasks are submitted: the seed example in its own format (valleyctl submit), an elastic MPI job, a spot MPI job, a single pod on a GPU slice"
+scripts/operator.sh release $ns  # a previous run's pods, should no operator have run since
 K delete namespace $ns --ignore-not-found --wait=true >/dev/null
 K create namespace $ns >/dev/null
 for _ in $(seq 1 50); do K -n $ns get serviceaccount default >/dev/null 2>&1 && break; sleep 0.2; done

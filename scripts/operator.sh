@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the locally built valley-operator against the local cluster in the background (for the demo
 # and for trying things by hand): scripts/operator.sh start|stop|status. Logs: .valley/logs/operator.log.
+# scripts/operator.sh release NAMESPACE removes Valley's valley.dev/accounting finalizer from the
+# namespace's pods, for tearing it down when no operator runs to do it.
 # Extra flags in VALLEY_OPERATOR_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +26,16 @@ case ${1:-} in
       rm -f "$pidfile"
     fi
     ;;
+  release)
+    ns=${2:?usage: scripts/operator.sh release NAMESPACE}
+    k() { .valley/bin/kubectl --kubeconfig .valley/kubeconfig "$@"; }
+    k get namespace "$ns" >/dev/null 2>&1 || exit 0
+    for pod in $(k -n "$ns" get pods -o jsonpath='{range .items[?(@.metadata.finalizers)]}{.metadata.name}{"\n"}{end}'); do
+      k -n "$ns" get pod "$pod" -o jsonpath='{.metadata.finalizers}' | grep -q 'valley.dev/accounting' || continue
+      idx=$(k -n "$ns" get pod "$pod" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["finalizers"].index("valley.dev/accounting"))')
+      k -n "$ns" patch pod "$pod" --type=json -p "[{\"op\":\"remove\",\"path\":\"/metadata/finalizers/$idx\"}]" >/dev/null || true
+    done
+    ;;
   status) [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && echo "operator: running" || { echo "operator: stopped"; exit 1; } ;;
-  *) echo "usage: scripts/operator.sh start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: scripts/operator.sh start|stop|status|release NAMESPACE" >&2; exit 2 ;;
 esac

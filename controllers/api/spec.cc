@@ -148,6 +148,7 @@ ParsedTask parse_task(const json& object) {
     r.error("spec.taskType: must be MPI or Single, not \"" + type + "\"");
   }
   s.priority = static_cast<int>(r.integer(*spec, "priority", "spec.priority", 0, 100).value_or(0));
+  s.priority_set = spec->contains("priority") && (*spec)["priority"].is_number_integer();
 
   if (const json* rep = r.object(*spec, "replicas", "spec.replicas")) {
     s.min_workers = static_cast<int>(r.integer(*rep, "min", "spec.replicas.min", 1, 10000).value_or(1));

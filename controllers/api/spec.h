@@ -49,6 +49,7 @@ struct TaskSpec {
   int64_t generation = 0;
   TaskType type = TaskType::MPI;
   int priority = 0;
+  bool priority_set = false;  // spec.priority given (else its tenant's defaultPriority applies)
   int min_workers = 1, max_workers = 1;
   std::optional<int> target_workers;  // kubectl scale
   bool amd_support = false;

@@ -6,9 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
-#include "controllers/cost/candidates.h"
 #include "controllers/cost/candidates.h"
 #include "controllers/cost/planner_config.h"
 #include "controllers/planner/scaling.h"
@@ -29,6 +29,7 @@ namespace res = kube::resources;
 namespace {
 // Workqueue keys of PricingPolicies; a namespace never starts with '@', so no task key collides.
 constexpr const char* kPolicyKeyPrefix = "@pricingpolicy/";
+constexpr const char* kTenantKeyPrefix = "@tenant/";
 
 // The controller's metric families (registered once, process-wide).
 struct Metrics {
@@ -97,12 +98,27 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned);
   configs_ = std::make_unique<kube::Informer>(client_, res::kConfigMaps, owned);
   pricing_ = std::make_unique<kube::Informer>(client_, res::kPricingPolicies);
+  tenants_ = std::make_unique<kube::Informer>(client_, res::kTenants);
+  namespaces_ = std::make_unique<kube::Informer>(client_, res::kNamespaces);
+  auto tenant_changed = [this](const kube::ObjectPtr& o) {
+    queue_.add(kTenantKeyPrefix + (*o)["metadata"].value("name", ""));
+    mark_dirty();
+  };
+  tenants_->add_handlers({tenant_changed, [tenant_changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { tenant_changed(o); },
+                          tenant_changed});
+  auto namespace_changed = [this](const kube::ObjectPtr&) {
+    for (const auto& t : tenants_->store().list()) queue_.add(kTenantKeyPrefix + (*t)["metadata"].value("name", ""));
+    mark_dirty();
+  };
+  namespaces_->add_handlers({namespace_changed, [namespace_changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { namespace_changed(o); },
+                             namespace_changed});
   auto policy_changed = [this](const kube::ObjectPtr& o) { queue_.add(kPolicyKeyPrefix + (*o)["metadata"].value("name", "")); };
   pricing_->add_handlers({policy_changed, [policy_changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { policy_changed(o); },
                           policy_changed});
 
   auto enqueue_task = [this](const kube::ObjectPtr& o) {
     queue_.add(kube::object_key(*o));
+    enqueue_tenant_of(*o);
     mark_dirty();
   };
   tasks_->add_handlers({enqueue_task, [enqueue_task](const kube::ObjectPtr&, const kube::ObjectPtr& o) { enqueue_task(o); },
@@ -191,6 +207,9 @@ void TaskController::plan_once() {
     node_index[(*n)["metadata"].value("name", "")] = nodes.size();
     nodes.push_back(planner::node_from(*n, node_facts()));
   }
+  const Tenancy tenancy = tenancy_now();
+  std::map<std::string, const api::TenantSpec*> tenant_spec;
+  for (const auto& t : tenancy.tenants) tenant_spec[t.spec.name] = &t.spec;
   std::vector<planner::Task> tasks;
   std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
   std::map<std::string, api::TaskSpec> specs;
@@ -205,6 +224,11 @@ void TaskController::plan_once() {
     std::vector<nlohmann::json> owned;
     for (const auto& p : pods_->store().by_index(kube::index::kOwnerUid, uid)) owned.push_back(*p);
     planner::Task t = planner::task_from(*parsed.spec, *obj, owned);
+    if (auto owner = tenancy.ownership.owner.find(parsed.spec->ns); owner != tenancy.ownership.owner.end()) {
+      t.tenant = owner->second;
+      t.priority = tenancy::effective_priority(parsed.spec->priority_set ? std::optional<int>(parsed.spec->priority) : std::nullopt,
+                                               tenant_spec[t.tenant]);
+    }
     const auto now = std::chrono::system_clock::now();
     planner_inputs(t, *parsed.spec, status);
     auto& avoid = avoid_[t.key];
@@ -254,6 +278,9 @@ void TaskController::plan_once() {
   const auto now = std::chrono::system_clock::now();
   auto pricing = policy();
   if (pricing) config = cost::planner_config(*pricing, nodes, now, config);
+  for (const auto& t : tenancy.tenants)
+    config.tenants[t.spec.name] = tenancy::planner_tenant(t, pricing.get(), now, options_.usage_half_life);
+  config.usage_mean_life_hours = static_cast<double>(options_.usage_half_life.count()) / 3600.0 / std::log(2.0);
   auto decisions = planner::plan(nodes, tasks, now, config);
   std::map<std::string, Admission> next;
   std::map<std::string, std::string> vendor_of;
@@ -318,6 +345,13 @@ void TaskController::run(const std::atomic<bool>& stop) {
     while (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(1))) {
     }
   }
+  // Tenants are optional (their CRD may not be installed, or namespaces not readable): without them
+  // in a few seconds, tasks are planned without tenants until they come.
+  for (auto* inf : {tenants_.get(), namespaces_.get()}) inf->start();
+  for (auto* inf : {tenants_.get(), namespaces_.get()})
+    if (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(5)))
+      spdlog::warn("tenants: {} not listed yet (is the Tenant CRD installed, may Valley list namespaces?): planning without tenants meanwhile",
+                   inf == tenants_.get() ? "tenants" : "namespaces");
   if (!stop.load()) spdlog::info("trainingtask controller: caches synced, {} workers", options_.workers);
   // The PricingPolicy in force before any task is reconciled: a task that finished or lost pods
   // in a reconcile without it would never be charged for them (the chaos campaign found new
@@ -326,7 +360,7 @@ void TaskController::run(const std::atomic<bool>& stop) {
   std::thread planner([this, &stop] { planning_loop(stop); });
   std::thread checkpoint_reader([this, &stop] { checkpoints_.run(stop); });
   auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) {
-    LogContext context(key.rfind(kPolicyKeyPrefix, 0) == 0 ? key.substr(1) : key);
+    LogContext context(key.rfind('@', 0) == 0 ? key.substr(1) : key);
     const auto start = std::chrono::steady_clock::now();
     bool ok = false;
     try {
@@ -545,6 +579,7 @@ void TaskController::collect_metrics() {
 
 bool TaskController::reconcile(const std::string& key) {
   if (key.rfind(kPolicyKeyPrefix, 0) == 0) return reconcile_policy(key.substr(std::string(kPolicyKeyPrefix).size()));
+  if (key.rfind(kTenantKeyPrefix, 0) == 0) return reconcile_tenant(key.substr(std::string(kTenantKeyPrefix).size()));
   kube::ObjectPtr task = tasks_->store().get(key);
   if (!task) {
     checkpoints_.forget(key);
@@ -756,6 +791,115 @@ bool TaskController::reconcile(const std::string& key) {
   }
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
   return ok && released;
+}
+
+void TaskController::enqueue_tenant_of(const nlohmann::json& task) {
+  const std::string ns = kube::string_at(kube::object_at(task, "metadata"), "namespace");
+  std::map<std::string, std::string> labels;
+  if (auto n = namespaces_->store().get(ns))
+    for (const auto& [k, v] : kube::object_at(kube::object_at(*n, "metadata"), "labels").items())
+      if (v.is_string()) labels[k] = v.get<std::string>();
+  for (const auto& t : tenants_->store().list()) {
+    auto parsed = api::parse_tenant(*t);
+    if (parsed.spec && parsed.spec->owns(ns, labels)) queue_.add(kTenantKeyPrefix + parsed.spec->name);
+  }
+}
+
+TaskController::Tenancy TaskController::tenancy_now() const {
+  Tenancy out;
+  for (const auto& obj : tenants_->store().list()) {
+    auto parsed = api::parse_tenant(*obj);
+    if (!parsed.spec) {
+      std::string errors;
+      for (const auto& e : parsed.errors) errors += (errors.empty() ? "" : "; ") + e;
+      out.invalid[kube::string_at(kube::object_at(*obj, "metadata"), "name")] = errors;
+      continue;
+    }
+    tenancy::TenantObject t;
+    t.spec = std::move(*parsed.spec);
+    t.created = kube::time_at(kube::object_at(*obj, "metadata"), "creationTimestamp").value_or(kube::SystemTime{});
+    t.status = kube::object_at(*obj, "status");
+    out.tenants.push_back(std::move(t));
+  }
+  std::map<std::string, std::map<std::string, std::string>> namespaces;
+  for (const auto& n : namespaces_->store().list()) {
+    auto& labels = namespaces[kube::string_at(kube::object_at(*n, "metadata"), "name")];
+    for (const auto& [k, v] : kube::object_at(kube::object_at(*n, "metadata"), "labels").items())
+      if (v.is_string()) labels[k] = v.get<std::string>();
+  }
+  out.ownership = tenancy::assign_namespaces(out.tenants, namespaces);
+  return out;
+}
+
+// A Tenant's status: usage per pool, fair share, spend this period (from its tasks' accrued cost),
+// conditions. Written when something other than time changed, or every tenant_interval.
+bool TaskController::reconcile_tenant(const std::string& name) {
+  kube::ObjectPtr object = tenants_->store().get(name);
+  if (!object) return true;
+  const Tenancy tenancy = tenancy_now();
+  const auto now = std::chrono::system_clock::now();
+  nlohmann::json status;
+  if (auto bad = tenancy.invalid.find(name); bad != tenancy.invalid.end()) {
+    status = {{"observedGeneration", (*object)["metadata"].value("generation", int64_t{0})},
+              {"conditions", {{{"type", "Ready"}, {"status", "False"}, {"reason", "InvalidSpec"}, {"message", bad->second.substr(0, 2000)},
+                               {"lastTransitionTime", kube::format_time(now)}}}}};
+  } else {
+    const tenancy::TenantObject* tenant = nullptr;
+    for (const auto& t : tenancy.tenants)
+      if (t.spec.name == name) tenant = &t;
+    if (!tenant) return true;
+    std::vector<tenancy::TaskUse> uses;
+    std::map<std::string, std::string> pool_of;  // node -> pool
+    for (const auto& n : nodes_->store().list()) {
+      planner::Node facts = planner::node_from(*n, node_facts());
+      if (!facts.vendor.empty()) pool_of[facts.name] = facts.vendor + "/" + facts.capacity_class;
+    }
+    for (const auto& task : tasks_->store().list()) {
+      const auto& meta = kube::object_at(*task, "metadata");
+      auto owner = tenancy.ownership.owner.find(kube::string_at(meta, "namespace"));
+      if (owner == tenancy.ownership.owner.end() || owner->second != name) continue;
+      tenancy::TaskUse u;
+      u.uid = kube::string_at(meta, "uid");
+      const auto& st = kube::object_at(*task, "status");
+      u.accrued = cost::accrued_micros(kube::object_at(st, "cost"));
+      u.waiting = kube::string_at(st, "phase") == "Pending";
+      for (const auto& pod : pods_->store().by_index(kube::index::kOwnerUid, u.uid)) {
+        const cost::PodUse use = cost::pod_use(*pod);
+        if (use.share_milli <= 0 || !use.start || use.end) continue;
+        if (auto pool = pool_of.find(use.node); pool != pool_of.end()) u.held_milli[pool->second] += use.share_milli;
+      }
+      uses.push_back(std::move(u));
+    }
+    auto conflicts = tenancy.ownership.conflicts.find(name);
+    const auto p = policy();
+    status = tenancy::tenant_status(*tenant, uses, conflicts == tenancy.ownership.conflicts.end() ? std::vector<std::string>{} : conflicts->second,
+                                    p.get(), now, options_.usage_half_life);
+  }
+  // Time alone moves the fair share: that is written every tenant_interval, anything else at once.
+  nlohmann::json current = object->value("status", nlohmann::json::object());
+  auto without_time = [](nlohmann::json s) {
+    if (s.contains("fairShare")) s.erase("fairShare");
+    if (s.contains("share")) s.erase("share");
+    return s;
+  };
+  auto updated = kube::time_at(kube::object_at(current, "fairShare"), "updated");
+  const bool due = !updated || now - *updated >= options_.tenant_interval;
+  if (without_time(status) == without_time(current) && !due) {
+    queue_.add_after(kTenantKeyPrefix + name, options_.tenant_interval - std::chrono::duration_cast<std::chrono::seconds>(now - *updated));
+    return true;
+  }
+  nlohmann::json updated_object = *object;
+  updated_object["status"] = status;
+  try {
+    client_.update_status(res::kTenants, updated_object);
+  } catch (const kube::KubeError& e) {
+    if (e.http_status() == 404) return true;
+    return false;  // 409: a newer version is coming
+  }
+  // A spent budget changes what the planner may admit.
+  mark_dirty();
+  queue_.add_after(kTenantKeyPrefix + name, options_.tenant_interval);
+  return true;
 }
 
 bool TaskController::release_accounting(const nlohmann::json& pod) {

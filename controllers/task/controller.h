@@ -27,6 +27,7 @@
 #include "controllers/task/checkpoint_watcher.h"
 #include "controllers/task/lifecycle.h"
 #include "operator/kube/client.h"
+#include "controllers/tenancy/tenants.h"
 #include "operator/kube/events.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/workqueue.h"
@@ -49,6 +50,10 @@ struct ControllerOptions {
   std::chrono::seconds cost_interval{30};    // how often a running task's accrued cost is written
   // A running pod is charged up to this long ago (its end may reach us late: cost::accrue).
   std::chrono::seconds cost_settle{15};
+  // Tenants: how fast past usage stops counting against a tenant's fair share, and how often a
+  // Tenant's status (usage, share, spend) is brought up to date at least.
+  std::chrono::seconds usage_half_life{7 * 24 * 3600};
+  std::chrono::seconds tenant_interval{10};
 };
 
 class TaskController {
@@ -71,6 +76,15 @@ class TaskController {
   void planning_loop(const std::atomic<bool>& stop);
   void plan_once();
   bool reconcile_policy(const std::string& name);
+  // The Tenants (valid ones), which namespace belongs to which, and each one's conflicts.
+  struct Tenancy {
+    std::vector<tenancy::TenantObject> tenants;
+    tenancy::Ownership ownership;
+    std::map<std::string, std::string> invalid;  // tenant -> its spec's errors
+  };
+  Tenancy tenancy_now() const;
+  bool reconcile_tenant(const std::string& name);
+  void enqueue_tenant_of(const nlohmann::json& task);
   std::shared_ptr<const cost::Policy> policy() const;
   planner::NodeFacts node_facts() const;
   // status.cost brought up to date (accrual, estimate); `cost` is the stored one.
@@ -91,7 +105,7 @@ class TaskController {
   bool ssh_secret_exists(const std::string& ns, const std::string& task, const std::string& uid);
   void secret_created(const std::string& ns, const std::string& task, const std::string& uid);
 
-  std::unique_ptr<kube::Informer> tasks_, pods_, nodes_, services_, configs_, pricing_;
+  std::unique_ptr<kube::Informer> tasks_, pods_, nodes_, services_, configs_, pricing_, tenants_, namespaces_;
   std::mutex secrets_mu_;
   std::set<std::string> known_secrets_;  // ns/task@uid whose SSH key Secret exists
   mutable std::mutex policy_mu_;

@@ -40,6 +40,7 @@ inline const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1", "
                                                  "CustomResourceDefinition", false};
 inline const Resource kTrainingTasks{"valley.dev", "v1alpha1", "trainingtasks", "TrainingTask", true};
 inline const Resource kPricingPolicies{"valley.dev", "v1alpha1", "pricingpolicies", "PricingPolicy", false};
+inline const Resource kTenants{"valley.dev", "v1alpha1", "tenants", "Tenant", false};
 }  // namespace resources
 
 }  // namespace valley::kube

@@ -97,6 +97,10 @@ void Checker::follow_pods(const Snapshot& s) {
     if (std::string node = string_at(object_at(pod, "spec"), "nodeName"); !node.empty()) r.node = node;
     r.share_milli = gpu_share(pod);
     const json& status = object_at(pod, "status");
+    if (r.terminal_seen) {
+      if (!terminal(pod)) r.resurrected = true;
+      continue;  // its end is the one first seen
+    }
     for (const auto& cs : array_at(status, "containerStatuses")) {
       const json& state = object_at(cs, "state");
       auto started = time_field(object_at(state, "running"), "startedAt");
@@ -108,6 +112,7 @@ void Checker::follow_pods(const Snapshot& s) {
     if (auto since = time_field(status, "startTime")) r.starts_seen.insert(std::llround(*since * 1000));
     if (!r.start && (r.end || string_at(status, "phase") == "Running")) r.start = time_field(status, "startTime");
     if (terminal(pod)) {
+      r.terminal_seen = true;
       if (!r.end) r.end = r.last_seen_alive.value_or(s.t);  // ended without saying when: since the last look
     } else {
       r.last_seen_alive = s.t;
@@ -211,7 +216,8 @@ void Checker::check_final(const Snapshot& s) {
       if (r.task_uid != uid || !r.start) continue;
       const double seen_end = r.end ? *r.end : r.first_seen_gone.value_or(s.t);
       intervals += "; " + r.name.substr(r.name.find('/') + 1) + " " + std::to_string(r.share_milli) + "m on " + r.node + " " +
-                   std::to_string(std::lround(seen_end - *r.start)) + "s" + (r.end ? "" : " (vanished)");
+                   std::to_string(std::lround(seen_end - *r.start)) + "s" + (r.end ? "" : " (vanished)") +
+                   (r.resurrected ? " (shown running again after it ended)" : "");
       if (r.starts_seen.size() > 1) {  // the status moved its start: say by how much, for the diagnosis
         intervals += " (starts seen at +0";
         for (auto it = std::next(r.starts_seen.begin()); it != r.starts_seen.end(); ++it)
@@ -251,9 +257,13 @@ void Checker::finish(const Snapshot& s) {
 }
 
 json Checker::summary() const {
-  int starts_moved = 0;
-  for (const auto& [uid, r] : pods_) starts_moved += r.starts_seen.size() > 1;
+  int starts_moved = 0, resurrected = 0;
+  for (const auto& [uid, r] : pods_) {
+    starts_moved += r.starts_seen.size() > 1;
+    resurrected += r.resurrected;
+  }
   return {{"podsWhoseStartMoved", starts_moved},
+          {"podsResurrected", resurrected},
           {"looks", looks_},
           {"podsFollowed", pods_.size()},
           {"costsChecked", costs_checked_},

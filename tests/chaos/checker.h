@@ -11,7 +11,9 @@
 //                      Succeeded, Failed, Suspended, or Deleted = gone with everything it owned)
 //   final-cost         a finished task's status.cost.final equals the cost of its pods' intervals
 //                      (GPU share x price x time) within one cent; a pod seen Running and then gone
-//                      ended somewhere between the two looks, which widens the interval allowed
+//                      ended somewhere between the two looks, which widens the interval allowed. A
+//                      terminal phase is final in Kubernetes: a pod's first terminal end stands, and
+//                      one the simulator later shows running again is counted (podsResurrected)
 //   accrued-decreased  status.cost.accrued never goes down from one version of a task to the next
 //   generation-backwards  status.observedGeneration never goes down
 #pragma once
@@ -69,6 +71,8 @@ class Checker {
     int64_t share_milli = 0;  // thousandths of a GPU; -1: a resource this checker cannot price
     std::optional<double> start, end;  // from the pod's status
     std::set<long long> starts_seen;   // every start the pod's status gave, in ms (one, unless it moved)
+    bool terminal_seen = false;        // seen Succeeded/Failed: its end is final (Kubernetes' pod lifecycle)
+    bool resurrected = false;          // seen running again after that (the simulator, never a kubelet)
     std::optional<double> last_seen_alive, first_seen_gone;  // from the looks
   };
   void violation(double t, const std::string& rule, const std::string& object, const std::string& detail);

@@ -127,6 +127,19 @@ TEST(ChaosChecker, APodThatVanishedIsPricedWithinTheLooksAroundIt) {
   }
 }
 
+// A terminal phase is final: a pod the simulator later shows running and ending again keeps its
+// first end (the operator has priced it and written the final cost by then).
+TEST(ChaosChecker, APodsFirstTerminalEndStandsEvenIfTheSimulatorRunsItAgain) {
+  Checker c(prices());
+  c.observe(look(10, {task("a", "Running", "Succeeded")}, {pod("a-worker-0", "a", "worker", 0, 1, "Running")}));
+  c.observe(look(110, {task("a", "Succeeded", "Succeeded")}, {pod("a-worker-0", "a", "worker", 0, 1, "Succeeded", "2026-11-22T03:05:45Z")}));
+  c.observe(look(120, {task("a", "Succeeded", "Succeeded")}, {pod("a-worker-0", "a", "worker", 0, 1, "Running")}));
+  c.finish(look(230, {task("a", "Succeeded", "Succeeded", {{"finalMicros", 200'000}})},
+                {pod("a-worker-0", "a", "worker", 0, 1, "Succeeded", "2026-11-22T03:07:25Z")}));
+  EXPECT_TRUE(c.violations().empty()) << c.violations()[0].detail;
+  EXPECT_EQ(c.summary()["podsResurrected"], 1);
+}
+
 TEST(ChaosChecker, AccruedCostAndObservedGenerationNeverGoBack) {
   Checker c(prices());
   c.task_update(T0, task("a", "Running", "", {{"accruedMicros", 500}}, 3), task("a", "Running", "", {{"accruedMicros", 400}}, 3));

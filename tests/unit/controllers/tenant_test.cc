@@ -1,6 +1,7 @@
 // The Tenant API type and the quota arithmetic the planner keeps with it.
 #include "controllers/api/tenant.h"
 #include "controllers/planner/quota.h"
+#include "controllers/tenancy/tenants.h"
 #include "controllers/tenancy/usage.h"
 
 #include <cmath>
@@ -166,6 +167,79 @@ TEST(BudgetSpend, EachAccrualCountsOnceAndANewPeriodStartsFromZero) {
   EXPECT_EQ(s.spent, 15);
   s = tenancy::count_spend(s, {{"t1", 120}, {"t3", 5}}, dec);  // a status that went back is not refunded
   EXPECT_EQ(s.spent, 15);
+}
+
+}  // namespace
+}  // namespace valley
+
+namespace valley {
+namespace {
+
+tenancy::TenantObject tenant(const std::string& json_text, const std::string& created = "2026-11-01T00:00:00Z") {
+  auto parsed = api::parse_tenant(nlohmann::json::parse(json_text));
+  EXPECT_TRUE(parsed.spec) << all(parsed.errors);
+  tenancy::TenantObject t;
+  t.spec = *parsed.spec;
+  t.created = *kube::parse_time(created);
+  return t;
+}
+
+TEST(Tenancy, ANamespaceBelongsToTheOldestTenantClaimingItAndBothHearOfTheConflict) {
+  std::vector<tenancy::TenantObject> ts = {
+      tenant(R"({"metadata":{"name":"b"},"spec":{"namespaces":["shared","b"]}})", "2026-11-02T00:00:00Z"),
+      tenant(R"({"metadata":{"name":"a"},"spec":{"namespaceSelector":{"matchLabels":{"team":"a"}}}})", "2026-11-01T00:00:00Z")};
+  auto own = tenancy::assign_namespaces(ts, {{"shared", {{"team", "a"}}}, {"b", {}}, {"a-dev", {{"team", "a"}}}, {"free", {}}});
+  EXPECT_EQ(own.owner["shared"], "a");
+  EXPECT_EQ(own.owner["b"], "b");
+  EXPECT_EQ(own.owner["a-dev"], "a");
+  EXPECT_FALSE(own.owner.count("free"));
+  ASSERT_EQ(own.conflicts["a"].size(), 1u);
+  EXPECT_EQ(own.conflicts["b"][0], "namespace shared is also claimed by tenant a (it belongs to a, the oldest)");
+}
+
+TEST(Tenancy, StatusCountsUsageShareAndSpendAndABudgetHoldsOrStops) {
+  auto t = tenant(R"({"metadata":{"name":"lab","generation":2},"spec":{"namespaces":["lab"],
+    "quotas":[{"pool":"nvidia/on-demand","nominal":4}],"weight":"2","budget":{"amount":"1.00","period":"Day","action":"Suspend"}}})");
+  const auto now = *kube::parse_time("2026-11-23T12:00:00Z");
+  std::vector<tenancy::TaskUse> tasks = {{"t1", 600'000, {{"nvidia/on-demand", 6000}}, false}, {"t2", 0, {}, true}};
+  auto s = tenancy::tenant_status(t, tasks, {}, nullptr, now, std::chrono::hours(168));
+  EXPECT_EQ(s["gpus"], "6/4");
+  EXPECT_EQ(s["borrowed"], "2");
+  EXPECT_EQ(s["usage"]["nvidia/on-demand"]["borrowedMilli"], 2000);
+  EXPECT_EQ(s["spend"]["period"], "2026-11-23");
+  EXPECT_EQ(s["spend"]["spentMicros"], 600'000);
+  EXPECT_EQ(s["spend"]["summary"], "0.60/1.00 USD");
+  EXPECT_EQ(s["waitingTasks"], 1);
+  EXPECT_EQ(s["conditions"][0]["status"], "True");
+  EXPECT_EQ(s["conditions"][1]["type"], "BudgetExhausted");
+  EXPECT_EQ(s["conditions"][1]["status"], "False");
+  t.status = s;
+  EXPECT_TRUE(tenancy::planner_tenant(t, nullptr, now, std::chrono::hours(168)).hold.empty());
+  // An hour on, t1 accrued 0.50 more: 1.10 of 1.00 spent. The fair share has grown by ~6 GPU-hours.
+  tasks[0].accrued = 1'100'000;
+  s = tenancy::tenant_status(t, tasks, {}, nullptr, now + std::chrono::hours(1), std::chrono::hours(168));
+  EXPECT_NEAR(std::stod(s["fairShare"]["decayedGpuHours"].get<std::string>()), 5.99, 0.01);
+  EXPECT_EQ(s["conditions"][1]["status"], "True");
+  t.status = s;
+  auto p = tenancy::planner_tenant(t, nullptr, now + std::chrono::hours(1), std::chrono::hours(168));
+  EXPECT_TRUE(p.stop);
+  EXPECT_EQ(p.hold, "TenantBudget: tenant lab spent 1.10 of its 1.00 USD for 2026-11-23; its tasks are suspended until the period resets at 2026-11-24T00:00:00Z");
+  EXPECT_EQ(p.quota["nvidia/on-demand"].nominal_milli, 4000);
+  EXPECT_DOUBLE_EQ(p.weight, 2);
+  // The next day the budget is fresh.
+  EXPECT_TRUE(tenancy::planner_tenant(t, nullptr, now + std::chrono::hours(13), std::chrono::hours(168)).hold.empty());
+}
+
+TEST(Tenancy, PrioritiesFollowTheTenantsDefaultAndMaximum) {
+  auto t = tenant(R"({"metadata":{"name":"students"},"spec":{"namespaces":["s"],"maxPriority":30,"defaultPriority":10}})");
+  bool capped = false;
+  EXPECT_EQ(tenancy::effective_priority(std::nullopt, &t.spec, &capped), 10);
+  EXPECT_EQ(tenancy::effective_priority(20, &t.spec, &capped), 20);
+  EXPECT_FALSE(capped);
+  EXPECT_EQ(tenancy::effective_priority(100, &t.spec, &capped), 30);
+  EXPECT_TRUE(capped);
+  EXPECT_EQ(tenancy::effective_priority(std::nullopt, nullptr), 0);
+  EXPECT_EQ(tenancy::effective_priority(100, nullptr), 100);
 }
 
 }  // namespace

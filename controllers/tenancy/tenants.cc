@@ -1,0 +1,180 @@
+#include "controllers/tenancy/tenants.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "controllers/tenancy/usage.h"
+#include "operator/kube/json_fields.h"
+
+namespace valley::tenancy {
+namespace {
+
+using json = nlohmann::json;
+
+std::string gpus(int64_t milli) {
+  char buf[32];
+  if (milli % 1000 == 0) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(milli / 1000));
+  else std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(milli) / 1000.0);
+  return buf;
+}
+
+const api::TimeZone& zone_of(const api::Policy* policy) {
+  static const api::TimeZone utc = api::TimeZone::utc();
+  return policy ? policy->zone : utc;
+}
+
+double decayed_at(const json& status, kube::SystemTime now, std::chrono::seconds half_life, double gpus_since) {
+  const json& fs = kube::object_at(status, "fairShare");
+  double usage = 0;
+  const std::string text = kube::string_at(fs, "decayedGpuHours");
+  if (!text.empty()) usage = std::max(0.0, std::strtod(text.c_str(), nullptr));
+  auto updated = kube::time_at(fs, "updated");
+  if (!updated || *updated >= now) return usage;
+  return decay_usage(usage, gpus_since, std::chrono::duration_cast<std::chrono::seconds>(now - *updated), half_life);
+}
+
+json condition(const std::string& type, bool status, const std::string& reason, const std::string& message, const json& old,
+               kube::SystemTime now, int64_t generation) {
+  std::string since = kube::format_time(now);
+  for (const auto& c : kube::array_at(old, "conditions"))
+    if (kube::string_at(c, "type") == type && kube::string_at(c, "status") == (status ? "True" : "False") &&
+        !kube::string_at(c, "lastTransitionTime").empty())
+      since = kube::string_at(c, "lastTransitionTime");
+  return {{"type", type}, {"status", status ? "True" : "False"}, {"reason", reason}, {"message", message},
+          {"lastTransitionTime", since}, {"observedGeneration", generation}};
+}
+
+}  // namespace
+
+Ownership assign_namespaces(const std::vector<TenantObject>& tenants,
+                            const std::map<std::string, std::map<std::string, std::string>>& namespace_labels) {
+  std::vector<const TenantObject*> order;
+  for (const auto& t : tenants) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](const TenantObject* a, const TenantObject* b) {
+    return std::tie(a->created, a->spec.name) < std::tie(b->created, b->spec.name);
+  });
+  Ownership out;
+  for (const auto& [ns, labels] : namespace_labels) {
+    std::vector<const TenantObject*> claim;
+    for (const auto* t : order)
+      if (t->spec.owns(ns, labels)) claim.push_back(t);
+    if (claim.empty()) continue;
+    out.owner[ns] = claim.front()->spec.name;
+    for (const auto* t : claim)
+      for (const auto* other : claim)
+        if (t != other)
+          out.conflicts[t->spec.name].push_back("namespace " + ns + " is also claimed by tenant " + other->spec.name +
+                                                " (it belongs to " + claim.front()->spec.name + ", the oldest)");
+  }
+  return out;
+}
+
+BudgetState budget_state(const TenantObject& t, const api::Policy* policy, kube::SystemTime now) {
+  BudgetState b;
+  if (!t.spec.budget) return b;
+  const Period period = budget_period(t.spec.budget->period, zone_of(policy), now);
+  const json& spend = kube::object_at(t.status, "spend");
+  if (kube::string_at(spend, "period") != period.name) return b;  // a new period: nothing spent yet
+  const api::Micros spent = kube::int_at(spend, "spentMicros").value_or(0);
+  if (spent < t.spec.budget->amount) return b;
+  b.spent = true;
+  const std::string currency = policy ? policy->currency : "USD";
+  b.reason = "TenantBudget: tenant " + t.spec.name + " spent " + api::format_money(spent) + " of its " + api::format_money(t.spec.budget->amount) +
+             " " + currency + " for " + period.name + "; " +
+             (t.spec.budget->action == api::BudgetAction::Suspend ? "its tasks are suspended" : "new tasks wait") +
+             " until the period resets at " + kube::format_time(period.end);
+  return b;
+}
+
+planner::Tenant planner_tenant(const TenantObject& t, const api::Policy* policy, kube::SystemTime now, std::chrono::seconds half_life) {
+  planner::Tenant p;
+  for (const auto& q : t.spec.quotas) p.quota[q.pool] = planner::PoolQuota{q.nominal_milli, q.borrowing_limit_milli, q.lending_limit_milli};
+  p.weight = static_cast<double>(t.spec.weight_milli) / 1000.0;
+  // Held GPUs are added by the planner itself: here only the past, decayed to now.
+  p.decayed_gpu_hours = decayed_at(t.status, now, half_life, 0);
+  const BudgetState b = budget_state(t, policy, now);
+  if (b.spent) {
+    p.hold = b.reason;
+    p.stop = t.spec.budget->action == api::BudgetAction::Suspend;
+  }
+  return p;
+}
+
+json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, const std::vector<std::string>& conflicts,
+                   const api::Policy* policy, kube::SystemTime now, std::chrono::seconds half_life) {
+  json s = json::object();
+  s["observedGeneration"] = t.spec.generation;
+  std::map<std::string, int64_t> used;
+  std::map<std::string, api::Micros> accrued;
+  int waiting = 0;
+  for (const auto& task : tasks) {
+    for (const auto& [pool, milli] : task.held_milli) used[pool] += milli;
+    accrued[task.uid] = task.accrued;
+    waiting += task.waiting;
+  }
+  json usage = json::object();
+  int64_t used_all = 0, nominal_all = 0, borrowed_all = 0;
+  for (const auto& pool : api::quota_pools()) {
+    const api::PoolQuota* q = t.spec.quota(pool);
+    const int64_t u = used.count(pool) ? used[pool] : 0, n = q ? q->nominal_milli : 0;
+    if (!q && u == 0) continue;
+    usage[pool] = {{"usedMilli", u}, {"nominalMilli", n}, {"borrowedMilli", std::max<int64_t>(0, u - n)}};
+    used_all += u;
+    nominal_all += n;
+    borrowed_all += std::max<int64_t>(0, u - n);
+  }
+  s["usage"] = usage;
+  s["gpus"] = gpus(used_all) + "/" + gpus(nominal_all);
+  s["borrowed"] = gpus(borrowed_all);
+  const double decayed = decayed_at(t.status, now, half_life, static_cast<double>(used_all) / 1000.0);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", decayed);
+  s["fairShare"] = {{"decayedGpuHours", buf}, {"updated", kube::format_time(now)}};
+  std::snprintf(buf, sizeof buf, "%.3f", decayed / (static_cast<double>(t.spec.weight_milli) / 1000.0));
+  s["share"] = buf;
+  // Spend, in the budget's period (a calendar month without a budget).
+  const api::BudgetPeriod kind = t.spec.budget ? t.spec.budget->period : api::BudgetPeriod::Month;
+  const Period period = budget_period(kind, zone_of(policy), now);
+  Spend before;
+  const json& old = kube::object_at(t.status, "spend");
+  before.period = kube::string_at(old, "period");
+  before.spent = kube::int_at(old, "spentMicros").value_or(0);
+  for (const auto& [uid, v] : kube::object_at(old, "counted").items()) before.counted[uid] = kube::int_at(kube::object_at(old, "counted"), uid.c_str()).value_or(0);
+  const Spend after = count_spend(before, accrued, period);
+  const std::string currency = policy ? policy->currency : "USD";
+  s["spend"] = {{"period", after.period}, {"periodEnd", kube::format_time(period.end)}, {"spentMicros", after.spent},
+                {"spent", api::format_money(after.spent)}, {"counted", after.counted},
+                {"summary", api::format_money(after.spent) + (t.spec.budget ? "/" + api::format_money(t.spec.budget->amount) : "") + " " + currency}};
+  s["waitingTasks"] = waiting;
+  // Conditions.
+  json conds = json::array();
+  std::string conflict;
+  for (const auto& c : conflicts) conflict += (conflict.empty() ? "" : "; ") + c;
+  conds.push_back(conflict.empty() ? condition("Ready", true, "Accepted", "quotas in force", t.status, now, t.spec.generation)
+                                   : condition("Ready", false, "NamespaceConflict", conflict, t.status, now, t.spec.generation));
+  if (t.spec.budget) {
+    TenantObject next = t;
+    next.status = s;
+    const BudgetState b = budget_state(next, policy, now);
+    conds.push_back(b.spent ? condition("BudgetExhausted", true, "BudgetSpent", b.reason, t.status, now, t.spec.generation)
+                            : condition("BudgetExhausted", false, "WithinBudget",
+                                        api::format_money(after.spent) + " of " + api::format_money(t.spec.budget->amount) + " " + currency +
+                                            " spent for " + period.name,
+                                        t.status, now, t.spec.generation));
+  }
+  s["conditions"] = conds;
+  return s;
+}
+
+int effective_priority(std::optional<int> asked, const api::TenantSpec* tenant, bool* capped) {
+  if (capped) *capped = false;
+  if (!tenant) return asked.value_or(0);
+  int p = asked ? *asked : tenant->default_priority.value_or(0);
+  if (p > tenant->max_priority) {
+    if (capped) *capped = true;
+    p = tenant->max_priority;
+  }
+  return p;
+}
+
+}  // namespace valley::tenancy

@@ -1,0 +1,64 @@
+// Tenants as the reconciler sees them, purely: which namespace belongs to which tenant, what the
+// planner is told about each (quota, weight, decayed usage, whether its budget holds or stops its
+// work), and the status Valley keeps on each Tenant (usage per pool, fair share, spend this period,
+// conditions). The reconciler (controllers/task) feeds these from its caches and writes the results.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/api/pricing_policy.h"
+#include "controllers/api/tenant.h"
+#include "controllers/planner/planner.h"
+
+namespace valley::tenancy {
+
+struct TenantObject {
+  api::TenantSpec spec;
+  kube::SystemTime created{};
+  nlohmann::json status = nlohmann::json::object();
+};
+
+// Each namespace to at most one tenant: the oldest that claims it (then by name). A namespace two
+// tenants claim is a conflict, reported on both ("namespace x is also claimed by tenant y").
+struct Ownership {
+  std::map<std::string, std::string> owner;                    // namespace -> tenant
+  std::map<std::string, std::vector<std::string>> conflicts;  // tenant -> messages
+};
+Ownership assign_namespaces(const std::vector<TenantObject>& tenants,
+                            const std::map<std::string, std::map<std::string, std::string>>& namespace_labels);
+
+// The budget period now, in the policy's time zone (UTC without one), and whether the tenant's
+// spend recorded in its status has reached its budget in it.
+struct BudgetState {
+  bool spent = false;
+  std::string reason;  // "TenantBudget: ..." when spent
+};
+BudgetState budget_state(const TenantObject& t, const api::Policy* policy, kube::SystemTime now);
+
+// What the planner is told about the tenant at `now`.
+planner::Tenant planner_tenant(const TenantObject& t, const api::Policy* policy, kube::SystemTime now,
+                               std::chrono::seconds half_life);
+
+// A task of the tenant, as its status shows it: accrued cost and GPUs held by pool (thousandths).
+struct TaskUse {
+  std::string uid;
+  api::Micros accrued = 0;
+  std::map<std::string, int64_t> held_milli;
+  bool waiting = false;  // not admitted (Pending)
+};
+// The Tenant's next status: usage per pool against nominal, decayed usage brought to `now` (the GPUs
+// held now taken as held since the last update), spend counted in the period, conditions.
+nlohmann::json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, const std::vector<std::string>& conflicts,
+                             const api::Policy* policy, kube::SystemTime now, std::chrono::seconds half_life);
+
+// A task's effective priority under its tenant: its own if set (capped at the tenant's maximum),
+// else the tenant's default, else 0. `capped` says the cap applied.
+int effective_priority(std::optional<int> asked, const api::TenantSpec* tenant, bool* capped = nullptr);
+
+}  // namespace valley::tenancy
