@@ -99,6 +99,9 @@ void Checker::follow_pods(const Snapshot& s) {
     const json& status = object_at(pod, "status");
     if (r.terminal_seen) {
       if (!terminal(pod)) r.resurrected = true;
+      for (const auto& cs : array_at(status, "containerStatuses"))
+        if (auto finished = time_field(object_at(object_at(cs, "state"), "terminated"), "finishedAt"); finished && r.end && *finished > *r.end)
+          r.end_rewritten = true;
       continue;  // its end is the one first seen
     }
     for (const auto& cs : array_at(status, "containerStatuses")) {
@@ -217,7 +220,8 @@ void Checker::check_final(const Snapshot& s) {
       const double seen_end = r.end ? *r.end : r.first_seen_gone.value_or(s.t);
       intervals += "; " + r.name.substr(r.name.find('/') + 1) + " " + std::to_string(r.share_milli) + "m on " + r.node + " " +
                    std::to_string(std::lround(seen_end - *r.start)) + "s" + (r.end ? "" : " (vanished)") +
-                   (r.resurrected ? " (shown running again after it ended)" : "");
+                   (r.resurrected ? " (shown running again after it ended)" : "") +
+                   (r.end_rewritten ? " (shown ending again later)" : "");
       if (r.starts_seen.size() > 1) {  // the status moved its start: say by how much, for the diagnosis
         intervals += " (starts seen at +0";
         for (auto it = std::next(r.starts_seen.begin()); it != r.starts_seen.end(); ++it)
@@ -257,13 +261,15 @@ void Checker::finish(const Snapshot& s) {
 }
 
 json Checker::summary() const {
-  int starts_moved = 0, resurrected = 0;
+  int starts_moved = 0, resurrected = 0, rewritten = 0;
   for (const auto& [uid, r] : pods_) {
     starts_moved += r.starts_seen.size() > 1;
     resurrected += r.resurrected;
+    rewritten += r.end_rewritten;
   }
   return {{"podsWhoseStartMoved", starts_moved},
           {"podsResurrected", resurrected},
+          {"podsEndRewritten", rewritten},
           {"looks", looks_},
           {"podsFollowed", pods_.size()},
           {"costsChecked", costs_checked_},

@@ -13,7 +13,8 @@
 //                      (GPU share x price x time) within one cent; a pod seen Running and then gone
 //                      ended somewhere between the two looks, which widens the interval allowed. A
 //                      terminal phase is final in Kubernetes: a pod's first terminal end stands, and
-//                      one the simulator later shows running again is counted (podsResurrected)
+//                      one the simulator later shows running again, or ending again later, is
+//                      counted (podsResurrected, podsEndRewritten)
 //   accrued-decreased  status.cost.accrued never goes down from one version of a task to the next
 //   generation-backwards  status.observedGeneration never goes down
 #pragma once
@@ -73,6 +74,7 @@ class Checker {
     std::set<long long> starts_seen;   // every start the pod's status gave, in ms (one, unless it moved)
     bool terminal_seen = false;        // seen Succeeded/Failed: its end is final (Kubernetes' pod lifecycle)
     bool resurrected = false;          // seen running again after that (the simulator, never a kubelet)
+    bool end_rewritten = false;        // its finishedAt changed after it was seen terminal (likewise)
     std::optional<double> last_seen_alive, first_seen_gone;  // from the looks
   };
   void violation(double t, const std::string& rule, const std::string& object, const std::string& detail);

@@ -138,6 +138,7 @@ TEST(ChaosChecker, APodsFirstTerminalEndStandsEvenIfTheSimulatorRunsItAgain) {
                 {pod("a-worker-0", "a", "worker", 0, 1, "Succeeded", "2026-11-22T03:07:25Z")}));
   EXPECT_TRUE(c.violations().empty()) << c.violations()[0].detail;
   EXPECT_EQ(c.summary()["podsResurrected"], 1);
+  EXPECT_EQ(c.summary()["podsEndRewritten"], 1);
 }
 
 TEST(ChaosChecker, AccruedCostAndObservedGenerationNeverGoBack) {
