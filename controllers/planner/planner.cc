@@ -88,7 +88,7 @@ class Planner {
       by_name_[n->name] = n;
       price_now_[n->name] = price_at(*n, config_, now_);
       if (n->vendor.empty()) continue;
-      pool_of_[n->name] = n->vendor + "/" + n->capacity_class;
+      pool_of_[n->name] = planner::pool_of(*n);
       pools_.insert(pool_of_[n->name]);
       if (n->schedulable)
         for (const auto& [r, units] : n->capacity) capacity[pool_of_[n->name]] += gpu::share_milli(r, units);
@@ -356,10 +356,7 @@ class Planner {
       if (it == by_name_.end() || !eligible(t, *it->second, config_)) return false;
       return it->second->vendor == "nvidia" || (it->second->vendor == "amd" && t.amd_support);
     };
-    std::set<std::string> claim_pools;  // where t's tenant has nominal room for the gang
-    if (quota_.enabled())
-      for (const auto& pool : pools_)
-        if (quota_.usage(t.tenant, pool) + int64_t{need} * t.gpu_milli <= quota_.nominal(t.tenant, pool)) claim_pools.insert(pool);
+    const std::set<std::string> claim_pools = nominal_room(t, need);
     // A worker of v that reclaim may take: in a claim pool where v's tenant borrows.
     auto lent = [&](size_t v, const Task::Worker& w) {
       auto pool = pool_of_.find(w.node);
@@ -377,8 +374,8 @@ class Planner {
       }
     }
     auto over_share = [&](size_t v) {
-      const auto it = config_.tenants.find(tasks_[v].tenant);
-      const double weight = it == config_.tenants.end() ? 1.0 : std::max(it->second.weight, 1e-3);
+      const Tenant* tenant = tenant_of(tasks_[v]);
+      const double weight = tenant ? std::max(tenant->weight, 1e-3) : 1.0;
       int64_t borrowed = 0;
       for (const auto& pool : claim_pools) borrowed += quota_.borrowed(tasks_[v].tenant, pool);
       return -static_cast<double>(borrowed) / weight;
@@ -536,10 +533,7 @@ class Planner {
       quota_.remove(tasks_[i].tenant, pool->second, gpu::share_milli(w.gpu_resource, w.count));
   }
 
-  const Tenant* tenant_of(const Task& t) const {
-    auto it = config_.tenants.find(t.tenant);
-    return it == config_.tenants.end() ? nullptr : &it->second;
-  }
+  const Tenant* tenant_of(const Task& t) const { return tenant_of_name(t.tenant); }
 
   // A tenant's fair share now: its decayed usage plus what it holds (as the usage it would settle
   // at), per unit of weight; lower goes first. Work without a tenant goes after every tenant's.
@@ -585,10 +579,16 @@ class Planner {
   bool goes_before(size_t w, size_t i) const {
     const Task &x = tasks_[w], &y = tasks_[i];
     if (!quota_.enabled() || x.tenant == y.tenant) return x.priority > y.priority;
-    if (share(x.tenant) < share(y.tenant)) return true;
-    for (const auto& pool : pools_)
-      if (quota_.usage(x.tenant, pool) + int64_t{x.min_workers} * x.gpu_milli <= quota_.nominal(x.tenant, pool)) return true;
-    return false;
+    return share(x.tenant) < share(y.tenant) || !nominal_room(x, x.min_workers).empty();
+  }
+
+  // The pools where t's tenant has the nominal room for `workers` of t (none without tenants).
+  std::set<std::string> nominal_room(const Task& t, int workers) const {
+    std::set<std::string> out;
+    if (quota_.enabled())
+      for (const auto& pool : pools_)
+        if (quota_.usage(t.tenant, pool) + int64_t{workers} * t.gpu_milli <= quota_.nominal(t.tenant, pool)) out.insert(pool);
+    return out;
   }
 
   // Places `count` workers of t as a gang on one vendor's nodes; commits to free_ on success. By
@@ -769,6 +769,8 @@ class Planner {
 };
 
 }  // namespace
+
+std::string pool_of(const Node& n) { return n.vendor + "/" + n.capacity_class; }
 
 bool selects(const Task& t, const Node& n) {
   for (const auto& [k, v] : t.node_selector) {

@@ -165,6 +165,9 @@ struct Decision {
   int64_t price_micros = 0;
 };
 
+// The capacity pool of a GPU node, as quotas and cost breakdowns name it: "<vendor>/<class>".
+std::string pool_of(const Node& n);
+
 // The task's worker template selects the node (its nodeSelector labels all match).
 bool selects(const Task& t, const Node& n);
 

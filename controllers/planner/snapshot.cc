@@ -30,8 +30,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
   Node n;
   const json& meta = field(node, "metadata");
   n.name = kube::string_at(meta, "name");
-  for (const auto& [k, v] : field(meta, "labels").items())
-    if (v.is_string()) n.labels[k] = v.get<std::string>();
+  n.labels = kube::labels_of(node);
   for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
     if (!gpu::is_gpu_resource(k)) continue;
     int64_t units = quantity(v);

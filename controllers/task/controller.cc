@@ -795,10 +795,8 @@ bool TaskController::reconcile(const std::string& key) {
 
 void TaskController::enqueue_tenant_of(const nlohmann::json& task) {
   const std::string ns = kube::string_at(kube::object_at(task, "metadata"), "namespace");
-  std::map<std::string, std::string> labels;
-  if (auto n = namespaces_->store().get(ns))
-    for (const auto& [k, v] : kube::object_at(kube::object_at(*n, "metadata"), "labels").items())
-      if (v.is_string()) labels[k] = v.get<std::string>();
+  auto n = namespaces_->store().get(ns);
+  const auto labels = n ? kube::labels_of(*n) : std::map<std::string, std::string>{};
   for (const auto& t : tenants_->store().list()) {
     auto parsed = api::parse_tenant(*t);
     if (parsed.spec && parsed.spec->owns(ns, labels)) queue_.add(kTenantKeyPrefix + parsed.spec->name);
@@ -822,11 +820,8 @@ TaskController::Tenancy TaskController::tenancy_now() const {
     out.tenants.push_back(std::move(t));
   }
   std::map<std::string, std::map<std::string, std::string>> namespaces;
-  for (const auto& n : namespaces_->store().list()) {
-    auto& labels = namespaces[kube::string_at(kube::object_at(*n, "metadata"), "name")];
-    for (const auto& [k, v] : kube::object_at(kube::object_at(*n, "metadata"), "labels").items())
-      if (v.is_string()) labels[k] = v.get<std::string>();
-  }
+  for (const auto& n : namespaces_->store().list())
+    namespaces[kube::string_at(kube::object_at(*n, "metadata"), "name")] = kube::labels_of(*n);
   out.ownership = tenancy::assign_namespaces(out.tenants, namespaces);
   return out;
 }
@@ -840,9 +835,8 @@ bool TaskController::reconcile_tenant(const std::string& name) {
   const auto now = std::chrono::system_clock::now();
   nlohmann::json status;
   if (auto bad = tenancy.invalid.find(name); bad != tenancy.invalid.end()) {
-    status = {{"observedGeneration", (*object)["metadata"].value("generation", int64_t{0})},
-              {"conditions", {{{"type", "Ready"}, {"status", "False"}, {"reason", "InvalidSpec"}, {"message", bad->second.substr(0, 2000)},
-                               {"lastTransitionTime", kube::format_time(now)}}}}};
+    status = tenancy::invalid_tenant_status(object->value("status", nlohmann::json::object()), bad->second,
+                                            (*object)["metadata"].value("generation", int64_t{0}), now);
   } else {
     const tenancy::TenantObject* tenant = nullptr;
     for (const auto& t : tenancy.tenants)
@@ -852,7 +846,7 @@ bool TaskController::reconcile_tenant(const std::string& name) {
     std::map<std::string, std::string> pool_of;  // node -> pool
     for (const auto& n : nodes_->store().list()) {
       planner::Node facts = planner::node_from(*n, node_facts());
-      if (!facts.vendor.empty()) pool_of[facts.name] = facts.vendor + "/" + facts.capacity_class;
+      if (!facts.vendor.empty()) pool_of[facts.name] = planner::pool_of(facts);
     }
     for (const auto& task : tasks_->store().list()) {
       const auto& meta = kube::object_at(*task, "metadata");

@@ -11,13 +11,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string gpus(int64_t milli) {
-  char buf[32];
-  if (milli % 1000 == 0) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(milli / 1000));
-  else std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(milli) / 1000.0);
-  return buf;
-}
-
 const api::TimeZone& zone_of(const api::Policy* policy) {
   static const api::TimeZone utc = api::TimeZone::utc();
   return policy ? policy->zone : utc;
@@ -69,19 +62,18 @@ Ownership assign_namespaces(const std::vector<TenantObject>& tenants,
   return out;
 }
 
-BudgetState budget_state(const TenantObject& t, const api::Policy* policy, kube::SystemTime now) {
+BudgetState budget_state(const api::TenantSpec& t, const json& spend, const api::Policy* policy, kube::SystemTime now) {
   BudgetState b;
-  if (!t.spec.budget) return b;
-  const Period period = budget_period(t.spec.budget->period, zone_of(policy), now);
-  const json& spend = kube::object_at(t.status, "spend");
+  if (!t.budget) return b;
+  const Period period = budget_period(t.budget->period, zone_of(policy), now);
   if (kube::string_at(spend, "period") != period.name) return b;  // a new period: nothing spent yet
   const api::Micros spent = kube::int_at(spend, "spentMicros").value_or(0);
-  if (spent < t.spec.budget->amount) return b;
+  if (spent < t.budget->amount) return b;
   b.spent = true;
   const std::string currency = policy ? policy->currency : "USD";
-  b.reason = "TenantBudget: tenant " + t.spec.name + " spent " + api::format_money(spent) + " of its " + api::format_money(t.spec.budget->amount) +
+  b.reason = "TenantBudget: tenant " + t.name + " spent " + api::format_money(spent) + " of its " + api::format_money(t.budget->amount) +
              " " + currency + " for " + period.name + "; " +
-             (t.spec.budget->action == api::BudgetAction::Suspend ? "its tasks are suspended" : "new tasks wait") +
+             (t.budget->action == api::BudgetAction::Suspend ? "its tasks are suspended" : "new tasks wait") +
              " until the period resets at " + kube::format_time(period.end);
   return b;
 }
@@ -92,7 +84,7 @@ planner::Tenant planner_tenant(const TenantObject& t, const api::Policy* policy,
   p.weight = static_cast<double>(t.spec.weight_milli) / 1000.0;
   // Held GPUs are added by the planner itself: here only the past, decayed to now.
   p.decayed_gpu_hours = decayed_at(t.status, now, half_life, 0);
-  const BudgetState b = budget_state(t, policy, now);
+  const BudgetState b = budget_state(t.spec, kube::object_at(t.status, "spend"), policy, now);
   if (b.spent) {
     p.hold = b.reason;
     p.stop = t.spec.budget->action == api::BudgetAction::Suspend;
@@ -124,8 +116,8 @@ json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, con
     borrowed_all += std::max<int64_t>(0, u - n);
   }
   s["usage"] = usage;
-  s["gpus"] = gpus(used_all) + "/" + gpus(nominal_all);
-  s["borrowed"] = gpus(borrowed_all);
+  s["gpus"] = api::format_milli(used_all) + "/" + api::format_milli(nominal_all);
+  s["borrowed"] = api::format_milli(borrowed_all);
   const double decayed = decayed_at(t.status, now, half_life, static_cast<double>(used_all) / 1000.0);
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", decayed);
@@ -153,9 +145,7 @@ json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, con
   conds.push_back(conflict.empty() ? condition("Ready", true, "Accepted", "quotas in force", t.status, now, t.spec.generation)
                                    : condition("Ready", false, "NamespaceConflict", conflict, t.status, now, t.spec.generation));
   if (t.spec.budget) {
-    TenantObject next = t;
-    next.status = s;
-    const BudgetState b = budget_state(next, policy, now);
+    const BudgetState b = budget_state(t.spec, s["spend"], policy, now);
     conds.push_back(b.spent ? condition("BudgetExhausted", true, "BudgetSpent", b.reason, t.status, now, t.spec.generation)
                             : condition("BudgetExhausted", false, "WithinBudget",
                                         api::format_money(after.spent) + " of " + api::format_money(t.spec.budget->amount) + " " + currency +
@@ -164,6 +154,11 @@ json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, con
   }
   s["conditions"] = conds;
   return s;
+}
+
+json invalid_tenant_status(const json& old_status, const std::string& errors, int64_t generation, kube::SystemTime now) {
+  return {{"observedGeneration", generation},
+          {"conditions", json::array({condition("Ready", false, "InvalidSpec", errors.substr(0, 2000), old_status, now, generation)})}};
 }
 
 int effective_priority(std::optional<int> asked, const api::TenantSpec* tenant, bool* capped) {

@@ -39,7 +39,8 @@ struct BudgetState {
   bool spent = false;
   std::string reason;  // "TenantBudget: ..." when spent
 };
-BudgetState budget_state(const TenantObject& t, const api::Policy* policy, kube::SystemTime now);
+// `spend`: the spend record in the Tenant's status.
+BudgetState budget_state(const api::TenantSpec& t, const nlohmann::json& spend, const api::Policy* policy, kube::SystemTime now);
 
 // What the planner is told about the tenant at `now`.
 planner::Tenant planner_tenant(const TenantObject& t, const api::Policy* policy, kube::SystemTime now,
@@ -56,6 +57,11 @@ struct TaskUse {
 // held now taken as held since the last update), spend counted in the period, conditions.
 nlohmann::json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, const std::vector<std::string>& conflicts,
                              const api::Policy* policy, kube::SystemTime now, std::chrono::seconds half_life);
+
+// The status of a Tenant whose spec Valley cannot use: Ready False, InvalidSpec, the errors (the
+// condition's transition time kept while it stays so, so that rewriting it changes nothing).
+nlohmann::json invalid_tenant_status(const nlohmann::json& old_status, const std::string& errors, int64_t generation,
+                                     kube::SystemTime now);
 
 // A task's effective priority under its tenant: its own if set (capped at the tenant's maximum),
 // else the tenant's default, else 0. `capped` says the cap applied.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -51,6 +52,14 @@ inline std::optional<std::chrono::system_clock::time_point> time_at(const nlohma
   auto it = o.find(key);
   if (it == o.end() || !it->is_string()) return std::nullopt;
   return parse_time(it->get<std::string>());
+}
+
+// An object's metadata.labels (string values only).
+inline std::map<std::string, std::string> labels_of(const nlohmann::json& object) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : object_at(object_at(object, "metadata"), "labels").items())
+    if (v.is_string()) out[k] = v.get<std::string>();
+  return out;
 }
 
 }  // namespace valley::kube

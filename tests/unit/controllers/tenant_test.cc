@@ -244,3 +244,18 @@ TEST(Tenancy, PrioritiesFollowTheTenantsDefaultAndMaximum) {
 
 }  // namespace
 }  // namespace valley
+
+namespace valley {
+namespace {
+
+// Writing an invalid Tenant's status again must change nothing (else every write would trigger
+// the next through the watch).
+TEST(Tenancy, AnInvalidTenantsStatusIsStableOnceWritten) {
+  const auto t0 = *kube::parse_time("2026-11-23T12:00:00Z");
+  auto first = tenancy::invalid_tenant_status(nlohmann::json::object(), "spec.weight: must be above 0", 3, t0);
+  EXPECT_EQ(first["conditions"][0]["reason"], "InvalidSpec");
+  EXPECT_EQ(tenancy::invalid_tenant_status(first, "spec.weight: must be above 0", 3, t0 + std::chrono::minutes(5)), first);
+}
+
+}  // namespace
+}  // namespace valley
