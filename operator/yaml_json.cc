@@ -65,8 +65,15 @@ json scalar(const YAML::Node& n) {
 // Aliases let a few lines stand for an exponential number of values ("billion laughs"); JSON has
 // no aliases, so conversion expands them, and stops here.
 constexpr size_t kMaxValues = 1'000'000;
+// An anchor's alias inside its own collection ("&a [*a]") makes yaml-cpp build a cycle, which no
+// value count stops before the stack does; a nesting limit stops it, and any honest document
+// (Kubernetes objects nest a few dozen levels) stays far below it.
+constexpr size_t kMaxDepth = 256;
 
 struct TooLarge {
+  YAML::Mark mark;
+};
+struct TooDeep {
   YAML::Mark mark;
 };
 // A string that is not UTF-8 after decoding (the text was, but an escape or another encoding the
@@ -80,17 +87,18 @@ const std::string& checked(const std::string& s, const YAML::Mark& mark) {
   return s;
 }
 
-json convert(const YAML::Node& n, size_t& values) {
+json convert(const YAML::Node& n, size_t& values, size_t depth = 0) {
   if (++values > kMaxValues) throw TooLarge{n.Mark()};
+  if (depth > kMaxDepth) throw TooDeep{n.Mark()};
   switch (n.Type()) {
     case YAML::NodeType::Map: {
       json o = json::object();
-      for (const auto& kv : n) o[checked(kv.first.as<std::string>(), kv.first.Mark())] = convert(kv.second, values);
+      for (const auto& kv : n) o[checked(kv.first.as<std::string>(), kv.first.Mark())] = convert(kv.second, values, depth + 1);
       return o;
     }
     case YAML::NodeType::Sequence: {
       json a = json::array();
-      for (const auto& item : n) a.push_back(convert(item, values));
+      for (const auto& item : n) a.push_back(convert(item, values, depth + 1));
       return a;
     }
     case YAML::NodeType::Scalar:
@@ -224,6 +232,9 @@ std::optional<std::vector<YamlDocument>> parse_yaml(const std::string& text, std
     return std::nullopt;
   } catch (const TooLarge& e) {
     if (error) *error = at(e.mark) + ": expands to more than " + std::to_string(kMaxValues) + " values (through aliases)";
+    return std::nullopt;
+  } catch (const TooDeep& e) {
+    if (error) *error = at(e.mark) + ": nested more than " + std::to_string(kMaxDepth) + " levels deep (or an alias refers to its own collection)";
     return std::nullopt;
   }
 }
