@@ -24,6 +24,9 @@ BENCH_CP_TIMEOUT=${BENCH_CP_TIMEOUT:-900} bench/controlplane/run.sh "${BENCH_CP_
 echo "bench: trace replay of the planner and cost engine (fifo, priority-backfill, valley) and the LP bound"
 bench/sim/run.sh "$results/sim"
 
+echo "bench: tenants on a shared cluster (Philly virtual clusters): without tenants, Valley's tenants, strict quotas"
+bench/sim/tenants.sh "$results/tenants"
+
 python3 - "$results" <<'PY'
 import json, sys, pathlib
 d = pathlib.Path(sys.argv[1])
@@ -35,7 +38,8 @@ for f in sorted(d.glob("*.json")):
 lines = ["# Benchmark results", "", "Written by `make bench` on the project machine (2 cores); see BENCHMARKS.md.", "",
          "| benchmark | figures |", "| --- | --- |"] + [f"| {n} | {v} |" for n, v in rows]
 for title, table in (("Control plane (bench/controlplane)", d / "controlplane" / "controlplane.md"),
-                     ("Trace replay (bench/sim)", d / "sim" / "sim.md")):
+                     ("Trace replay (bench/sim)", d / "sim" / "sim.md"),
+                     ("Tenants (bench/sim/tenants.sh)", d / "tenants" / "tenants.md")):
     if table.exists():
         lines += ["", "## " + title, "", table.read_text().rstrip()]
 (d / "README.md").write_text("\n".join(lines) + "\n")

@@ -49,4 +49,21 @@ for p in policies.values():
     assert 0 <= p["estimates"]["insideRange"] <= 1, p
 assert policies["valley"]["totalCostMicros"] >= bound["costMicros"], (policies["valley"], bound)
 PY
+echo "bench-smoke: tenants, a 2-hour Philly slice (virtual clusters as tenants), without, with and with strict quotas"
+build/bin/valley-sim --trace bench/data/pollux-adaptdl/philly.csv --from-hour 1008 --to-hour 1010 --load 1.2 \
+  --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
+  --workload bench/sim/inputs/smoke-workload.yaml --profiles bench/data/pollux-adaptdl --policy valley \
+  --tenancy none,borrowing,strict --no-bound --out "$out/tenants" > /dev/null
+python3 - "$out/tenants/sim.json" <<'PY' || fail "tenant replay results do not hold together"
+import json, sys
+d = json.load(open(sys.argv[1]))
+policies = {p["policy"]: p for p in d["policies"]}
+assert set(policies) == {"valley", "valley+borrowing", "valley+strict"}, policies.keys()
+for p in policies.values():
+    assert len(p["tenants"]) >= 2, p["tenants"]
+    assert abs(sum(t["weight"] for t in p["tenants"].values()) - 1) < 0.01, p["tenants"]
+    assert 0 <= p["jainIndex"] <= 1, p
+    assert p["nominalClaims"]["waitP50Seconds"] <= p["nominalClaims"]["waitP95Seconds"] <= p["nominalClaims"]["waitMaxSeconds"], p
+    assert 0 < p["windowAllocationPercent"] <= 100, p
+PY
 echo "bench-smoke: ok (results in $out)"

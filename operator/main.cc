@@ -49,6 +49,8 @@ valley::Flags make_flags() {
       {"cost-settle", "15s", "a running pod is charged up to this long ago: its end may reach Valley late, and the accrued cost never goes down"},
       {"leader-elect", "true", "run controllers only while holding the leader Lease", true},
       {"leader-elect-namespace", "", "namespace of the leader Lease; empty: the service account's namespace"},
+      {"tenancy-configmap", "valley-tenancy",
+       "ConfigMap (name, or namespace/name; default namespace: the leader Lease's) where namespace -> tenant ownership is published for deploy/policies; empty: none"},
       {"leader-elect-name", "valley-operator", "name of the leader Lease"},
       {"leader-elect-identity", "", "this process's identity in the Lease; empty: hostname_random"},
       {"leader-elect-lease-duration", "15s", "how long a lease stays valid after its last renewal"},
@@ -153,6 +155,13 @@ int main(int argc, char** argv) {
     if (options.leader_election.lease_namespace = flags.get("leader-elect-namespace");
         options.leader_election.lease_namespace.empty())
       options.leader_election.lease_namespace = config.default_namespace;
+    if (const std::string cm = flags.get("tenancy-configmap"); cm.find('/') != std::string::npos) {
+      task_options.ownership_namespace = cm.substr(0, cm.find('/'));
+      task_options.ownership_name = cm.substr(cm.find('/') + 1);
+    } else {
+      task_options.ownership_namespace = options.leader_election.lease_namespace;
+      task_options.ownership_name = cm;
+    }
     client = std::make_unique<valley::kube::Client>(std::move(config), http);
   } catch (const valley::kube::KubeError& e) {
     spdlog::error("configuration: {}", e.what());

@@ -139,8 +139,62 @@ build/bin/valleyctl --kubeconfig .valley/kubeconfig cost -n $ns
 say "valleyctl list"
 build/bin/valleyctl --kubeconfig .valley/kubeconfig list -n $ns
 
+say "Two teams on one cluster (Tenants): lab-a borrows lab-b's idle quota, and gives it back by shrinking when lab-b comes"
+echo "(What the demo does: two Tenants, 8 on-demand NVIDIA GPUs guaranteed each; lab-a applies an elastic task"
+echo " of 2-16 workers on the two a100-od nodes at priority 90 (speed over cost: it grows whenever GPUs are"
+echo " free); once it runs, lab-b applies one of 8 at the default priority. What Valley does about it is read"
+echo " back from status and Events.)"
+K delete tenant lab-a lab-b --ignore-not-found >/dev/null
+for team in lab-a lab-b; do
+  scripts/operator.sh release valley-demo-$team
+  K delete namespace valley-demo-$team --ignore-not-found --wait=true >/dev/null
+  K create namespace valley-demo-$team >/dev/null
+done
+team() {  # name, then more of its spec (flow style)
+  K apply -f - <<YAML
+apiVersion: valley.dev/v1alpha1
+kind: Tenant
+metadata: {name: $1}
+spec: {namespaces: [valley-demo-$1], quotas: [{pool: nvidia/on-demand, nominal: 8}], $2}
+YAML
+}
+team lab-a "maxPriority: 90"
+team lab-b 'budget: {amount: "50", period: Month, action: Wait}'
+team_task() {  # namespace name min max run-time priority
+  K -n "$1" apply -f - >/dev/null <<YAML
+apiVersion: valley.dev/v1alpha1
+kind: TrainingTask
+metadata: {name: $2}
+spec:
+  priority: $6
+  replicas: {min: $3, max: $4}
+  master: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, template: {metadata: {annotations: {valley.dev/sim-run-time: $5}}}}
+  worker: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, gpus: "1", template: {spec: {nodeSelector: {valley.dev/pool: a100-od}}}}
+YAML
+}
+replicas() { K -n "$1" get tt "$2" -o jsonpath='{.status.phase} {.status.replicas}' 2>/dev/null || true; }
+team_task valley-demo-lab-a sweep 2 16 300s 90
+for _ in $(seq 1 60); do [ "$(replicas valley-demo-lab-a sweep)" = "Running 16" ] && break; sleep 1; done
+echo ">>> lab-a's sweep: $(replicas valley-demo-lab-a sweep) workers"
+build/bin/valleyctl --kubeconfig .valley/kubeconfig tenants | sed 's/^/  /'
+echo ">>> kubectl apply lab-b's finetune (8 workers, within lab-b's guaranteed 8)"
+team_task valley-demo-lab-b finetune 8 8 60s 50
+for _ in $(seq 1 60); do
+  [ "$(replicas valley-demo-lab-b finetune)" = "Running 8" ] && [ "$(replicas valley-demo-lab-a sweep)" = "Running 8" ] && break
+  sleep 1
+done
+sleep 3  # a Tenant's status follows within --tenant-interval
+echo ">>> now: lab-a's sweep $(replicas valley-demo-lab-a sweep) workers, lab-b's finetune $(replicas valley-demo-lab-b finetune) workers"
+build/bin/valleyctl --kubeconfig .valley/kubeconfig tenants | sed 's/^/  /'
+echo "What Valley said about lab-a's sweep (its Events):"
+K -n valley-demo-lab-a get events.events.k8s.io --field-selector regarding.name=sweep -o json |
+  jq -r '.items | sort_by(.metadata.creationTimestamp) | .[] | "  \(.reason): \(.note)"' | grep -E "Admitted|Resizing|Resized|Preempted" || echo "  (no admission, resize or preemption Events)"
+st=$(K -n valley-demo-lab-a get tt sweep -o json | jq -c '.status.restarts // {}')
+echo "In short: lab-a's sweep was resized $(jq -r '.resizes // 0' <<<"$st") time(s) and preempted $(jq -r '.preemptions // 0' <<<"$st") time(s)."
+
 say "Done. The cluster, the operator and the S3 store are still up:"
 echo "  .valley/bin/kubectl --kubeconfig .valley/kubeconfig -n $ns get tt"
 echo "  build/bin/valleyctl --kubeconfig .valley/kubeconfig describe spot-train -n $ns"
+echo "  build/bin/valleyctl --kubeconfig .valley/kubeconfig tenants    # the two teams"
 echo "  curl -s localhost:8080/metrics | grep ^valley_    # the operator's metrics"
 echo "  make cluster-down    # stops the operator and the cluster"

@@ -5,7 +5,16 @@
 //              --cluster FILE [--spot FILE] --pricing FILE --workload FILE --profiles DIR
 //              [--policy naive,backfill,valley-v1,valley] [--out DIR] [--solver glpsol]
 //              [--slot-seconds 3600] [--no-bound] [--scratch DIR] [--profile-drop 8,12]
-//              [--duration-error 50] [--label NAME]
+//              [--duration-error 50] [--label NAME] [--load L] [--tenancy none,borrowing,strict]
+//              [--usage-half-life-hours 168]
+//
+// The trace is an ITP slice (job_id,submission_time,duration,num_gpu) or the Philly-derived job list
+// of the Pollux artifact (timestamp,duration,num_gpus,gpu_time,cluster), whose virtual clusters are
+// tenants: each gets quotas and a fair-share weight in proportion to its GPU-hours over the whole
+// file (what it is entitled to, not what this slice happens to ask), and --tenancy replays every
+// policy once per tenancy. --load keeps a stable sample of the slice's jobs (by a hash of the id)
+// whose GPU demand in the slice is L times the cluster's GPUs: a trace of a bigger cluster scaled
+// down to this one without choosing jobs.
 //
 // --profile-drop leaves the named GPU counts out of the Pollux profiles (interpolated instead):
 // their 8-GPU points were measured on two 4-GPU nodes, not on one 8-GPU node.
@@ -62,7 +71,9 @@ std::string fixed(double v, int digits) {
 }
 
 json result_json(const Result& r, const std::optional<Bound>& bound, const std::string& currency) {
-  json j = {{"policy", to_string(r.policy)},
+  std::string name = to_string(r.policy);
+  if (r.tenancy != Tenancy::None) name += std::string("+") + to_string(r.tenancy);
+  json j = {{"policy", name},
             {"currency", currency},
             {"totalCost", money(r.cost)},
             {"totalCostMicros", r.cost},
@@ -97,6 +108,29 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
   };
   j["estimates"] = fit(r.estimates);
   j["estimatesDurationOff"] = fit(r.estimates_off);
+  if (!r.tenants.empty()) {
+    json tenants = json::object();
+    for (const auto& [tenant, f] : r.tenants)
+      tenants[tenant] = {{"weight", std::round(f.weight * 1000) / 1000},       {"nominalGpus", std::round(f.nominal_gpus * 10) / 10},
+                         {"gpuHours", std::round(f.gpu_hours * 10) / 10},      {"backloggedHours", std::round(f.backlogged_hours * 10) / 10},
+                         {"shareWhenBacklogged", std::round(f.share * 1000) / 1000}, {"fairShareWhenBacklogged", std::round(f.fair_share * 1000) / 1000},
+                         {"jobs", f.jobs}};
+    j["tenants"] = tenants;
+    j["jainIndex"] = std::round(r.jain * 1000) / 1000;
+    j["jainHours"] = std::round(r.jain_hours * 10) / 10;
+    j["nominalClaims"] = {{"count", r.claim_waits.size()},
+                          {"waitP50Seconds", percentile(r.claim_waits, 50)},
+                          {"waitP95Seconds", percentile(r.claim_waits, 95)},
+                          {"waitMaxSeconds", percentile(r.claim_waits, 100)}};
+    j["windowAllocationPercent"] = std::round(r.window_allocation_percent * 10) / 10;
+    json hourly = json::array();
+    for (const auto& h : r.hourly_tenant_gpus) {
+      json row = json::object();
+      for (const auto& [tenant, g] : h) row[tenant] = std::round(g * 10) / 10;
+      hourly.push_back(row);
+    }
+    j["hourlyTenantGpus"] = hourly;
+  }
   if (bound && bound->cost > 0) j["costOverBound"] = std::round(static_cast<double>(r.cost) / static_cast<double>(bound->cost) * 1000) / 1000;
   return j;
 }
@@ -109,7 +143,8 @@ int main(int argc, char** argv) {
                                               {"duration-error", "50"}, {"label", ""}, {"out", "bench/out/sim"}, {"scratch", "bench/out/sim-lp"},
                                               {"solver", "glpsol"},  {"slot-seconds", "3600"},
                                               {"from-hour", "0"},    {"to-hour", "1000000"},
-                                              {"max-jobs", "0"}};
+                                              {"max-jobs", "0"},     {"tenancy", "none"},
+                                              {"load", "0"},         {"usage-half-life-hours", "168"}};
     bool no_bound = false;
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -125,8 +160,27 @@ int main(int argc, char** argv) {
 
     Inputs in;
     auto hours = [&](const std::string& k) { return static_cast<int64_t>(std::stod(opt[k]) * 3600); };
-    in.jobs = parse_trace(kube::read_file(opt["trace"], "trace"), hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
+    const std::string trace = kube::read_file(opt["trace"], "trace");
     in.cluster = parse_cluster(kube::read_file(opt["cluster"], "cluster spec"), opt.count("spot") ? kube::read_file(opt["spot"], "spot model") : "");
+    double kept = 1;
+    if (is_philly(trace)) {
+      auto all = parse_philly(trace);
+      in.jobs = slice_jobs(all, hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
+      auto entitled = gpu_hours_by_tenant(all);
+      for (const auto& j : in.jobs) in.tenant_weights[j.tenant] = entitled[j.tenant];
+    } else {
+      in.jobs = parse_trace(trace, hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
+    }
+    if (opt["to-hour"] != "1000000") in.window_seconds = hours("to-hour") - hours("from-hour");
+    if (double load = std::stod(opt["load"]); load > 0) {
+      int gpus = 0;
+      for (const auto& p : in.cluster.pools) gpus += p.nodes * p.gpus_per_node;
+      in.jobs = sample_to_load(in.jobs, in.window_seconds > 0 ? in.window_seconds : (in.jobs.empty() ? 0 : in.jobs.back().submit + 1), gpus, load, &kept);
+      std::map<std::string, double> present;  // tenants left in the sample
+      for (const auto& j : in.jobs) present[j.tenant] = in.tenant_weights[j.tenant];
+      if (!in.tenant_weights.empty()) in.tenant_weights = present;
+    }
+    in.usage_half_life = std::chrono::seconds(static_cast<int64_t>(std::stod(opt["usage-half-life-hours"]) * 3600));
     in.workload = parse_workload(kube::read_file(opt["workload"], "workload"));
     in.pricing = read_policy(opt["pricing"]);
     std::set<int> drop;
@@ -139,13 +193,15 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(out);
     std::vector<Result> results;
     json runs = json::array();
-    for (const auto& name : split_list(opt["policy"])) {
-      auto started = std::chrono::steady_clock::now();
-      results.push_back(simulate(in, policy_from(name)));
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      std::cerr << "valley-sim: " << name << ": " << in.jobs.size() << " jobs simulated in " << fixed(secs, 1) << " s ("
-                << results.back().plan_calls << " planner calls)\n";
-    }
+    for (const auto& name : split_list(opt["policy"]))
+      for (const auto& tenancy : split_list(opt["tenancy"])) {
+        in.tenancy = tenancy_from(tenancy);
+        auto started = std::chrono::steady_clock::now();
+        results.push_back(simulate(in, policy_from(name)));
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::cerr << "valley-sim: " << name << " (tenancy " << tenancy << "): " << in.jobs.size() << " jobs simulated in " << fixed(secs, 1)
+                  << " s (" << results.back().plan_calls << " planner calls)\n";
+      }
 
     // Two bounds: over Valley's own makespan (what Valley's cost is judged against: the same time to
     // do the work in), and over the latest finish of any policy (more time to defer work to cheap
@@ -155,7 +211,7 @@ int main(int argc, char** argv) {
     int64_t horizon = 0, valley_makespan = 0;
     for (const auto& r : results) {
       horizon = std::max(horizon, r.makespan);
-      if (r.policy == PolicyKind::Valley) valley_makespan = r.makespan;
+      if (r.policy == PolicyKind::Valley && r.tenancy == Tenancy::None) valley_makespan = r.makespan;
     }
     if (valley_makespan == 0) valley_makespan = horizon;
     int64_t slot = std::stoll(opt["slot-seconds"]);
@@ -177,7 +233,9 @@ int main(int argc, char** argv) {
     json doc = {{"benchmark", "trace-replay"},
                 {"label", opt["label"]},
                 {"trace", opt["trace"]},
-                {"slice", {{"fromHour", std::stod(opt["from-hour"])}, {"toHour", std::stod(opt["to-hour"])}, {"jobs", in.jobs.size()}}},
+                {"slice", {{"fromHour", std::stod(opt["from-hour"])}, {"toHour", std::stod(opt["to-hour"])}, {"jobs", in.jobs.size()},
+                           {"load", std::stod(opt["load"])}, {"sampled", std::round(kept * 1000) / 1000}}},
+                {"usageHalfLifeHours", std::stod(opt["usage-half-life-hours"])},
                 {"cluster", opt["cluster"]},
                 {"spot", opt.count("spot") ? opt["spot"] : ""},
                 {"pricing", opt["pricing"]},
@@ -236,8 +294,9 @@ int main(int argc, char** argv) {
     std::ofstream alloc(out + "/allocation.dat");
     alloc << "hour";
     size_t hours_max = 0;
-    for (const auto& r : results) {
-      alloc << " " << to_string(r.policy);
+    for (size_t k = 0; k < results.size(); ++k) {
+      const auto& r = results[k];
+      alloc << " " << runs[k]["policy"].get<std::string>();
       hours_max = std::max(hours_max, r.hourly_allocation_percent.size());
     }
     alloc << "\n";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -78,15 +79,73 @@ std::vector<TraceJob> parse_trace(const std::string& csv, int64_t from, int64_t 
     auto cells = split_csv(line);
     std::string where = "trace line " + std::to_string(line_no);
     if (cells.size() < 4) throw InputError(where + ": expected job_id,submission_time,duration,num_gpu");
-    TraceJob j{cells[0], to_int(cells[1], where), to_int(cells[2], where), static_cast<int>(to_int(cells[3], where))};
+    TraceJob j{cells[0], to_int(cells[1], where), to_int(cells[2], where), static_cast<int>(to_int(cells[3], where)), ""};
     if (j.gpus < 1 || j.duration < 0) throw InputError(where + ": needs num_gpu >= 1 and duration >= 0");
-    if (j.submit < from || j.submit >= to) continue;
-    j.submit -= from;
     jobs.push_back(std::move(j));
   }
+  return slice_jobs(jobs, from, to, max_jobs);
+}
+
+bool is_philly(const std::string& csv) { return csv.rfind("timestamp,duration,num_gpus", 0) == 0; }
+
+std::vector<TraceJob> parse_philly(const std::string& csv) {
+  std::vector<TraceJob> jobs;
+  std::istringstream in(csv);
+  std::string line;
+  int line_no = 0;
+  std::optional<int64_t> earliest;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || (line_no == 1 && is_philly(line))) continue;
+    auto cells = split_csv(line);
+    std::string where = "trace line " + std::to_string(line_no);
+    if (cells.size() < 5) throw InputError(where + ": expected timestamp,duration,num_gpus,gpu_time,cluster");
+    std::string stamp = cells[0];
+    if (stamp.size() == 19 && stamp[10] == ' ') stamp[10] = 'T';
+    auto t = kube::parse_time(stamp + "Z");
+    if (!t) throw InputError(where + ": not a time \"" + cells[0] + "\" (YYYY-MM-DD hh:mm:ss)");
+    TraceJob j{"philly-" + std::to_string(line_no), std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count(),
+               to_int(cells[1], where), static_cast<int>(to_int(cells[2], where)), cells[4]};
+    if (j.gpus < 1 || j.duration < 0) throw InputError(where + ": needs num_gpus >= 1 and duration >= 0");
+    if (j.tenant.empty()) throw InputError(where + ": no cluster (the tenant)");
+    earliest = std::min(earliest.value_or(j.submit), j.submit);
+    jobs.push_back(std::move(j));
+  }
+  for (auto& j : jobs) j.submit -= earliest.value_or(0);
+  std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.submit < b.submit; });
+  return jobs;
+}
+
+std::vector<TraceJob> slice_jobs(const std::vector<TraceJob>& all, int64_t from, int64_t to, int max_jobs) {
+  std::vector<TraceJob> jobs;
+  for (const auto& j : all)
+    if (j.submit >= from && j.submit < to) {
+      jobs.push_back(j);
+      jobs.back().submit -= from;
+    }
   std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.submit < b.submit; });
   if (max_jobs > 0 && static_cast<int>(jobs.size()) > max_jobs) jobs.resize(static_cast<size_t>(max_jobs));
   return jobs;
+}
+
+std::vector<TraceJob> sample_to_load(const std::vector<TraceJob>& jobs, int64_t window, int gpus, double load, double* kept) {
+  double demand = 0;  // GPU-seconds the jobs ask for inside the window
+  for (const auto& j : jobs)
+    if (j.submit < window) demand += static_cast<double>(j.gpus) * static_cast<double>(std::min(j.duration, window - j.submit));
+  const double supply = static_cast<double>(gpus) * static_cast<double>(window);
+  const double share = demand > 0 ? std::min(1.0, load * supply / demand) : 1.0;
+  if (kept) *kept = share;
+  std::vector<TraceJob> out;
+  for (const auto& j : jobs)
+    if (percentile_of(j.id, "sample") < share * 100) out.push_back(j);
+  return out;
+}
+
+std::map<std::string, double> gpu_hours_by_tenant(const std::vector<TraceJob>& jobs) {
+  std::map<std::string, double> out;
+  for (const auto& j : jobs) out[j.tenant] += static_cast<double>(j.duration) * j.gpus / 3600.0;
+  return out;
 }
 
 Cluster parse_cluster(const std::string& cluster_yaml, const std::string& spot_yaml) {
@@ -244,6 +303,13 @@ double Speedup::at(int gpus) const {
   auto lo = std::prev(hi);
   double f = static_cast<double>(gpus - lo->first) / (hi->first - lo->first);
   return lo->second + f * (hi->second - lo->second);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  size_t k = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
 }
 
 int percentile_of(const std::string& id, const std::string& salt) {

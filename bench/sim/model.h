@@ -24,10 +24,25 @@ struct TraceJob {
   std::string id;
   int64_t submit = 0, duration = 0;
   int gpus = 1;
+  std::string tenant;  // the trace's virtual cluster (Philly); "" when the trace has none
 };
 // Rows whose submission lies in [from, to) seconds, in submission order, with `submit` made
 // relative to `from`. Throws InputError naming the line for a malformed row.
 std::vector<TraceJob> parse_trace(const std::string& csv, int64_t from, int64_t to, int max_jobs = 0);
+// The Philly-derived job list of the Pollux artifact (timestamp,duration,num_gpus,gpu_time,cluster):
+// every row, `submit` in seconds from the earliest timestamp, the virtual cluster as the tenant, ids
+// "philly-<line>", in submission order.
+std::vector<TraceJob> parse_philly(const std::string& csv);
+// Whether the text is such a list (by its header).
+bool is_philly(const std::string& csv);
+// The jobs submitted in [from, to), relative to `from`, at most max_jobs (0: all).
+std::vector<TraceJob> slice_jobs(const std::vector<TraceJob>& jobs, int64_t from, int64_t to, int max_jobs = 0);
+// A stable sample of a slice (by a hash of the job id) whose GPU demand inside the slice's first
+// `window` seconds is about `load` times what `gpus` GPUs supply then: scales a trace of a larger
+// cluster down to the replayed one without choosing jobs. The kept share, 0..1, goes to *kept.
+std::vector<TraceJob> sample_to_load(const std::vector<TraceJob>& jobs, int64_t window, int gpus, double load, double* kept = nullptr);
+// GPU-hours by tenant (the trace's duration x GPUs).
+std::map<std::string, double> gpu_hours_by_tenant(const std::vector<TraceJob>& jobs);
 
 struct Pool {
   std::string name, vendor = "nvidia", product;
@@ -81,6 +96,9 @@ class Speedup {
   std::map<int, double> speedup_;  // gpus -> speedup
   int local_bsz_ = 0;
 };
+
+// The p-th percentile (nearest rank) of v; 0 when empty.
+double percentile(std::vector<double> v, double p);
 
 // A stable hash of a job id into [0, 100), so the same job gets the same class in every policy.
 int percentile_of(const std::string& id, const std::string& salt);

@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iostream>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "controllers/cost/candidates.h"
 #include "controllers/cost/engine.h"
 #include "controllers/cost/planner_config.h"
 #include "controllers/planner/planner.h"
 #include "controllers/planner/scaling.h"
+#include "controllers/tenancy/usage.h"
 
 namespace valley::sim {
 
@@ -48,6 +52,7 @@ struct SimJob {
   planner::Scaling scaling;  // what Valley learned from its progress records
   int segment_records = 0;   // progress records (latest.json) written in the running segment
   bool needs_estimate = true;
+  std::string last_wait_reason;  // the planner's, while it waits
   cost::Charge charge;
   JobResult result;
 
@@ -87,6 +92,7 @@ class Simulator {
       }
     }
     for (auto& n : nodes_) schedule_interruption(n, 0);
+    setup_tenants();
     for (const auto& t : in.jobs) {
       SimJob j;
       j.trace = t;
@@ -106,8 +112,10 @@ class Simulator {
       j.result.gpus = t.gpus;
       j.result.priority = j.traits.priority;
       j.result.submit = t.submit;
+      j.result.tenant = t.tenant;
       jobs_.push_back(std::move(j));
     }
+    window_end_ = in.window_seconds > 0 ? in.window_seconds : (jobs_.empty() ? 0 : jobs_.back().trace.submit);
   }
 
   Result run() {
@@ -147,6 +155,139 @@ class Simulator {
  private:
   SystemTime at(int64_t t) const { return SystemTime{} + std::chrono::seconds(in_.workload.start_epoch + t); }
 
+  // Each tenant's nominal quota in every pool, and its fair-share weight: its normalized weight.
+  // Strict: nothing may be borrowed (what rounding leaves over stays idle).
+  void setup_tenants() {
+    double total = 0;
+    for (const auto& [name, w] : in_.tenant_weights) total += std::max(0.0, w);
+    if (total <= 0) return;
+    std::map<std::string, int64_t> capacity;  // planner pool -> thousandths of a GPU
+    for (const auto& n : nodes_) capacity[planner::pool_of(n.node)] += int64_t{n.pool->gpus_per_node} * 1000;
+    for (const auto& [name, w] : in_.tenant_weights) {
+      planner::Tenant t;
+      t.weight = std::max(0.0, w) / total;
+      for (const auto& [pool, milli] : capacity) {
+        planner::PoolQuota q;
+        q.nominal_milli = static_cast<int64_t>(std::floor(static_cast<double>(milli) * t.weight));
+        if (in_.tenancy == Tenancy::Strict) q.borrowing_limit_milli = 0;
+        t.quota[pool] = q;
+      }
+      tenants_[name] = t;
+    }
+  }
+  bool tenants_planned() const { return in_.tenancy != Tenancy::None && !tenants_.empty(); }
+
+  // GPUs of running jobs on each node.
+  std::map<std::string, int64_t> used_by_node() const {
+    std::map<std::string, int64_t> used;
+    for (const auto& j : jobs_)
+      if (j.state == State::Running)
+        for (const auto& w : j.workers) used[w.node] += w.count;
+    return used;
+  }
+
+  // A job arriving when its gang fits in its tenant's unused nominal quota of a pool it may use
+  // (quotas are per pool, as the planner keeps them), while that pool has not enough GPUs free: the
+  // tenant's quota there is held by others, and must come back.
+  bool claims_nominal(const SimJob& j) const {
+    auto tenant = tenants_.find(j.trace.tenant);
+    if (tenant == tenants_.end() || j.traits.reduce_cost || j.trace.submit >= window_end_) return false;
+    planner::Task probe = task_of(j);
+    auto used = used_by_node();
+    std::map<std::string, int64_t> free, usage;  // by pool
+    for (const auto& n : nodes_)
+      if (n.alive && usable_by(probe, n)) free[planner::pool_of(n.node)] += n.node.schedulable ? n.pool->gpus_per_node - used[n.node.name] : 0;
+    for (const auto& other : jobs_)
+      if (other.state == State::Running && other.trace.tenant == j.trace.tenant)
+        for (const auto& w : other.workers) usage[planner::pool_of(node(w.node).node)] += w.count * 1000;
+    bool held_by_others = false;
+    for (const auto& [pool, gpus] : free) {
+      if (gpus >= j.traits.min_workers) return false;  // it starts at once anyway
+      auto q = tenant->second.quota.find(pool);
+      const int64_t nominal = q == tenant->second.quota.end() ? 0 : q->second.nominal_milli;
+      held_by_others = held_by_others || usage[pool] + int64_t{j.traits.min_workers} * 1000 <= nominal;
+    }
+    return held_by_others;
+  }
+
+  // Over [from, to) nothing changes: decays each tenant's usage and, inside the window, takes the
+  // fairness figures (weighted max-min fair shares of the live GPUs by demand: what runs plus what
+  // waits at its full size).
+  void measure_tenants(int64_t from, int64_t to) {
+    if (tenants_.empty() || to <= from) return;
+    std::map<std::string, double> held, demand;
+    std::set<std::string> backlogged;
+    for (const auto& j : jobs_) {
+      if (!tenants_.count(j.trace.tenant)) continue;
+      if (j.state == State::Running) {
+        held[j.trace.tenant] += j.gpus();
+        demand[j.trace.tenant] += j.gpus();
+      } else if (j.state == State::Pending && !j.traits.reduce_cost) {
+        demand[j.trace.tenant] += j.traits.max_workers;
+        backlogged.insert(j.trace.tenant);
+      }
+    }
+    for (auto& [name, t] : tenants_)
+      t.decayed_gpu_hours = tenancy::decay_usage(t.decayed_gpu_hours, held[name], std::chrono::seconds(to - from), in_.usage_half_life);
+    const int64_t end = std::min(to, window_end_);
+    if (end <= from) return;
+    const double dt = static_cast<double>(end - from);
+    for (int64_t s = from; s < end;) {  // GPUs held per tenant, by hour
+      int64_t hour = s / 3600, stop = std::min(end, (hour + 1) * 3600);
+      if (static_cast<int64_t>(tenant_hourly_.size()) <= hour) tenant_hourly_.resize(static_cast<size_t>(hour + 1));
+      for (const auto& [name, g] : held) tenant_hourly_[static_cast<size_t>(hour)][name] += g * static_cast<double>(stop - s) / 3600.0;
+      s = stop;
+    }
+    double capacity = 0;
+    for (const auto& n : nodes_)
+      if (n.alive) capacity += n.pool->gpus_per_node;
+    if (capacity <= 0) return;
+    // Water-filling: each round gives what is left by weight; tenants that want less keep their demand.
+    std::map<std::string, double> fair;
+    std::set<std::string> open;
+    for (const auto& [name, d] : demand)
+      if (d > 0) open.insert(name);
+    double left = capacity;
+    while (!open.empty() && left > 1e-9) {
+      double weights = 0;
+      for (const auto& name : open) weights += tenants_.at(name).weight;
+      std::vector<std::string> satisfied;
+      for (const auto& name : open)
+        if (demand[name] - fair[name] <= left * tenants_.at(name).weight / weights) satisfied.push_back(name);
+      if (satisfied.empty()) {
+        for (const auto& name : open) fair[name] += left * tenants_.at(name).weight / weights;
+        break;
+      }
+      for (const auto& name : satisfied) {
+        left -= demand[name] - fair[name];
+        fair[name] = demand[name];
+        open.erase(name);
+      }
+    }
+    for (const auto& name : backlogged) {
+      auto& f = figures_[name];
+      f.backlogged_hours += dt / 3600;
+      f.share += held[name] / capacity * dt;
+      f.fair_share += fair[name] / capacity * dt;
+    }
+    for (const auto& [name, g] : held) figures_[name].gpu_hours += g * dt / 3600;
+    // Jain's index of held / fair over the tenants with demand, while some tenant is backlogged
+    // (with none, everyone has what it asks and the index is 1 by construction).
+    double sum = 0, squares = 0;
+    int n = 0;
+    for (const auto& [name, f] : fair) {
+      if (f <= 0) continue;
+      const double x = held[name] / f;
+      sum += x;
+      squares += x * x;
+      ++n;
+    }
+    if (!backlogged.empty() && n >= 2 && squares > 0) {
+      jain_weighted_ += sum * sum / (n * squares) * dt;
+      jain_seconds_ += dt;
+    }
+  }
+
   void schedule_interruption(SimNode& n, int64_t from) {
     auto it = in_.cluster.spot.find(n.pool->name);
     if (!n.pool->spot || it == in_.cluster.spot.end() || it->second.interruptions_per_node_hour <= 0) return;
@@ -174,6 +315,7 @@ class Simulator {
     }
     for (const auto& n : nodes_)
       if (n.alive) alive += n.pool->gpus_per_node;
+    measure_tenants(now_, t);
     for (int64_t s = now_; s < t;) {  // spread over hour buckets
       int64_t hour = s / 3600, end = std::min(t, (hour + 1) * 3600);
       if (static_cast<int64_t>(held_hourly_.size()) <= hour) {
@@ -197,6 +339,7 @@ class Simulator {
       j.state = State::Rejected;
       return;
     }
+    j.result.claim = claims_nominal(j);
     j.state = State::Pending;
   }
 
@@ -312,6 +455,7 @@ class Simulator {
   planner::Task task_of(const SimJob& j) const {
     planner::Task t;
     t.key = j.trace.id;
+    if (tenants_planned() && tenants_.count(j.trace.tenant)) t.tenant = j.trace.tenant;
     t.priority = policy_ == PolicyKind::Naive ? 0 : j.traits.priority;
     t.reduce_cost = j.traits.reduce_cost;
     t.amd_support = j.traits.amd;
@@ -362,6 +506,10 @@ class Simulator {
       case PolicyKind::Valley:
         config = cost::planner_config(in_.pricing, nodes, at(now_), config);
         break;
+    }
+    if (tenants_planned()) {
+      config.tenants = tenants_;
+      config.usage_mean_life_hours = static_cast<double>(in_.usage_half_life.count()) / 3600.0 / std::log(2.0);
     }
     return config;
   }
@@ -474,11 +622,19 @@ class Simulator {
       if (j.needs_estimate) estimate(j, d, config);
       switch (d.action) {
         case planner::Action::Wait:
+          j.last_wait_reason = d.reason;
+          break;
         case planner::Action::Keep:
           break;
         case planner::Action::Admit:
           if (j.state != State::Pending) break;
           start_segment(j, d.placement, j.resumed);
+          if (j.result.claim && j.result.claim_wait < 0) {
+            j.result.claim_wait = now_ - j.trace.submit;
+            if (std::getenv("VALLEY_SIM_CLAIMS") && j.result.claim_wait > 120)
+              std::cerr << "claim " << j.trace.id << " tenant " << j.trace.tenant << " min " << j.traits.min_workers << " prio " << j.traits.priority
+                        << " waited " << j.result.claim_wait << " s; last reason: " << j.last_wait_reason << "\n";
+          }
           if (j.resumed) ++j.result.restarts;
           j.resumed = true;
           admitted = true;
@@ -506,6 +662,7 @@ class Simulator {
   Result summarize() {
     Result r;
     r.policy = policy_;
+    r.tenancy = in_.tenancy;
     std::vector<double> jct, jct_not_reduce_cost, queue;
     for (auto& j : jobs_) {
       if (j.state == State::Rejected) {
@@ -539,12 +696,7 @@ class Simulator {
       for (double x : v) s += x;
       return v.empty() ? 0.0 : s / static_cast<double>(v.size());
     };
-    auto pct = [](std::vector<double> v, double p) {
-      if (v.empty()) return 0.0;
-      std::sort(v.begin(), v.end());
-      size_t k = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-      return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
-    };
+    const auto& pct = percentile;
     r.mean_jct = mean(jct);
     r.mean_jct_not_reduce_cost = mean(jct_not_reduce_cost);
     r.p50_jct = pct(jct, 50);
@@ -581,6 +733,29 @@ class Simulator {
       r.hourly_allocation_percent.push_back(alive_hourly_[h] > 0 ? 100.0 * held_hourly_[h] / alive_hourly_[h] : 0.0);
     }
     r.allocation_percent = alive > 0 ? 100.0 * held / alive : 0;
+    double window_held = 0, window_alive = 0;
+    for (size_t h = 0; h < held_hourly_.size() && static_cast<int64_t>(h) * 3600 < window_end_; ++h) {
+      window_held += held_hourly_[h];
+      window_alive += alive_hourly_[h];
+    }
+    r.window_allocation_percent = window_alive > 0 ? 100.0 * window_held / window_alive : 0;
+    for (const auto& [name, t] : tenants_) {
+      auto f = figures_[name];
+      f.weight = t.weight;
+      for (const auto& [pool, q] : t.quota) f.nominal_gpus += static_cast<double>(q.nominal_milli) / 1000.0;
+      if (f.backlogged_hours > 0) {  // time sums to means
+        f.share /= f.backlogged_hours * 3600;
+        f.fair_share /= f.backlogged_hours * 3600;
+      }
+      r.tenants[name] = f;
+    }
+    for (const auto& j : r.jobs) {
+      if (auto it = r.tenants.find(j.tenant); it != r.tenants.end()) ++it->second.jobs;
+      if (j.claim) r.claim_waits.push_back(static_cast<double>(j.claim_wait >= 0 ? j.claim_wait : now_ - j.submit));
+    }
+    r.jain = jain_seconds_ > 0 ? jain_weighted_ / jain_seconds_ : 0;
+    r.jain_hours = jain_seconds_ / 3600;
+    r.hourly_tenant_gpus = tenant_hourly_;
     r.interruptions = interruptions_;
     r.plan_calls = plan_calls_;
     return r;
@@ -594,6 +769,12 @@ class Simulator {
   int interruptions_ = 0, plan_calls_ = 0;
   std::map<std::string, int64_t> pool_gpu_seconds_;
   std::vector<double> held_hourly_, alive_hourly_;
+  // Tenants (with weights): the planner's view, the window the figures cover, and the figures.
+  std::map<std::string, planner::Tenant> tenants_;
+  int64_t window_end_ = 0;
+  std::map<std::string, Result::TenantFigures> figures_;
+  double jain_weighted_ = 0, jain_seconds_ = 0;
+  std::vector<std::map<std::string, double>> tenant_hourly_;
 };
 
 }  // namespace
@@ -608,6 +789,22 @@ const char* to_string(PolicyKind p) {
     case PolicyKind::Valley: return "valley";
   }
   return "?";
+}
+
+const char* to_string(Tenancy t) {
+  switch (t) {
+    case Tenancy::None: return "none";
+    case Tenancy::Borrowing: return "borrowing";
+    case Tenancy::Strict: return "strict";
+  }
+  return "?";
+}
+
+Tenancy tenancy_from(const std::string& name) {
+  if (name == "none") return Tenancy::None;
+  if (name == "borrowing") return Tenancy::Borrowing;
+  if (name == "strict") return Tenancy::Strict;
+  throw InputError("unknown tenancy \"" + name + "\" (none, borrowing, strict)");
 }
 
 PolicyKind policy_from(const std::string& name) {

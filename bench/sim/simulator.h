@@ -21,8 +21,17 @@
 // in time. Each job's estimate is taken at submission the way the operator computes it (its
 // estimatedDuration = the trace's duration at the trace's GPUs; a second estimate with that
 // duration off by up to +-50%) and compared with its final cost.
+//
+// Tenants: when the trace names each job's tenant (Philly's virtual clusters) and `tenant_weights`
+// gives each tenant's entitlement, every tenant gets a nominal GPU quota in each pool proportional to
+// its weight and the same fair-share weight, under one of three tenancies: none (one queue, quotas
+// only measured against), borrowing (Valley's Tenants: idle quota lent, reclaimed by shrinking
+// borrowers first) or strict (no borrowing). The figures: each tenant's GPU share while it is
+// backlogged against its weighted max-min fair share, Jain's index over the backlogged tenants, and
+// how long a tenant's job that fits in its unused nominal quota waits when borrowers hold it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -37,6 +46,10 @@ enum class PolicyKind { Naive, Backfill, ValleyV1, Valley };
 const char* to_string(PolicyKind p);
 PolicyKind policy_from(const std::string& name);  // throws InputError
 
+enum class Tenancy { None, Borrowing, Strict };
+const char* to_string(Tenancy t);
+Tenancy tenancy_from(const std::string& name);  // throws InputError
+
 struct Inputs {
   std::vector<TraceJob> jobs;
   Cluster cluster;
@@ -44,6 +57,12 @@ struct Inputs {
   cost::Policy pricing;
   std::map<std::string, Speedup> speedups;  // by app; missing apps scale linearly
   int duration_error_percent = 50;          // the second estimate: estimatedDuration off by up to this
+  Tenancy tenancy = Tenancy::None;
+  // Each tenant's entitlement (any scale; normalized over these tenants). Empty: no tenant figures.
+  std::map<std::string, double> tenant_weights;
+  // Fairness and reclaim figures are taken in [0, window) (0: until the last arrival).
+  int64_t window_seconds = 0;
+  std::chrono::seconds usage_half_life{168 * 3600};
 };
 
 struct JobResult {
@@ -58,10 +77,16 @@ struct JobResult {
   api::Micros estimate = 0, low = 0, high = 0, estimate_off = 0, low_off = 0, high_off = 0;
   bool estimated = false;
   int final_workers = 0;
+  std::string tenant;
+  // It arrived (in the window) needing no more than its tenant's unused nominal quota while the GPUs
+  // it may use were not free: how long until it started (-1: never).
+  bool claim = false;
+  int64_t claim_wait = -1;
 };
 
 struct Result {
   PolicyKind policy;
+  Tenancy tenancy = Tenancy::None;
   std::vector<JobResult> jobs;
   int rejected = 0;      // could never fit this policy's capacity
   int unfinished = 0;    // still queued or running at the horizon
@@ -83,6 +108,25 @@ struct Result {
   struct EstimateFit {
     double median_error = 0, inside = 0, median_width = 0;
   } estimates, estimates_off;
+
+  // With tenant weights (all over the window). A tenant is backlogged while a job of it waits that
+  // does not wait for cheaper capacity by choice (reduceCost).
+  struct TenantFigures {
+    double weight = 0;          // normalized
+    double nominal_gpus = 0;    // all pools
+    double gpu_hours = 0;       // held
+    double backlogged_hours = 0;
+    double share = 0, fair_share = 0;  // mean share of the live GPUs held, and its fair share, while backlogged
+    int jobs = 0;
+  };
+  std::map<std::string, TenantFigures> tenants;
+  // Jain's index of each tenant's GPUs over its fair share, over the tenants with demand, while
+  // some tenant is backlogged: its time-weighted mean, and how long that was.
+  double jain = 0;
+  double jain_hours = 0;
+  std::vector<double> claim_waits;  // seconds, of the jobs that claimed their nominal quota back
+  double window_allocation_percent = 0;
+  std::vector<std::map<std::string, double>> hourly_tenant_gpus;  // mean GPUs held per tenant, per hour
 };
 
 Result simulate(const Inputs& in, PolicyKind policy);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <set>
 
 namespace valley::planner {
 namespace {
@@ -10,7 +9,20 @@ constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
 }
 
 QuotaBook::QuotaBook(std::map<std::string, std::map<std::string, PoolQuota>> quotas, std::map<std::string, int64_t> capacity)
-    : enabled_(true), quotas_(std::move(quotas)), capacity_(std::move(capacity)) {}
+    : enabled_(true), quotas_(std::move(quotas)), capacity_(std::move(capacity)) {
+  for (const auto& [tenant, pools] : quotas_)
+    for (const auto& [pool, q] : pools) {
+      nominal_sum_[pool] += q.nominal_milli;
+      lendable_sum_[pool] += lent_capacity(tenant, pool);
+    }
+}
+
+void QuotaBook::change(const std::string& tenant, const std::string& pool, int64_t milli) {
+  const int64_t borrowed_before = borrowed(tenant, pool), lendable_before = lent_capacity(tenant, pool);
+  usage_[tenant][pool] += milli;
+  borrowed_sum_[pool] += borrowed(tenant, pool) - borrowed_before;
+  lendable_sum_[pool] += lent_capacity(tenant, pool) - lendable_before;
+}
 
 const PoolQuota* QuotaBook::quota(const std::string& tenant, const std::string& pool) const {
   auto t = quotas_.find(tenant);
@@ -44,15 +56,12 @@ int64_t QuotaBook::lent_capacity(const std::string& tenant, const std::string& p
 
 int64_t QuotaBook::room(const std::string& tenant, const std::string& pool) const {
   if (!enabled_) return kUnlimited;
-  std::set<std::string> tenants;
-  for (const auto& [name, pools] : quotas_) tenants.insert(name);
-  for (const auto& [name, pools] : usage_) tenants.insert(name);
-  int64_t nominal_sum = 0, lendable = 0, borrowed_by_all = 0;
-  for (const auto& name : tenants) {
-    nominal_sum += nominal(name, pool);
-    borrowed_by_all += borrowed(name, pool);
-    if (name != tenant) lendable += lent_capacity(name, pool);
-  }
+  auto sum = [&](const std::map<std::string, int64_t>& sums) {
+    auto it = sums.find(pool);
+    return it == sums.end() ? int64_t{0} : it->second;
+  };
+  const int64_t nominal_sum = sum(nominal_sum_), borrowed_by_all = sum(borrowed_sum_);
+  const int64_t lendable = sum(lendable_sum_) - lent_capacity(tenant, pool);  // what the others lend
   auto cap = capacity_.find(pool);
   const int64_t unowned = std::max<int64_t>(0, (cap == capacity_.end() ? 0 : cap->second) - nominal_sum);
   const int64_t own_left = std::max<int64_t>(0, nominal(tenant, pool) - usage(tenant, pool));

@@ -28,8 +28,8 @@ class QuotaBook {
   QuotaBook(std::map<std::string, std::map<std::string, PoolQuota>> quotas, std::map<std::string, int64_t> capacity);
 
   bool enabled() const { return enabled_; }
-  void add(const std::string& tenant, const std::string& pool, int64_t milli) { usage_[tenant][pool] += milli; }
-  void remove(const std::string& tenant, const std::string& pool, int64_t milli) { usage_[tenant][pool] -= milli; }
+  void add(const std::string& tenant, const std::string& pool, int64_t milli) { change(tenant, pool, milli); }
+  void remove(const std::string& tenant, const std::string& pool, int64_t milli) { change(tenant, pool, -milli); }
 
   int64_t usage(const std::string& tenant, const std::string& pool) const;
   int64_t nominal(const std::string& tenant, const std::string& pool) const;
@@ -44,10 +44,14 @@ class QuotaBook {
 
  private:
   const PoolQuota* quota(const std::string& tenant, const std::string& pool) const;
+  void change(const std::string& tenant, const std::string& pool, int64_t milli);
   bool enabled_ = false;
   std::map<std::string, std::map<std::string, PoolQuota>> quotas_;
   std::map<std::string, int64_t> capacity_;
   std::map<std::string, std::map<std::string, int64_t>> usage_;  // tenant -> pool -> thousandths
+  // Per pool, over all tenants (kept as usage changes: room() is asked for every node a task might
+  // take, and summing over the tenants each time made large plans slow): nominal, borrowed, lendable.
+  std::map<std::string, int64_t> nominal_sum_, borrowed_sum_, lendable_sum_;
 };
 
 }  // namespace valley::planner

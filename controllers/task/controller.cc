@@ -30,6 +30,7 @@ namespace {
 // Workqueue keys of PricingPolicies; a namespace never starts with '@', so no task key collides.
 constexpr const char* kPolicyKeyPrefix = "@pricingpolicy/";
 constexpr const char* kTenantKeyPrefix = "@tenant/";
+constexpr const char* kOwnershipKey = "@ownership";
 
 // The controller's metric families (registered once, process-wide).
 struct Metrics {
@@ -54,6 +55,19 @@ struct Metrics {
   metrics::Family& cost = metrics::registry().gauge("valley_cost_accrued", "Accrued cost of the tasks that exist, by namespace.",
                                                    {"namespace", "currency"});
   metrics::Family& plan_seconds = metrics::registry().histogram("valley_plan_duration_seconds", "Time one capacity plan takes.", {});
+  // Tenants, from the status Valley keeps on each.
+  metrics::Family& tenant_gpus = metrics::registry().gauge(
+      "valley_tenant_gpus", "A tenant's GPUs per pool: used, nominal (guaranteed), borrowed (beyond nominal), lent (of its idle nominal).",
+      {"tenant", "pool", "kind"});
+  metrics::Family& tenant_share = metrics::registry().gauge("valley_tenant_fair_share",
+                                                           "A tenant's decayed GPU-hours per unit of weight (lower goes first).", {"tenant"});
+  metrics::Family& tenant_spend = metrics::registry().gauge("valley_tenant_spend", "What a tenant spent in its current budget period.",
+                                                           {"tenant", "currency"});
+  metrics::Family& tenant_budget = metrics::registry().gauge("valley_tenant_budget", "A tenant's budget per period (absent: none).",
+                                                            {"tenant", "currency"});
+  metrics::Family& tenant_exhausted = metrics::registry().gauge("valley_tenant_budget_exhausted",
+                                                               "1 while a tenant's budget for the period is spent.", {"tenant"});
+  metrics::Family& tenant_waiting = metrics::registry().gauge("valley_tenant_waiting_tasks", "A tenant's tasks not admitted.", {"tenant"});
 };
 Metrics& m() {
   static Metrics instance;
@@ -102,12 +116,14 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   namespaces_ = std::make_unique<kube::Informer>(client_, res::kNamespaces);
   auto tenant_changed = [this](const kube::ObjectPtr& o) {
     queue_.add(kTenantKeyPrefix + (*o)["metadata"].value("name", ""));
+    queue_.add(kOwnershipKey);
     mark_dirty();
   };
   tenants_->add_handlers({tenant_changed, [tenant_changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { tenant_changed(o); },
                           tenant_changed});
   auto namespace_changed = [this](const kube::ObjectPtr&) {
     for (const auto& t : tenants_->store().list()) queue_.add(kTenantKeyPrefix + (*t)["metadata"].value("name", ""));
+    queue_.add(kOwnershipKey);
     mark_dirty();
   };
   namespaces_->add_handlers({namespace_changed, [namespace_changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { namespace_changed(o); },
@@ -226,8 +242,16 @@ void TaskController::plan_once() {
     planner::Task t = planner::task_from(*parsed.spec, *obj, owned);
     if (auto owner = tenancy.ownership.owner.find(parsed.spec->ns); owner != tenancy.ownership.owner.end()) {
       t.tenant = owner->second;
+      bool capped = false;
       t.priority = tenancy::effective_priority(parsed.spec->priority_set ? std::optional<int>(parsed.spec->priority) : std::nullopt,
-                                               tenant_spec[t.tenant]);
+                                               tenant_spec[t.tenant], &capped);
+      // Once per generation: the API server's policy (deploy/policies) refuses this up front where
+      // installed; without it, the user learns here why the task ranks lower than it asked.
+      const std::string told = (*obj)["metadata"].value("uid", "") + "@" + std::to_string((*obj)["metadata"].value("generation", int64_t{0}));
+      if (capped && priority_capped_.insert(told).second)
+        events_.record(*obj, "Warning", "PriorityCapped", "Plan",
+                       "spec.priority " + std::to_string(parsed.spec->priority) + " is above tenant " + t.tenant + "'s maxPriority; planned at " +
+                           std::to_string(t.priority));
     }
     const auto now = std::chrono::system_clock::now();
     planner_inputs(t, *parsed.spec, status);
@@ -333,6 +357,9 @@ TaskController::~TaskController() { queue_.shut_down(); }
 
 void TaskController::enqueue_owner(const kube::ObjectPtr& object) {
   const auto& meta = (*object)["metadata"];
+  // The published ownership changed or went (someone edited or deleted it): published again.
+  if (meta.value("name", "") == options_.ownership_name && meta.value("namespace", "") == options_.ownership_namespace)
+    queue_.add(kOwnershipKey);
   auto labels = meta.value("labels", nlohmann::json::object());
   std::string task = labels.value(render::label::kTask, "");
   if (!task.empty()) queue_.add(meta.value("namespace", "") + "/" + task);
@@ -352,6 +379,7 @@ void TaskController::run(const std::atomic<bool>& stop) {
     if (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(5)))
       spdlog::warn("tenants: {} not listed yet (is the Tenant CRD installed, may Valley list namespaces?): planning without tenants meanwhile",
                    inf == tenants_.get() ? "tenants" : "namespaces");
+  queue_.add(kOwnershipKey);  // published even with no tenant at all (the policies need it to exist)
   if (!stop.load()) spdlog::info("trainingtask controller: caches synced, {} workers", options_.workers);
   // The PricingPolicy in force before any task is reconciled: a task that finished or lost pods
   // in a reconcile without it would never be charged for them (the chaos campaign found new
@@ -575,11 +603,41 @@ void TaskController::collect_metrics() {
       held[{it->second.vendor, it->second.capacity_class}] += gpu::share_milli(resource, count);
   }
   for (const auto& [k, v] : held) m().gpus.set({k.first, k.second}, static_cast<double>(v) / 1000);
+  collect_tenant_metrics();
+}
+
+void TaskController::collect_tenant_metrics() {
+  for (auto* f : {&m().tenant_gpus, &m().tenant_share, &m().tenant_spend, &m().tenant_budget, &m().tenant_exhausted, &m().tenant_waiting})
+    f->reset();
+  if (!tenants_->has_synced()) return;
+  const auto p = policy();
+  const std::string currency = p ? p->currency : "USD";
+  for (const auto& obj : tenants_->store().list()) {
+    const std::string name = kube::string_at(kube::object_at(*obj, "metadata"), "name");
+    const auto& st = kube::object_at(*obj, "status");
+    const auto& usage = kube::object_at(st, "usage");
+    for (const auto& [pool, u] : usage.items())
+      for (const auto& [field, kind] : {std::pair{"usedMilli", "used"}, {"nominalMilli", "nominal"}, {"borrowedMilli", "borrowed"}, {"lentMilli", "lent"}})
+        if (auto v = kube::int_at(u, field)) m().tenant_gpus.set({name, pool, kind}, static_cast<double>(*v) / 1000);
+    try {
+      m().tenant_share.set({name}, std::stod(kube::string_at(st, "share")));
+    } catch (const std::exception&) {  // not written yet
+    }
+    if (auto spent = kube::int_at(kube::object_at(st, "spend"), "spentMicros")) m().tenant_spend.set({name, currency}, static_cast<double>(*spent) / 1e6);
+    auto parsed = api::parse_tenant(*obj);
+    if (parsed.spec && parsed.spec->budget) m().tenant_budget.set({name, currency}, static_cast<double>(parsed.spec->budget->amount) / 1e6);
+    bool exhausted = false;
+    for (const auto& c : kube::array_at(st, "conditions"))
+      if (kube::string_at(c, "type") == "BudgetExhausted" && kube::string_at(c, "status") == "True") exhausted = true;
+    m().tenant_exhausted.set({name}, exhausted ? 1 : 0);
+    m().tenant_waiting.set({name}, static_cast<double>(kube::int_at(st, "waitingTasks").value_or(0)));
+  }
 }
 
 bool TaskController::reconcile(const std::string& key) {
   if (key.rfind(kPolicyKeyPrefix, 0) == 0) return reconcile_policy(key.substr(std::string(kPolicyKeyPrefix).size()));
   if (key.rfind(kTenantKeyPrefix, 0) == 0) return reconcile_tenant(key.substr(std::string(kTenantKeyPrefix).size()));
+  if (key == kOwnershipKey) return publish_ownership();
   kube::ObjectPtr task = tasks_->store().get(key);
   if (!task) {
     checkpoints_.forget(key);
@@ -844,14 +902,19 @@ bool TaskController::reconcile_tenant(const std::string& name) {
     if (!tenant) return true;
     std::vector<tenancy::TaskUse> uses;
     std::map<std::string, std::string> pool_of;  // node -> pool
+    std::map<std::string, int64_t> capacity;     // pool -> thousandths
     for (const auto& n : nodes_->store().list()) {
       planner::Node facts = planner::node_from(*n, node_facts());
-      if (!facts.vendor.empty()) pool_of[facts.name] = planner::pool_of(facts);
+      if (facts.vendor.empty()) continue;
+      pool_of[facts.name] = planner::pool_of(facts);
+      for (const auto& [resource, units] : facts.capacity) capacity[pool_of[facts.name]] += gpu::share_milli(resource, units);
     }
+    // Every tenant's use (what this one lends depends on what the others borrow); its own tasks' uses.
+    std::map<std::string, std::map<std::string, int64_t>> used;  // tenant ("" for none) -> pool -> thousandths
     for (const auto& task : tasks_->store().list()) {
       const auto& meta = kube::object_at(*task, "metadata");
       auto owner = tenancy.ownership.owner.find(kube::string_at(meta, "namespace"));
-      if (owner == tenancy.ownership.owner.end() || owner->second != name) continue;
+      const std::string owner_name = owner == tenancy.ownership.owner.end() ? "" : owner->second;
       tenancy::TaskUse u;
       u.uid = kube::string_at(meta, "uid");
       const auto& st = kube::object_at(*task, "status");
@@ -860,14 +923,18 @@ bool TaskController::reconcile_tenant(const std::string& name) {
       for (const auto& pod : pods_->store().by_index(kube::index::kOwnerUid, u.uid)) {
         const cost::PodUse use = cost::pod_use(*pod);
         if (use.share_milli <= 0 || !use.start || use.end) continue;
-        if (auto pool = pool_of.find(use.node); pool != pool_of.end()) u.held_milli[pool->second] += use.share_milli;
+        if (auto pool = pool_of.find(use.node); pool != pool_of.end()) {
+          u.held_milli[pool->second] += use.share_milli;
+          used[owner_name][pool->second] += use.share_milli;
+        }
       }
-      uses.push_back(std::move(u));
+      if (owner_name == name) uses.push_back(std::move(u));
     }
     auto conflicts = tenancy.ownership.conflicts.find(name);
     const auto p = policy();
-    status = tenancy::tenant_status(*tenant, uses, conflicts == tenancy.ownership.conflicts.end() ? std::vector<std::string>{} : conflicts->second,
-                                    p.get(), now, options_.usage_half_life);
+    status = tenancy::tenant_status(*tenant, uses, tenancy::lent_milli(name, tenancy.tenants, used, capacity),
+                                    conflicts == tenancy.ownership.conflicts.end() ? std::vector<std::string>{} : conflicts->second, p.get(),
+                                    now, options_.usage_half_life);
   }
   // Time alone moves the fair share: that is written every tenant_interval, anything else at once.
   nlohmann::json current = object->value("status", nlohmann::json::object());
@@ -893,6 +960,33 @@ bool TaskController::reconcile_tenant(const std::string& name) {
   // A spent budget changes what the planner may admit.
   mark_dirty();
   queue_.add_after(kTenantKeyPrefix + name, options_.tenant_interval);
+  return true;
+}
+
+// Namespace ownership for the admission policies (tenancy::published_ownership), applied when it
+// differs from what the cache shows. Only once tenants were listed: before, every namespace would
+// look unowned and a policy requiring a tenant would refuse every task.
+bool TaskController::publish_ownership() {
+  if (options_.ownership_name.empty() || !tenants_->has_synced() || !namespaces_->has_synced()) return true;
+  const Tenancy tenancy = tenancy_now();
+  nlohmann::json data = tenancy::published_ownership(tenancy.tenants, tenancy.ownership);
+  if (auto current = configs_->store().get(options_.ownership_namespace + "/" + options_.ownership_name);
+      current && current->value("data", nlohmann::json::object()) == data)
+    return true;
+  nlohmann::json object = {{"apiVersion", "v1"},
+                           {"kind", "ConfigMap"},
+                           {"metadata",
+                            {{"name", options_.ownership_name},
+                             {"namespace", options_.ownership_namespace},
+                             {"labels", {{render::label::kManagedBy, "valley"}}},
+                             {"annotations", {{"valley.dev/description", "namespace -> tenant, for the admission policies of deploy/policies (written by Valley)"}}}}},
+                           {"data", data}};
+  try {
+    client_.apply(res::kConfigMaps, object, options_.field_manager);
+  } catch (const kube::KubeError& e) {
+    spdlog::warn("tenants: publishing namespace ownership in {}/{}: {}", options_.ownership_namespace, options_.ownership_name, e.what());
+    return false;
+  }
   return true;
 }
 

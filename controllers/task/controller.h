@@ -54,6 +54,10 @@ struct ControllerOptions {
   // Tenant's status (usage, share, spend) is brought up to date at least.
   std::chrono::seconds usage_half_life{7 * 24 * 3600};
   std::chrono::seconds tenant_interval{10};
+  // Where namespace ownership is published for the admission policies (deploy/policies/): a
+  // ConfigMap; an empty name publishes nothing.
+  std::string ownership_namespace = "valley-system";
+  std::string ownership_name = "valley-tenancy";
 };
 
 class TaskController {
@@ -84,6 +88,8 @@ class TaskController {
   };
   Tenancy tenancy_now() const;
   bool reconcile_tenant(const std::string& name);
+  bool publish_ownership();
+  void collect_tenant_metrics();
   void enqueue_tenant_of(const nlohmann::json& task);
   std::shared_ptr<const cost::Policy> policy() const;
   planner::NodeFacts node_facts() const;
@@ -118,6 +124,7 @@ class TaskController {
   bool dirty_ = true;
   std::map<std::string, Admission> admissions_;  // published, by task key
   std::map<std::string, std::map<std::string, kube::SystemTime>> avoid_;  // task -> node -> until
+  std::set<std::string> priority_capped_;  // uid@generation told (an Event) that its priority was capped; planning loop only
 };
 
 }  // namespace valley::task

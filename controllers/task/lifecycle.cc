@@ -429,17 +429,18 @@ class Decider {
       bump(status_, "resizes");
       status_["lastResizeTime"] = now_;
       status_["lastResizeReason"] = adm ? adm->reason : std::string("replicas.target changed");
+      const std::string why = " (" + status_["lastResizeReason"].get<std::string>() + ")";
       if (spec_->hot_elastic) {
         // The launcher keeps running; discover_hosts.sh and the worker set change under it.
         status_["epochReplicas"] = workers;
         event("Normal", "Resized", "Resize", "resized from " + std::to_string(epoch_workers) + " to " +
-                                                 std::to_string(workers) + " workers in place (elasticity Hot)");
+                                                 std::to_string(workers) + " workers in place (elasticity Hot)" + why);
       } else {
         epoch_ += 1;
         status_["epoch"] = epoch_;
         status_["epochReplicas"] = workers;
         std::string message = "resizing from " + std::to_string(epoch_workers) + " to " + std::to_string(workers) +
-                              " workers as epoch " + std::to_string(epoch_);
+                              " workers as epoch " + std::to_string(epoch_) + why;
         set_phase(kRestarting, "Resizing", message);
         set_condition(status_, "Restarting", true, "Resizing", message, now_, generation_);
         set_condition(status_, "Running", false, "Resizing", message, now_, generation_);

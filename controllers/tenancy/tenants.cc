@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "controllers/tenancy/usage.h"
 #include "operator/kube/json_fields.h"
@@ -92,8 +93,42 @@ planner::Tenant planner_tenant(const TenantObject& t, const api::Policy* policy,
   return p;
 }
 
-json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, const std::vector<std::string>& conflicts,
-                   const api::Policy* policy, kube::SystemTime now, std::chrono::seconds half_life) {
+std::map<std::string, int64_t> lent_milli(const std::string& tenant, const std::vector<TenantObject>& tenants,
+                                          const std::map<std::string, std::map<std::string, int64_t>>& used,
+                                          const std::map<std::string, int64_t>& capacity) {
+  auto used_in = [&](const std::string& name, const std::string& pool) -> int64_t {
+    auto t = used.find(name);
+    if (t == used.end()) return 0;
+    auto p = t->second.find(pool);
+    return p == t->second.end() ? 0 : p->second;
+  };
+  std::map<std::string, int64_t> out;
+  for (const auto& [pool, cap] : capacity) {
+    int64_t nominal_all = 0, borrowed = 0, idle_all = 0, idle_mine = 0;
+    std::set<std::string> with_tenant;
+    for (const auto& t : tenants) {
+      with_tenant.insert(t.spec.name);
+      const api::PoolQuota* q = t.spec.quota(pool);
+      const int64_t nominal = q ? q->nominal_milli : 0, u = used_in(t.spec.name, pool);
+      nominal_all += nominal;
+      borrowed += std::max<int64_t>(0, u - nominal);
+      int64_t idle = std::max<int64_t>(0, nominal - u);
+      if (q && q->lending_limit_milli) idle = std::min(idle, *q->lending_limit_milli);
+      idle_all += idle;
+      if (t.spec.name == tenant) idle_mine = idle;
+    }
+    for (const auto& [name, pools] : used)  // work of no (known) tenant only borrows
+      if (!with_tenant.count(name)) borrowed += used_in(name, pool);
+    const int64_t from_tenants = std::max<int64_t>(0, borrowed - std::max<int64_t>(0, cap - nominal_all));
+    if (idle_all > 0 && idle_mine > 0 && from_tenants > 0)
+      out[pool] = std::min(idle_mine, from_tenants * idle_mine / idle_all);
+  }
+  return out;
+}
+
+json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, const std::map<std::string, int64_t>& lent,
+                   const std::vector<std::string>& conflicts, const api::Policy* policy, kube::SystemTime now,
+                   std::chrono::seconds half_life) {
   json s = json::object();
   s["observedGeneration"] = t.spec.generation;
   std::map<std::string, int64_t> used;
@@ -105,19 +140,23 @@ json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, con
     waiting += task.waiting;
   }
   json usage = json::object();
-  int64_t used_all = 0, nominal_all = 0, borrowed_all = 0;
+  int64_t used_all = 0, nominal_all = 0, borrowed_all = 0, lent_all = 0;
   for (const auto& pool : api::quota_pools()) {
     const api::PoolQuota* q = t.spec.quota(pool);
     const int64_t u = used.count(pool) ? used[pool] : 0, n = q ? q->nominal_milli : 0;
     if (!q && u == 0) continue;
-    usage[pool] = {{"usedMilli", u}, {"nominalMilli", n}, {"borrowedMilli", std::max<int64_t>(0, u - n)}};
+    const auto l = lent.find(pool);
+    const int64_t lent_here = l == lent.end() ? 0 : l->second;
+    usage[pool] = {{"usedMilli", u}, {"nominalMilli", n}, {"borrowedMilli", std::max<int64_t>(0, u - n)}, {"lentMilli", lent_here}};
     used_all += u;
     nominal_all += n;
     borrowed_all += std::max<int64_t>(0, u - n);
+    lent_all += lent_here;
   }
   s["usage"] = usage;
   s["gpus"] = api::format_milli(used_all) + "/" + api::format_milli(nominal_all);
   s["borrowed"] = api::format_milli(borrowed_all);
+  s["lent"] = api::format_milli(lent_all);
   const double decayed = decayed_at(t.status, now, half_life, static_cast<double>(used_all) / 1000.0);
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", decayed);
@@ -170,6 +209,19 @@ int effective_priority(std::optional<int> asked, const api::TenantSpec* tenant, 
     p = tenant->max_priority;
   }
   return p;
+}
+
+std::map<std::string, std::string> published_ownership(const std::vector<TenantObject>& tenants, const Ownership& ownership) {
+  std::map<std::string, const api::TenantSpec*> by_name;
+  for (const auto& t : tenants) by_name[t.spec.name] = &t.spec;
+  std::map<std::string, std::string> out;
+  for (const auto& [ns, tenant] : ownership.owner) {
+    auto spec = by_name.find(tenant);
+    if (spec == by_name.end()) continue;
+    out[ns] = tenant;
+    out[ns + ".maxPriority"] = std::to_string(spec->second->max_priority);
+  }
+  return out;
 }
 
 }  // namespace valley::tenancy

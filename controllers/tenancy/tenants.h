@@ -53,15 +53,30 @@ struct TaskUse {
   std::map<std::string, int64_t> held_milli;
   bool waiting = false;  // not admitted (Pending)
 };
-// The Tenant's next status: usage per pool against nominal, decayed usage brought to `now` (the GPUs
+// What `tenant` lends now, per pool, in thousandths of a GPU. Others' use beyond their nominal is
+// served first by capacity no tenant is guaranteed, then by the tenants' idle nominal (within their
+// lending limits) in proportion to how much each has idle. `used`: tenant -> pool -> thousandths,
+// every tenant's (work without a tenant under ""); `capacity`: pool -> thousandths.
+std::map<std::string, int64_t> lent_milli(const std::string& tenant, const std::vector<TenantObject>& tenants,
+                                          const std::map<std::string, std::map<std::string, int64_t>>& used,
+                                          const std::map<std::string, int64_t>& capacity);
+
+// The Tenant's next status: usage per pool against nominal, what it lends (`lent`, per pool), decayed usage brought to `now` (the GPUs
 // held now taken as held since the last update), spend counted in the period, conditions.
-nlohmann::json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, const std::vector<std::string>& conflicts,
-                             const api::Policy* policy, kube::SystemTime now, std::chrono::seconds half_life);
+nlohmann::json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, const std::map<std::string, int64_t>& lent,
+                             const std::vector<std::string>& conflicts, const api::Policy* policy, kube::SystemTime now,
+                             std::chrono::seconds half_life);
 
 // The status of a Tenant whose spec Valley cannot use: Ready False, InvalidSpec, the errors (the
 // condition's transition time kept while it stays so, so that rewriting it changes nothing).
 nlohmann::json invalid_tenant_status(const nlohmann::json& old_status, const std::string& errors, int64_t generation,
                                      kube::SystemTime now);
+
+// Ownership as published for the API server's admission policies (deploy/policies/): one entry per
+// owned namespace, "<namespace>" -> its tenant, and "<namespace>.maxPriority" -> that tenant's maximum
+// priority (namespace names have no dots, so the keys never collide). A ConfigMap's data: CEL
+// looks a namespace up in it, with the same owner the planner uses (the oldest claimant).
+std::map<std::string, std::string> published_ownership(const std::vector<TenantObject>& tenants, const Ownership& ownership);
 
 // A task's effective priority under its tenant: its own if set (capped at the tenant's maximum),
 // else the tenant's default, else 0. `capped` says the cap applied.

@@ -128,7 +128,8 @@ TEST_F(OperabilityTest, TheDeployKustomizationIsAcceptedByTheApiServer) {
                      ::testing::TempDir() + "/apply-deploy-dry-run.log");
   ASSERT_EQ(apply.wait(60s), 0) << apply.output();
   for (const char* object : {"deployment.apps/valley-operator", "poddisruptionbudget.policy/valley-operator",
-                             "clusterrole.rbac.authorization.k8s.io/valley-operator", "service/valley-operator-metrics"})
+                             "clusterrole.rbac.authorization.k8s.io/valley-operator", "service/valley-operator-metrics",
+                             "validatingadmissionpolicy.admissionregistration.k8s.io/valley-tenant-priority"})
     EXPECT_NE(apply.output().find(object), std::string::npos) << apply.output();
 }
 

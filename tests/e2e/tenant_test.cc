@@ -1,6 +1,13 @@
 // Tenants end to end (#18): two teams on the real API server, one borrowing the other's idle quota
-// and shrinking when the owner comes back; a spent money budget holding new work.
+// and shrinking when the owner comes back; a spent money budget holding new work (Wait) or stopping
+// what runs (Suspend); the admission policies of deploy/policies refusing a priority above the
+// tenant's maximum and a namespace without a tenant.
+#include <map>
+#include <sstream>
+
+#include "operator/kube/config.h"
 #include "operator/kube/error.h"
+#include "operator/yaml_json.h"
 #include "tests/e2e/task_fixture.h"
 
 namespace valley::e2e {
@@ -9,6 +16,10 @@ namespace {
 using kube::resources::kNamespaces;
 using kube::resources::kPricingPolicies;
 using kube::resources::kTenants;
+
+const kube::Resource kPolicies{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false};
+const kube::Resource kBindings{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+                               "ValidatingAdmissionPolicyBinding", false};
 
 int workers_of(const json& t) { return t.value("status", json::object()).value("replicas", 0); }
 
@@ -20,6 +31,13 @@ class TenantTest : public TaskTest {
     ASSERT_NO_THROW(create_namespace_for_operators(*admin, other));
   }
   void TearDown() override {
+    for (const auto& name : installed_policies) {
+      try {
+        admin->remove(kBindings, "", name);
+        admin->remove(kPolicies, "", name);
+      } catch (const kube::KubeError&) {
+      }
+    }
     for (const auto& name : {ns + "-a", ns + "-b"}) {
       try {
         admin->remove(kTenants, "", name);
@@ -52,7 +70,55 @@ class TenantTest : public TaskTest {
     spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", "a100-od"}}}}}};
     return spec;
   }
+  // A PricingPolicy at 3.60 a GPU-hour, tenant `name` owning this namespace with a daily budget of
+  // `amount` and `action`, and a task of 2 GPUs there; the task's spec.
+  json two_gpus_under_budget(const std::string& name, const std::string& amount, const std::string& action, const std::string& task_name) {
+    wait_until_no_valley_pods(*admin);
+    admin->create(kPricingPolicies, "",
+                  {{"apiVersion", "valley.dev/v1alpha1"},
+                   {"kind", "PricingPolicy"},
+                   {"metadata", {{"name", ns}}},
+                   {"spec", json::parse(R"({"currency":"USD","gpu":[{"onDemand":"3.60"}]})")}});
+    tenant(name, ns, {{"budget", {{"amount", amount}, {"period", "Day"}, {"action", action}}}});
+    json spec = {{"taskType", "Single"}, {"image", "valley.dev/examples/train:1"}, {"worker", {{"gpus", "2"}}}};
+    apply(spec, task_name);
+    return spec;
+  }
+  // A policy file of deploy/policies as shipped, its objects renamed for this test, its binding
+  // reading the ownership this test's operator publishes (in its namespace) and matching only this
+  // test's namespaces.
+  void install_policy(const std::string& file) {
+    std::string error;
+    auto docs = parse_yaml(kube::read_file(std::string(VALLEY_SOURCE_DIR) + "/deploy/policies/" + file, "policy"), &error);
+    ASSERT_TRUE(docs) << error;
+    for (auto d : *docs) {
+      json& o = d.value;
+      const std::string name = o["metadata"]["name"].get<std::string>() + "-" + ns;
+      o["metadata"]["name"] = name;
+      if (o["kind"] == "ValidatingAdmissionPolicyBinding") {
+        o["spec"]["policyName"] = name;
+        o["spec"]["paramRef"]["namespace"] = ns;
+        o["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] = {
+            {{"key", "kubernetes.io/metadata.name"}, {"operator", "In"}, {"values", {ns, other}}}};
+        admin->create(kBindings, "", o);
+        installed_policies.push_back(name);
+      } else {
+        admin->create(kPolicies, "", o);
+      }
+    }
+  }
+  // Creating the task fails; the API server's message.
+  std::string refused(const std::string& where, const json& spec, const std::string& name) {
+    try {
+      apply_in(where, spec, name);
+      admin->remove(kTrainingTasks, where, name);
+      return "";
+    } catch (const kube::KubeError& e) {
+      return e.what();
+    }
+  }
   std::string other;
+  std::vector<std::string> installed_policies;
 };
 
 TEST_F(TenantTest, ABorrowerShrinksWhenTheOwnerComesBackForItsQuota) {
@@ -68,6 +134,22 @@ TEST_F(TenantTest, ABorrowerShrinksWhenTheOwnerComesBackForItsQuota) {
       << task("elastic").dump(2) << operator_log();
   ASSERT_TRUE(eventually([&] { return tenant_status(a).value("borrowed", "") == "8"; }, 30s)) << tenant_status(a).dump(2);
   EXPECT_EQ(tenant_status(a).value("gpus", ""), "16/8");
+  // (b lends nothing here: the pool nvidia/on-demand also has the MIG and time-sliced nodes, which no
+  // tenant is guaranteed, and borrowing is counted against those first.)
+  EXPECT_EQ(tenant_status(b).value("lent", ""), "0");
+  {  // valleyctl tenants: a's row shows what it uses and borrows, b's its idle nominal
+    ChildProcess ctl({binary("kubectl-valley"), "tenants", "--kubeconfig=" + admin_kubeconfig_path()},
+                     ::testing::TempDir() + "/valleyctl-tenants-" + ns + ".log");
+    ASSERT_EQ(ctl.wait(30s), 0) << ctl.output();
+    std::istringstream lines(ctl.output());
+    std::string line;
+    std::map<std::string, std::string> row;
+    while (std::getline(lines, line)) row[line.substr(0, line.find(' '))] = line;
+    EXPECT_NE(row[a].find(" 16/8 "), std::string::npos) << ctl.output();
+    EXPECT_NE(row[a].find(" " + ns + " "), std::string::npos) << ctl.output();
+    EXPECT_NE(row[a].find(" 16/8        8 "), std::string::npos) << ctl.output();  // GPUs, borrowed
+    EXPECT_NE(row[b].find(" 0/8 "), std::string::npos) << ctl.output();
+  }
   // b's task, of a lower priority, comes for b's own 8: a gives them back by shrinking, not by
   // being preempted, and keeps running on its own 8.
   apply_in(other, on_a100_od(mpi_spec(8, 8)), "owner");
@@ -77,23 +159,17 @@ TEST_F(TenantTest, ABorrowerShrinksWhenTheOwnerComesBackForItsQuota) {
   json shrunk = task("elastic");
   EXPECT_EQ(shrunk["status"]["restarts"].value("resizes", 0), 1) << shrunk["status"].dump(2);
   EXPECT_EQ(shrunk["status"]["restarts"].value("preemptions", 0), 0) << "shrinking was enough; no preemption";
+  EXPECT_NE(shrunk["status"].value("lastResizeReason", "").find("tenant " + b + " reclaims its quota lent to " + a), std::string::npos)
+      << shrunk["status"].dump(2);
   EXPECT_TRUE(eventually([&] { return tenant_status(a).value("borrowed", "") == "0" && tenant_status(b).value("gpus", "") == "8/8"; }, 30s))
       << tenant_status(a).dump(2) << tenant_status(b).dump(2);
   EXPECT_EQ(tenant_status(b)["conditions"][0]["status"], "True") << tenant_status(b).dump(2);
 }
 
 TEST_F(TenantTest, ASpentBudgetHoldsNewTasksAndTheTenantSaysUntilWhen) {
-  wait_until_no_valley_pods(*admin);
-  admin->create(kPricingPolicies, "",
-                {{"apiVersion", "valley.dev/v1alpha1"},
-                 {"kind", "PricingPolicy"},
-                 {"metadata", {{"name", ns}}},
-                 {"spec", json::parse(R"({"currency":"USD","gpu":[{"onDemand":"3.60"}]})")}});
   const std::string a = ns + "-a";
   // 2 GPUs at 3.60/h spend 0.01 in 5 s.
-  tenant(a, ns, json::parse(R"({"budget":{"amount":"0.01","period":"Day","action":"Wait"}})"));
-  json first = {{"taskType", "Single"}, {"image", "valley.dev/examples/train:1"}, {"worker", {{"gpus", "2"}}}};
-  apply(first, "first");
+  json first = two_gpus_under_budget(a, "0.01", "Wait", "first");
   ASSERT_TRUE(wait_phase("Running", 60s, "first")) << task("first").dump(2) << operator_log();
   ASSERT_TRUE(eventually([&] {
     for (const auto& c : tenant_status(a).value("conditions", json::array()))
@@ -111,6 +187,62 @@ TEST_F(TenantTest, ASpentBudgetHoldsNewTasksAndTheTenantSaysUntilWhen) {
   EXPECT_EQ(phase("first"), "Running");
   EXPECT_NE(task("second")["status"]["message"].get<std::string>().find("until the period resets at"), std::string::npos);
   EXPECT_NE(tenant_status(a)["spend"].value("summary", "").find("/0.01 USD"), std::string::npos) << tenant_status(a).dump(2);
+}
+
+TEST_F(TenantTest, ASpentBudgetWithSuspendStopsWhatRunsAndItsCostStops) {
+  const std::string a = ns + "-a";
+  two_gpus_under_budget(a, "0.02", "Suspend", "runner");
+  ASSERT_TRUE(wait_phase("Running", 60s, "runner")) << task("runner").dump(2) << operator_log();
+  // Spent: the running task is stopped (its pods go), says why, and is not charged on.
+  ASSERT_TRUE(eventually([&] { return phase("runner") != "Running" && pods("runner").empty(); }, 90s))
+      << task("runner").dump(2) << tenant_status(a).dump(2) << operator_log();
+  EXPECT_EQ(task("runner")["status"].value("message", "").rfind("TenantBudget: tenant " + a + " spent", 0), 0u) << task("runner").dump(2);
+  const std::string accrued = task("runner")["status"]["cost"].value("accrued", "");
+  std::this_thread::sleep_for(4s);
+  EXPECT_EQ(task("runner")["status"]["cost"].value("accrued", ""), accrued) << "a stopped task costs nothing more";
+  EXPECT_TRUE(pods("runner").empty());
+  // Raising the budget lets it run again.
+  admin->patch(kTenants, "", a, kube::PatchType::Merge, json::parse(R"({"spec":{"budget":{"amount":"100"}}})"));
+  EXPECT_TRUE(wait_phase("Running", 60s, "runner")) << task("runner").dump(2) << tenant_status(a).dump(2);
+}
+
+TEST_F(TenantTest, AdmissionRefusesAPriorityAboveTheTenantsMaximumAndANamespaceWithoutTenant) {
+  const std::string a = ns + "-a", b = ns + "-b";
+  tenant(a, ns, json::parse(R"({"maxPriority":50})"));
+  // The operator publishes ownership where its admission policies read it.
+  ASSERT_TRUE(eventually([&] {
+    try {
+      auto data = admin->get(kube::resources::kConfigMaps, ns, "valley-tenancy").value("data", json::object());
+      return data.value(ns, "") == a && data.value(ns + ".maxPriority", "") == "50";
+    } catch (const kube::KubeError&) {
+      return false;
+    }
+  }, 30s)) << operator_log();
+  // Without the policy, the task is accepted; Valley plans it at the tenant's maximum and says so.
+  apply(json{{"taskType", "Single"}, {"image", "valley.dev/examples/train:1"}, {"worker", {{"gpus", "1"}}}, {"priority", 80}}, "capped");
+  EXPECT_TRUE(eventually([&] {
+    for (const auto& e : admin->list(kube::resources::kEvents, ns).items)
+      if (e.value("reason", "") == "PriorityCapped" && e.value("regarding", json::object()).value("name", "") == "capped" &&
+          e.value("note", "").find("spec.priority 80 is above tenant " + a + "'s maxPriority; planned at 50") != std::string::npos)
+        return true;
+    return false;
+  }, 30s)) << operator_log();
+  ASSERT_NO_FATAL_FAILURE(install_policy("tenant-priority.yaml"));
+  ASSERT_NO_FATAL_FAILURE(install_policy("require-tenant.yaml"));
+  json spec = {{"taskType", "Single"}, {"image", "valley.dev/examples/train:1"}, {"worker", {{"gpus", "1"}}}, {"priority", 90}};
+  // Policies take a moment to be in force.
+  std::string why;
+  ASSERT_TRUE(eventually([&] { return !(why = refused(ns, spec, "too-high")).empty(); }, 30s));
+  EXPECT_NE(why.find("spec.priority 90 is above 50, the maxPriority of tenant " + a), std::string::npos) << why;
+  spec["priority"] = 50;
+  EXPECT_EQ(refused(ns, spec, "at-max"), "");
+  spec.erase("priority");
+  EXPECT_EQ(refused(ns, spec, "unset"), "") << "no priority: the tenant's default applies";
+  // A namespace no tenant owns is refused, until a tenant takes it.
+  why = refused(other, spec, "homeless");
+  EXPECT_NE(why.find("namespace " + other + " belongs to no Tenant"), std::string::npos) << why;
+  tenant(b, other, json::object());
+  EXPECT_TRUE(eventually([&] { return refused(other, spec, "homed").empty(); }, 30s)) << operator_log();
 }
 
 }  // namespace

@@ -197,12 +197,40 @@ TEST(Tenancy, ANamespaceBelongsToTheOldestTenantClaimingItAndBothHearOfTheConfli
   EXPECT_EQ(own.conflicts["b"][0], "namespace shared is also claimed by tenant a (it belongs to a, the oldest)");
 }
 
+TEST(Tenancy, WhatATenantLendsIsOthersBorrowingBeyondUnownedCapacityByIdleNominal) {
+  // 16 GPUs: a is guaranteed 8 and uses 2, b 4 and uses 4, 4 are no one's. Work without a tenant
+  // uses 8: 4 of them from the unowned 4, the other 4 from a's idle 6.
+  std::vector<tenancy::TenantObject> ts = {
+      tenant(R"({"metadata":{"name":"a"},"spec":{"namespaces":["a"],"quotas":[{"pool":"nvidia/on-demand","nominal":8}]}})"),
+      tenant(R"({"metadata":{"name":"b"},"spec":{"namespaces":["b"],"quotas":[{"pool":"nvidia/on-demand","nominal":4}]}})")};
+  std::map<std::string, std::map<std::string, int64_t>> used = {
+      {"a", {{"nvidia/on-demand", 2000}}}, {"b", {{"nvidia/on-demand", 4000}}}, {"", {{"nvidia/on-demand", 8000}}}};
+  const std::map<std::string, int64_t> capacity = {{"nvidia/on-demand", 16000}, {"nvidia/spot", 8000}};
+  EXPECT_EQ(tenancy::lent_milli("a", ts, used, capacity), (std::map<std::string, int64_t>{{"nvidia/on-demand", 4000}}));
+  EXPECT_TRUE(tenancy::lent_milli("b", ts, used, capacity).empty());
+  // b borrows 2 more (6 of 4): the unowned 4 are gone, a lends 6 (all it has idle)...
+  used["b"]["nvidia/on-demand"] = 6000;
+  EXPECT_EQ(tenancy::lent_milli("a", ts, used, capacity)["nvidia/on-demand"], 6000);
+  // ...unless its lending limit is 3: then it lends at most 3.
+  ts[0] = tenant(R"({"metadata":{"name":"a"},"spec":{"namespaces":["a"],"quotas":[{"pool":"nvidia/on-demand","nominal":8,"lendingLimit":3}]}})");
+  EXPECT_EQ(tenancy::lent_milli("a", ts, used, capacity)["nvidia/on-demand"], 3000);
+}
+
+TEST(Tenancy, OwnershipIsPublishedForAdmissionWithTheOwnersMaximumPriority) {
+  std::vector<tenancy::TenantObject> ts = {
+      tenant(R"({"metadata":{"name":"b"},"spec":{"namespaces":["shared","b"],"maxPriority":50}})", "2026-11-02T00:00:00Z"),
+      tenant(R"({"metadata":{"name":"a"},"spec":{"namespaces":["shared"]}})", "2026-11-01T00:00:00Z")};
+  auto own = tenancy::assign_namespaces(ts, {{"shared", {}}, {"b", {}}, {"free", {}}});
+  auto data = tenancy::published_ownership(ts, own);
+  EXPECT_EQ(data, (std::map<std::string, std::string>{{"b", "b"}, {"b.maxPriority", "50"}, {"shared", "a"}, {"shared.maxPriority", "100"}}));
+}
+
 TEST(Tenancy, StatusCountsUsageShareAndSpendAndABudgetHoldsOrStops) {
   auto t = tenant(R"({"metadata":{"name":"lab","generation":2},"spec":{"namespaces":["lab"],
     "quotas":[{"pool":"nvidia/on-demand","nominal":4}],"weight":"2","budget":{"amount":"1.00","period":"Day","action":"Suspend"}}})");
   const auto now = *kube::parse_time("2026-11-23T12:00:00Z");
   std::vector<tenancy::TaskUse> tasks = {{"t1", 600'000, {{"nvidia/on-demand", 6000}}, false}, {"t2", 0, {}, true}};
-  auto s = tenancy::tenant_status(t, tasks, {}, nullptr, now, std::chrono::hours(168));
+  auto s = tenancy::tenant_status(t, tasks, {{"nvidia/on-demand", 0}}, {}, nullptr, now, std::chrono::hours(168));
   EXPECT_EQ(s["gpus"], "6/4");
   EXPECT_EQ(s["borrowed"], "2");
   EXPECT_EQ(s["usage"]["nvidia/on-demand"]["borrowedMilli"], 2000);
@@ -217,7 +245,7 @@ TEST(Tenancy, StatusCountsUsageShareAndSpendAndABudgetHoldsOrStops) {
   EXPECT_TRUE(tenancy::planner_tenant(t, nullptr, now, std::chrono::hours(168)).hold.empty());
   // An hour on, t1 accrued 0.50 more: 1.10 of 1.00 spent. The fair share has grown by ~6 GPU-hours.
   tasks[0].accrued = 1'100'000;
-  s = tenancy::tenant_status(t, tasks, {}, nullptr, now + std::chrono::hours(1), std::chrono::hours(168));
+  s = tenancy::tenant_status(t, tasks, {{"nvidia/on-demand", 0}}, {}, nullptr, now + std::chrono::hours(1), std::chrono::hours(168));
   EXPECT_NEAR(std::stod(s["fairShare"]["decayedGpuHours"].get<std::string>()), 5.99, 0.01);
   EXPECT_EQ(s["conditions"][1]["status"], "True");
   t.status = s;

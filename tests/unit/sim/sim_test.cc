@@ -81,7 +81,7 @@ TEST(SimInputs, SpeedupFromPlacementsInterpolatesAndExtrapolates) {
 
 TEST(SimPolicies, FifoRunsInArrivalOrderAndPricesGpuSeconds) {
   auto in = small("pools:\n- {name: od, nodes: 2}\n",
-                  {{"a", 0, 3600, 8}, {"b", 0, 3600, 8}, {"c", 10, 3600, 16}, {"d", 20, 1800, 1}});
+                  {{"a", 0, 3600, 8, ""}, {"b", 0, 3600, 8, ""}, {"c", 10, 3600, 16, ""}, {"d", 20, 1800, 1, ""}});
   Result r = simulate(in, PolicyKind::Naive);
   EXPECT_EQ(job(r, "a").start, 0);
   EXPECT_EQ(job(r, "b").start, 0);
@@ -95,7 +95,7 @@ TEST(SimPolicies, FifoRunsInArrivalOrderAndPricesGpuSeconds) {
 }
 
 TEST(SimPolicies, BackfillLetsASmallJobOvertakeAWaitingGang) {
-  auto in = small("pools:\n- {name: od, nodes: 2}\n", {{"a", 0, 3600, 12}, {"c", 10, 3600, 16}, {"d", 20, 1800, 4}});
+  auto in = small("pools:\n- {name: od, nodes: 2}\n", {{"a", 0, 3600, 12, ""}, {"c", 10, 3600, 16, ""}, {"d", 20, 1800, 4, ""}});
   Result fifo = simulate(in, PolicyKind::Naive);
   Result backfill = simulate(in, PolicyKind::Backfill);
   EXPECT_EQ(job(fifo, "d").start, 7200);
@@ -103,9 +103,76 @@ TEST(SimPolicies, BackfillLetsASmallJobOvertakeAWaitingGang) {
   EXPECT_EQ(job(backfill, "c").start, 3600);
 }
 
+TEST(SimInputs, PhillyRowsBecomeTenantJobsAndSampleToALoad) {
+  std::string csv =
+      "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:00:00,3600.0,2,7200.0,vc1\n"
+      "2017-10-09 06:00:00,1800.0,1,1800.0,vc2\n2017-10-09 08:00:00,60.0,4,240.0,vc1\n";
+  auto all = parse_philly(csv);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].tenant, "vc2");  // the earliest is second 0
+  EXPECT_EQ(all[0].submit, 0);
+  EXPECT_EQ(all[1].submit, 3600);
+  EXPECT_EQ(all[1].id, "philly-2");
+  EXPECT_EQ(all[2].gpus, 4);
+  EXPECT_DOUBLE_EQ(gpu_hours_by_tenant(all)["vc1"], 2.0 + 4 * 60 / 3600.0);
+  auto slice = slice_jobs(all, 3600, 7200 + 1);
+  ASSERT_EQ(slice.size(), 2u);
+  EXPECT_EQ(slice[1].submit, 3600);
+  EXPECT_THROW(parse_philly("timestamp,duration,num_gpus,gpu_time,cluster\nyesterday,1,1,1,vc\n"), InputError);
+  // Demand inside a window of 1000 s: each job asks 1 GPU for 1000 s; 100 jobs on 10 GPUs is load
+  // 10, so load 1 keeps about a tenth (by hash: the same tenth every time).
+  std::vector<TraceJob> many;
+  for (int i = 0; i < 100; ++i) many.push_back({"j" + std::to_string(i), 0, 5000, 1, "t"});
+  double kept = 0;
+  auto sampled = sample_to_load(many, 1000, 10, 1.0, &kept);
+  EXPECT_DOUBLE_EQ(kept, 0.1);
+  EXPECT_GE(sampled.size(), 4u);
+  EXPECT_LE(sampled.size(), 20u);
+  EXPECT_EQ(sample_to_load(many, 1000, 10, 1.0).size(), sampled.size());
+}
+
+TEST(SimTenants, AnOwnerGetsItsQuotaBackFromAnElasticBorrowerAtOnceButWaitsWithoutTenants) {
+  // Two tenants of equal weight on 16 GPUs (nominal 8 each). a's elastic job (8..16) borrows b's
+  // idle 8 (it grows once its progress records show growth pays); b's 8-GPU job arrives at 3 h,
+  // within b's nominal, while a holds everything.
+  const int64_t arrival = 3 * 3600;
+  auto in = small("pools:\n- {name: od, nodes: 2}\n", {{"a1", 0, 8 * 3600, 16, "a"}, {"b1", arrival, 3600, 8, "b"}});
+  in.tenant_weights = {{"a", 1}, {"b", 1}};
+  in.window_seconds = 5 * 3600;
+  in.tenancy = Tenancy::Borrowing;
+  Result borrowing = simulate(in, PolicyKind::Valley);
+  in.tenancy = Tenancy::None;
+  Result none = simulate(in, PolicyKind::Valley);
+  in.tenancy = Tenancy::Strict;
+  Result strict = simulate(in, PolicyKind::Valley);
+  for (const Result* r : {&borrowing, &none, &strict}) {
+    EXPECT_DOUBLE_EQ(r->tenants.at("a").nominal_gpus, 8);
+    EXPECT_DOUBLE_EQ(r->tenants.at("b").weight, 0.5);
+  }
+  // Borrowing: a ran on 16 until b came, then shrank (no preemption); b started on arrival.
+  EXPECT_EQ(job(borrowing, "a1").start, 0);
+  EXPECT_EQ(job(borrowing, "b1").start, arrival);
+  EXPECT_EQ(job(borrowing, "a1").preemptions, 0);
+  ASSERT_EQ(borrowing.claim_waits.size(), 1u) << "a1 held " << borrowing.tenants.at("a").gpu_hours << " GPU-hours; a1 restarts "
+                                               << job(borrowing, "a1").restarts << ", end " << job(borrowing, "a1").end;
+  EXPECT_EQ(borrowing.claim_waits[0], 0);
+  EXPECT_GT(borrowing.tenants.at("a").gpu_hours, 8 * 5.0);  // more than its nominal over the window
+  // Without tenants nothing gives b its share back: it waits (a claim, by the same quotas).
+  ASSERT_EQ(none.claim_waits.size(), 1u);
+  EXPECT_GT(none.claim_waits[0], 0);
+  EXPECT_GT(job(none, "b1").start, arrival);
+  // Strict: a never ran on more than its 8, so b's 8 were free: no claim, and a took longer.
+  EXPECT_EQ(job(strict, "b1").start, arrival);
+  EXPECT_TRUE(strict.claim_waits.empty());
+  EXPECT_GT(job(strict, "a1").end, job(borrowing, "a1").end);
+  // While b waited, it was backlogged: Jain's index was taken over the two tenants then.
+  EXPECT_GT(none.jain_hours, 0);
+  EXPECT_LT(none.jain, 1.0);
+}
+
 TEST(SimPolicies, ValleyRunsElasticallyOnWhatIsFree) {
   // One 8-GPU node: b (8 GPUs, elastic 4..8) shares with a (4 GPUs) by starting at 4, then grows.
-  auto in = small("pools:\n- {name: od, nodes: 1}\n", {{"a", 0, 3600, 4}, {"b", 0, 3600, 8}});
+  auto in = small("pools:\n- {name: od, nodes: 1}\n", {{"a", 0, 3600, 4, ""}, {"b", 0, 3600, 8, ""}});
   Result backfill = simulate(in, PolicyKind::Backfill);
   Result valley = simulate(in, PolicyKind::Valley);
   EXPECT_GT(job(backfill, "b").start, 0);  // fixed at 8: waits for a
@@ -116,7 +183,7 @@ TEST(SimPolicies, ValleyRunsElasticallyOnWhatIsFree) {
 
 TEST(SimPolicies, SpotNoticeCheckpointsInValleyButLosesWorkWithoutIt) {
   // Spot capacity only, interrupted often; a notice long enough to checkpoint.
-  auto in = small("pools:\n- {name: sp, capacityType: spot, nodes: 2}\n", {{"a", 0, 20 * 3600, 8}},
+  auto in = small("pools:\n- {name: sp, capacityType: spot, nodes: 2}\n", {{"a", 0, 20 * 3600, 8, ""}},
                   "pools:\n  sp: {interruptionsPerNodeHour: 0.5, noticeSeconds: 120, replacementSeconds: 300}\n");
   Result backfill = simulate(in, PolicyKind::Backfill);
   Result valley = simulate(in, PolicyKind::Valley);
@@ -132,7 +199,7 @@ TEST(SimPolicies, SpotNoticeCheckpointsInValleyButLosesWorkWithoutIt) {
 
 TEST(SimPolicies, SameInputsSameResult) {
   auto in = small("pools:\n- {name: od, nodes: 2}\n- {name: sp, capacityType: spot, nodes: 2}\n",
-                  {{"a", 0, 7200, 8}, {"b", 60, 3600, 16}, {"c", 120, 600, 2}, {"d", 4000, 3600, 4}},
+                  {{"a", 0, 7200, 8, ""}, {"b", 60, 3600, 16, ""}, {"c", 120, 600, 2, ""}, {"d", 4000, 3600, 4, ""}},
                   "pools:\n  sp: {interruptionsPerNodeHour: 0.2}\n");
   for (auto p : {PolicyKind::Naive, PolicyKind::Backfill, PolicyKind::Valley}) {
     Result x = simulate(in, p), y = simulate(in, p);
@@ -142,7 +209,7 @@ TEST(SimPolicies, SameInputsSameResult) {
 }
 
 TEST(SimBound, ProgramAndReport) {
-  auto in = small("pools:\n- {name: od, nodes: 1}\n- {name: sp, capacityType: spot, nodes: 1}\n", {{"a", 0, 3600, 8}});
+  auto in = small("pools:\n- {name: od, nodes: 1}\n- {name: sp, capacityType: spot, nodes: 1}\n", {{"a", 0, 3600, 8, ""}});
   std::string lp = bound_program(in, 7200, 3600);
   EXPECT_NE(lp.find("Minimize"), std::string::npos);
   EXPECT_NE(lp.find("cap_1_1:"), std::string::npos);

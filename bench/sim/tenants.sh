@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Tenants on a shared cluster (#18): slices of the Philly-derived job list of the Pollux artifact,
+# whose 15 virtual clusters are the tenants (quotas and fair-share weights in proportion to each
+# one's GPU-hours over the whole trace), replayed by Valley without tenants, with Valley's tenants
+# (borrowing and lending, reclaim by shrinking first) and with strict quotas (no borrowing), on the
+# 256-GPU cluster of bench/sim/inputs. Each slice is sampled (by a hash of the job id) to a GPU demand
+# of 1.2x the cluster in the slice (--load): Philly ran on a far larger cluster.
+# The slices are 48 hours spread over the trace's busy months (weeks 4, 6 and 9), fixed before any
+# result was seen.
+#   bench/sim/tenants.sh [OUT] [valley-sim args...]     OUT defaults to bench/results/tenants
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-bench/results/tenants}
+shift || true
+mkdir -p "$out"
+for from in 720 1104 1536; do
+  to=$((from + 48))
+  build/bin/valley-sim --label "philly-$from" --trace bench/data/pollux-adaptdl/philly.csv --from-hour "$from" --to-hour "$to" --load 1.2 \
+    --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
+    --workload bench/sim/inputs/workload.yaml --profiles bench/data/pollux-adaptdl --policy valley --tenancy none,borrowing,strict \
+    --no-bound --out "$out/philly-$from" "$@" >/dev/null
+done
+python3 - "$out" <<'PY'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+rows = ["| slice (jobs, sampled) | tenancy | Jain's index (hours measured) | owner claims | claim wait p50 / p95 / max (s) | GPU allocation in the slice | cost (USD) | mean JCT (h) | preemptions |",
+        "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+detail = []
+for d in sorted(p for p in out.iterdir() if p.is_dir() and (p / "sim.json").exists()):
+    s = json.loads((d / "sim.json").read_text())
+    for p in s["policies"]:
+        c = p["nominalClaims"]
+        rows.append(f"| {d.name} ({s['slice']['jobs']}, {s['slice']['sampled']:.0%}) | {p['policy']} | {p['jainIndex']:.3f} ({p['jainHours']}) | {c['count']} | "
+                    f"{c['waitP50Seconds']:.0f} / {c['waitP95Seconds']:.0f} / {c['waitMaxSeconds']:.0f} | {p['windowAllocationPercent']}% | {p['totalCost']} | "
+                    f"{p['meanJctHours']} | {p['preemptions']} |")
+        detail.append(f"\n{d.name}, {p['policy']}: tenant weight / nominal GPUs / GPU-hours held / hours backlogged / share held while backlogged vs its fair share")
+        for name, t in sorted(p["tenants"].items(), key=lambda kv: -kv[1]["weight"]):
+            if t["backloggedHours"] > 0:
+                detail.append(f"  {name}: {t['weight']:.3f} / {t['nominalGpus']} / {t['gpuHours']} / {t['backloggedHours']} / {t['shareWhenBacklogged']:.3f} vs {t['fairShareWhenBacklogged']:.3f}")
+(out / "tenants.md").write_text("\n".join(rows) + "\n" + "\n".join(detail) + "\n")
+print("\n".join(rows))
+PY
+echo "tenants: wrote $out/<slice>/sim.json and $out/tenants.md" >&2
