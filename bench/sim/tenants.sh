@@ -8,12 +8,13 @@
 # The slices are 48 hours spread over the trace's busy months (weeks 4, 6 and 9), fixed before any
 # result was seen.
 #   bench/sim/tenants.sh [OUT] [valley-sim args...]     OUT defaults to bench/results/tenants
+# (about 30 minutes on 2 cores; TENANTS_REPORT_ONLY=1 only rewrites OUT/tenants.md from the runs there)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-bench/results/tenants}
 shift || true
 mkdir -p "$out"
-for from in 720 1104 1536; do
+[ -n "${TENANTS_REPORT_ONLY:-}" ] || for from in 720 1104 1536; do
   to=$((from + 48))
   build/bin/valley-sim --label "philly-$from" --trace bench/data/pollux-adaptdl/philly.csv --from-hour "$from" --to-hour "$to" --load 1.2 \
     --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
@@ -30,7 +31,8 @@ for d in sorted(p for p in out.iterdir() if p.is_dir() and (p / "sim.json").exis
     s = json.loads((d / "sim.json").read_text())
     for p in s["policies"]:
         c = p["nominalClaims"]
-        rows.append(f"| {d.name} ({s['slice']['jobs']}, {s['slice']['sampled']:.0%}) | {p['policy']} | {p['jainIndex']:.3f} ({p['jainHours']}) | {c['count']} | "
+        jain = f"{p['jainIndex']:.3f} ({p['jainHours']})" if p["jainHours"] > 0 else "n/a (never backlogged with another tenant active)"
+        rows.append(f"| {d.name} ({s['slice']['jobs']}, {s['slice']['sampled']:.0%}) | {p['policy']} | {jain} | {c['count']} | "
                     f"{c['waitP50Seconds']:.0f} / {c['waitP95Seconds']:.0f} / {c['waitMaxSeconds']:.0f} | {p['windowAllocationPercent']}% | {p['totalCost']} | "
                     f"{p['meanJctHours']} | {p['preemptions']} |")
         detail.append(f"\n{d.name}, {p['policy']}: tenant weight / nominal GPUs / GPU-hours held / hours backlogged / share held while backlogged vs its fair share")
