@@ -853,12 +853,8 @@ bool TaskController::reconcile(const std::string& key) {
 
 void TaskController::enqueue_tenant_of(const nlohmann::json& task) {
   const std::string ns = kube::string_at(kube::object_at(task, "metadata"), "namespace");
-  auto n = namespaces_->store().get(ns);
-  const auto labels = n ? kube::labels_of(*n) : std::map<std::string, std::string>{};
-  for (const auto& t : tenants_->store().list()) {
-    auto parsed = api::parse_tenant(*t);
-    if (parsed.spec && parsed.spec->owns(ns, labels)) queue_.add(kTenantKeyPrefix + parsed.spec->name);
-  }
+  std::lock_guard lock(ownership_mu_);
+  if (auto owner = owner_of_namespace_.find(ns); owner != owner_of_namespace_.end()) queue_.add(kTenantKeyPrefix + owner->second);
 }
 
 TaskController::Tenancy TaskController::tenancy_now() const {
@@ -957,18 +953,34 @@ bool TaskController::reconcile_tenant(const std::string& name) {
     if (e.http_status() == 404) return true;
     return false;  // 409: a newer version is coming
   }
+  // The budget running out (or a new period starting) is news: an Event on the Tenant, once per change.
+  auto exhausted = [](const nlohmann::json& st) -> const nlohmann::json* {
+    for (const auto& c : kube::array_at(st, "conditions"))
+      if (kube::string_at(c, "type") == "BudgetExhausted") return &c;
+    return nullptr;
+  };
+  const nlohmann::json *before = exhausted(current), *after = exhausted(status);
+  const bool was = before && kube::string_at(*before, "status") == "True", is = after && kube::string_at(*after, "status") == "True";
+  if (is && !was) events_.record(*object, "Warning", "BudgetExhausted", "Hold", kube::string_at(*after, "message"));
+  if (was && after && !is) events_.record(*object, "Normal", "WithinBudget", "Resume", kube::string_at(*after, "message"));
   // A spent budget changes what the planner may admit.
   mark_dirty();
   queue_.add_after(kTenantKeyPrefix + name, options_.tenant_interval);
   return true;
 }
 
-// Namespace ownership for the admission policies (tenancy::published_ownership), applied when it
-// differs from what the cache shows. Only once tenants were listed: before, every namespace would
+// Namespace ownership, kept for enqueue_tenant_of (a task event then costs one lookup, not a parse of
+// every Tenant) and published for the admission policies (tenancy::published_ownership), applied when
+// it differs from what the cache shows. Only once tenants were listed: before, every namespace would
 // look unowned and a policy requiring a tenant would refuse every task.
 bool TaskController::publish_ownership() {
-  if (options_.ownership_name.empty() || !tenants_->has_synced() || !namespaces_->has_synced()) return true;
+  if (!tenants_->has_synced() || !namespaces_->has_synced()) return true;
   const Tenancy tenancy = tenancy_now();
+  {
+    std::lock_guard lock(ownership_mu_);
+    owner_of_namespace_ = tenancy.ownership.owner;
+  }
+  if (options_.ownership_name.empty()) return true;
   nlohmann::json data = tenancy::published_ownership(tenancy.tenants, tenancy.ownership);
   if (auto current = configs_->store().get(options_.ownership_namespace + "/" + options_.ownership_name);
       current && current->value("data", nlohmann::json::object()) == data)

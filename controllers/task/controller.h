@@ -124,6 +124,8 @@ class TaskController {
   bool dirty_ = true;
   std::map<std::string, Admission> admissions_;  // published, by task key
   std::map<std::string, std::map<std::string, kube::SystemTime>> avoid_;  // task -> node -> until
+  mutable std::mutex ownership_mu_;
+  std::map<std::string, std::string> owner_of_namespace_;  // as of the last @ownership reconcile
   std::set<std::string> priority_capped_;  // uid@generation told (an Event) that its priority was capped; planning loop only
 };
 

@@ -176,6 +176,14 @@ TEST_F(TenantTest, ASpentBudgetHoldsNewTasksAndTheTenantSaysUntilWhen) {
       if (c["type"] == "BudgetExhausted" && c["status"] == "True") return true;
     return false;
   }, 60s)) << tenant_status(a).dump(2) << task("first").dump(2);
+  // ...and an Event on the Tenant says so (cluster-scoped objects' Events live in "default").
+  EXPECT_TRUE(eventually([&] {
+    for (const auto& e : admin->list(kube::resources::kEvents, "default").items)
+      if (e.value("reason", "") == "BudgetExhausted" && e.value("regarding", json::object()).value("name", "") == a &&
+          e.value("note", "").find("until the period resets at") != std::string::npos)
+        return true;
+    return false;
+  }, 30s));
   // Nothing new starts; what runs goes on (Wait, not Suspend); the reason says when it resets.
   apply(first, "second");
   ASSERT_TRUE(eventually([&] {
