@@ -132,6 +132,9 @@ TASKS += [
     ("name-uppercase", "a name with capitals", R, "metadata.name", task(name="Training1")),
     ("name-underscore", "a name with an underscore", R, "metadata.name", task(name="train_1")),
     ("name-dots-too-long", "a dotted name past 50 characters", R, "metadata.name must be at most 50 characters", task(name="x." * 30 + "y")),
+    ("name-digit-first", "a name starting with a digit (its Service would not be a DNS-1035 label)", R, "metadata.name must start with a lowercase letter", task(name="1train")),
+    ("name-dot", "a name with a dot (pod hostnames would be cut at it)", R, "no '.'", task(name="train.v2")),
+    ("name-dash-last", "a name ending in '-'", R, "metadata.name must start with a lowercase letter", task(name="train-")),
     # Accepted by the API server; Valley reports what it cannot do.
     ("gpus-999", "999 GPUs per worker: no node has that many", "phase=Pending", "", task({"worker": {"gpus": "999"}})),
     ("gang-too-large", "a minimum gang of 10000 workers of 8 GPUs", "phase=Pending", "", task({"replicas": {"min": 10000, "max": 10000}, "worker": {"gpus": "8"}})),
