@@ -50,7 +50,9 @@ for p in policies.values():
 assert policies["valley"]["totalCostMicros"] >= bound["costMicros"], (policies["valley"], bound)
 PY
 echo "bench-smoke: tenants, a 2-hour Philly slice (virtual clusters as tenants), without, with and with strict quotas"
-build/bin/valley-sim --trace bench/data/pollux-adaptdl/philly.csv --from-hour 1008 --to-hour 1010 --load 1.2 \
+mkdir -p "$out"
+gzip -dc bench/data/pollux-adaptdl/philly.csv.gz > "$out/philly.csv"  # kept compressed in the repository (3.4 MB as text)
+build/bin/valley-sim --trace "$out/philly.csv" --from-hour 1008 --to-hour 1010 --load 1.2 \
   --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
   --workload bench/sim/inputs/smoke-workload.yaml --profiles bench/data/pollux-adaptdl --policy valley \
   --tenancy none,borrowing,strict --no-bound --out "$out/tenants" > /dev/null

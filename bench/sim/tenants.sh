@@ -13,10 +13,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-bench/results/tenants}
 shift || true
-mkdir -p "$out"
+mkdir -p "$out" bench/out
+gzip -dc bench/data/pollux-adaptdl/philly.csv.gz > bench/out/philly.csv  # kept compressed in the repository (3.4 MB as text)
 [ -n "${TENANTS_REPORT_ONLY:-}" ] || for from in 720 1104 1536; do
   to=$((from + 48))
-  build/bin/valley-sim --label "philly-$from" --trace bench/data/pollux-adaptdl/philly.csv --from-hour "$from" --to-hour "$to" --load 1.2 \
+  build/bin/valley-sim --label "philly-$from" --trace bench/out/philly.csv --from-hour "$from" --to-hour "$to" --load 1.2 \
     --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
     --workload bench/sim/inputs/workload.yaml --profiles bench/data/pollux-adaptdl --policy valley --tenancy none,borrowing,strict \
     --no-bound --out "$out/philly-$from" "$@" >/dev/null
