@@ -92,11 +92,11 @@ test: deps build unit unit-sanitize fuzz integration e2e chaos-smoke bench-smoke
 demo: deps build crds
 	@scripts/demo.sh
 
-bench: deps build bench-binaries cluster-up
+bench: deps build bench-binaries crds
 	@bench/run.sh
 
 # A tiny run of each benchmark program (CI): that they work end to end, never how fast.
-bench-smoke: build bench-binaries cluster-up
+bench-smoke: build bench-binaries crds
 	@bench/smoke.sh
 
 clean:
