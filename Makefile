@@ -11,7 +11,7 @@ CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
 CTEST := ctest --output-on-failure --no-tests=error
 CLUSTER := tests/cluster/cluster.sh
 
-.PHONY: help deps build unit unit-sanitize fuzz chaos chaos-smoke integration cluster-binaries bench-binaries cluster-up cluster-down crds e2e test demo bench bench-smoke clean
+.PHONY: help deps build unit unit-sanitize fuzz chaos chaos-smoke integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down crds e2e test demo bench bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -87,7 +87,16 @@ chaos-smoke: build crds
 	@scripts/operator.sh stop
 	$(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) --seconds=120 --out=$(BUILD_DIR)/chaos-smoke.json
 
-test: deps build unit unit-sanitize fuzz integration e2e chaos-smoke bench-smoke
+# The shipped alerts and dashboard: promtool check/test rules, and the dashboard's conventions.
+monitoring:
+	@tests/monitoring/run.sh
+
+# The manifests as a platform team checks them: helm lint, kubeconform on the chart, base, overlays
+# and samples (tests/deploy/lint.sh).
+lint-deploy: cluster-binaries
+	@tests/deploy/lint.sh
+
+test: deps build unit unit-sanitize fuzz integration monitoring lint-deploy e2e chaos-smoke bench-smoke
 
 demo: deps build crds
 	@scripts/demo.sh

@@ -40,10 +40,10 @@ struct HttpServer::Impl {
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
       res.result(http::status::method_not_allowed);
       res.body() = "GET only\n";
-    } else if (path == "/metrics") {
+    } else if (path == "/metrics" && endpoints.metrics) {
       res.result(http::status::ok);
       res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-      res.body() = endpoints.metrics ? endpoints.metrics() : "";
+      res.body() = endpoints.metrics();
     } else if (path == "/healthz" || path == "/livez") {
       res.result(http::status::ok);
       res.body() = "ok\n";

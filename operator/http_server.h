@@ -1,5 +1,6 @@
 // The operator's HTTP endpoints (Boost.Beast): /metrics (Prometheus text), /healthz (the process
 // answers), /readyz (caches synced and, when leading, controllers running; `ready` decides).
+// Without a `metrics` function /metrics is not served (404): metrics then have their own server.
 // One thread, one request at a time: scrapes and probes are rare and small. Unknown paths: 404.
 #pragma once
 

@@ -26,7 +26,8 @@ valley::Flags make_flags() {
       {"context", "", "kubeconfig context to use; empty: the current context"},
       {"log-level", "info", "trace, debug, info, warn or error"},
       {"log-format", "text", "text or json (one object a line, with the task key when there is one)"},
-      {"http-bind-address", ":8080", "where /metrics, /healthz and /readyz are served; empty: nowhere"},
+      {"http-bind-address", ":8080", "where /healthz and /readyz (and /metrics, unless --metrics-bind-address) are served; empty: nowhere"},
+      {"metrics-bind-address", "", "serve /metrics here instead, on its own port (so a NetworkPolicy can open it to Prometheus only)"},
       {"kube-api-qps", "50", "client-side limit on requests per second to the API server"},
       {"kube-api-burst", "100", "requests allowed above kube-api-qps in a burst"},
       {"workers", "4", "reconcile workers per controller"},
@@ -43,6 +44,8 @@ valley::Flags make_flags() {
       {"failure-settle", "10s", "wait this long after a launcher's permanent-looking exit for a disruption that explains it"},
       {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
+      {"pod-security", "Baseline",
+       "the Pod Security level (Baseline or Restricted) Valley renders pods for when a task sets no spec.podSecurity.level"},
       {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
       {"usage-half-life", "168h", "tenants' fair share: how fast past GPU usage stops counting (Slurm's PriorityDecayHalfLife)"},
       {"tenant-interval", "10s", "how often a Tenant's status (usage, share, spend) is brought up to date at least"},
@@ -115,6 +118,9 @@ int main(int argc, char** argv) {
     task_options.disruption.failure_settle = seconds("failure-settle");
     task_options.checkpoint_poll = seconds("checkpoint-poll-interval");
     task_options.pricing_policy = flags.get("pricing-policy");
+    if (flags.get("pod-security") == "Restricted") task_options.pod_security = valley::api::PodSecurityLevel::Restricted;
+    else if (flags.get("pod-security") != "Baseline")
+      throw std::invalid_argument("--pod-security=" + flags.get("pod-security") + " must be Baseline or Restricted");
     task_options.cost_interval = seconds("cost-interval");
     if (task_options.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");
     task_options.cost_settle = seconds("cost-settle");
@@ -181,11 +187,13 @@ int main(int argc, char** argv) {
     leader.set({}, manager.leading() ? 1 : 0);
     if (manager.leading()) tasks.collect_metrics();
   });
-  std::unique_ptr<valley::HttpServer> http_server;
+  std::unique_ptr<valley::HttpServer> http_server, metrics_server;
+  auto render_metrics = [] { return valley::metrics::registry().render(); };
+  const std::string metrics_address = flags.get("metrics-bind-address");
   if (!flags.get("http-bind-address").empty()) {
     try {
       valley::HttpEndpoints endpoints;
-      endpoints.metrics = [] { return valley::metrics::registry().render(); };
+      if (metrics_address.empty()) endpoints.metrics = render_metrics;
       // A standby replica is ready (it serves probes and waits for the lease); the leader once its
       // caches are synced and its workers run.
       endpoints.ready = [&](std::string* why) {
@@ -195,9 +203,20 @@ int main(int argc, char** argv) {
         return false;
       };
       http_server = std::make_unique<valley::HttpServer>(flags.get("http-bind-address"), endpoints);
-      spdlog::info("serving /metrics, /healthz, /readyz on port {}", http_server->port());
+      spdlog::info("serving {}/healthz, /readyz on port {}", metrics_address.empty() ? "/metrics, " : "", http_server->port());
     } catch (const std::exception& e) {
       spdlog::error("--http-bind-address={}: {}", flags.get("http-bind-address"), e.what());
+      return 2;
+    }
+  }
+  if (!metrics_address.empty()) {
+    try {
+      valley::HttpEndpoints endpoints;
+      endpoints.metrics = render_metrics;
+      metrics_server = std::make_unique<valley::HttpServer>(metrics_address, endpoints);
+      spdlog::info("serving /metrics on port {}", metrics_server->port());
+    } catch (const std::exception& e) {
+      spdlog::error("--metrics-bind-address={}: {}", metrics_address, e.what());
       return 2;
     }
   }

@@ -41,7 +41,7 @@ K -n $ns create secret generic demo-s3 --from-literal=AWS_ACCESS_KEY_ID=valley-d
   --from-literal=AWS_SECRET_ACCESS_KEY=valley-demo-secret --from-literal=AWS_ENDPOINT_URL=http://127.0.0.1:17070 >/dev/null
 t0=$(date -u +%s)
 build/bin/valleyctl --kubeconfig .valley/kubeconfig submit deploy/examples/seed/training1.yaml -n $ns
-K apply -f deploy/samples/resnet50-mpi.yaml -f deploy/samples/spot-train-mpi.yaml -f deploy/samples/notebook-single.yaml
+K apply -f scripts/demo/resnet50-mpi.yaml -f scripts/demo/spot-train-mpi.yaml -f scripts/demo/notebook-single.yaml
 echo
 echo "A bad spec is refused by the API server before Valley sees it:"
 K -n $ns apply -f - <<'YAML' 2>&1 | sed 's/^/  /' || true

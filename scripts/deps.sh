@@ -6,8 +6,9 @@ pkgs=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates openssl procps bc
   libcurl4-openssl-dev nlohmann-json3-dev libyaml-cpp-dev libboost-dev libboost-system-dev
   libspdlog-dev libfmt-dev libssl-dev libgtest-dev libgmock-dev googletest
-  clang libclang-rt-14-dev openmpi-bin libopenmpi-dev tzdata
+  clang libclang-rt-14-dev openmpi-bin libopenmpi-dev tzdata openssh-server openssh-client
   glpk-utils gnuplot-nox
+  prometheus python3-yaml
 )
 missing=()
 for p in "${pkgs[@]}"; do

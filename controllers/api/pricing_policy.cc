@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "controllers/api/conditions.h"
 #include "controllers/api/field_reader.h"
 #include "operator/duration.h"
 
@@ -129,6 +130,34 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
   }
   if (r.errors.size() != before) return std::nullopt;
   return p;
+}
+
+json policy_status(const json& object, const std::vector<std::string>& errors, const std::string& currency,
+                   const std::string& selected, const std::string& now) {
+  const int64_t generation = object.contains("metadata") && object["metadata"].is_object()
+                                 ? object["metadata"].value("generation", int64_t{0})
+                                 : 0;
+  const std::string name = object.contains("metadata") && object["metadata"].is_object() ? object["metadata"].value("name", "") : "";
+  json status = json::object();
+  if (object.contains("status") && object["status"].is_object() && object["status"].contains("conditions"))
+    status["conditions"] = object["status"]["conditions"];
+  const bool valid = errors.empty();
+  std::string problems;
+  for (const auto& e : errors) problems += (problems.empty() ? "" : "; ") + e;
+  set_condition(status, "Valid", valid, valid ? "Accepted" : "Invalid",
+                (valid ? "valid; prices in " + currency : problems).substr(0, 2000), now, generation);
+  if (name != selected) {
+    set_condition(status, "InUse", false, "NotSelected",
+                  "Valley prices tasks with the PricingPolicy named \"" + selected +
+                      "\" (the operator's --pricing-policy); this one is not used",
+                  now, generation);
+  } else {
+    set_condition(status, "InUse", valid, valid ? "Selected" : "Invalid",
+                  valid ? "prices tasks in " + currency : "named by --pricing-policy but invalid: tasks are not priced", now,
+                  generation);
+  }
+  status["observedGeneration"] = generation;
+  return status;
 }
 
 }  // namespace valley::api

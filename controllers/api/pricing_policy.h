@@ -71,7 +71,11 @@ struct Policy {
 // nullopt + errors ("spec.gpu[1].spot: ...") when the object is not a valid policy.
 std::optional<Policy> parse_policy(const json& object, std::vector<std::string>* errors);
 
-// nullopt + errors ("spec.gpu[1].spot: ...") when the object is not a valid policy.
-std::optional<Policy> parse_policy(const json& object, std::vector<std::string>* errors);
+// The status Valley writes on every PricingPolicy: Valid (whether Valley accepts it; `errors` from
+// parse_policy, empty when it does) and InUse (whether it prices tasks: only the one named
+// `selected`, the operator's --pricing-policy, and only while valid). Transition times are kept
+// from `object`'s status while a condition's status stays.
+json policy_status(const json& object, const std::vector<std::string>& errors, const std::string& currency,
+                   const std::string& selected, const std::string& now);
 
 }  // namespace valley::api

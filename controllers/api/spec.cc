@@ -193,6 +193,14 @@ ParsedTask parse_task(const json& object) {
   }
   if (!s.worker.amd_image.empty() && !s.amd_support) r.error("spec.worker.amdImage: only used with spec.amdSupport true");
 
+  if (const json* ps = r.object(*spec, "podSecurity", "spec.podSecurity")) {
+    if (auto level = r.str(*ps, "level", "spec.podSecurity.level")) {
+      if (*level == "Restricted") s.pod_security.level = PodSecurityLevel::Restricted;
+      else if (*level == "Baseline") s.pod_security.level = PodSecurityLevel::Baseline;
+      else r.error("spec.podSecurity.level: must be Baseline or Restricted");
+    }
+    s.pod_security.run_as_user = r.integer(*ps, "runAsUser", "spec.podSecurity.runAsUser", 1, 2147483647).value_or(1000);
+  }
   if (const json* c = r.object(*spec, "checkpoint", "spec.checkpoint")) {
     s.checkpoint_uri = r.str(*c, "uri", "spec.checkpoint.uri").value_or("");
     std::string why;

@@ -44,6 +44,18 @@ struct RunPolicy {
   bool suspend = false;
 };
 
+// The Pod Security Standards level Valley renders the task's pods for. Baseline: pods as the image
+// defines them (MPI workers run sshd as root on port 22). Restricted: non-root (runAsUser, also the
+// group and fsGroup), seccomp RuntimeDefault, no privilege escalation, every capability dropped;
+// sshd listens on kRestrictedSshPort and reads the keys Valley mounts at kSshDir.
+enum class PodSecurityLevel { Baseline, Restricted };
+inline constexpr int kRestrictedSshPort = 2222;
+
+struct PodSecurity {
+  std::optional<PodSecurityLevel> level;  // absent: the operator's --pod-security default
+  int64_t run_as_user = 1000;
+};
+
 struct TaskSpec {
   std::string name, ns, uid;
   int64_t generation = 0;
@@ -61,6 +73,7 @@ struct TaskSpec {
   // Hot: the workload follows discover_hosts.sh (Horovod elastic), so a resize adds or removes
   // workers without restarting the launcher. Restart (default): a resize is a new epoch.
   bool hot_elastic = false;
+  PodSecurity pod_security;
   std::string checkpoint_uri;     // s3://bucket/prefix or pvc://claim/path (operator/storage)
   std::string checkpoint_secret;  // Secret with AWS_* keys: read by Valley, given to the pods as env
   // The checkpoint window: the pods' terminationGracePeriodSeconds, so SIGTERM leaves the workload

@@ -15,7 +15,7 @@ json cleaned(const json& value, const json& schema) {
     for (const auto& [key, field] : value.items()) {
       auto declared = schema.find(key);
       if (declared == schema.end()) {
-        out[key] = field;  // not declared: kept (x-kubernetes-preserve-unknown-fields)
+        out[key] = field;  // not declared: the API server prunes it; kept here for older objects
       } else if (fits(field, *declared)) {
         out[key] = cleaned(field, *declared);
       }
@@ -40,6 +40,7 @@ bool fits(const json& value, const json& schema) {
   if (type == "number") return value.is_number();
   if (type == "string") return value.is_string();
   if (type == "boolean") return value.is_boolean();
+  if (type == "object") return value.is_object();  // a map (additionalProperties): its values as they are
   return false;
 }
 
@@ -61,6 +62,18 @@ const json& status_schema() {
     "lastDisruption": {"time": "string", "cause": "string", "node": "string", "message": "string", "epoch": "integer",
                        "checkpointStep": "integer", "recoveredTime": "string", "recoverySeconds": "integer",
                        "resumedFromStep": "integer", "workLostSeconds": "integer"},
+    "cost": {"summary": "string", "currency": "string", "policy": "string", "multiplier": "string",
+             "accrued": "string", "accruedMicros": "integer", "final": "string", "finalMicros": "integer",
+             "estimated": "string", "updated": "string",
+             "breakdown": {"gpu": "string", "gpuMicros": "integer", "energy": "string", "energyMicros": "integer",
+                           "gpuHours": "object", "gpuMilliSeconds": "object", "kWh": "object", "microWh": "object"},
+             "estimate": {"expected": "string", "expectedMicros": "integer", "low": "string", "high": "string",
+                          "currency": "string", "gpuHours": "string", "hours": "string", "workers": "integer",
+                          "start": "string", "basis": "string", "lowAssumes": "string", "highAssumes": "string",
+                          "placed": "boolean", "generation": "integer"},
+             "ledger": [{"uid": "string", "pod": "string", "node": "string", "vendor": "string", "product": "string",
+                         "capacityClass": "string", "gpuPerHourMicros": "integer", "watts": "integer",
+                         "shareMilli": "integer", "until": "string", "untilMs": "integer"}]},
     "conditions": [{"type": "string", "status": "string", "reason": "string", "message": "string",
                     "lastTransitionTime": "string", "observedGeneration": "integer"}]
   })");

@@ -3,7 +3,7 @@
 // from backup can leave a field of another type than the CRD declares, or null. Readers then use
 // json::value() and get<T>() freely, because readable_status() has dropped every such field, as if
 // it were absent. The declared types below mirror crds/valley.dev_trainingtasks.yaml (a unit test
-// keeps them equal); fields the CRD does not declare (status.cost) are kept as they are.
+// keeps them equal); a field the CRD does not declare is kept as it is.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,7 +11,8 @@
 namespace valley::api {
 
 // The declared types: {"phase": "string", "restarts": {"total": "integer", ...}, "scaling":
-// [{"workers": "integer", ...}], ...}; "integer", "number", "string" or "boolean" at the leaves.
+// [{"workers": "integer", ...}], ...}; "integer", "number", "string", "boolean" or "object" (a map,
+// read as it is) at the leaves.
 const nlohmann::json& status_schema();
 
 // `status` with every declared field of the wrong type (or null) removed, and list items that are

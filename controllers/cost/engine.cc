@@ -191,6 +191,7 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
   const Micros accrued = apply_multiplier(total.gpu + total.energy, multiplier);
   c["accruedMicros"] = accrued;
   c["accrued"] = format_money(accrued);
+  c["summary"] = format_money(accrued) + " " + p.currency;  // the Cost printer column
   if (finished) {
     c["finalMicros"] = accrued;
     c["final"] = format_money(accrued);

@@ -9,7 +9,39 @@ namespace {
 
 constexpr const char* kHostfilePath = "/etc/mpi/hostfile";
 constexpr const char* kConfigMount = "/etc/mpi";
-constexpr const char* kSshMount = "/root/.ssh";
+constexpr const char* kSshMount = "/root/.ssh";  // Baseline: root's own keys, as MPI images expect
+constexpr const char* kRestrictedSshMount = "/etc/valley/ssh";
+
+bool restricted(const TaskSpec& spec) { return spec.pod_security.level == api::PodSecurityLevel::Restricted; }
+int ssh_port(const TaskSpec& spec) { return restricted(spec) ? api::kRestrictedSshPort : 22; }
+const char* ssh_dir(const TaskSpec& spec) { return restricted(spec) ? kRestrictedSshMount : kSshMount; }
+
+// Sets `key` in `object` unless the user's template already did: the template may choose a
+// stricter or different value (another uid, a Localhost seccomp profile).
+void default_to(json& object, const char* key, const json& value) {
+  if (!object.contains(key)) object[key] = value;
+}
+
+// Pod Security "restricted" for every container Valley runs and every one the template adds.
+void restrict_pod(json& ps, int64_t uid) {
+  json& pod_sc = ps["securityContext"];
+  if (!pod_sc.is_object()) pod_sc = json::object();
+  default_to(pod_sc, "runAsNonRoot", true);
+  default_to(pod_sc, "runAsUser", uid);
+  default_to(pod_sc, "runAsGroup", uid);
+  default_to(pod_sc, "fsGroup", uid);  // the SSH keys' group: readable by the pod's user
+  default_to(pod_sc, "seccompProfile", {{"type", "RuntimeDefault"}});
+  for (const char* list : {"initContainers", "containers"}) {
+    if (!ps.contains(list) || !ps[list].is_array()) continue;
+    for (auto& c : ps[list]) {
+      if (!c.is_object()) continue;
+      json& sc = c["securityContext"];
+      if (!sc.is_object()) sc = json::object();
+      default_to(sc, "allowPrivilegeEscalation", false);
+      default_to(sc, "capabilities", {{"drop", json::array({"ALL"})}});
+    }
+  }
+}
 
 json labels(const TaskSpec& spec, const std::string& role, int epoch) {
   json l = {{label::kManagedBy, "valley"}, {label::kTask, spec.name}};
@@ -84,13 +116,23 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
     container["terminationMessagePolicy"] = "File";
   }
   envs.push_back(env("OMPI_MCA_orte_default_hostfile", kHostfilePath));
-  envs.push_back(env("OMPI_MCA_plm_rsh_args", "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10"));
+  // The hostfile's names resolve only as written (<worker>.<service>.<ns>.svc); OpenMPI 4 would
+  // shorten them to their first label and then fail to resolve them.
+  envs.push_back(env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"));
+  // Where sshd listens and finds authorized_keys (the image's sshd reads these), and how mpirun's ssh
+  // reaches it: host keys are made per pod, so none is pinned.
+  envs.push_back(env("VALLEY_SSH_PORT", std::to_string(ssh_port(spec))));
+  envs.push_back(env("VALLEY_SSH_DIR", ssh_dir(spec)));
+  envs.push_back(env("OMPI_MCA_plm_rsh_args", "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10" +
+                                                  (restricted(spec) ? " -p " + std::to_string(ssh_port(spec)) + " -i " +
+                                                                          std::string(kRestrictedSshMount) + "/id_ecdsa"
+                                                                    : std::string())));
   container["env"] = envs;
   json resources = container.value("resources", json::object());
   for (const auto& [k, v] : c.resources.items()) resources[k] = v;
   container["resources"] = resources;
   json mounts = container.value("volumeMounts", json::array());
-  mounts.push_back({{"name", "valley-ssh"}, {"mountPath", kSshMount}, {"readOnly", true}});
+  mounts.push_back({{"name", "valley-ssh"}, {"mountPath", ssh_dir(spec)}, {"readOnly", true}});
   mounts.push_back({{"name", "valley-mpi"}, {"mountPath", kConfigMount}, {"readOnly", true}});
   if (location && location->scheme == storage::Location::Scheme::Pvc)
     mounts.push_back({{"name", "valley-checkpoint"}, {"mountPath", storage::pvc_mount_path(*location)}});
@@ -105,7 +147,9 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   volumes.push_back({{"name", "valley-ssh"},
                      {"secret",
                       {{"secretName", ssh_secret_name(spec.name)},
-                       {"defaultMode", 0600},
+                       // Restricted: owned by root, readable by the pod's group (fsGroup); ssh
+                       // checks a key's mode only when the key is its user's own file.
+                       {"defaultMode", restricted(spec) ? 0440 : 0600},
                        {"items",
                         {{{"key", "ssh-privatekey"}, {"path", "id_ecdsa"}},
                          {{"key", "ssh-publickey"}, {"path", "id_ecdsa.pub"}},
@@ -114,6 +158,7 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   if (location && location->scheme == storage::Location::Scheme::Pvc)
     volumes.push_back({{"name", "valley-checkpoint"}, {"persistentVolumeClaim", {{"claimName", location->bucket}}}});
   ps["volumes"] = volumes;
+  if (restricted(spec)) restrict_pod(ps, spec.pod_security.run_as_user);
   return pod;
 }
 
@@ -173,7 +218,7 @@ json headless_service(const TaskSpec& spec) {
             // Workers must resolve each other before they are Ready: sshd comes up before training.
             {"publishNotReadyAddresses", true},
             {"selector", labels(spec, "", 0)},
-            {"ports", json::array({{{"name", "ssh"}, {"port", 22}, {"targetPort", 22}}})}}}};
+            {"ports", json::array({{{"name", "ssh"}, {"port", ssh_port(spec)}, {"targetPort", ssh_port(spec)}}})}}}};
 }
 
 std::string hostfile(const TaskSpec& spec, int workers) {

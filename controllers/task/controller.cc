@@ -121,8 +121,15 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   };
   tenants_->add_handlers({tenant_changed, [tenant_changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { tenant_changed(o); },
                           tenant_changed});
-  auto namespace_changed = [this](const kube::ObjectPtr&) {
+  auto namespace_changed = [this](const kube::ObjectPtr& o) {
     for (const auto& t : tenants_->store().list()) queue_.add(kTenantKeyPrefix + (*t)["metadata"].value("name", ""));
+    {
+      // Tasks whose pods the namespace refused: its new labels may admit them.
+      const std::string prefix = (*o)["metadata"].value("name", "") + "/";
+      std::lock_guard lock(plan_mu_);
+      for (const auto& [key, r] : refusals_)
+        if (key.rfind(prefix, 0) == 0) queue_.add(key);
+    }
     queue_.add(kOwnershipKey);
     mark_dirty();
   };
@@ -236,6 +243,8 @@ void TaskController::plan_once() {
     const auto status = obj->value("status", nlohmann::json::object());
     std::string phase = status.value("phase", "");
     if (phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status)) continue;
+    // Its pods are refused until it or its namespace changes: it holds no capacity meanwhile.
+    if (auto r = refusal_of(kube::object_key(*obj), *obj); r && r->blocking) continue;
     std::string uid = (*obj)["metadata"].value("uid", "");
     std::vector<nlohmann::json> owned;
     for (const auto& p : pods_->store().by_index(kube::index::kOwnerUid, uid)) owned.push_back(*p);
@@ -452,47 +461,46 @@ std::shared_ptr<const cost::Policy> TaskController::policy() const {
   return policy_;
 }
 
-// Parses the PricingPolicy, reports whether it is usable in its status, and makes it current.
+// Parses a PricingPolicy and reports in its status whether it is valid and whether it prices tasks;
+// the one --pricing-policy names becomes current.
 bool TaskController::reconcile_policy(const std::string& name) {
-  if (name != options_.pricing_policy) return true;  // only one prices tasks
   kube::ObjectPtr object = pricing_->store().get(name);
   std::shared_ptr<const cost::Policy> parsed;
   std::vector<std::string> errors;
   if (object) {
     if (auto p = cost::parse_policy(*object, &errors)) parsed = std::make_shared<const cost::Policy>(std::move(*p));
+    if (!parsed && errors.empty()) errors.push_back("invalid");
   }
-  {
-    std::lock_guard lock(policy_mu_);
-    policy_ = parsed;
+  if (name == options_.pricing_policy) {
+    {
+      std::lock_guard lock(policy_mu_);
+      policy_ = parsed;
+    }
+    spdlog::info("pricing policy {}: {}", name, !object ? "absent: tasks are not priced" : parsed ? "in use" : "invalid: " + errors.front());
+    mark_dirty();
+    for (const auto& t : tasks_->store().list()) queue_.add(kube::object_key(*t));
   }
-  spdlog::info("pricing policy {}: {}", name, !object ? "absent: tasks are not priced" : parsed ? "in use" : "invalid: " + errors.front());
-  mark_dirty();
-  for (const auto& t : tasks_->store().list()) queue_.add(kube::object_key(*t));
   if (!object) return true;
-  // status.conditions[Valid], written only when it changes.
-  std::string message;
-  for (const auto& e : errors) message += (message.empty() ? "" : "; ") + e;
-  const std::string status = parsed ? "True" : "False";
-  const std::string reason = parsed ? "Accepted" : "Invalid";
-  if (!parsed && message.empty()) message = "invalid";
-  if (parsed) message = "pricing tasks in " + parsed->currency;
-  nlohmann::json current = object->value("status", nlohmann::json::object());
-  for (const auto& c : current.value("conditions", nlohmann::json::array()))
-    if (c.value("type", "") == "Valid" && c.value("status", "") == status && c.value("message", "") == message &&
-        current.value("observedGeneration", int64_t{0}) == (*object)["metadata"].value("generation", int64_t{0}))
-      return true;
+  const nlohmann::json current = object->value("status", nlohmann::json::object());
+  nlohmann::json status = api::policy_status(*object, errors, parsed ? parsed->currency : "", options_.pricing_policy,
+                                             kube::format_time(std::chrono::system_clock::now()));
+  // Written only when it changes: the transition times are kept, so an unchanged status compares equal.
+  if (current.is_object() && current.value("conditions", nlohmann::json()) == status["conditions"] &&
+      current.value("observedGeneration", int64_t{-1}) == status["observedGeneration"])
+    return true;
   nlohmann::json updated = *object;
-  updated["status"] = {{"observedGeneration", (*object)["metadata"].value("generation", int64_t{0})},
-                       {"conditions", {{{"type", "Valid"}, {"status", status}, {"reason", reason}, {"message", message.substr(0, 2000)},
-                                        {"lastTransitionTime", kube::format_time(std::chrono::system_clock::now())},
-                                        {"observedGeneration", (*object)["metadata"].value("generation", int64_t{0})}}}}};
+  updated["status"] = status;
   try {
     client_.update_status(res::kPricingPolicies, updated);
   } catch (const kube::KubeError& e) {
     if (e.http_status() == 404) return true;
     return false;  // 409: a newer version is coming
   }
-  if (!parsed) events_.warning(*object, "InvalidPolicy", "Validate", message.substr(0, 1000));
+  if (!parsed) {
+    std::string message;
+    for (const auto& e : errors) message += (message.empty() ? "" : "; ") + e;
+    events_.warning(*object, "InvalidPolicy", "Validate", message.substr(0, 1000));
+  }
   return true;
 }
 
@@ -652,7 +660,9 @@ bool TaskController::reconcile(const std::string& key) {
   // declares it: fields of another type read as absent (controllers/api/task_status.h).
   o.task["status"] = api::readable_status(task->value("status", nlohmann::json::object()));
   o.parsed = api::parse_task(o.task);
+  if (o.parsed.spec && !o.parsed.spec->pod_security.level) o.parsed.spec->pod_security.level = options_.pod_security;
   o.now = std::chrono::system_clock::now();
+  o.refusal = refusal_of(key, o.task);
   const std::string ns = o.task["metadata"].value("namespace", "");
   const std::string name = o.task["metadata"].value("name", "");
   const std::string uid = o.task["metadata"].value("uid", "");
@@ -821,8 +831,25 @@ bool TaskController::reconcile(const std::string& key) {
       }
       spdlog::warn("{}: create {} {}: {}", key, r.kind, object["metadata"].value("name", ""), e.what());
       // Refusals that will not heal by retrying are the user's to see (bad resources in the spec,
-      // a quota, an admission policy).
-      if (refused) events_.warning(o.task, "CreateFailed", "Create", r.kind + " " + object["metadata"].value("name", "") + ": " + e.what());
+      // a quota, an admission policy), in an Event and the PodsCreated condition.
+      if (refused) {
+        const std::string what = r.kind + " " + object["metadata"].value("name", "") + ": " + e.what();
+        events_.warning(o.task, "CreateFailed", "Create", what);
+        CreateRefusal c;
+        const bool pod_security = std::string(e.what()).find("violates PodSecurity") != std::string::npos;
+        c.reason = pod_security ? "PodSecurity" : e.http_status() == 403 ? "Forbidden" : "Invalid";
+        c.blocking = pod_security || e.http_status() != 403;
+        c.message = what;
+        if (pod_security)
+          c.message += " (the namespace's Pod Security level refuses the pods: set spec.podSecurity.level: Restricted, or run"
+                       " Valley with --pod-security=Restricted; MPI images must then run sshd as the pod's user on port 2222)";
+        const std::string labels = namespace_labels(ns);
+        {
+          std::lock_guard lock(plan_mu_);
+          refusals_[key] = {uid, o.parsed.spec ? o.parsed.spec->generation : 0, labels, std::chrono::system_clock::now(), c};
+        }
+        if (c.blocking) mark_dirty();  // it holds no capacity now
+      }
       ok = false;
       return false;
     }
@@ -830,9 +857,24 @@ bool TaskController::reconcile(const std::string& key) {
   if (d.create_ssh_secret && o.parsed.spec) {
     if (create(res::kSecrets, render::ssh_secret(*o.parsed.spec, render::generate_ssh_key_pair(name)))) secret_created(ns, name, uid);
   }
+  bool pod_created = false;
   for (const auto& object : d.create) {
     const std::string kind = object.value("kind", "");
-    create(kind == "Pod" ? res::kPods : kind == "Service" ? res::kServices : res::kConfigMaps, object);
+    if (create(kind == "Pod" ? res::kPods : kind == "Service" ? res::kServices : res::kConfigMaps, object) && kind == "Pod")
+      pod_created = true;
+  }
+  if (pod_created && o.refusal) {
+    std::lock_guard lock(plan_mu_);
+    refusals_.erase(key);  // accepted now: PodsCreated turns True in the next reconcile
+    queue_.add_after(key, std::chrono::seconds(1));
+  }
+  if (refused && !ok) {
+    // A blocking refusal is not retried with backoff: the next reconcile reports it and waits for a change.
+    std::lock_guard lock(plan_mu_);
+    if (auto it = refusals_.find(key); it != refusals_.end() && it->second.what.blocking) {
+      queue_.add(key);
+      ok = true;
+    }
   }
   if (d.replace_config) {
     try {
@@ -849,6 +891,30 @@ bool TaskController::reconcile(const std::string& key) {
   }
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
   return ok && released;
+}
+
+std::string TaskController::namespace_labels(const std::string& ns) const {
+  auto object = namespaces_->store().get(ns);
+  return object ? nlohmann::json(kube::labels_of(*object)).dump() : "";
+}
+
+std::optional<CreateRefusal> TaskController::refusal_of(const std::string& key, const nlohmann::json& task) {
+  const std::string labels = namespace_labels(kube::string_at(kube::object_at(task, "metadata"), "namespace"));
+  std::lock_guard lock(plan_mu_);
+  auto it = refusals_.find(key);
+  if (it == refusals_.end()) return std::nullopt;
+  const Refusal& r = it->second;
+  const auto meta = kube::object_at(task, "metadata");
+  const auto since = std::chrono::system_clock::now() - r.at;
+  if (r.uid != kube::string_at(meta, "uid") || r.generation != kube::int_at(meta, "generation").value_or(0) ||
+      r.namespace_labels != labels || (r.what.blocking && since >= options_.refused_retry)) {
+    refusals_.erase(it);  // something changed: try again
+    return std::nullopt;
+  }
+  CreateRefusal out = r.what;
+  if (out.blocking)
+    out.retry_in = std::chrono::duration_cast<std::chrono::seconds>(options_.refused_retry - since) + std::chrono::seconds(1);
+  return out;
 }
 
 void TaskController::enqueue_tenant_of(const nlohmann::json& task) {

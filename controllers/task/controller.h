@@ -58,6 +58,11 @@ struct ControllerOptions {
   // ConfigMap; an empty name publishes nothing.
   std::string ownership_namespace = "valley-system";
   std::string ownership_name = "valley-tenancy";
+  // The Pod Security level of tasks that set no spec.podSecurity.level.
+  api::PodSecurityLevel pod_security = api::PodSecurityLevel::Baseline;
+  // After a refusal that retrying cannot heal (Pod Security, an invalid pod), the task is tried
+  // again when its spec or its namespace's labels change, or after this long.
+  std::chrono::seconds refused_retry{600};
 };
 
 class TaskController {
@@ -126,6 +131,18 @@ class TaskController {
   std::map<std::string, std::map<std::string, kube::SystemTime>> avoid_;  // task -> node -> until
   mutable std::mutex ownership_mu_;
   std::map<std::string, std::string> owner_of_namespace_;  // as of the last @ownership reconcile
+  // The last refusal of each task's creates (CreateRefusal), until the task or its namespace changes.
+  struct Refusal {
+    std::string uid;
+    int64_t generation = 0;
+    std::string namespace_labels;  // as they were: a relabelled namespace may admit the pods now
+    kube::SystemTime at;
+    CreateRefusal what;
+  };
+  std::map<std::string, Refusal> refusals_;  // by task key; under plan_mu_
+  // The refusal that still applies to this task now, if any (drops the ones that no longer do).
+  std::optional<CreateRefusal> refusal_of(const std::string& key, const nlohmann::json& task);
+  std::string namespace_labels(const std::string& ns) const;
   std::set<std::string> priority_capped_;  // uid@generation told (an Event) that its priority was capped; planning loop only
 };
 

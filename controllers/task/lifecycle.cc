@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "controllers/api/conditions.h"
 #include "controllers/api/task_status.h"
 #include "controllers/cost/engine.h"
 #include "controllers/render/render.h"
@@ -27,29 +28,19 @@ constexpr const char* kFailed = "Failed";
 bool finished(const std::string& phase) { return phase == kSucceeded || phase == kFailed; }
 bool pod_finished(const PodView& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
-// Sets a condition, keeping lastTransitionTime when its status does not change.
-void set_condition(json& status, const std::string& type, bool value, const std::string& reason,
-                   const std::string& message, const std::string& now, int64_t generation) {
-  json& conditions = status["conditions"];
-  if (!conditions.is_array()) conditions = json::array();
-  std::string s = value ? "True" : "False";
-  for (auto& c : conditions) {
-    if (c.value("type", "") != type) continue;
-    if (c.value("status", "") != s) c["lastTransitionTime"] = now;
-    c["status"] = s;
-    c["reason"] = reason;
-    c["message"] = message;
-    c["observedGeneration"] = generation;
-    return;
-  }
-  conditions.push_back({{"type", type}, {"status", s}, {"reason", reason}, {"message", message},
-                        {"lastTransitionTime", now}, {"observedGeneration", generation}});
-}
+using api::set_condition;
 
 bool condition_true(const json& status, const std::string& type) {
   if (!status.contains("conditions") || !status["conditions"].is_array()) return false;
   for (const auto& c : status["conditions"])
     if (c.value("type", "") == type) return c.value("status", "") == "True";
+  return false;
+}
+
+bool has_condition(const json& status, const std::string& type) {
+  if (!status.contains("conditions") || !status["conditions"].is_array()) return false;
+  for (const auto& c : status["conditions"])
+    if (c.value("type", "") == type) return true;
   return false;
 }
 
@@ -91,6 +82,7 @@ class Decider {
     } else {
       spec_ = &*o_.parsed.spec;
       live();
+      report_refusal();
     }
     status_["phase"] = phase_;
     d_.status_changed = status_ != before_;
@@ -99,6 +91,21 @@ class Decider {
   }
 
  private:
+  // PodsCreated: False with the API server's words while it refuses the task's objects; True again
+  // once it takes them (only after a refusal: a task never refused carries no such condition).
+  void report_refusal() {
+    if (finished(phase_)) return;
+    if (o_.refusal) {
+      set_condition(status_, "PodsCreated", false, o_.refusal->reason, o_.refusal->message, now_, generation_);
+      if (o_.refusal->blocking) {
+        d_.create.clear();
+        d_.create_ssh_secret = false;
+        if (o_.refusal->retry_in) d_.requeue_after = *o_.refusal->retry_in;
+      }
+    } else if (has_condition(status_, "PodsCreated") && !condition_true(status_, "PodsCreated")) {
+      set_condition(status_, "PodsCreated", true, "Created", "the API server accepts the task's pods", now_, generation_);
+    }
+  }
   void event(const std::string& type, const std::string& reason, const std::string& action, const std::string& note) {
     d_.events.push_back({type, reason, action, note});
   }

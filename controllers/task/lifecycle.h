@@ -90,6 +90,17 @@ struct Admission {
   std::optional<cost::EstimateBasis> estimate_basis;
 };
 
+// The API server refused to create one of the task's objects (recorded by the reconciler when it
+// happened). Blocking refusals cannot heal by retrying the same objects (Pod Security, an invalid
+// pod template): until the spec or the namespace changes, nothing more is created and the task
+// holds no capacity. Others (a ResourceQuota, a webhook) are retried with backoff.
+struct CreateRefusal {
+  std::string reason;   // PodSecurity, Invalid, Forbidden, ...
+  std::string message;  // the API server's, with a hint
+  bool blocking = false;
+  std::optional<std::chrono::seconds> retry_in;  // blocking: when it is tried again regardless
+};
+
 struct Observed {
   json task;  // the TrainingTask as cached (metadata, spec, status)
   api::ParsedTask parsed;
@@ -108,6 +119,7 @@ struct Observed {
   DisruptionConfig disruption;
   // The workload's latest.json as last read from the checkpoint store, if any.
   std::optional<storage::CheckpointRecord> checkpoint;
+  std::optional<CreateRefusal> refusal;
 };
 
 struct EventSpec {

@@ -79,7 +79,8 @@ TASKS = [
     ("amd-string", "amdSupport as text", R, "spec.amdSupport", task({"amdSupport": "yes"})),
     ("reducecost-number", "reduceCost as a number", R, "spec.reduceCost", task({"reduceCost": 1})),
 ]
-for v in ["0", "-1", "1.5", "1000", "0.0001", "abc", "0.", ".5", "1e3", " 1", "8 ", "NaN", "0x10", "", "00", "01", "1/2", "½"]:
+for v in ["0", "-1", "1.5", "1000", "0.0001", "abc", "0.", ".5", "1e3", " 1", "8 ", "NaN", "0x10", "", "00", "01", "1/2", "½",
+          "0.0", "0.000"]:
     safe = {"": "empty", " 1": "leading-space", "8 ": "trailing-space", "½": "unicode-half", "1/2": "slash", ".5": "dot5", "0.": "zero-dot"}.get(v, v.replace(".", "p").replace("-", "minus"))
     TASKS.append((f"gpus-{safe}", f"worker.gpus {json.dumps(v)}", R, "spec.worker.gpus", task({"worker": {"gpus": v}})))
 TASKS += [
@@ -127,6 +128,10 @@ TASKS += [
     ("ttl-negative", "ttlSecondsAfterFinished negative", R, "spec.runPolicy.ttlSecondsAfterFinished", task({"runPolicy": {"ttlSecondsAfterFinished": -1}})),
     ("clean-policy-unknown", "an unknown cleanPodPolicy", R, "spec.runPolicy.cleanPodPolicy", task({"runPolicy": {"cleanPodPolicy": "Never"}})),
     ("suspend-string", "suspend as text", R, "spec.runPolicy.suspend", task({"runPolicy": {"suspend": "yes"}})),
+    ("pod-security-unknown", "podSecurity.level Privileged (not a level Valley renders)", R, "spec.podSecurity.level", task({"podSecurity": {"level": "Privileged"}})),
+    ("pod-security-root", "podSecurity.runAsUser 0 (root is what Restricted rules out)", R, "spec.podSecurity.runAsUser", task({"podSecurity": {"level": "Restricted", "runAsUser": 0}})),
+    ("image-too-long", "a worker image reference of 2000 characters", R, "spec.worker.image", task({"worker": {"image": "r/" + "i" * 2000}})),
+    ("args-too-many", "300 launcher arguments", R, "spec.master.args", task({"master": {"args": ["x"] * 300}})),
     ("name-51", "a name of 51 characters (worker pod names would pass 63)", R, "metadata.name must be at most 50 characters", task(name="a" * 51)),
     ("name-63", "a name of 63 characters", R, "metadata.name must be at most 50 characters", task(name="b" * 63)),
     ("name-uppercase", "a name with capitals", R, "metadata.name", task(name="Training1")),

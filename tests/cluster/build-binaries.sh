@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl), kwok, versitygw (S3) and our node-profile renderer from source through
+# kube-scheduler, kubectl), kwok, versitygw (S3), helm and kubeconform (tests/cluster/lint) and our
+# node-profile renderer from source through
 # the Go module proxy, into a cache outside the repository keyed by what they are built from, then
 # links them into $VALLEY_HOME/bin. A second run builds nothing.
 # --bench-peers also builds the control-plane benchmark's peer, the Kubeflow MPI Operator: only
@@ -23,6 +24,7 @@ command -v go >/dev/null || { echo "build-binaries: no Go toolchain on PATH (nee
 k8s_version=$(awk '$1=="k8s.io/kubernetes"{print $2}' "$here/k8s/go.mod")
 kwok_version=$(awk '$1=="require" && $2=="sigs.k8s.io/kwok"{print $3}' "$here/kwok/go.mod")
 s3_version=$(awk '$1=="require" && $2=="github.com/versity/versitygw"{print $3}' "$here/s3/go.mod")
+helm_version=$(awk '$1=="helm.sh/helm/v3"{print $2}' "$here/lint/go.mod")
 mpiop_mod="$repo/bench/controlplane/mpi-operator"
 mpiop_version=$(awk '$1=="require" && $2=="github.com/kubeflow/mpi-operator"{print $3}' "$mpiop_mod/go.mod")
 # Stamp the release into the binaries as Kubernetes' own build does (hack/lib/version.sh), so
@@ -58,6 +60,7 @@ key() { local flags=$1; shift; { declare -f build; echo "$flags"; cat "$@"; } | 
 k8s_dir="$cache_root/k8s-$k8s_version-$(key "$k8s_ldflags" "$here/k8s/go.mod" "$here/k8s/go.sum")"
 kwok_dir="$cache_root/kwok-$kwok_version-$(key "$kwok_ldflags" "$here/kwok/go.mod" "$here/kwok/go.sum")"
 s3_dir="$cache_root/versitygw-$s3_version-$(key "" "$here/s3/go.mod" "$here/s3/go.sum")"
+lint_dir="$cache_root/lint-helm-$helm_version-$(key "" "$here/lint/go.mod" "$here/lint/go.sum")"
 mpiop_dir="$cache_root/mpi-operator-$mpiop_version-$(key "" "$mpiop_mod/go.mod" "$mpiop_mod/go.sum")"
 nodegen_dir="$cache_root/nodegen-$(key "" "$here/kwok/go.sum" "$here"/kwok/nodegen/*.go)"
 
@@ -67,8 +70,11 @@ build "$kwok_dir" "$here/kwok" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
 build "$nodegen_dir" "$here/kwok" "" ./nodegen
 # The S3-compatible server for checkpoint-store tests (verifies SigV4 like AWS does).
 build "$s3_dir" "$here/s3" "" github.com/versity/versitygw/cmd/versitygw
+# What `make lint-deploy` checks the shipped manifests and the Helm chart with.
+build "$lint_dir" "$here/lint" "-X helm.sh/helm/v3/internal/version.version=$helm_version" helm.sh/helm/v3/cmd/helm \
+  github.com/yannh/kubeconform/cmd/kubeconform
 mkdir -p "$out"
-for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/* "$lint_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
 $peers || exit 0
 
 # The control-plane benchmark's peer, with the CRD and ClusterRole of the same release.

@@ -139,6 +139,7 @@ args_of() {
         --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
         --client-ca-file="$PKI/ca.crt" \
         --authorization-mode=RBAC \
+        --enable-admission-plugins=OwnerReferencesPermissionEnforcement,PodSecurity \
         --service-account-issuer=https://kubernetes.default.svc.cluster.local \
         --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
         --service-cluster-ip-range=$SERVICE_CIDR --allow-privileged=true \

@@ -61,6 +61,18 @@ class CostTest : public TaskTest {
 TEST_F(CostTest, FinalCostIsGpuSecondsTimesRatesTimesMultiplierAcrossAnOperatorRestart) {
   create_policy(policy_spec());
   ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid() << operator_log();
+  // A policy the operator does not price with is validated too, and says it is not in use.
+  const std::string spare = ns + "-spare";
+  admin->create(kPricingPolicies, "",
+                {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", spare}}}, {"spec", policy_spec()}});
+  auto in_use = [&](const std::string& name) {
+    for (const auto& c : admin->get(kPricingPolicies, "", name).value("status", json::object()).value("conditions", json::array()))
+      if (c["type"] == "InUse") return c["status"].get<std::string>() + ": " + c.value("reason", "") + ": " + c.value("message", "");
+    return std::string();
+  };
+  EXPECT_TRUE(eventually([&] { return in_use(spare).rfind("False: NotSelected", 0) == 0; }, 20s)) << in_use(spare);
+  EXPECT_EQ(in_use(ns).rfind("True: Selected", 0), 0u) << in_use(ns);
+  admin->remove(kPricingPolicies, "", spare);
   apply(single_spec(12));
   // The estimate is there before the task runs.
   ASSERT_TRUE(eventually([&] { return cost().contains("estimate"); }, 20s)) << task().dump(2) << operator_log();

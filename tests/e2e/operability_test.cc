@@ -120,6 +120,39 @@ TEST_F(OperabilityTest, MetricsHealthReadinessAndJsonLogs) {
   admin->remove(kPricingPolicies, "", ns);
 }
 
+// --metrics-bind-address: /metrics on its own port (a NetworkPolicy opens it to Prometheus only),
+// probes on the other, which then has no /metrics.
+class SeparateMetricsTest : public OperabilityTest {
+ protected:
+  std::vector<std::string> operator_flags() const override {
+    auto flags = OperabilityTest::operator_flags();
+    flags.push_back("--metrics-bind-address=127.0.0.1:0");
+    return flags;
+  }
+  int port_of(const std::string& what) {
+    int found = 0;
+    eventually([&] {
+      std::smatch m;
+      const std::string log = operator_log();
+      const std::regex re("serving " + what + " on port ([0-9]+)");
+      if (std::regex_search(log, m, re)) found = std::stoi(m[1]);
+      return found > 0;
+    }, 20s);
+    return found;
+  }
+};
+
+TEST_F(SeparateMetricsTest, MetricsOnTheirOwnPortProbesOnTheOther) {
+  const int probes = port_of("/healthz, /readyz"), metrics = port_of("/metrics");
+  ASSERT_GT(probes, 0) << operator_log();
+  ASSERT_GT(metrics, 0) << operator_log();
+  EXPECT_NE(probes, metrics);
+  EXPECT_EQ(http_get(probes, "/healthz").first, 200);
+  EXPECT_EQ(http_get(probes, "/metrics").first, 404);
+  ASSERT_TRUE(eventually([&] { return sample(http_get(metrics, "/metrics").second, "valley_leader").value_or(0) == 1; }, 30s))
+      << http_get(metrics, "/metrics").second;
+}
+
 TEST_F(OperabilityTest, TheDeployKustomizationIsAcceptedByTheApiServer) {
   // Every object of deploy/base (CRDs, Namespace, RBAC, Deployment, Service, PDB), validated by the
   // real API server's schemas and admission without persisting anything.
@@ -129,7 +162,26 @@ TEST_F(OperabilityTest, TheDeployKustomizationIsAcceptedByTheApiServer) {
   ASSERT_EQ(apply.wait(60s), 0) << apply.output();
   for (const char* object : {"deployment.apps/valley-operator", "poddisruptionbudget.policy/valley-operator",
                              "clusterrole.rbac.authorization.k8s.io/valley-operator", "service/valley-operator-metrics",
-                             "validatingadmissionpolicy.admissionregistration.k8s.io/valley-tenant-priority"})
+                             "validatingadmissionpolicy.admissionregistration.k8s.io/valley-tenant-priority",
+                             "networkpolicy.networking.k8s.io/valley-operator"})
+    EXPECT_NE(apply.output().find(object), std::string::npos) << apply.output();
+}
+
+TEST_F(OperabilityTest, TheSamplesAreAcceptedByTheApiServerInTheNamespaceTheyCreate) {
+  const std::string kubectl = std::string(VALLEY_SOURCE_DIR) + "/.valley/bin/kubectl";
+  const std::string samples = std::string(VALLEY_SOURCE_DIR) + "/deploy/samples";
+  ChildProcess ns_apply({kubectl, "--kubeconfig=" + admin_kubeconfig_path(), "apply", "-f", samples + "/namespace.yaml"},
+                        ::testing::TempDir() + "/samples-namespace.log");
+  ASSERT_EQ(ns_apply.wait(30s), 0) << ns_apply.output();
+  // Everything else, as `kubectl apply -f deploy/samples/` would send it, validated without persisting.
+  ChildProcess apply({kubectl, "--kubeconfig=" + admin_kubeconfig_path(), "apply", "--dry-run=server", "-f", samples},
+                     ::testing::TempDir() + "/samples-dry-run.log");
+  const int rc = apply.wait(60s);
+  admin->remove(kube::resources::kNamespaces, "", "valley-samples");
+  ASSERT_EQ(rc, 0) << apply.output();
+  for (const char* object : {"trainingtask.valley.dev/resnet50", "trainingtask.valley.dev/spot-train",
+                             "trainingtask.valley.dev/finetune-small", "trainingtask.valley.dev/training1",
+                             "pricingpolicy.valley.dev/default"})
     EXPECT_NE(apply.output().find(object), std::string::npos) << apply.output();
 }
 

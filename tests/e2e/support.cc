@@ -198,6 +198,31 @@ std::string ChildProcess::output() const {
 
 std::string binary(const std::string& name) { return std::string(VALLEY_BIN_DIR) + "/" + name; }
 
+std::string service_account_kubeconfig(const std::string& ns, const std::string& account) {
+  kube::Client admin(admin_config());
+  // A token of the ServiceAccount (TokenRequest), as the kubelet would mount it.
+  json request = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", {{"expirationSeconds", 86400}}}};
+  json token;
+  bool ok = eventually([&] {
+    try {
+      token = admin.create("/api/v1/namespaces/" + ns + "/serviceaccounts/" + account + "/token", request);
+      return true;
+    } catch (const kube::KubeError&) {
+      return false;
+    }
+  }, 30s);
+  if (!ok) throw std::runtime_error("no token for " + ns + "/" + account);
+  const auto config = admin_config();
+  const std::string path = ::testing::TempDir() + "/" + ns + "-" + account + "-sa.kubeconfig";
+  std::ofstream out(path);
+  out << "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: " << config.server
+      << "\n    certificate-authority-data: " << kube::base64_encode(config.ca_pem) << "\nusers:\n- name: " << account << "\n  user:\n"
+      << "    token: " << token["status"]["token"].get<std::string>() << "\ncontexts:\n- name: " << account
+      << "\n  context: {cluster: local, user: " << account << ", namespace: " << ns << "}\n"
+      << "current-context: " << account << "\n";
+  return path;
+}
+
 std::string operator_kubeconfig_path() {
   if (const char* admin = std::getenv("VALLEY_E2E_OPERATOR_AS_ADMIN"); admin && std::string(admin) == "1") return admin_kubeconfig_path();
   static std::once_flag once;
@@ -209,27 +234,7 @@ std::string operator_kubeconfig_path() {
                         std::string(VALLEY_SOURCE_DIR) + "/deploy/base/rbac.yaml"},
                        ::testing::TempDir() + "/apply-rbac.log");
     if (apply.wait(60s) != 0) throw std::runtime_error("applying deploy/base/rbac.yaml failed: " + apply.output());
-    kube::Client admin(admin_config());
-    // A token of the ServiceAccount (TokenRequest), as the kubelet would mount it.
-    json request = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenRequest"}, {"spec", {{"expirationSeconds", 86400}}}};
-    json token;
-    bool ok = eventually([&] {
-      try {
-        token = admin.create("/api/v1/namespaces/valley-system/serviceaccounts/valley-operator/token", request);
-        return true;
-      } catch (const kube::KubeError&) {
-        return false;
-      }
-    }, 30s);
-    if (!ok) throw std::runtime_error("no token for valley-system/valley-operator");
-    const auto config = admin_config();
-    path = ::testing::TempDir() + "/valley-operator-sa.kubeconfig";
-    std::ofstream out(path);
-    out << "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: " << config.server
-        << "\n    certificate-authority-data: " << kube::base64_encode(config.ca_pem) << "\nusers:\n- name: valley-operator\n  user:\n"
-        << "    token: " << token["status"]["token"].get<std::string>()
-        << "\ncontexts:\n- name: valley-operator\n  context: {cluster: local, user: valley-operator, namespace: valley-system}\n"
-        << "current-context: valley-operator\n";
+    path = service_account_kubeconfig("valley-system", "valley-operator");
   });
   return path;
 }

@@ -70,6 +70,9 @@ std::string binary(const std::string& name);  // <build>/bin/<name>
 // deploy/base/rbac.yaml applied (so every e2e test also proves those permissions suffice);
 // VALLEY_E2E_OPERATOR_AS_ADMIN=1 uses the admin kubeconfig instead.
 std::string operator_kubeconfig_path();
+// A kubeconfig (written under the test's temp dir) that authenticates as ServiceAccount ns/account
+// with a token from the TokenRequest API.
+std::string service_account_kubeconfig(const std::string& ns, const std::string& account);
 
 // The operator's command line for tests: the ServiceAccount kubeconfig above, its Lease in `ns` with short timings
 // (4s lease, 3s renew deadline, 0.5s retry), plus `extra` flags.

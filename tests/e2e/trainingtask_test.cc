@@ -268,6 +268,43 @@ TEST_F(TaskTest, PodsTheApiServerRefusesAreReportedAsEventsNotACrash) {
   EXPECT_EQ(op_->wait(1s), -1) << "the operator exited:\n" << operator_log();
 }
 
+// A namespace that enforces Pod Security "restricted" refuses Valley's default (Baseline) pods: the
+// task says so in PodsCreated and creates nothing more (no retry storm); asking for Restricted pods
+// gets them admitted and running, and the condition turns True.
+TEST_F(TaskTest, ANamespaceThatEnforcesRestrictedGetsRestrictedPodsWhenTheTaskAsks) {
+  admin->patch(kube::resources::kNamespaces, "", ns, kube::PatchType::Merge,
+               {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}});
+  apply(mpi_spec(2, 2));
+  auto pods_created = [&]() -> json {
+    for (const auto& c : task().value("status", json::object()).value("conditions", json::array()))
+      if (c["type"] == "PodsCreated") return c;
+    return json::object();
+  };
+  ASSERT_TRUE(eventually([&] { return pods_created().value("status", "") == "False"; }, 30s)) << task().dump(2) << operator_log();
+  EXPECT_EQ(pods_created()["reason"], "PodSecurity");
+  EXPECT_NE(pods_created()["message"].get<std::string>().find("spec.podSecurity.level: Restricted"), std::string::npos);
+  EXPECT_TRUE(pods().empty());
+  // Not retried blindly: the refusal is not repeated while nothing changes.
+  auto refusals = [&] {
+    int n = 0;
+    for (const auto& e : admin->list(kube::resources::kEvents, ns).items)
+      if (e.value("reason", "") == "CreateFailed") n += std::max<int>(1, e.value("series", json::object()).value("count", 1));
+    return n;
+  };
+  std::this_thread::sleep_for(5s);
+  const int before = refusals();
+  std::this_thread::sleep_for(10s);
+  EXPECT_EQ(refusals(), before) << "pods are created again and again";
+  // The task asks for Restricted pods: they pass, run, and the task starts.
+  admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"spec", {{"podSecurity", {{"level", "Restricted"}}}}}});
+  ASSERT_TRUE(wait_phase("Running", 60s)) << task().dump(2) << operator_log();
+  EXPECT_EQ(pods_created()["status"], "True");
+  for (const auto& p : pods()) {
+    EXPECT_EQ(p["spec"]["securityContext"]["runAsNonRoot"], true) << p.dump(2);
+    EXPECT_EQ(p["spec"]["securityContext"]["runAsUser"], 1000);
+  }
+}
+
 // --- capacity-aware admission and elastic resizing (default profile: 37 whole NVIDIA GPUs, 16 AMD) ---
 
 TEST_F(TaskTest, TwoGangsThatDoNotFitTogetherRunOneAtATimeWithNoPodsForTheWaitingOne) {

@@ -91,6 +91,39 @@ TEST(Lifecycle, NewTaskIsAdmittedAndGetsWorkersButNoLauncherYet) {
   EXPECT_EQ(d.events[0].reason, "Admitted");
 }
 
+json condition_of(const json& status, const std::string& type) {
+  for (const auto& c : status.value("conditions", json::array()))
+    if (c["type"] == type) return c;
+  return nullptr;
+}
+
+// A refusal the API server will repeat (Pod Security) stops the creates and says why, and is tried
+// again later; once pods are accepted the condition turns True. A retryable one (a quota) keeps
+// creating.
+TEST(Lifecycle, RefusedPodsAreReportedAndABlockingRefusalCreatesNothing) {
+  Observed o = observe(task_object());
+  o.refusal = CreateRefusal{"PodSecurity", "Pod t-worker-0: violates PodSecurity \"restricted:latest\"", true, 600s};
+  Decision d = decide(o);
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_EQ(d.requeue_after, 600s);
+  json c = condition_of(d.status, "PodsCreated");
+  ASSERT_TRUE(c.is_object()) << d.status.dump(2);
+  EXPECT_EQ(c["status"], "False");
+  EXPECT_EQ(c["reason"], "PodSecurity");
+  EXPECT_NE(c["message"].get<std::string>().find("violates PodSecurity"), std::string::npos);
+
+  Observed quota = observe(task_object());
+  quota.refusal = CreateRefusal{"Forbidden", "exceeded quota", false, std::nullopt};
+  EXPECT_FALSE(decide(quota).create.empty());
+
+  Observed later = observe(task_object(json::object(), d.status));
+  Decision after = decide(later);
+  EXPECT_FALSE(after.create.empty());
+  EXPECT_EQ(condition_of(after.status, "PodsCreated")["status"], "True");
+  // A task never refused carries no such condition.
+  EXPECT_TRUE(condition_of(decide(observe(task_object())).status, "PodsCreated").is_null());
+}
+
 TEST(Lifecycle, LauncherWaitsForEveryWorkerToBeReady) {
   json t = task_object({}, {{"phase", "Admitted"}, {"epoch", 1}, {"epochReplicas", 2}});
   auto pods = running_pods(1, 2, false);

@@ -50,6 +50,48 @@ TEST(Render, WorkerPodCarriesNamesLabelsOwnerContractAndGpus) {
   EXPECT_EQ(pod["spec"]["containers"][0]["image"], "w:1");
 }
 
+// Restricted pods pass Pod Security "restricted" (every field it checks), keep what the template
+// chose itself, and move sshd to a port and a key directory a non-root user can use.
+TEST(Render, RestrictedPodsRunNonRootWithoutPrivilegesAndSshOnAHighPort) {
+  TaskSpec s = spec();
+  s.pod_security.level = api::PodSecurityLevel::Restricted;
+  s.pod_security.run_as_user = 1500;
+  s.worker.pod_template = json::parse(R"({"spec":{"securityContext":{"seccompProfile":{"type":"Localhost","localhostProfile":"mpi.json"}},
+    "initContainers":[{"name":"fetch","image":"busybox"}],
+    "containers":[{"name":"x","securityContext":{"readOnlyRootFilesystem":true}},{"name":"sidecar","image":"s:1"}]}})");
+  json pod = worker_pod(s, 1, {2, 1}, default_placement(s));
+  const json& sc = pod["spec"]["securityContext"];
+  EXPECT_EQ(sc["runAsNonRoot"], true);
+  EXPECT_EQ(sc["runAsUser"], 1500);
+  EXPECT_EQ(sc["runAsGroup"], 1500);
+  EXPECT_EQ(sc["fsGroup"], 1500);
+  EXPECT_EQ(sc["seccompProfile"]["type"], "Localhost");  // the template's own choice stays
+  for (const char* list : {"initContainers", "containers"})
+    for (const auto& c : pod["spec"][list]) {
+      EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false) << c.dump();
+      EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], json::array({"ALL"})) << c.dump();
+    }
+  EXPECT_EQ(pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(env_of(pod, "VALLEY_SSH_PORT"), "2222");
+  EXPECT_EQ(env_of(pod, "VALLEY_SSH_DIR"), "/etc/valley/ssh");
+  EXPECT_NE(env_of(pod, "OMPI_MCA_plm_rsh_args").find("-p 2222 -i /etc/valley/ssh/id_ecdsa"), std::string::npos);
+  bool mounted = false;
+  for (const auto& m : pod["spec"]["containers"][0]["volumeMounts"])
+    if (m["name"] == "valley-ssh") mounted = m["mountPath"] == "/etc/valley/ssh";
+  EXPECT_TRUE(mounted);
+  for (const auto& v : pod["spec"]["volumes"])
+    if (v["name"] == "valley-ssh") {
+      EXPECT_EQ(v["secret"]["defaultMode"], 0440);
+    }
+  EXPECT_EQ(headless_service(s)["spec"]["ports"][0]["port"], 2222);
+  // The launcher too; Baseline (the default) adds no securityContext and keeps root's port 22.
+  EXPECT_EQ(launcher_pod(s, {2, 1})["spec"]["securityContext"]["runAsNonRoot"], true);
+  json base = worker_pod(spec(), 1, {2, 1}, default_placement(spec()));
+  EXPECT_FALSE(base["spec"].contains("securityContext"));
+  EXPECT_EQ(env_of(base, "VALLEY_SSH_PORT"), "22");
+  EXPECT_EQ(headless_service(spec())["spec"]["ports"][0]["port"], 22);
+}
+
 TEST(Render, FirstEpochDoesNotResume) {
   EXPECT_EQ(env_of(worker_pod(spec(), 0, {2, 1}, default_placement(spec())), "VALLEY_RESUME"), "0");
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -158,6 +159,32 @@ TEST(Samples, TheDefaultPricingPolicySampleIsValid) {
   ASSERT_TRUE(p) << errors[0];
   EXPECT_EQ(p->time_zone_name, "Asia/Shanghai");
   EXPECT_EQ(p->windows.size(), 3u);
+}
+
+// The samples are for real clusters: every TrainingTask parses, runs in the namespace the samples
+// create, and carries none of the local cluster's simulation annotations (those tasks live in
+// scripts/demo/). The API server's view of them is tested in e2e (OperabilityTest).
+TEST(Samples, TaskSamplesParseInTheirNamespaceWithoutSimulationAnnotations) {
+  int tasks = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(VALLEY_SOURCE_DIR) + "/deploy/samples")) {
+    std::ifstream in(entry.path());
+    std::stringstream s;
+    s << in.rdbuf();
+    EXPECT_EQ(s.str().find("valley.dev/sim-"), std::string::npos) << entry.path();
+    std::string err;
+    auto docs = parse_yaml(s.str(), &err);
+    ASSERT_TRUE(docs) << entry.path() << ": " << err;
+    for (const auto& doc : *docs) {
+      if (doc.value.value("kind", "") != "TrainingTask") continue;
+      ++tasks;
+      json o = doc.value;
+      EXPECT_EQ(o["metadata"].value("namespace", ""), "valley-samples") << entry.path();
+      o["metadata"]["uid"] = "u";
+      auto parsed = parse_task(o);
+      EXPECT_TRUE(parsed.errors.empty()) << entry.path() << ": " << (parsed.errors.empty() ? "" : parsed.errors[0]);
+    }
+  }
+  EXPECT_GE(tasks, 4);
 }
 
 }  // namespace

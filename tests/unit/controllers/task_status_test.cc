@@ -40,14 +40,15 @@ TEST(TaskStatus, FieldsOfTheWrongTypeReadAsAbsent) {
     "checkpoint": {"step": "1200", "time": "2026-11-22T06:01:02Z"},
     "restarts": [1], "scaling": [{"workers": 2, "stepsPerSecond": 1.5}, 3, {"workers": "x"}],
     "conditions": [{"type": "Admitted", "status": true}],
-    "cost": {"accrued": "1.00", "anything": [1, "two"]}
+    "cost": {"accrued": "1.00", "anything": [1, "two"], "accruedMicros": "1000000", "breakdown": {"gpuHours": [], "kWh": {"peak": "1.5"}},
+             "ledger": [{"uid": "a", "untilMs": 1.5}, 7]}
   })");
   EXPECT_EQ(readable_status(status), json::parse(R"({
     "epochReplicas": 2,
     "checkpoint": {"time": "2026-11-22T06:01:02Z"},
     "scaling": [{"workers": 2, "stepsPerSecond": 1.5}, {}],
     "conditions": [{"type": "Admitted"}],
-    "cost": {"accrued": "1.00", "anything": [1, "two"]}
+    "cost": {"accrued": "1.00", "anything": [1, "two"], "breakdown": {"kWh": {"peak": "1.5"}}, "ledger": [{"uid": "a"}]}
   })"));
   EXPECT_EQ(readable_status(json::array()), json::object());
   EXPECT_EQ(readable_status(nullptr), json::object());

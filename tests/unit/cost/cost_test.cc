@@ -107,6 +107,35 @@ TEST(Policy, ParsesAndReportsEveryProblemWithItsPath) {
     EXPECT_NE(all.find(path), std::string::npos) << path << " missing in:\n" << all;
 }
 
+// Every policy gets Valid; only the selected one is InUse, and an unchanged status is the same JSON
+// (transition times kept), so the controller writes it once.
+TEST(Policy, StatusSaysValidAndWhetherItPricesTasks) {
+  json o = policy_object();
+  o["metadata"]["name"] = "default";
+  o["metadata"]["generation"] = 3;
+  json s = api::policy_status(o, {}, "CNY", "default", "2026-11-24T00:00:00Z");
+  EXPECT_EQ(s["observedGeneration"], 3);
+  ASSERT_EQ(s["conditions"].size(), 2u);
+  EXPECT_EQ(s["conditions"][0]["type"], "Valid");
+  EXPECT_EQ(s["conditions"][0]["status"], "True");
+  EXPECT_EQ(s["conditions"][1]["type"], "InUse");
+  EXPECT_EQ(s["conditions"][1]["status"], "True");
+  o["status"] = s;
+  EXPECT_EQ(api::policy_status(o, {}, "CNY", "default", "2026-11-24T01:00:00Z"), s);
+  // Another policy named by the operator: this one is valid but not used, and says which is.
+  json other = api::policy_status(o, {}, "CNY", "prices-2027", "2026-11-24T02:00:00Z");
+  EXPECT_EQ(other["conditions"][0], s["conditions"][0]);
+  EXPECT_EQ(other["conditions"][1]["status"], "False");
+  EXPECT_EQ(other["conditions"][1]["reason"], "NotSelected");
+  EXPECT_EQ(other["conditions"][1]["lastTransitionTime"], "2026-11-24T02:00:00Z");
+  EXPECT_NE(other["conditions"][1]["message"].get<std::string>().find("\"prices-2027\""), std::string::npos);
+  // Invalid and selected: neither valid nor in use, with the problems listed.
+  json bad = api::policy_status(o, {"spec.currency: must be 3 capital letters", "spec.gpu[0]: x"}, "", "default", "2026-11-24T03:00:00Z");
+  EXPECT_EQ(bad["conditions"][0]["status"], "False");
+  EXPECT_EQ(bad["conditions"][0]["message"], "spec.currency: must be 3 capital letters; spec.gpu[0]: x");
+  EXPECT_EQ(bad["conditions"][1]["reason"], "Invalid");
+}
+
 TEST(Policy, RatesBySelectorAndCapacityClass) {
   Policy p = policy();
   NodeRate od = rate_for(p, "nvidia", kA100);

@@ -1,0 +1,23 @@
+#include "controllers/api/conditions.h"
+
+namespace valley::api {
+
+void set_condition(nlohmann::json& status, const std::string& type, bool value, const std::string& reason,
+                   const std::string& message, const std::string& now, int64_t generation) {
+  nlohmann::json& conditions = status["conditions"];
+  if (!conditions.is_array()) conditions = nlohmann::json::array();
+  const std::string s = value ? "True" : "False";
+  for (auto& c : conditions) {
+    if (!c.is_object() || c.value("type", "") != type) continue;
+    if (c.value("status", "") != s || !c.contains("lastTransitionTime")) c["lastTransitionTime"] = now;
+    c["status"] = s;
+    c["reason"] = reason;
+    c["message"] = message;
+    c["observedGeneration"] = generation;
+    return;
+  }
+  conditions.push_back({{"type", type}, {"status", s}, {"reason", reason}, {"message", message},
+                        {"lastTransitionTime", now}, {"observedGeneration", generation}});
+}
+
+}  // namespace valley::api
