@@ -38,6 +38,16 @@ valley::Flags make_flags() {
       {"unschedulable-timeout", "60s", "re-plan a worker its planned node has not bound after this long"},
       {"disruption-taints", "aws-node-termination-handler/spot-itn,karpenter.sh/disrupted,cloud.google.com/impending-node-termination",
        "node taint keys that announce a node is going away (comma-separated): its tasks checkpoint and move"},
+      {"prometheus-url", "", "Prometheus (http://host:9090) holding DCGM-exporter's metrics: GPU faults there (XIDs, ECC, row remaps, heat) move tasks too; empty: not read"},
+      {"gpu-health-interval", "15s", "how often the GPU health queries run against --prometheus-url"},
+      {"gpu-utilization-interval", "60s", "how often a running task's status.utilization takes in a new reading of its GPUs"},
+      {"gpu-health-window", "5m", "a DCGM signal counts while it showed within this window (a temperature: for all of it)"},
+      {"gpu-fault-xids", "48,64,74,79,94,95,119,120", "XID codes that mean the GPU, not the program, failed"},
+      {"gpu-temperature-limit", "90", "degrees C: a GPU at or above it for the whole --gpu-health-window is a fault"},
+      {"gpu-fault-conditions", "Gpu*Watch,SysLogsXIDError,SysLogsSXIDError,SysLogsGPUFallenOff,NVSwitchFatalError,NVSwitchDown",
+       "node condition types ('*' matches any run) that report a GPU fault while True (NVSentinel's defaults; add Node Problem Detector's): its workers checkpoint and move"},
+      {"gpu-fault-taints", "nvidia.com/gpu-xid-error,nvidia.com/gpu-nvlink-error,nvidia.com/syslog-xid-error,nvidia.com/gpu-error",
+       "node taint keys that report a GPU fault (comma-separated): its workers checkpoint and move"},
       {"spot-labels", "karpenter.sh/capacity-type=spot,eks.amazonaws.com/capacityType=SPOT,cloud.google.com/gke-spot=true,cloud.google.com/gke-preemptible=true",
        "node labels (key=value, comma-separated) that mark spot/preemptible capacity"},
       {"node-not-ready-grace", "30s", "a node NotReady/Unknown this long is lost: its tasks restart elsewhere"},
@@ -132,6 +142,29 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--cost-settle must be from 0s to 10m");
     if (task_options.checkpoint_poll.count() < 1) throw std::invalid_argument("--checkpoint-poll-interval must be at least 1s");
     task_options.node_facts.disruption_taints = valley::split_list(flags.get("disruption-taints"));
+    task_options.node_facts.gpu_fault_conditions = valley::split_list(flags.get("gpu-fault-conditions"));
+    task_options.node_facts.gpu_fault_taints = valley::split_list(flags.get("gpu-fault-taints"));
+    task_options.prometheus_url = flags.get("prometheus-url");
+    task_options.gpu_health_interval = seconds("gpu-health-interval");
+    task_options.utilization_interval = seconds("gpu-utilization-interval");
+    task_options.gpu_health.window = seconds("gpu-health-window");
+    task_options.gpu_health.critical_xids.clear();
+    for (const auto& x : valley::split_list(flags.get("gpu-fault-xids"))) {
+      char* end = nullptr;
+      const long code = std::strtol(x.c_str(), &end, 10);
+      if (end == x.c_str() || *end != '\0' || code <= 0 || code > 100000)
+        throw std::invalid_argument("--gpu-fault-xids: \"" + x + "\" is not an XID code");
+      task_options.gpu_health.critical_xids.insert(static_cast<int>(code));
+    }
+    {
+      char* end = nullptr;
+      const std::string limit = flags.get("gpu-temperature-limit");
+      task_options.gpu_health.temperature_limit = std::strtod(limit.c_str(), &end);
+      if (end == limit.c_str() || *end != '\0' || task_options.gpu_health.temperature_limit <= 0)
+        throw std::invalid_argument("--gpu-temperature-limit=" + limit + " is not a temperature in degrees C");
+    }
+    if (task_options.gpu_health_interval.count() < 1 || task_options.gpu_health.window.count() < 1)
+      throw std::invalid_argument("--gpu-health-interval and --gpu-health-window must be at least 1s");
     task_options.node_facts.spot_labels.clear();
     for (const auto& kv : valley::split_list(flags.get("spot-labels"))) {
       auto eq = kv.find('=');

@@ -133,6 +133,34 @@ done
 say "spot-train in detail (valleyctl describe)"
 build/bin/valleyctl --kubeconfig .valley/kubeconfig describe spot-train -n $ns | grep -E "Phase|Workers|Placement|Checkpoint|Restarts|Disruption|Cost|GPU:|estimate:"
 
+say "A GPU fails: the node's health tooling marks it, and the task on it checkpoints and moves"
+echo "(What the demo does: on a node where spot-train runs, it does what NVIDIA NVSentinel's fault quarantine"
+echo " does after an XID 79: it taints the node nvidia.com/gpu-xid-error=true and sets the condition"
+echo " SysLogsXIDError. Valley's reaction is read back from spot-train's status and Events.)"
+printf '{"step":6100,"time":"%s","epoch":2,"worldSize":2,"object":"ckpt-00006100.bin"}' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  > .valley/s3/checkpoints/$ns/spot-train/latest.json
+sleep 2
+faulty=$(K -n $ns get pods -l valley.dev/task=spot-train,valley.dev/role=worker -o jsonpath='{.items[0].spec.nodeName}' 2>/dev/null || true)
+if [ -n "$faulty" ] && [ "$(K -n $ns get tt spot-train -o jsonpath='{.status.phase}')" = Running ]; then
+  before=$(K -n $ns get tt spot-train -o jsonpath='{.status.lastDisruption.time}')
+  echo ">>> GPU fault on $faulty (taint nvidia.com/gpu-xid-error=true:NoSchedule, condition SysLogsXIDError=True)"
+  K patch node "$faulty" --subresource=status --type=json -p '[{"op":"add","path":"/status/conditions/-","value":{"type":"SysLogsXIDError","status":"True","reason":"XID79","message":"[79] GPU has fallen off the bus on GPU 3 - RecommendedAction: RESTART_BM","lastHeartbeatTime":"'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'","lastTransitionTime":"'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'"}}]' >/dev/null 2>&1 || true
+  K taint node "$faulty" nvidia.com/gpu-xid-error=true:NoSchedule >/dev/null
+  for _ in $(seq 1 60); do
+    st=$(K -n $ns get tt spot-train -o json | jq -c '.status')
+    [ "$(jq -r '.lastDisruption.time // ""' <<<"$st")" != "$before" ] && [ -n "$(jq -r '.lastDisruption.recoverySeconds // ""' <<<"$st")" ] && break
+    sleep 1
+  done
+  jq -r '"  spot-train: \(.phase); lastDisruption: \(.lastDisruption.cause) on \(.lastDisruption.node): \(.lastDisruption.message)
+  running again after \(.lastDisruption.recoverySeconds // "?")s from checkpoint step \(.lastDisruption.checkpointStep // "none"); failures counted: \(.restarts.failures // 0)"' <<<"$st"
+  echo "  workers now on: $(K -n $ns get pods -l valley.dev/task=spot-train,valley.dev/role=worker -o jsonpath='{.items[*].spec.nodeName}')"
+  K taint node "$faulty" nvidia.com/gpu-xid-error- >/dev/null
+  K patch node "$faulty" --subresource=status -p '{"status":{"conditions":[{"type":"SysLogsXIDError","status":"False","reason":"Healthy","message":"GPU reset"}]}}' >/dev/null 2>&1 || true
+  echo "(the taint and the condition on $faulty are cleared now, as remediation would after a GPU reset)"
+else
+  echo "  (spot-train is not running now: nothing to show)"
+fi
+
 say "What each task cost against its estimate (valleyctl cost: estimate made before it ran, what it spent, GPU-hours per pool)"
 build/bin/valleyctl --kubeconfig .valley/kubeconfig cost -n $ns
 

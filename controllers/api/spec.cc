@@ -117,6 +117,27 @@ std::optional<GpuRequest> parse_gpus(const std::string& text) {
 
 }  // namespace
 
+std::optional<IdlePolicy> parse_idle_policy(const json& o, const std::string& path, std::vector<std::string>* errors) {
+  Reader r(*errors);
+  const size_t before = errors->size();
+  IdlePolicy p;
+  const std::string action = r.str(o, "action", path + ".action").value_or("Report");
+  if (action == "Report") p.action = IdleAction::Report;
+  else if (action == "Shrink") p.action = IdleAction::Shrink;
+  else if (action == "Suspend") p.action = IdleAction::Suspend;
+  else errors->push_back(path + ".action: must be Report, Shrink or Suspend");
+  p.below_percent = static_cast<int>(r.integer(o, "belowPercent", path + ".belowPercent", 1, 100).value_or(5));
+  if (auto after = r.str(o, "after", path + ".after")) {
+    auto d = parse_duration(*after);
+    if (!d || *d < std::chrono::minutes(1) || *d > std::chrono::hours(24 * 7))
+      errors->push_back(path + ".after: \"" + *after + "\" is not a duration from 1m to 168h");
+    else
+      p.after = std::chrono::duration_cast<std::chrono::seconds>(*d);
+  }
+  if (errors->size() != before) return std::nullopt;
+  return p;
+}
+
 ParsedTask parse_task(const json& object) {
   ParsedTask result;
   Reader r(result.errors);
@@ -193,6 +214,9 @@ ParsedTask parse_task(const json& object) {
   }
   if (!s.worker.amd_image.empty() && !s.amd_support) r.error("spec.worker.amdImage: only used with spec.amdSupport true");
 
+  if (const json* ip = r.object(*spec, "idlePolicy", "spec.idlePolicy")) {
+    if (auto p = parse_idle_policy(*ip, "spec.idlePolicy", &result.errors)) s.idle_policy = *p;
+  }
   if (const json* ps = r.object(*spec, "podSecurity", "spec.podSecurity")) {
     if (auto level = r.str(*ps, "level", "spec.podSecurity.level")) {
       if (*level == "Restricted") s.pod_security.level = PodSecurityLevel::Restricted;

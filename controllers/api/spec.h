@@ -56,6 +56,16 @@ struct PodSecurity {
   int64_t run_as_user = 1000;
 };
 
+// What Valley does about a task whose GPUs sit idle (mean utilization below `below_percent` for
+// `after`), read from DCGM-exporter's metrics: Report (an Idle condition and Event), Shrink (to
+// replicas.min), or Suspend (checkpoint and stop until the spec changes).
+enum class IdleAction { Report, Shrink, Suspend };
+struct IdlePolicy {
+  IdleAction action = IdleAction::Report;
+  int below_percent = 5;
+  std::chrono::seconds after{1800};
+};
+
 struct TaskSpec {
   std::string name, ns, uid;
   int64_t generation = 0;
@@ -74,6 +84,7 @@ struct TaskSpec {
   // workers without restarting the launcher. Restart (default): a resize is a new epoch.
   bool hot_elastic = false;
   PodSecurity pod_security;
+  std::optional<IdlePolicy> idle_policy;  // absent: its tenant's, else Report after 30m below 5%
   std::string checkpoint_uri;     // s3://bucket/prefix or pvc://claim/path (operator/storage)
   std::string checkpoint_secret;  // Secret with AWS_* keys: read by Valley, given to the pods as env
   // The checkpoint window: the pods' terminationGracePeriodSeconds, so SIGTERM leaves the workload
@@ -99,6 +110,9 @@ struct ParsedTask {
 };
 
 ParsedTask parse_task(const json& object);
+
+// spec.idlePolicy of a TrainingTask or a Tenant (`path` prefixes the errors).
+std::optional<IdlePolicy> parse_idle_policy(const json& o, const std::string& path, std::vector<std::string>* errors);
 
 
 }  // namespace valley::api

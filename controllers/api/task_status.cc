@@ -60,6 +60,7 @@ const json& status_schema() {
                  "disruptions": "integer"},
     "checkpoint": {"step": "integer", "time": "string", "epoch": "integer", "worldSize": "integer", "uri": "string"},
     "lastDisruption": {"time": "string", "cause": "string", "node": "string", "message": "string", "epoch": "integer",
+                       "workers": "integer",
                        "checkpointStep": "integer", "recoveredTime": "string", "recoverySeconds": "integer",
                        "resumedFromStep": "integer", "workLostSeconds": "integer"},
     "cost": {"summary": "string", "currency": "string", "policy": "string", "multiplier": "string",
@@ -74,6 +75,9 @@ const json& status_schema() {
              "ledger": [{"uid": "string", "pod": "string", "node": "string", "vendor": "string", "product": "string",
                          "capacityClass": "string", "gpuPerHourMicros": "integer", "watts": "integer",
                          "shareMilli": "integer", "until": "string", "untilMs": "integer"}]},
+    "utilization": {"gpuPercent": "integer", "memoryUsedMiB": "integer", "meanGpuPercent": "integer",
+                    "sampledGpuSeconds": "integer", "idleGpuSeconds": "integer", "gpuPercentSeconds": "integer",
+                    "idleGpuHours": "string", "idleSince": "string", "updated": "string"},
     "conditions": [{"type": "string", "status": "string", "reason": "string", "message": "string",
                     "lastTransitionTime": "string", "observedGeneration": "integer"}]
   })");

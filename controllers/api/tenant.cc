@@ -149,6 +149,10 @@ ParsedTenant parse_tenant(const json& object) {
     t.default_priority = r.integer(spec, "defaultPriority", "spec.defaultPriority", 0, 0, 100);
     if (*t.default_priority > t.max_priority) r.error("spec.defaultPriority: cannot exceed maxPriority");
   }
+  if (spec.contains("idlePolicy")) {
+    if (!spec["idlePolicy"].is_object()) r.error("spec.idlePolicy: must be an object");
+    else if (auto p = parse_idle_policy(spec["idlePolicy"], "spec.idlePolicy", &out.errors)) t.idle_policy = *p;
+  }
   if (out.errors.empty()) out.spec = std::move(t);
   return out;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "controllers/api/money.h"
+#include "controllers/api/spec.h"
 
 namespace valley::api {
 
@@ -57,6 +58,7 @@ struct TenantSpec {
   std::optional<Budget> budget;
   int max_priority = 100;
   std::optional<int> default_priority;  // for tasks that do not set spec.priority
+  std::optional<IdlePolicy> idle_policy;  // for tasks that set no spec.idlePolicy
 
   // The namespace (with its labels) belongs to this tenant.
   bool owns(const std::string& ns, const std::map<std::string, std::string>& ns_labels) const;

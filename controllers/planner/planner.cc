@@ -465,9 +465,13 @@ class Planner {
         int from = d.workers;
         while (d.workers > target) release_last(i);
         d.action = Action::Shrink;
-        d.reason = "gave back " + std::to_string(from - target) + " workers: the measured speedup from " +
-                   std::to_string(target) + " to " + std::to_string(from) + " workers is below " +
-                   std::to_string(static_cast<int>(config_.min_marginal_efficiency * 100)) + "% of linear";
+        if (!t.idle.empty())
+          d.reason = "gave back " + std::to_string(from - target) + " workers (replicas.min is " + std::to_string(t.min_workers) +
+                     "): " + t.idle;
+        else
+          d.reason = "gave back " + std::to_string(from - target) + " workers: the measured speedup from " +
+                     std::to_string(target) + " to " + std::to_string(from) + " workers is below " +
+                     std::to_string(static_cast<int>(config_.min_marginal_efficiency * 100)) + "% of linear";
         continue;
       }
       // Nothing that goes first may be waiting for what this growth would take.
@@ -782,7 +786,14 @@ bool selects(const Task& t, const Node& n) {
 
 int target_size(const Task& t, int current, const Config& c) {
   if (t.pinned_workers) return std::clamp(*t.pinned_workers, t.min_workers, t.max_workers);
+  if (!t.idle.empty()) return t.min_workers;
   if (t.fastest || t.priority >= c.fastest_priority || c.min_marginal_efficiency <= 0) return t.max_workers;
+  // No progress records (the workload writes no checkpoint records): its GPUs' utilization is the
+  // evidence. Saturated GPUs: try one step up (the step's own utilization decides the next); else stay.
+  if (current > 0 && t.scaling.empty() && t.gpu_percent) {
+    const int step = *t.gpu_percent >= c.busy_utilization_percent ? growth_step(current, c.min_gain_workers, c.min_gain_fraction) : 0;
+    return std::clamp(current + step, t.min_workers, t.max_workers);
+  }
   return paying_size(t.scaling, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction,
                      c.min_marginal_efficiency);
 }

@@ -55,10 +55,13 @@ struct Node {
   std::map<std::string, int64_t> capacity;  // GPU resource -> allocatable units
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
-  bool schedulable = true;               // Ready, not cordoned, no disruption notice
+  bool schedulable = true;               // Ready, not cordoned, no disruption notice, no GPU fault
   bool ready = true;
   std::optional<SystemTime> not_ready_since;  // the Ready condition's last transition, when not Ready
   std::string notice;                         // the disruption taint's key, "" if none
+  // A GPU fault reported by the cluster's health tooling (a node condition or taint, see NodeFacts):
+  // what it says, "" if healthy. Its workers checkpoint and move; nothing new is placed here.
+  std::string fault;
   int64_t price_micros = 0;                   // a GPU-hour here, from the PricingPolicy (0: unknown)
   int64_t kw_milli = 0;                       // power drawn per GPU incl. PUE, thousandths of a kW
 };
@@ -93,6 +96,11 @@ struct Task {
   };
   std::vector<Worker> workers;        // the task's live workers, by index
   std::optional<SystemTime> last_resize;
+  // Its GPUs sit idle and its idlePolicy says Shrink: why ("" otherwise). It is sized at min_workers.
+  std::string idle;
+  // The latest mean utilization of its GPUs (DCGM), when known: the growth evidence of a task
+  // without measured progress (Config::busy_utilization_percent).
+  std::optional<int> gpu_percent;
 };
 
 // A tenant as the planner sees it (controllers/api/tenant.h for what each part means).
@@ -127,6 +135,9 @@ struct Config {
   // so nothing has to pay: the policy's growth.minMarginalSpeedup, 0.8 by default, sets it).
   double min_marginal_efficiency = 0;
   int fastest_priority = 101;  // tasks of this priority or above grow to max regardless
+  // Without measured progress, a task grows one step at a time only while its GPUs run at this
+  // mean utilization or more (DCGM); below it, more GPUs would sit idle too.
+  int busy_utilization_percent = 80;
   Placement placement = Placement::Price;
   // A task without a checkpoint store stays off spot capacity (it would lose all its work there),
   // unless its nodeSelector picks it. Set with a PricingPolicy (cost::planner_config), which is what
@@ -171,8 +182,10 @@ std::string pool_of(const Node& n);
 // The task's worker template selects the node (its nodeSelector labels all match).
 bool selects(const Task& t, const Node& n);
 
-// The size t should run at when it runs `current` workers (0: not running): pinned; max for a fastest
-// task, one at `fastest_priority` or when growth is not priced; else where the next workers still pay.
+// The size t should run at when it runs `current` workers (0: not running): pinned; min when its
+// idlePolicy shrinks it; max for a fastest task, one at `fastest_priority` or when growth is not
+// priced; without measured progress but with its GPUs' utilization, one step up while they are
+// saturated, else its size; else where the next workers still pay.
 int target_size(const Task& t, int current, const Config& c);
 
 // What a GPU-hour on the node costs at `t`: its price plus energy at the tariff then (micro-units).

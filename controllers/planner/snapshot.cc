@@ -26,6 +26,27 @@ int64_t quantity(const json& v) {
 
 }  // namespace
 
+bool matches_pattern(const std::string& pattern, const std::string& name) {
+  // Iterative glob with backtracking to the last '*': linear in practice, no recursion.
+  size_t p = 0, n = 0, star = std::string::npos, mark = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = n;
+    } else if (p < pattern.size() && pattern[p] == name[n]) {
+      ++p;
+      ++n;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
 Node node_from(const json& node, const NodeFacts& facts) {
   Node n;
   const json& meta = field(node, "metadata");
@@ -54,19 +75,32 @@ Node node_from(const json& node, const NodeFacts& facts) {
         notice = true;
         n.notice = key;
       }
+      if (n.fault.empty() && std::find(facts.gpu_fault_taints.begin(), facts.gpu_fault_taints.end(), key) != facts.gpu_fault_taints.end()) {
+        const std::string value = kube::string_at(t, "value");
+        n.fault = "taint " + key + (value.empty() ? "" : "=" + value);
+      }
       std::string effect = kube::string_at(t, "effect");
       if (effect == "NoSchedule" || effect == "NoExecute") n.taints.push_back({key, kube::string_at(t, "value"), effect});
     }
   }
   bool ready = false;
   if (auto conds = field(node, "status").find("conditions"); conds != field(node, "status").end() && conds->is_array())
-    for (const auto& c : *conds)
-      if (kube::string_at(c, "type") == "Ready") {
+    for (const auto& c : *conds) {
+      const std::string type = kube::string_at(c, "type");
+      if (type == "Ready") {
         ready = kube::string_at(c, "status") == "True";
         if (!ready) n.not_ready_since = kube::time_at(c, "lastTransitionTime");
+      } else if (kube::string_at(c, "status") == "True" && n.fault.empty() &&
+                 std::any_of(facts.gpu_fault_conditions.begin(), facts.gpu_fault_conditions.end(),
+                             [&](const std::string& p) { return matches_pattern(p, type); })) {
+        // The condition's own words say which GPU and what went wrong ("[DCGM_FR_...] ... GPU 3").
+        std::string message = kube::string_at(c, "message");
+        if (message.size() > 200) message = message.substr(0, 200) + "...";
+        n.fault = "condition " + type + (message.empty() ? "" : ": " + message);
       }
+    }
   n.ready = ready;
-  n.schedulable = ready && !cordoned && !notice;
+  n.schedulable = ready && !cordoned && !notice && n.fault.empty();
   return n;
 }
 

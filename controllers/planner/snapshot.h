@@ -25,7 +25,20 @@ struct NodeFacts {
   // Taint keys that announce the node is going away: no new work goes there.
   std::vector<std::string> disruption_taints = {"aws-node-termination-handler/spot-itn", "karpenter.sh/disrupted",
                                                 "cloud.google.com/impending-node-termination"};
+  // GPU faults as health tooling reports them on the node. Node condition types that mean a fault
+  // while True ('*' matches any run of characters): NVIDIA NVSentinel's GPU health monitor
+  // (Gpu...Watch from DCGM: memory/ECC, PCIe, NVLink, SM, power, thermal, inforom, driver, ...), its
+  // syslog monitor (XID, SXID, fallen off the bus) and NVSwitch conditions; Node Problem Detector
+  // rules add their own types here. Taint keys its fault quarantine applies (those its
+  // documentation shows; any key may be configured there).
+  std::vector<std::string> gpu_fault_conditions = {"Gpu*Watch", "SysLogsXIDError", "SysLogsSXIDError", "SysLogsGPUFallenOff",
+                                                   "NVSwitchFatalError", "NVSwitchDown"};
+  std::vector<std::string> gpu_fault_taints = {"nvidia.com/gpu-xid-error", "nvidia.com/gpu-nvlink-error",
+                                               "nvidia.com/syslog-xid-error", "nvidia.com/gpu-error"};
 };
+
+// `name` matches `pattern`, where '*' stands for any run of characters.
+bool matches_pattern(const std::string& pattern, const std::string& name);
 
 // GPU resources of a node as free capacity (allocatable, before any pod), its vendor and class.
 Node node_from(const json& node, const NodeFacts& facts = {});

@@ -52,6 +52,19 @@ struct Metrics {
                                                    {"vendor", "capacity_class"});
   metrics::Family& restarts = metrics::registry().counter("valley_task_restarts_total",
                                                          "Epoch restarts by cause (failure, resize, preemption, disruption).", {"cause"});
+  metrics::Family& disruptions = metrics::registry().counter(
+      "valley_task_disruptions_total", "Tasks moved off capacity taken away from them, by cause (GpuFault, NodeNotice, NodeLost, ...).",
+      {"cause"});
+  metrics::Family& gpu_hours_lost = metrics::registry().counter(
+      "valley_gpu_hours_lost_total", "GPU-hours of work redone after disruptions (work since the last checkpoint x GPUs), by cause.",
+      {"cause"});
+  metrics::Family& task_gpu_percent = metrics::registry().gauge(
+      "valley_task_gpu_utilization_percent", "Mean utilization of a task's GPUs at the latest DCGM reading.", {"namespace", "task"});
+  metrics::Family& task_idle_hours = metrics::registry().gauge(
+      "valley_task_idle_gpu_hours", "GPU-hours a task's GPUs have spent below its idle threshold.", {"namespace", "task"});
+  metrics::Family& faulty_nodes = metrics::registry().gauge(
+      "valley_gpu_faulty_nodes", "Nodes whose health tooling reports a GPU fault now (Valley places nothing there), by signal.",
+      {"signal"});
   metrics::Family& cost = metrics::registry().gauge("valley_cost_accrued", "Accrued cost of the tasks that exist, by namespace.",
                                                    {"namespace", "currency"});
   metrics::Family& plan_seconds = metrics::registry().histogram("valley_plan_duration_seconds", "Time one capacity plan takes.", {});
@@ -102,6 +115,11 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
           checkpoint_errors_[key] = error;
         }
         queue_.add(key);
+      }),
+      health_(options_.prometheus_url, options_.gpu_health, options_.gpu_health_interval, [this] {
+        // Faults came or went: re-plan, and every task looks at its nodes again.
+        mark_dirty();
+        for (const auto& t : tasks_->store().list()) queue_.add(kube::object_key(*t));
       }) {
   tasks_ = std::make_unique<kube::Informer>(client_, res::kTrainingTasks);
   kube::InformerOptions owned;
@@ -160,6 +178,8 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
 // expected to end (its estimatedDuration from its start, stretched at a smaller size).
 void TaskController::planner_inputs(planner::Task& t, const api::TaskSpec& spec, const nlohmann::json& status) const {
   t.scaling = planner::scaling_from(status.value("scaling", nlohmann::json::array()));
+  t.idle = idle_shrink(status);
+  if (auto pct = kube::int_at(kube::object_at(status, "utilization"), "gpuPercent")) t.gpu_percent = static_cast<int>(*pct);
   auto p = policy();
   const double prior = p ? static_cast<double>(p->growth_min_marginal_milli) / 1000.0 : 0.8;
   if (spec.reduce_cost) {
@@ -228,7 +248,7 @@ void TaskController::plan_once() {
   std::map<std::string, size_t> node_index;
   for (const auto& n : nodes_->store().list()) {
     node_index[(*n)["metadata"].value("name", "")] = nodes.size();
-    nodes.push_back(planner::node_from(*n, node_facts()));
+    nodes.push_back(node_of(*n, node_facts()));
   }
   const Tenancy tenancy = tenancy_now();
   std::map<std::string, const api::TenantSpec*> tenant_spec;
@@ -242,7 +262,9 @@ void TaskController::plan_once() {
     if (!parsed.spec) continue;
     const auto status = obj->value("status", nlohmann::json::object());
     std::string phase = status.value("phase", "");
-    if (phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status)) continue;
+    if (phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status) ||
+        idle_suspended(*parsed.spec, status))
+      continue;
     // Its pods are refused until it or its namespace changes: it holds no capacity meanwhile.
     if (auto r = refusal_of(kube::object_key(*obj), *obj); r && r->blocking) continue;
     std::string uid = (*obj)["metadata"].value("uid", "");
@@ -396,6 +418,7 @@ void TaskController::run(const std::atomic<bool>& stop) {
   if (!stop.load()) reconcile_policy(options_.pricing_policy);
   std::thread planner([this, &stop] { planning_loop(stop); });
   std::thread checkpoint_reader([this, &stop] { checkpoints_.run(stop); });
+  std::thread health_reader([this, &stop] { health_.run(stop); });
   auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) {
     LogContext context(key.rfind('@', 0) == 0 ? key.substr(1) : key);
     const auto start = std::chrono::steady_clock::now();
@@ -418,6 +441,7 @@ void TaskController::run(const std::atomic<bool>& stop) {
   plan_cv_.notify_all();
   planner.join();
   checkpoint_reader.join();
+  health_reader.join();
   for (auto* inf : informers) inf->stop();
 }
 
@@ -450,6 +474,16 @@ void TaskController::secret_created(const std::string& ns, const std::string& ta
 
 // How nodes are read: the operator's flags, except that a PricingPolicy in use decides which
 // labels mean spot, so that admission (reduceCost on spot) and pricing never disagree.
+planner::Node TaskController::node_of(const nlohmann::json& node, const planner::NodeFacts& facts) const {
+  planner::Node n = planner::node_from(node, facts);
+  if (!n.fault.empty() || !health_.enabled()) return n;
+  if (std::string fault = health_.fault_of(n.name); !fault.empty()) {
+    n.fault = std::move(fault);
+    n.schedulable = false;
+  }
+  return n;
+}
+
 planner::NodeFacts TaskController::node_facts() const {
   planner::NodeFacts facts = options_.node_facts;
   if (auto p = policy()) facts.spot_labels = p->spot_labels;
@@ -516,7 +550,7 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
   auto rate_of = [&](const std::string& node) -> std::optional<cost::NodeRate> {
     auto n = nodes_->store().get(node);
     if (!n) return std::nullopt;
-    planner::Node facts = planner::node_from(*n, node_facts());
+    planner::Node facts = node_of(*n, node_facts());
     return cost::rate_for(*p, facts.vendor, facts.labels);
   };
   bool pod_ended = false;
@@ -578,6 +612,8 @@ void TaskController::collect_metrics() {
   }
   m().tasks.reset();
   m().workers.reset();
+  m().task_gpu_percent.reset();
+  m().task_idle_hours.reset();
   m().cost.reset();
   for (const char* phase : {"Pending", "Admitted", "Running", "Restarting", "Suspended", "Succeeded", "Failed"}) m().tasks.set({phase}, 0);
   std::map<std::pair<std::string, std::string>, int64_t> cost_micros;
@@ -588,6 +624,11 @@ void TaskController::collect_metrics() {
     const std::string ns = (*t)["metadata"].value("namespace", "");
     if (phase == "Running" || phase == "Restarting" || phase == "Admitted")
       m().workers.set({ns, (*t)["metadata"].value("name", "")}, status.value("replicas", 0));
+    if (const auto use = kube::object_at(status, "utilization"); !use.empty() && phase != "Succeeded" && phase != "Failed") {
+      const std::string name = (*t)["metadata"].value("name", "");
+      m().task_gpu_percent.set({ns, name}, static_cast<double>(kube::int_at(use, "gpuPercent").value_or(0)));
+      m().task_idle_hours.set({ns, name}, static_cast<double>(kube::int_at(use, "idleGpuSeconds").value_or(0)) / 3600.0);
+    }
     const auto cost = status.value("cost", nlohmann::json::object());
     if (cost.contains("accruedMicros")) cost_micros[{ns, cost.value("currency", "")}] += cost.value("accruedMicros", int64_t{0});
   }
@@ -595,6 +636,14 @@ void TaskController::collect_metrics() {
   m().gpus.reset();
   std::map<std::pair<std::string, std::string>, int64_t> held;
   const planner::NodeFacts facts = node_facts();
+  m().faulty_nodes.reset();
+  for (const auto& n : nodes_->store().list()) {
+    const planner::Node node = node_of(*n, facts);
+    if (node.fault.empty()) continue;
+    // "condition SysLogsXIDError: ..." / "taint nvidia.com/gpu-xid-error=true": the signal's name.
+    const std::string signal = node.fault.substr(node.fault.find(' ') + 1);
+    m().faulty_nodes.inc({signal.substr(0, signal.find_first_of(":="))});
+  }
   std::map<std::string, planner::Node> nodes_seen;
   for (const auto& p : pods_->store().list()) {
     const auto labels = (*p)["metadata"].value("labels", nlohmann::json::object());
@@ -605,7 +654,7 @@ void TaskController::collect_metrics() {
     if (it == nodes_seen.end()) {
       auto n = nodes_->store().get(node);
       if (!n) continue;
-      it = nodes_seen.emplace(node, planner::node_from(*n, facts)).first;
+      it = nodes_seen.emplace(node, node_of(*n, facts)).first;
     }
     for (const auto& [resource, count] : planner::gpu_usage(*p))
       held[{it->second.vendor, it->second.capacity_class}] += gpu::share_milli(resource, count);
@@ -668,13 +717,32 @@ bool TaskController::reconcile(const std::string& key) {
   const std::string uid = o.task["metadata"].value("uid", "");
   const auto owned_pods = pods_->store().by_index(kube::index::kOwnerUid, uid);
   for (const auto& pod : owned_pods) o.pods.push_back(view_pod(*pod));
+  if (health_.enabled() && o.parsed.spec) {
+    // Its GPUs' utilization as of the latest poll, and the idlePolicy in force (its own, else its tenant's).
+    std::vector<std::string> running;
+    for (const auto& p : o.pods)
+      if (p.phase == "Running") running.push_back(ns + "/" + p.name);
+    // A new reading once per utilization interval: the status is not rewritten at every poll.
+    const auto last = kube::time_at(kube::object_at(o.task["status"], "utilization"), "updated");
+    if (auto r = health_.reading(running); r && (!last || r->at - *last >= options_.utilization_interval)) o.gpu_reading = std::move(r);
+    o.idle_policy = o.parsed.spec->idle_policy;
+    if (!o.idle_policy) {
+      std::string owner;
+      {
+        std::lock_guard lock(ownership_mu_);
+        if (auto it = owner_of_namespace_.find(ns); it != owner_of_namespace_.end()) owner = it->second;
+      }
+      if (auto t = owner.empty() ? nullptr : tenants_->store().get(owner))
+        if (auto parsed = api::parse_tenant(*t); parsed.spec) o.idle_policy = parsed.spec->idle_policy;
+    }
+  }
   o.nodes_known = true;
   o.disruption = options_.disruption;
   for (const auto& p : o.pods) {
     if (p.node.empty() || o.nodes.count(p.node)) continue;
     if (auto n = nodes_->store().get(p.node)) {
-      planner::Node facts = planner::node_from(*n, node_facts());
-      o.nodes[p.node] = NodeView{facts.ready, facts.not_ready_since, facts.notice};
+      planner::Node facts = node_of(*n, node_facts());
+      o.nodes[p.node] = NodeView{facts.ready, facts.not_ready_since, facts.notice, facts.fault};
     }
   }
   std::string checkpoint_error;
@@ -755,6 +823,9 @@ bool TaskController::reconcile(const std::string& key) {
   if (((!ended_before && !ended_after) || pods_hold_gpus) && !owned_pods.empty() && policy()) {
     if (!d.requeue_after || *d.requeue_after > options_.cost_interval) d.requeue_after = options_.cost_interval;
   }
+  // Utilization is read while its pods run.
+  if (health_.enabled() && !ended_after && !owned_pods.empty() && (!d.requeue_after || *d.requeue_after > options_.utilization_interval))
+    d.requeue_after = options_.utilization_interval;
 
   if (d.status_changed) {
     nlohmann::json updated = o.task;
@@ -772,6 +843,16 @@ bool TaskController::reconcile(const std::string& key) {
     // Restarts this process decided (the write succeeded, so each is counted once).
     const auto before = o.task.value("status", nlohmann::json::object()).value("restarts", nlohmann::json::object());
     const auto after = d.status.value("restarts", nlohmann::json::object());
+    // Disruptions this process handled, and the work they cost once the task runs again.
+    const auto last_before = kube::object_at(o.task.value("status", nlohmann::json::object()), "lastDisruption");
+    const auto last_after = kube::object_at(d.status, "lastDisruption");
+    const std::string disruption = kube::string_at(last_after, "cause");
+    if (!disruption.empty() && kube::string_at(last_after, "time") != kube::string_at(last_before, "time"))
+      m().disruptions.inc({disruption});
+    if (!disruption.empty() && last_after.contains("workLostSeconds") && !last_before.contains("workLostSeconds") && o.parsed.spec) {
+      const double gpus = static_cast<double>(kube::int_at(last_after, "workers").value_or(0)) * (o.parsed.spec->gpus.milli / 1000.0);
+      m().gpu_hours_lost.inc({disruption}, static_cast<double>(kube::int_at(last_after, "workLostSeconds").value_or(0)) * gpus / 3600.0);
+    }
     for (const char* cause : {"failures", "resizes", "preemptions", "disruptions"}) {
       int64_t delta = after.value(cause, int64_t{0}) - before.value(cause, int64_t{0});
       if (delta > 0) m().restarts.inc({std::string(cause).substr(0, std::string(cause).size() - 1)}, static_cast<double>(delta));
@@ -800,6 +881,7 @@ bool TaskController::reconcile(const std::string& key) {
   for (const auto& del : d.delete_pods) {
     kube::DeleteOptions opts;
     opts.precondition_uid = del.uid;  // never delete a newer pod that took the name meanwhile
+    opts.precondition_resource_version = del.resource_version;
     if (del.force) opts.grace_period_seconds = 0;
     try {
       client_.remove(res::kPods, ns, del.name, opts);
@@ -966,7 +1048,7 @@ bool TaskController::reconcile_tenant(const std::string& name) {
     std::map<std::string, std::string> pool_of;  // node -> pool
     std::map<std::string, int64_t> capacity;     // pool -> thousandths
     for (const auto& n : nodes_->store().list()) {
-      planner::Node facts = planner::node_from(*n, node_facts());
+      planner::Node facts = node_of(*n, node_facts());
       if (facts.vendor.empty()) continue;
       pool_of[facts.name] = planner::pool_of(facts);
       for (const auto& [resource, units] : facts.capacity) capacity[pool_of[facts.name]] += gpu::share_milli(resource, units);

@@ -25,6 +25,7 @@
 #include "controllers/planner/planner.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/checkpoint_watcher.h"
+#include "controllers/task/health_watcher.h"
 #include "controllers/task/lifecycle.h"
 #include "operator/kube/client.h"
 #include "controllers/tenancy/tenants.h"
@@ -58,6 +59,12 @@ struct ControllerOptions {
   // ConfigMap; an empty name publishes nothing.
   std::string ownership_namespace = "valley-system";
   std::string ownership_name = "valley-tenancy";
+  // GPU health from DCGM-exporter's metrics in Prometheus (controllers/health); "" = not read.
+  std::string prometheus_url;
+  gpu::HealthConfig gpu_health;
+  std::chrono::seconds gpu_health_interval{15};
+  // How often a running task's status.utilization takes in a new reading (and is written).
+  std::chrono::seconds utilization_interval{60};
   // The Pod Security level of tasks that set no spec.podSecurity.level.
   api::PodSecurityLevel pod_security = api::PodSecurityLevel::Baseline;
   // After a refusal that retrying cannot heal (Pod Security, an invalid pod), the task is tried
@@ -98,6 +105,9 @@ class TaskController {
   void enqueue_tenant_of(const nlohmann::json& task);
   std::shared_ptr<const cost::Policy> policy() const;
   planner::NodeFacts node_facts() const;
+  // A node as the planner and reconciler see it: its object (conditions, taints) plus the GPU
+  // faults Prometheus reports for it.
+  planner::Node node_of(const nlohmann::json& node, const planner::NodeFacts& facts) const;
   // status.cost brought up to date (accrual, estimate); `cost` is the stored one.
   // `ended_now`: pods whose end no one will report (their node is lost), closed at o.now.
   nlohmann::json price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force,
@@ -122,6 +132,7 @@ class TaskController {
   mutable std::mutex policy_mu_;
   std::shared_ptr<const cost::Policy> policy_;  // nullptr: none, or invalid (see its status)
   CheckpointWatcher checkpoints_;
+  HealthWatcher health_;
   std::map<std::string, std::string> checkpoint_errors_;  // task -> last store error reported
 
   std::mutex plan_mu_;

@@ -24,6 +24,15 @@ constexpr const char* kRestarting = "Restarting";
 constexpr const char* kSuspended = "Suspended";
 constexpr const char* kSucceeded = "Succeeded";
 constexpr const char* kFailed = "Failed";
+constexpr const char* kIdleSuspend = "IdleSuspend";  // the Idle condition's reason under idlePolicy Suspend
+
+// The condition of `type` in a status, or null.
+const json* find_condition(const json& status, const std::string& type) {
+  if (!status.contains("conditions") || !status["conditions"].is_array()) return nullptr;
+  for (const auto& c : status["conditions"])
+    if (c.is_object() && c.value("type", "") == type) return &c;
+  return nullptr;
+}
 
 bool finished(const std::string& phase) { return phase == kSucceeded || phase == kFailed; }
 bool pod_finished(const PodView& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
@@ -91,6 +100,46 @@ class Decider {
   }
 
  private:
+  std::string condition_message(const std::string& type) const {
+    for (const auto& c : status_.value("conditions", json::array()))
+      if (c.value("type", "") == type) return c.value("message", "");
+    return "";
+  }
+  std::string condition_reason(const std::string& type) const {
+    for (const auto& c : status_.value("conditions", json::array()))
+      if (c.value("type", "") == type) return c.value("reason", "");
+    return "";
+  }
+
+  // status.utilization from the latest reading of its GPUs, and the Idle condition its idlePolicy
+  // asks for: once its GPUs have been below the threshold for the policy's window, an Idle
+  // condition and Event (Report), the planner sizing it at replicas.min (Shrink, see idle_shrink),
+  // or a checkpoint and suspension until the spec changes (Suspend, see idle_suspended).
+  void observe_utilization() {
+    if (!o_.gpu_reading) return;
+    const api::IdlePolicy p = o_.idle_policy.value_or(api::IdlePolicy{});
+    status_["utilization"] = gpu::accrue(status_.value("utilization", json::object()), *o_.gpu_reading, p);
+    if (o_.gpu_reading->gpus.empty()) return;  // no data says neither idle nor busy
+    const json& u = status_["utilization"];
+    if (gpu::idle_for(u, o_.now, p)) {
+      if (condition_true(status_, "Idle")) return;  // said once per idle stretch
+      const std::string message = "GPU utilization below " + std::to_string(p.below_percent) + "% since " + u.value("idleSince", "") +
+                                  " (" + std::to_string(u.value("gpuPercent", 0)) + "% now; " + u.value("idleGpuHours", std::string("0.00")) +
+                                  " idle GPU-hours so far)";
+      const std::string reason = p.action == api::IdleAction::Report   ? "IdleGpus"
+                                 : p.action == api::IdleAction::Shrink ? "IdleShrink"
+                                                                       : kIdleSuspend;
+      const std::string what = p.action == api::IdleAction::Report   ? "reported (idlePolicy Report)"
+                               : p.action == api::IdleAction::Shrink ? "shrinking to replicas.min (idlePolicy Shrink)"
+                                                                     : "checkpointing and suspending until the spec changes (idlePolicy Suspend)";
+      set_condition(status_, "Idle", true, reason, message + ": " + what, now_, generation_);
+      event("Warning", "Idle", p.action == api::IdleAction::Report ? "Report" : p.action == api::IdleAction::Shrink ? "Shrink" : "Suspend",
+            message + ": " + what);
+    } else if (condition_true(status_, "Idle") && condition_reason("Idle") != kIdleSuspend) {
+      set_condition(status_, "Idle", false, "Busy", "GPU utilization " + std::to_string(u.value("gpuPercent", 0)) + "%", now_, generation_);
+    }
+  }
+
   // PodsCreated: False with the API server's words while it refuses the task's objects; True again
   // once it takes them (only after a refusal: a task never refused carries no such condition).
   void report_refusal() {
@@ -127,7 +176,7 @@ class Decider {
   void delete_pod(const PodView& p) {
     const bool lost = node_lost(p);
     const bool stuck = p.deleting && p.deletion_deadline && o_.now - *p.deletion_deadline >= o_.disruption.stuck_termination;
-    if (!p.deleting || lost || stuck) d_.delete_pods.push_back({p.name, p.uid, lost || stuck});
+    if (!p.deleting || lost || stuck) d_.delete_pods.push_back({p.name, p.uid, lost || stuck, p.node.empty() ? p.resource_version : ""});
   }
 
   // Stops pods so the workload can checkpoint: the launcher first (mpirun passes its SIGTERM to
@@ -258,6 +307,10 @@ class Decider {
         if (it == o_.nodes.end()) return Disruption{"NodeLost", p.node, who + ": the node was deleted"};
         if (!it->second.notice.empty())
           return Disruption{"NodeNotice", p.node, who + ": the node has the termination notice " + it->second.notice};
+        // A platform fault, never the task's: it checkpoints and moves, and no failure is counted.
+        // (The launcher holds no GPU: a GPU fault on its node is not its concern.)
+        if (!it->second.fault.empty() && p.role != "launcher")
+          return Disruption{"GpuFault", p.node, who + ": the node reports a GPU fault (" + it->second.fault + ")"};
         if (node_lost(p)) return Disruption{"NodeNotReady", p.node, who + ": the node has not been Ready for " +
                                                                         std::to_string(o_.disruption.node_not_ready_grace.count()) + "s"};
       }
@@ -284,7 +337,8 @@ class Decider {
     const int old_epoch = epoch_;
     epoch_ += 1;
     status_["epoch"] = epoch_;
-    json last = {{"time", now_}, {"cause", d.cause}, {"message", d.message}, {"epoch", old_epoch}};
+    json last = {{"time", now_}, {"cause", d.cause}, {"message", d.message}, {"epoch", old_epoch},
+                 {"workers", status_.value("epochReplicas", 0)}};
     if (!d.node.empty()) last["node"] = d.node;
     if (status_.contains("checkpoint") && status_["checkpoint"].is_object()) last["checkpointStep"] = status_["checkpoint"].value("step", 0);
     status_["lastDisruption"] = last;
@@ -369,10 +423,18 @@ class Decider {
         d_.requeue_after = std::chrono::duration_cast<std::chrono::seconds>(end - o_.now) + std::chrono::seconds(1);
       }
     }
+    observe_utilization();
     if (spec_->run_policy.suspend) {
       suspend("Suspended", "runPolicy.suspend is true: pods stopped", "pods stopped; resume by setting runPolicy.suspend to false");
       return;
     }
+    if (idle_suspended(*spec_, status_)) {
+      suspend("Idle", condition_message("Idle"), condition_message("Idle"));
+      return;
+    }
+    if (condition_true(status_, "Idle") && condition_reason("Idle") == kIdleSuspend)
+      // Suspended while idle, and the spec changed since: it runs again and is watched afresh.
+      set_condition(status_, "Idle", false, "SpecChanged", "the spec changed: resumed, utilization watched again", now_, generation_);
     if (over_budget(*spec_, status_)) {
       const json& cost = status_["cost"];
       std::string message = "accrued " + cost.value("accrued", std::string("?")) + " " + cost.value("currency", std::string("")) +
@@ -618,6 +680,18 @@ class Decider {
 
 }  // namespace
 
+bool idle_suspended(const api::TaskSpec& spec, const json& status) {
+  const json* c = find_condition(status, "Idle");
+  return c && c->value("status", "") == "True" && c->value("reason", "") == kIdleSuspend &&
+         c->value("observedGeneration", int64_t{-1}) == spec.generation;
+}
+
+std::string idle_shrink(const json& status) {
+  const json* c = find_condition(status, "Idle");
+  if (!c || c->value("status", "") != "True" || c->value("reason", "") != "IdleShrink") return "";
+  return c->value("message", "");
+}
+
 bool over_budget(const api::TaskSpec& spec, const json& status) {
   if (!spec.max_cost_micros || !status.is_object() || !status.contains("cost")) return false;
   return cost::accrued_micros(status["cost"]) >= *spec.max_cost_micros;
@@ -638,6 +712,7 @@ PodView view_pod(const json& pod) {
   const json& meta = object_at(pod, "metadata");
   v.name = string_at(meta, "name");
   v.uid = string_at(meta, "uid");
+  v.resource_version = string_at(meta, "resourceVersion");
   v.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   const json& labels = object_at(meta, "labels");
   v.role = string_at(labels, render::label::kRole);

@@ -36,6 +36,7 @@
 
 #include "controllers/render/render.h"
 #include "controllers/api/spec.h"
+#include "controllers/gpu/utilization.h"
 #include "operator/kube/timefmt.h"
 #include "operator/storage/checkpoint_record.h"
 
@@ -45,6 +46,7 @@ using json = nlohmann::json;
 
 struct PodView {
   std::string name, uid, role;  // role: launcher | worker
+  std::string resource_version;
   int epoch = 0;
   int worker_index = -1;
   std::string phase;  // Pending, Running, Succeeded, Failed
@@ -68,6 +70,7 @@ struct NodeView {
   bool ready = true;
   std::optional<kube::SystemTime> not_ready_since;
   std::string notice;  // the disruption taint it carries (spot termination notice), "" if none
+  std::string fault;   // a GPU fault its health tooling reports (planner::Node::fault), "" if none
 };
 
 struct DisruptionConfig {
@@ -120,6 +123,10 @@ struct Observed {
   // The workload's latest.json as last read from the checkpoint store, if any.
   std::optional<storage::CheckpointRecord> checkpoint;
   std::optional<CreateRefusal> refusal;
+  // The latest reading of its GPUs' utilization (DCGM through Prometheus), when Valley reads one,
+  // and the idlePolicy in force (its own, else its tenant's; absent: the defaults).
+  std::optional<gpu::TaskReading> gpu_reading;
+  std::optional<api::IdlePolicy> idle_policy;
 };
 
 struct EventSpec {
@@ -135,6 +142,9 @@ struct Decision {
   struct PodDeletion {
     std::string name, uid;
     bool force = false;  // gracePeriodSeconds 0: its node is gone, or it is stuck past its grace
+    // Set when the pod was unbound as seen: deleted only if it still is (a pod kube-scheduler bound
+    // meanwhile is not re-placed, and its deletion is not mistaken for someone else's).
+    std::string resource_version;
   };
   std::vector<PodDeletion> delete_pods;
   std::vector<EventSpec> events;
@@ -146,6 +156,11 @@ Decision decide(const Observed& observed);
 
 // spec.maxCost is set and status.cost.accrued has reached it: the task is suspended until raised.
 bool over_budget(const api::TaskSpec& spec, const json& status);
+
+// Suspended by its idlePolicy (Suspend) in this generation of its spec: stays so until it changes.
+bool idle_suspended(const api::TaskSpec& spec, const json& status);
+// Idle under an idlePolicy of Shrink: why (the planner then sizes it at replicas.min); else "".
+std::string idle_shrink(const json& status);
 
 // Without a planner (tests, or a cluster without GPUs): replicas.target if pinned, else min.
 int desired_workers(const api::TaskSpec& spec);

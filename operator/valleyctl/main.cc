@@ -307,6 +307,12 @@ int cmd_describe(const valley::Flags& flags, const std::vector<std::string>& arg
                   << (d.contains("workLostSeconds") ? std::to_string(d.value("workLostSeconds", 0)) + "s" : std::string("unknown"));
       std::cout << "\n";
     }
+    const json use = st.value("utilization", json::object());
+    if (!use.empty()) {
+      std::cout << "GPU use:      " << use.value("gpuPercent", 0) << "% now (" << use.value("memoryUsedMiB", 0) << " MiB a GPU), "
+                << use.value("meanGpuPercent", 0) << "% on average; " << use.value("idleGpuHours", std::string("0.00"))
+                << " idle GPU-hours" << (use.contains("idleSince") ? ", idle since " + use.value("idleSince", "") : std::string()) << "\n";
+    }
     const json cost = st.value("cost", json::object());
     if (cost.empty()) {
       std::cout << "Cost:         not priced (no PricingPolicy)\n";
@@ -317,6 +323,12 @@ int cmd_describe(const valley::Flags& flags, const std::vector<std::string>& arg
       std::cout << "Cost:         " << valley::cost::versus_estimate(report) << ", priority x" << cost.value("multiplier", "1") << "\n";
       const json b = cost.value("breakdown", json::object());
       std::cout << "  GPU:        " << b.value("gpu", "0.00") << cur << " for " << valley::cost::gpu_hours_text(report) << " GPU-h";
+      // What the idle share of the observed GPU-time cost, at the task's average GPU price.
+      const int64_t sampled = use.value("sampledGpuSeconds", int64_t{0}), idle = use.value("idleGpuSeconds", int64_t{0});
+      if (sampled > 0 && idle > 0)
+        std::cout << "; you paid for " << use.value("idleGpuHours", std::string("0.00")) << " idle GPU-hours (about "
+                  << valley::api::format_money(static_cast<int64_t>(static_cast<double>(b.value("gpuMicros", int64_t{0})) * idle / sampled))
+                  << cur << ")";
       const json kwh = b.value("kWh", json::object());
       std::cout << "\n  energy:     " << b.value("energy", "0.00") << cur << " for";
       for (const auto& [k, v] : kwh.items()) std::cout << " " << (v.is_string() ? v.get<std::string>() : v.dump()) << " kWh " << k << ";";

@@ -31,7 +31,8 @@ quiet "$bin/helm" lint --strict --kube-version "$kube_version" "$chart"
 quiet "$bin/helm" template valley "$chart" -n valley-system --kube-version "$kube_version" --include-crds > "$out/helm-defaults.yaml"
 quiet "$bin/helm" template team "$chart" -n ml-platform --kube-version "$kube_version" \
   --set serviceMonitor.enabled=true,prometheusRule.enabled=true,pricingPolicy.create=true,podSecurity=Restricted \
-  --set networkPolicy.enabled=true,podDisruptionBudget.enabled=true,extraArgs[0]=--cost-interval=1m > "$out/helm-all.yaml"
+  --set networkPolicy.enabled=true,podDisruptionBudget.enabled=true,extraArgs[0]=--cost-interval=1m \
+  --set gpuHealth.prometheusUrl=http://prometheus.monitoring:9090 > "$out/helm-all.yaml"
 for k in base overlays/dev overlays/production; do
   "$bin/kubectl" kustomize "deploy/$k" > "$out/kustomize-${k//\//-}.yaml"
 done

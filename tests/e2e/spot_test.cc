@@ -9,6 +9,7 @@
 #include "operator/kube/error.h"
 #include "operator/kube/timefmt.h"
 #include "operator/storage/checkpoint_record.h"
+#include "tests/e2e/dcgm.h"
 #include "tests/e2e/task_fixture.h"
 #include "tests/storage/versitygw.h"
 
@@ -118,6 +119,16 @@ class SpotTest : public TaskTest {
     EXPECT_EQ(st["lastDisruption"].value("cause", ""), cause) << st.dump(2);
     EXPECT_TRUE(st["lastDisruption"].contains("recoverySeconds")) << st.dump(2);
   }
+  // The task runs on the two other nodes after one disruption of `cause` on `node`, from step 1200.
+  void expect_moved_off(const std::string& node, const std::string& cause) {
+    auto nodes = worker_nodes();
+    EXPECT_EQ(nodes.size(), 2u);
+    EXPECT_EQ(nodes.count(node), 0u) << "a worker went back to " << node;
+    expect_one_disruption(cause);
+    json st = status();
+    EXPECT_EQ(st["lastDisruption"]["node"], node);
+    EXPECT_EQ(st["lastDisruption"]["checkpointStep"], 1200);
+  }
   std::string events_text() {
     std::string out;
     for (const auto& e : admin->list(kube::resources::kEvents, ns).items) out += e.value("reason", "") + ": " + e.value("note", "") + "\n";
@@ -164,13 +175,8 @@ TEST_F(SpotTest, TerminationNoticeTaintMovesTheTaskOffTheNodeFromItsCheckpoint) 
   ASSERT_TRUE(running_again(1)) << status().dump(2) << operator_log();
   const double seconds = std::chrono::duration<double>(Clock::now() - notice).count();
   std::printf("notice -> Running again: %.1f s\n", seconds);
-  auto nodes = worker_nodes();
-  EXPECT_EQ(nodes.size(), 2u);
-  EXPECT_EQ(nodes.count(doomed), 0u) << "a worker went back to the noticed node";
-  expect_one_disruption("NodeNotice");
+  expect_moved_off(doomed, "NodeNotice");
   json st = status();
-  EXPECT_EQ(st["lastDisruption"]["node"], doomed);
-  EXPECT_EQ(st["lastDisruption"]["checkpointStep"], 1200);
   EXPECT_EQ(st["replicas"], 2);
   EXPECT_TRUE(eventually([&] {
     std::string ev = events_text();
@@ -234,6 +240,119 @@ TEST_F(SpotTest, BelowItsMinimumTheTaskWaitsThenResumesWhenCapacityReturns) {
   EXPECT_EQ(st["restarts"].value("preemptions", 0), 0) << st.dump(2);
   EXPECT_EQ(st["restarts"].value("failures", 0), 0) << st.dump(2);
   EXPECT_EQ(st["replicas"], 3);
+}
+
+// --- GPU faults: the same checkpoint-and-move, from the signals GPU health tooling gives ---
+
+// The spot test's nodes and task, with DCGM metrics for the nodes' GPUs in a real Prometheus (a
+// test exporter stands in for DCGM-exporter: no GPU here) that Valley reads every second.
+class GpuFaultTest : public SpotTest {
+ protected:
+  void SetUp() override {
+    exporter_ = std::make_unique<DcgmExporter>(std::map<std::string, int>{});
+    prometheus_ = std::make_unique<PrometheusServer>(exporter_->port());
+    SpotTest::SetUp();
+    for (int i = 0; i < 3; ++i) exporter_->add_node(node(i), 8);
+  }
+  void TearDown() override {
+    SpotTest::TearDown();
+    prometheus_.reset();
+    exporter_.reset();
+  }
+  std::vector<std::string> operator_flags() const override {
+    auto flags = SpotTest::operator_flags();
+    for (const std::string& f : {"--prometheus-url=" + prometheus_->url(), std::string("--gpu-health-interval=1s"),
+                                std::string("--gpu-health-window=30s"),
+                                std::string("--gpu-utilization-interval=2s")})
+      flags.push_back(f);
+    return flags;
+  }
+  // Runs the task on all three nodes with a checkpoint at step 1200; returns the node of worker 1.
+  std::string running_with_checkpoint() {
+    apply(spot_spec(2, 3));
+    EXPECT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
+    EXPECT_EQ(worker_nodes().size(), 3u);
+    write_checkpoint(1200);
+    EXPECT_TRUE(eventually([&] { return status().value("checkpoint", json::object()).value("step", 0) == 1200; }, 20s))
+        << status().dump(2) << operator_log();
+    return node_of("job-worker-1");
+  }
+  void expect_moved_off_fault(const std::string& faulty, const std::string& words) {
+    expect_moved_off(faulty, "GpuFault");
+    json st = status();
+    EXPECT_NE(st["lastDisruption"].value("message", "").find(words), std::string::npos) << st.dump(2);
+    EXPECT_NE(events_text().find(words), std::string::npos) << events_text();
+  }
+  std::unique_ptr<DcgmExporter> exporter_;
+  std::unique_ptr<PrometheusServer> prometheus_;
+};
+
+TEST_F(GpuFaultTest, AnXidBurstInDcgmMetricsMovesTheWorkersOffTheNodeWithACheckpoint) {
+  const std::string faulty = running_with_checkpoint();
+  // XID 79 on one GPU of that node, as DCGM-exporter reports it (the last XID seen).
+  const auto burst = Clock::now();
+  exporter_->set(faulty, 5, "DCGM_FI_DEV_XID_ERRORS", 79);
+  ASSERT_TRUE(eventually([&] { return status().value("phase", "") == "Restarting"; }, 30s)) << status().dump(2) << operator_log();
+  const double to_move = std::chrono::duration<double>(Clock::now() - burst).count();
+  ASSERT_TRUE(running_again(1)) << status().dump(2) << operator_log();
+  const double to_running = std::chrono::duration<double>(Clock::now() - burst).count();
+  std::printf("XID burst -> Restarting: %.1f s; -> Running again elsewhere: %.1f s\n", to_move, to_running);
+  expect_moved_off_fault(faulty, "XID 79 (GPU has fallen off the bus) on GPU 5 (DCGM)");
+  // The fault clears after the window: the node takes work again (the planner may use it).
+  exporter_->set(faulty, 5, "DCGM_FI_DEV_XID_ERRORS", 0);
+  EXPECT_TRUE(eventually([&] { return operator_log().find("node " + faulty + " is healthy again") != std::string::npos; }, 60s))
+      << operator_log();
+}
+
+TEST_F(GpuFaultTest, AGpuFaultTaintOrConditionOnTheNodeMovesTheWorkersToo) {
+  const std::string faulty = running_with_checkpoint();
+  // NVSentinel's fault quarantine: a condition saying why, and a taint.
+  admin->patch(kNodes, "", faulty, kube::PatchType::Merge,
+               {{"spec", {{"taints", {{{"key", "nvidia.com/gpu-xid-error"}, {"value", "true"}, {"effect", "NoSchedule"}}}}}}});
+  ASSERT_TRUE(running_again(1)) << status().dump(2) << operator_log();
+  expect_moved_off_fault(faulty, "taint nvidia.com/gpu-xid-error=true");
+}
+
+// Idle GPUs: the task's GPUs report 0% in DCGM; after its idlePolicy's window it is reported
+// (condition and Event) and, with action Shrink, shrunk to replicas.min by a checkpoint-restart.
+TEST_F(GpuFaultTest, AnIdleTaskIsReportedAndShrunkToItsMinimum) {
+  json spec = spot_spec(2, 3);
+  spec["idlePolicy"] = {{"action", "Shrink"}, {"belowPercent", 5}, {"after", "1m"}};
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
+  ASSERT_EQ(worker_nodes().size(), 3u);
+  // DCGM-exporter's Kubernetes mode: each worker's 8 GPUs carry its pod; all busy at first.
+  for (const auto& p : pods()) {
+    if (p["metadata"]["labels"].value("valley.dev/role", "") != "worker") continue;
+    for (int g = 0; g < 8; ++g) {
+      exporter_->assign(p["spec"].value("nodeName", ""), g, ns, p["metadata"].value("name", ""));
+      exporter_->set(p["spec"].value("nodeName", ""), g, "DCGM_FI_DEV_GPU_UTIL", 97);
+    }
+  }
+  ASSERT_TRUE(eventually([&] { return status().value("utilization", json::object()).value("gpuPercent", 0) == 97; }, 60s))
+      << status().dump(2) << operator_log();
+  // The data loader stalls: every GPU idle.
+  const auto stalled = Clock::now();
+  for (const auto& node : worker_nodes())
+    for (int g = 0; g < 8; ++g) exporter_->set(node, g, "DCGM_FI_DEV_GPU_UTIL", 0);
+  auto idle = [&]() -> json {
+    for (const auto& c : status().value("conditions", json::array()))
+      if (c["type"] == "Idle") return c;
+    return json::object();
+  };
+  ASSERT_TRUE(eventually([&] { return idle().value("status", "") == "True"; }, 120s)) << status().dump(2) << operator_log();
+  const double reported = std::chrono::duration<double>(Clock::now() - stalled).count();
+  EXPECT_EQ(idle()["reason"], "IdleShrink");
+  EXPECT_NE(events_text().find("Idle: GPU utilization below 5% since"), std::string::npos) << events_text();
+  ASSERT_TRUE(eventually([&] { return status().value("desiredReplicas", 0) == 2 || status().value("epochReplicas", 0) == 2; }, 60s))
+      << status().dump(2) << operator_log();
+  ASSERT_TRUE(running_again(1)) << status().dump(2) << operator_log();
+  EXPECT_EQ(status()["epochReplicas"], 2);
+  EXPECT_EQ(status()["restarts"].value("failures", 0), 0);
+  EXPECT_NE(status().value("lastResizeReason", "").find("GPU utilization below 5%"), std::string::npos) << status().dump(2);
+  const json u = status()["utilization"];
+  EXPECT_GT(u.value("idleGpuSeconds", 0), 0) << u.dump(2);
+  std::printf("idle GPUs -> Idle condition: %.1f s (window 60 s); idle GPU-hours %s\n", reported, u.value("idleGpuHours", "").c_str());
 }
 
 }  // namespace

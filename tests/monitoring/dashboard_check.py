@@ -23,9 +23,9 @@ for panel in d["panels"]:
         problems.append(f"{title}: unit {defaults['unit']} fixes a currency; show the metric's currency label instead")
     for t in targets:
         expr = t["expr"]
-        if re.search(r"valley_(task_workers|cost_accrued)\b", expr) and "$namespace" not in expr:
+        if re.search(r"valley_(task_workers|task_gpu_utilization_percent|task_idle_gpu_hours|cost_accrued)\b", expr) and "$namespace" not in expr:
             problems.append(f"{title}: {expr} ignores $namespace")
-        if "valley_task_workers" in expr and "$task" not in expr:
+        if re.search(r"valley_task_(workers|gpu_utilization_percent|idle_gpu_hours)", expr) and "$task" not in expr:
             problems.append(f"{title}: {expr} ignores $task")
     seconds = [t["refId"] for t in targets if re.search(r"_seconds(_bucket|_sum|_count)?\b", t["expr"]) and "histogram_quantile" in t["expr"]]
     others = [t["refId"] for t in targets if t["refId"] not in seconds]

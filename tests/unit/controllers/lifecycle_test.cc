@@ -488,6 +488,33 @@ TEST(Disruption, SpotNoticeRestartsTheTaskFromItsCheckpointWithoutCountingAFailu
   EXPECT_TRUE(recovered_event);
 }
 
+// A GPU fault the cluster reports on a worker's node is a platform fault: the same checkpoint-restart
+// as a spot notice, with the fault's words in the status and Event, and never a failure.
+TEST(Disruption, AGpuFaultOnAWorkersNodeMovesTheTaskWithoutCountingAFailure) {
+  auto nodes = healthy();
+  nodes["n1"].fault = "condition SysLogsXIDError: [79] GPU has fallen off the bus";
+  json status = running_status();
+  status["restarts"] = {{"failures", 0}};
+  Decision d = decide(on_nodes(status, running_pods(), nodes));
+  EXPECT_EQ(d.status["phase"], "Restarting");
+  EXPECT_EQ(d.status["reason"], "GpuFault");
+  EXPECT_EQ(d.status["restarts"]["disruptions"], 1);
+  EXPECT_EQ(d.status["restarts"]["failures"], 0);
+  EXPECT_EQ(d.status["lastDisruption"]["cause"], "GpuFault");
+  EXPECT_EQ(d.status["lastDisruption"]["node"], "n1");
+  EXPECT_EQ(d.status["lastDisruption"]["workers"], 2);
+  EXPECT_NE(d.status["lastDisruption"]["message"].get<std::string>().find("fallen off the bus"), std::string::npos);
+  ASSERT_FALSE(d.events.empty());
+  EXPECT_NE(d.events[0].note.find("GPU fault (condition SysLogsXIDError"), std::string::npos) << d.events[0].note;
+  // The launcher's exit while its node fails is the fault's doing too (it was already restarting).
+  auto pods = running_pods();
+  pods[2].phase = "Failed";
+  pods[2].exit_code = 1;
+  Decision after = decide(on_nodes(d.status, pods, nodes));
+  EXPECT_NE(after.status["phase"], "Failed");
+  EXPECT_EQ(after.status["restarts"]["failures"], 0);
+}
+
 TEST(Disruption, WorkSinceAnOlderCheckpointIsCountedAsLost) {
   json st = running_status(2, 2);
   st["phase"] = "Admitted";
@@ -661,6 +688,76 @@ TEST(Disruption, ATerminationMessageCheckpointIsReported) {
   Decision d = decide(on_nodes(running_status(), pods, healthy()));
   EXPECT_EQ(d.status["checkpoint"]["step"], 77);
   EXPECT_EQ(d.status["checkpoint"]["uri"], "s3://ckpt/t");
+}
+
+// --- Idle GPUs (utilization from DCGM through Prometheus) ---
+
+Observed with_reading(const json& status, std::vector<gpu::GpuReading> gpus, kube::SystemTime at, api::IdlePolicy p,
+                      int64_t generation = 1) {
+  json t = task_object(json::object(), status);
+  t["metadata"]["generation"] = generation;
+  Observed o = observe(t, running_pods());
+  o.gpu_reading = gpu::TaskReading{at, std::move(gpus), std::chrono::seconds(120)};
+  o.idle_policy = p;
+  return o;
+}
+
+TEST(Idle, ReportSaysItOnceAndClearsWhenBusy) {
+  api::IdlePolicy p;
+  p.after = 10min;
+  json st = running_status();
+  st["utilization"] = {{"updated", kube::format_time(kNow - 60s)}, {"idleSince", kube::format_time(kNow - 11min)}};
+  Decision d = decide(with_reading(st, {{1, 0}, {2, 0}}, kNow, p));
+  EXPECT_EQ(d.status["phase"], "Running");
+  json idle = condition_of(d.status, "Idle");
+  ASSERT_TRUE(idle.is_object()) << d.status.dump(2);
+  EXPECT_EQ(idle["status"], "True");
+  EXPECT_EQ(idle["reason"], "IdleGpus");
+  EXPECT_NE(idle["message"].get<std::string>().find("below 5% since"), std::string::npos);
+  int said = 0;
+  for (const auto& e : d.events) said += e.reason == "Idle";
+  EXPECT_EQ(said, 1);
+  EXPECT_EQ(d.status["utilization"]["idleGpuSeconds"], 120);
+  // Still idle a minute later: nothing new is said.
+  Decision again = decide(with_reading(d.status, {{1, 0}, {2, 0}}, kNow + 60s, p));
+  for (const auto& e : again.events) EXPECT_NE(e.reason, "Idle");
+  EXPECT_EQ(condition_of(again.status, "Idle"), idle);
+  // Busy: the condition turns False.
+  Decision busy = decide(with_reading(again.status, {{95, 0}, {90, 0}}, kNow + 120s, p));
+  EXPECT_EQ(condition_of(busy.status, "Idle")["status"], "False");
+  EXPECT_EQ(idle_shrink(busy.status), "");
+}
+
+TEST(Idle, ShrinkIsLeftToThePlannerAndSuspendStopsUntilTheSpecChanges) {
+  api::IdlePolicy p;
+  p.after = 10min;
+  json st = running_status();
+  st["utilization"] = {{"updated", kube::format_time(kNow - 60s)}, {"idleSince", kube::format_time(kNow - 11min)}};
+  p.action = api::IdleAction::Shrink;
+  Decision shrink = decide(with_reading(st, {{0, 0}, {0, 0}}, kNow, p));
+  EXPECT_EQ(shrink.status["phase"], "Running");
+  EXPECT_NE(idle_shrink(shrink.status).find("shrinking to replicas.min"), std::string::npos);
+
+  p.action = api::IdleAction::Suspend;
+  Decision d = decide(with_reading(st, {{0, 0}, {0, 0}}, kNow, p));
+  EXPECT_EQ(d.status["phase"], "Suspended");
+  EXPECT_EQ(d.status["reason"], "Idle");
+  EXPECT_FALSE(d.delete_pods.empty());
+  const api::TaskSpec spec = *api::parse_task(task_object()).spec;
+  EXPECT_TRUE(idle_suspended(spec, d.status));
+  // Its pods are gone and the GPUs report nothing: it stays suspended.
+  Observed later = with_reading(d.status, {}, kNow + 60s, p);
+  later.pods.clear();
+  Decision still = decide(later);
+  EXPECT_EQ(still.status["phase"], "Suspended");
+  EXPECT_TRUE(still.create.empty());
+  // The user changes the spec (a new generation): it resumes, watched afresh.
+  Observed changed = with_reading(d.status, {}, kNow + 120s, p, 2);
+  changed.pods.clear();
+  Decision resumed = decide(changed);
+  EXPECT_NE(resumed.status["phase"], "Suspended");
+  EXPECT_EQ(condition_of(resumed.status, "Idle")["status"], "False");
+  EXPECT_EQ(condition_of(resumed.status, "Idle")["reason"], "SpecChanged");
 }
 
 }  // namespace

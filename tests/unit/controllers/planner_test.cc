@@ -575,5 +575,28 @@ TEST(PlannerTenants, WorkWithoutATenantRunsOnIdleCapacityAndIsReclaimedFirst) {
   EXPECT_EQ(find(ds, "x/loose").workers, 2);
 }
 
+// Utilization in sizing: an idlePolicy of Shrink sizes the task at min; without measured
+// progress, saturated GPUs grow it one step and others keep it at its size; not running, or
+// without utilization, it sizes as before.
+TEST(Planner, IdleTasksShrinkToMinAndBusyOnesWithoutProgressRecordsGrowAStep) {
+  Config c;
+  c.min_marginal_efficiency = 0.8;
+  Task t = task("ns/idle", 10, 2, 8);
+  EXPECT_EQ(target_size(t, 4, c), 4);  // no evidence at all: stays
+  t.gpu_percent = 12;
+  EXPECT_EQ(target_size(t, 4, c), 4);
+  t.gpu_percent = 95;
+  EXPECT_EQ(target_size(t, 4, c), 5);  // saturated: one step up
+  EXPECT_EQ(target_size(t, 8, c), 8);
+  EXPECT_EQ(target_size(t, 0, c), 2);  // not running yet: min
+  t.scaling = {{4, 10.0, 3}, {5, 10.1, 3}};  // measured: the step did not pay
+  EXPECT_EQ(target_size(t, 5, c), 4);
+  t.scaling.clear();
+  t.idle = "GPU utilization below 5% since ...";
+  EXPECT_EQ(target_size(t, 4, c), 2);
+  t.fastest = true;
+  EXPECT_EQ(target_size(t, 4, c), 2);  // the user's idle policy wins over speed
+}
+
 }  // namespace
 }  // namespace valley::planner

@@ -39,6 +39,51 @@ TEST(Snapshot, NotReadyCordonedOrNoticedNodesTakeNoWork) {
   EXPECT_EQ(tainted.taints[0].key, "team");
 }
 
+// GPU faults as NVSentinel (conditions, taints) or Node Problem Detector report them: the node
+// takes no work and says what is wrong; a condition that is False, or not a fault type, changes
+// nothing.
+TEST(Snapshot, NodesReportingAGpuFaultTakeNoWorkAndSayWhy) {
+  json gpus = {{"nvidia.com/gpu", "8"}};
+  json xid = node("a", json::object(), gpus);
+  xid["status"]["conditions"].push_back({{"type", "SysLogsXIDError"}, {"status", "True"},
+                                         {"message", "[79] GPU has fallen off the bus on GPU 3 - RecommendedAction: RESTART_BM"}});
+  Node n = node_from(xid);
+  EXPECT_FALSE(n.schedulable);
+  EXPECT_EQ(n.fault, "condition SysLogsXIDError: [79] GPU has fallen off the bus on GPU 3 - RecommendedAction: RESTART_BM");
+  json mem = node("b", json::object(), gpus);
+  mem["status"]["conditions"].push_back({{"type", "GpuMemWatch"}, {"status", "True"}});
+  EXPECT_EQ(node_from(mem).fault, "condition GpuMemWatch");  // Gpu*Watch
+  json cleared = node("c", json::object(), gpus);
+  cleared["status"]["conditions"].push_back({{"type", "GpuMemWatch"}, {"status", "False"}});
+  cleared["status"]["conditions"].push_back({{"type", "KernelDeadlock"}, {"status", "True"}});  // NPD, not a GPU fault by default
+  EXPECT_TRUE(node_from(cleared).schedulable);
+  EXPECT_EQ(node_from(cleared).fault, "");
+  Node tainted = node_from(node("d", json::object(), gpus, {{{"key", "nvidia.com/gpu-xid-error"}, {"value", "true"}, {"effect", "NoSchedule"}}}));
+  EXPECT_FALSE(tainted.schedulable);
+  EXPECT_EQ(tainted.fault, "taint nvidia.com/gpu-xid-error=true");
+  // Configured: a Node Problem Detector rule's own condition.
+  NodeFacts facts;
+  facts.gpu_fault_conditions = {"GPUProblem"};
+  json npd = node("e", json::object(), gpus);
+  npd["status"]["conditions"].push_back({{"type", "GPUProblem"}, {"status", "True"}, {"message", std::string(300, 'x')}});
+  Node e = node_from(npd, facts);
+  EXPECT_FALSE(e.schedulable);
+  EXPECT_EQ(e.fault.size(), std::string("condition GPUProblem: ").size() + 203);  // long messages are cut
+  EXPECT_TRUE(node_from(mem, facts).schedulable);
+}
+
+TEST(Snapshot, PatternsMatchWithStars) {
+  EXPECT_TRUE(matches_pattern("Gpu*Watch", "GpuMemWatch"));
+  EXPECT_TRUE(matches_pattern("Gpu*Watch", "GpuWatch"));
+  EXPECT_FALSE(matches_pattern("Gpu*Watch", "GpuMemWatcher"));
+  EXPECT_FALSE(matches_pattern("Gpu*Watch", "SysGpuMemWatch"));
+  EXPECT_TRUE(matches_pattern("*", ""));
+  EXPECT_TRUE(matches_pattern("a*b*c", "aXXbYYbc"));
+  EXPECT_FALSE(matches_pattern("a*b*c", "aXXbYYb"));
+  EXPECT_TRUE(matches_pattern("SysLogsXIDError", "SysLogsXIDError"));
+  EXPECT_FALSE(matches_pattern("", "x"));
+}
+
 TEST(Snapshot, PodUsageCountsRequestsOrLimitsAndNothingOnceFinished) {
   json pod = json::parse(R"({"spec":{"nodeName":"a","containers":[
       {"resources":{"limits":{"nvidia.com/gpu":"2"}}},
