@@ -26,6 +26,21 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
+// Calls row(cells, where, line_no) for each non-empty line of `csv` (a trailing CR dropped), the
+// first one skipped when `is_header` says it is a header; `where` names the line in errors.
+template <typename IsHeader, typename Row>
+void for_each_row(const std::string& csv, const char* what, IsHeader is_header, Row row) {
+  std::istringstream in(csv);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || (line_no == 1 && is_header(line))) continue;
+    row(split_csv(line), std::string(what) + " line " + std::to_string(line_no), line_no);
+  }
+}
+
 int64_t to_int(const std::string& s, const std::string& where) {
   try {
     size_t used = 0;
@@ -69,20 +84,13 @@ const json& list(const json& obj, const std::string& key, const std::string& whe
 
 std::vector<TraceJob> parse_trace(const std::string& csv, int64_t from, int64_t to, int max_jobs) {
   std::vector<TraceJob> jobs;
-  std::istringstream in(csv);
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || (line_no == 1 && line.rfind("job_id", 0) == 0)) continue;
-    auto cells = split_csv(line);
-    std::string where = "trace line " + std::to_string(line_no);
-    if (cells.size() < 4) throw InputError(where + ": expected job_id,submission_time,duration,num_gpu");
-    TraceJob j{cells[0], to_int(cells[1], where), to_int(cells[2], where), static_cast<int>(to_int(cells[3], where)), ""};
-    if (j.gpus < 1 || j.duration < 0) throw InputError(where + ": needs num_gpu >= 1 and duration >= 0");
-    jobs.push_back(std::move(j));
-  }
+  for_each_row(csv, "trace", [](const std::string& l) { return l.rfind("job_id", 0) == 0; },
+               [&](const std::vector<std::string>& cells, const std::string& where, int) {
+                 if (cells.size() < 4) throw InputError(where + ": expected job_id,submission_time,duration,num_gpu");
+                 TraceJob j{cells[0], to_int(cells[1], where), to_int(cells[2], where), static_cast<int>(to_int(cells[3], where)), ""};
+                 if (j.gpus < 1 || j.duration < 0) throw InputError(where + ": needs num_gpu >= 1 and duration >= 0");
+                 jobs.push_back(std::move(j));
+               });
   return slice_jobs(jobs, from, to, max_jobs);
 }
 
@@ -90,16 +98,8 @@ bool is_philly(const std::string& csv) { return csv.rfind("timestamp,duration,nu
 
 std::vector<TraceJob> parse_philly(const std::string& csv) {
   std::vector<TraceJob> jobs;
-  std::istringstream in(csv);
-  std::string line;
-  int line_no = 0;
   std::optional<int64_t> earliest;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || (line_no == 1 && is_philly(line))) continue;
-    auto cells = split_csv(line);
-    std::string where = "trace line " + std::to_string(line_no);
+  for_each_row(csv, "trace", is_philly, [&](const std::vector<std::string>& cells, const std::string& where, int line_no) {
     if (cells.size() < 5) throw InputError(where + ": expected timestamp,duration,num_gpus,gpu_time,cluster");
     std::string stamp = cells[0];
     if (stamp.size() == 19 && stamp[10] == ' ') stamp[10] = 'T';
@@ -111,7 +111,7 @@ std::vector<TraceJob> parse_philly(const std::string& csv) {
     if (j.tenant.empty()) throw InputError(where + ": no cluster (the tenant)");
     earliest = std::min(earliest.value_or(j.submit), j.submit);
     jobs.push_back(std::move(j));
-  }
+  });
   for (auto& j : jobs) j.submit -= earliest.value_or(0);
   std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.submit < b.submit; });
   return jobs;
@@ -240,31 +240,25 @@ Speedup Speedup::from_placements(const std::string& csv, const std::set<int>& dr
     double step;
   };
   std::vector<Row> rows;
-  std::istringstream in(csv);
-  std::string line;
-  int line_no = 0;
   std::set<int> sizes;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line_no == 1 || line.empty()) continue;
-    auto cells = split_csv(line);
-    std::string where = "placements line " + std::to_string(line_no);
-    if (cells.size() < 3) throw InputError(where + ": expected placement,local_bsz,step_time");
-    int gpus = 0;
-    for (char ch : cells[0]) {
-      if (ch < '0' || ch > '9') throw InputError(where + ": placement is digits");
-      gpus += ch - '0';
-    }
-    double step = 0;
-    try {
-      step = std::stod(cells[2]);
-    } catch (const std::exception&) {
-      throw InputError(where + ": step_time is not a number");
-    }
-    int bsz = static_cast<int>(to_int(cells[1], where));
-    rows.push_back({gpus, static_cast<int>(cells[0].size()), bsz, step});
-    sizes.insert(bsz);
-  }
+  for_each_row(csv, "placements", [](const std::string&) { return true; },
+               [&](const std::vector<std::string>& cells, const std::string& where, int) {
+                 if (cells.size() < 3) throw InputError(where + ": expected placement,local_bsz,step_time");
+                 int gpus = 0;
+                 for (char ch : cells[0]) {
+                   if (ch < '0' || ch > '9') throw InputError(where + ": placement is digits");
+                   gpus += ch - '0';
+                 }
+                 double step = 0;
+                 try {
+                   step = std::stod(cells[2]);
+                 } catch (const std::exception&) {
+                   throw InputError(where + ": step_time is not a number");
+                 }
+                 int bsz = static_cast<int>(to_int(cells[1], where));
+                 rows.push_back({gpus, static_cast<int>(cells[0].size()), bsz, step});
+                 sizes.insert(bsz);
+               });
   if (rows.empty()) throw InputError("placements: no rows");
   Speedup s;
   // The median per-GPU batch size measured: neither the tiny batches that scale worst nor the
