@@ -40,17 +40,14 @@ bool pod_finished(const PodView& p) { return p.phase == "Succeeded" || p.phase =
 using api::set_condition;
 
 bool condition_true(const json& status, const std::string& type) {
-  if (!status.contains("conditions") || !status["conditions"].is_array()) return false;
-  for (const auto& c : status["conditions"])
-    if (c.value("type", "") == type) return c.value("status", "") == "True";
-  return false;
+  const json* c = find_condition(status, type);
+  return c && c->value("status", "") == "True";
 }
 
-bool has_condition(const json& status, const std::string& type) {
-  if (!status.contains("conditions") || !status["conditions"].is_array()) return false;
-  for (const auto& c : status["conditions"])
-    if (c.value("type", "") == type) return true;
-  return false;
+// A field (reason, message) of the condition of `type`, "" when there is none.
+std::string condition_field(const json& status, const std::string& type, const char* field) {
+  const json* c = find_condition(status, type);
+  return c ? c->value(field, "") : "";
 }
 
 int64_t counter(const json& status, const char* name) {
@@ -100,17 +97,6 @@ class Decider {
   }
 
  private:
-  std::string condition_message(const std::string& type) const {
-    for (const auto& c : status_.value("conditions", json::array()))
-      if (c.value("type", "") == type) return c.value("message", "");
-    return "";
-  }
-  std::string condition_reason(const std::string& type) const {
-    for (const auto& c : status_.value("conditions", json::array()))
-      if (c.value("type", "") == type) return c.value("reason", "");
-    return "";
-  }
-
   // status.utilization from the latest reading of its GPUs, and the Idle condition its idlePolicy
   // asks for: once its GPUs have been below the threshold for the policy's window, an Idle
   // condition and Event (Report), the planner sizing it at replicas.min (Shrink, see idle_shrink),
@@ -135,7 +121,7 @@ class Decider {
       set_condition(status_, "Idle", true, reason, message + ": " + what, now_, generation_);
       event("Warning", "Idle", p.action == api::IdleAction::Report ? "Report" : p.action == api::IdleAction::Shrink ? "Shrink" : "Suspend",
             message + ": " + what);
-    } else if (condition_true(status_, "Idle") && condition_reason("Idle") != kIdleSuspend) {
+    } else if (condition_true(status_, "Idle") && condition_field(status_, "Idle", "reason") != kIdleSuspend) {
       set_condition(status_, "Idle", false, "Busy", "GPU utilization " + std::to_string(u.value("gpuPercent", 0)) + "%", now_, generation_);
     }
   }
@@ -151,7 +137,7 @@ class Decider {
         d_.create_ssh_secret = false;
         if (o_.refusal->retry_in) d_.requeue_after = *o_.refusal->retry_in;
       }
-    } else if (has_condition(status_, "PodsCreated") && !condition_true(status_, "PodsCreated")) {
+    } else if (find_condition(status_, "PodsCreated") != nullptr && !condition_true(status_, "PodsCreated")) {
       set_condition(status_, "PodsCreated", true, "Created", "the API server accepts the task's pods", now_, generation_);
     }
   }
@@ -429,10 +415,10 @@ class Decider {
       return;
     }
     if (idle_suspended(*spec_, status_)) {
-      suspend("Idle", condition_message("Idle"), condition_message("Idle"));
+      suspend("Idle", condition_field(status_, "Idle", "message"), condition_field(status_, "Idle", "message"));
       return;
     }
-    if (condition_true(status_, "Idle") && condition_reason("Idle") == kIdleSuspend)
+    if (condition_true(status_, "Idle") && condition_field(status_, "Idle", "reason") == kIdleSuspend)
       // Suspended while idle, and the spec changed since: it runs again and is watched afresh.
       set_condition(status_, "Idle", false, "SpecChanged", "the spec changed: resumed, utilization watched again", now_, generation_);
     if (over_budget(*spec_, status_)) {
@@ -687,9 +673,8 @@ bool idle_suspended(const api::TaskSpec& spec, const json& status) {
 }
 
 std::string idle_shrink(const json& status) {
-  const json* c = find_condition(status, "Idle");
-  if (!c || c->value("status", "") != "True" || c->value("reason", "") != "IdleShrink") return "";
-  return c->value("message", "");
+  if (!condition_true(status, "Idle") || condition_field(status, "Idle", "reason") != "IdleShrink") return "";
+  return condition_field(status, "Idle", "message");
 }
 
 bool over_budget(const api::TaskSpec& spec, const json& status) {
