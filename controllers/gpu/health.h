@@ -1,5 +1,5 @@
 // GPU health from DCGM-exporter's metrics, as Prometheus holds them: which PromQL queries to ask and
-// how their answers become a fault per node. Pure: the reconciler (controllers/task/health_watcher)
+// how their answers become a fault per node. Pure: the reconciler (controllers/task/gpu_watcher)
 // runs the queries and feeds the samples in. (The rest of controllers/gpu: GPU resources, resources.h.)
 //
 // Signals (DCGM field names as DCGM-exporter publishes them; a series' node is its `Hostname` label,

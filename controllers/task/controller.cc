@@ -116,7 +116,7 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
         }
         queue_.add(key);
       }),
-      health_(options_.prometheus_url, options_.gpu_health, options_.gpu_health_interval, [this] {
+      gpu_(options_.prometheus_url, options_.gpu_health, options_.gpu_health_interval, [this] {
         // Faults came or went: re-plan, and every task looks at its nodes again.
         mark_dirty();
         for (const auto& t : tasks_->store().list()) queue_.add(kube::object_key(*t));
@@ -418,7 +418,7 @@ void TaskController::run(const std::atomic<bool>& stop) {
   if (!stop.load()) reconcile_policy(options_.pricing_policy);
   std::thread planner([this, &stop] { planning_loop(stop); });
   std::thread checkpoint_reader([this, &stop] { checkpoints_.run(stop); });
-  std::thread health_reader([this, &stop] { health_.run(stop); });
+  std::thread gpu_reader([this, &stop] { gpu_.run(stop); });
   auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) {
     LogContext context(key.rfind('@', 0) == 0 ? key.substr(1) : key);
     const auto start = std::chrono::steady_clock::now();
@@ -441,7 +441,7 @@ void TaskController::run(const std::atomic<bool>& stop) {
   plan_cv_.notify_all();
   planner.join();
   checkpoint_reader.join();
-  health_reader.join();
+  gpu_reader.join();
   for (auto* inf : informers) inf->stop();
 }
 
@@ -476,8 +476,8 @@ void TaskController::secret_created(const std::string& ns, const std::string& ta
 // labels mean spot, so that admission (reduceCost on spot) and pricing never disagree.
 planner::Node TaskController::node_of(const nlohmann::json& node, const planner::NodeFacts& facts) const {
   planner::Node n = planner::node_from(node, facts);
-  if (!n.fault.empty() || !health_.enabled()) return n;
-  if (std::string fault = health_.fault_of(n.name); !fault.empty()) {
+  if (!n.fault.empty() || !gpu_.enabled()) return n;
+  if (std::string fault = gpu_.fault_of(n.name); !fault.empty()) {
     n.fault = std::move(fault);
     n.schedulable = false;
   }
@@ -717,14 +717,14 @@ bool TaskController::reconcile(const std::string& key) {
   const std::string uid = o.task["metadata"].value("uid", "");
   const auto owned_pods = pods_->store().by_index(kube::index::kOwnerUid, uid);
   for (const auto& pod : owned_pods) o.pods.push_back(view_pod(*pod));
-  if (health_.enabled() && o.parsed.spec) {
+  if (gpu_.enabled() && o.parsed.spec) {
     // Its GPUs' utilization as of the latest poll, and the idlePolicy in force (its own, else its tenant's).
     std::vector<std::string> running;
     for (const auto& p : o.pods)
       if (p.phase == "Running") running.push_back(ns + "/" + p.name);
     // A new reading once per utilization interval: the status is not rewritten at every poll.
     const auto last = kube::time_at(kube::object_at(o.task["status"], "utilization"), "updated");
-    if (auto r = health_.reading(running); r && (!last || r->at - *last >= options_.utilization_interval)) o.gpu_reading = std::move(r);
+    if (auto r = gpu_.reading(running); r && (!last || r->at - *last >= options_.utilization_interval)) o.gpu_reading = std::move(r);
     o.idle_policy = o.parsed.spec->idle_policy;
     if (!o.idle_policy) {
       std::string owner;
@@ -824,7 +824,7 @@ bool TaskController::reconcile(const std::string& key) {
     if (!d.requeue_after || *d.requeue_after > options_.cost_interval) d.requeue_after = options_.cost_interval;
   }
   // Utilization is read while its pods run.
-  if (health_.enabled() && !ended_after && !owned_pods.empty() && (!d.requeue_after || *d.requeue_after > options_.utilization_interval))
+  if (gpu_.enabled() && !ended_after && !owned_pods.empty() && (!d.requeue_after || *d.requeue_after > options_.utilization_interval))
     d.requeue_after = options_.utilization_interval;
 
   if (d.status_changed) {

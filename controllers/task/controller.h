@@ -25,7 +25,7 @@
 #include "controllers/planner/planner.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/checkpoint_watcher.h"
-#include "controllers/task/health_watcher.h"
+#include "controllers/task/gpu_watcher.h"
 #include "controllers/task/lifecycle.h"
 #include "operator/kube/client.h"
 #include "controllers/tenancy/tenants.h"
@@ -132,7 +132,7 @@ class TaskController {
   mutable std::mutex policy_mu_;
   std::shared_ptr<const cost::Policy> policy_;  // nullptr: none, or invalid (see its status)
   CheckpointWatcher checkpoints_;
-  HealthWatcher health_;
+  GpuWatcher gpu_;
   std::map<std::string, std::string> checkpoint_errors_;  // task -> last store error reported
 
   std::mutex plan_mu_;

@@ -1,4 +1,4 @@
-#include "controllers/task/health_watcher.h"
+#include "controllers/task/gpu_watcher.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,21 +6,21 @@
 
 namespace valley::task {
 
-HealthWatcher::HealthWatcher(std::string prometheus_url, gpu::HealthConfig config, std::chrono::seconds interval, OnChange on_change)
+GpuWatcher::GpuWatcher(std::string prometheus_url, gpu::HealthConfig config, std::chrono::seconds interval, OnChange on_change)
     : url_(std::move(prometheus_url)), config_(std::move(config)), interval_(interval), on_change_(std::move(on_change)) {}
 
-std::map<std::string, std::string> HealthWatcher::faults() const {
+std::map<std::string, std::string> GpuWatcher::faults() const {
   std::lock_guard lock(mu_);
   return faults_;
 }
 
-std::string HealthWatcher::fault_of(const std::string& node) const {
+std::string GpuWatcher::fault_of(const std::string& node) const {
   std::lock_guard lock(mu_);
   auto it = faults_.find(node);
   return it == faults_.end() ? "" : it->second;
 }
 
-std::optional<gpu::TaskReading> HealthWatcher::reading(const std::vector<std::string>& pods) const {
+std::optional<gpu::TaskReading> GpuWatcher::reading(const std::vector<std::string>& pods) const {
   std::lock_guard lock(mu_);
   if (!polled_at_) return std::nullopt;
   gpu::TaskReading r;
@@ -31,7 +31,7 @@ std::optional<gpu::TaskReading> HealthWatcher::reading(const std::vector<std::st
   return r;
 }
 
-void HealthWatcher::poll() {
+void GpuWatcher::poll() {
   const prom::Client client(url_);
   std::map<std::string, std::vector<prom::Sample>> by_signal;
   std::string error;
@@ -70,7 +70,7 @@ void HealthWatcher::poll() {
   if (changed && on_change_) on_change_();
 }
 
-void HealthWatcher::run(const std::atomic<bool>& stop) {
+void GpuWatcher::run(const std::atomic<bool>& stop) {
   if (url_.empty()) return;
   spdlog::info("gpu health: reading DCGM metrics from Prometheus at {} every {}s", url_, interval_.count());
   auto next = std::chrono::steady_clock::now();

@@ -21,10 +21,10 @@
 
 namespace valley::task {
 
-class HealthWatcher {
+class GpuWatcher {
  public:
   using OnChange = std::function<void()>;
-  HealthWatcher(std::string prometheus_url, gpu::HealthConfig config, std::chrono::seconds interval, OnChange on_change);
+  GpuWatcher(std::string prometheus_url, gpu::HealthConfig config, std::chrono::seconds interval, OnChange on_change);
   void run(const std::atomic<bool>& stop);
   std::map<std::string, std::string> faults() const;  // node -> what is wrong
   std::string fault_of(const std::string& node) const;  // "" when healthy
