@@ -15,30 +15,31 @@
 namespace valley::planner {
 namespace {
 
-using Free = std::unordered_map<std::string, std::map<std::string, int64_t>>;  // node -> resource -> units
-
 using gpu::kTimeSliced;
 using gpu::whole_resource;
 
-int64_t get(const std::map<std::string, int64_t>& m, const std::string& k) {
-  auto it = m.find(k);
-  return it == m.end() ? 0 : it->second;
-}
+constexpr size_t kMigCount = std::size(gpu::kMigProfiles);
 
-std::optional<Task::Worker> shape_on(int gpu_milli, const std::string& vendor, const std::map<std::string, int64_t>& free) {
-  if (vendor.empty()) return std::nullopt;
+// The shape of one worker of `gpu_milli` on a node, over any representation of its free units:
+// `units(key)` is what is free of a resource, named by `whole` (the vendor's whole GPU), `time_sliced`
+// and `mig` (one key per gpu::kMigProfiles entry). Whole GPUs for whole requests; a fraction takes
+// the smallest free MIG slice that holds it, else a time-sliced replica, else one whole GPU.
+template <class Key, class Units>
+std::optional<std::pair<Key, int64_t>> shape_rule(int gpu_milli, bool has_vendor, bool nvidia, const Key& whole, const Key& time_sliced,
+                                                   const Key* mig, Units units) {
+  if (!has_vendor) return std::nullopt;
   if (gpu_milli % 1000 == 0) {
-    int64_t n = gpu_milli / 1000;
-    if (get(free, whole_resource(vendor)) >= n) return Task::Worker{"", whole_resource(vendor), n};
+    const int64_t n = gpu_milli / 1000;
+    if (units(whole) >= n) return std::make_pair(whole, n);
     return std::nullopt;
   }
-  if (vendor == "nvidia") {
-    for (const auto& p : gpu::kMigProfiles)
-      if (gpu::holds(p, gpu_milli) && get(free, p.resource) >= 1) return Task::Worker{"", p.resource, 1};
+  if (nvidia) {
+    for (size_t p = 0; p < kMigCount; ++p)
+      if (gpu::holds(gpu::kMigProfiles[p], gpu_milli) && units(mig[p]) >= 1) return std::make_pair(mig[p], int64_t{1});
     // Time-sliced GPUs (the device plugin's sharing with renameByDefault): a replica each.
-    if (get(free, kTimeSliced) >= 1) return Task::Worker{"", kTimeSliced, 1};
+    if (units(time_sliced) >= 1) return std::make_pair(time_sliced, int64_t{1});
   }
-  if (get(free, whole_resource(vendor)) >= 1) return Task::Worker{"", whole_resource(vendor), 1};
+  if (units(whole) >= 1) return std::make_pair(whole, int64_t{1});
   return std::nullopt;
 }
 
@@ -74,30 +75,53 @@ int effective_priority(const Task& t, SystemTime now, const Config& c) {
 
 int whole_gpus(int gpu_milli) { return (gpu_milli + 999) / 1000; }
 
+constexpr size_t kNoNode = static_cast<size_t>(-1);
+
+// The plan works on node and resource indexes, not names: a plan of 1,000 nodes and 500 tasks asks
+// "what is free here" millions of times, and hashing names dominated it. Nodes are indexed in name
+// order (the order every scan goes in, so ties resolve as before); resources are interned per plan,
+// and each node's free units are one row of a flat table (cheap to copy for what-if rounds).
 class Planner {
  public:
   Planner(const std::vector<Node>& nodes, const std::vector<Task>& tasks, SystemTime now, const Config& config)
       : tasks_(tasks), now_(now), config_(config) {
-    for (const auto& n : nodes) {
-      nodes_.push_back(&n);
-      free_[n.name] = n.free;
-    }
+    for (const auto& n : nodes) nodes_.push_back(&n);
     std::sort(nodes_.begin(), nodes_.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
+    // Resources: the shapes' own first, then whatever nodes and workers name.
+    nvidia_whole_ = intern(whole_resource("nvidia"));
+    time_sliced_ = intern(kTimeSliced);
+    for (size_t p = 0; p < kMigCount; ++p) mig_[p] = intern(gpu::kMigProfiles[p].resource);
+    for (const Node* n : nodes_) {
+      if (!n->vendor.empty()) intern(whole_resource(n->vendor));
+      for (const auto& [r, units] : n->free) intern(r);
+      for (const auto& [r, units] : n->capacity) intern(r);
+    }
+    for (const auto& t : tasks)
+      for (const auto& w : t.workers) intern(w.gpu_resource);
+    width_ = names_.size();
+    free_.assign(nodes_.size() * width_, 0);
+    info_.resize(nodes_.size());
     std::map<std::string, int64_t> capacity;  // pool -> thousandths of a GPU
-    for (const auto* n : nodes_) {
-      by_name_[n->name] = n;
-      price_now_[n->name] = price_at(*n, config_, now_);
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      const Node* n = nodes_[k];
+      NodeInfo& info = info_[k];
+      by_name_.emplace(n->name, k);
+      for (const auto& [r, units] : n->free) free_[k * width_ + resource_id(r)] = units;
+      info.price = price_at(*n, config_, now_);
+      info.nvidia = n->vendor == "nvidia";
       if (n->vendor.empty()) continue;
-      pool_of_[n->name] = planner::pool_of(*n);
-      pools_.insert(pool_of_[n->name]);
+      info.whole = resource_id(whole_resource(n->vendor));
+      info.pool = planner::pool_of(*n);
+      pools_.insert(info.pool);
       if (n->schedulable)
-        for (const auto& [r, units] : n->capacity) capacity[pool_of_[n->name]] += gpu::share_milli(r, units);
+        for (const auto& [r, units] : n->capacity) capacity[info.pool] += gpu::share_milli(r, units);
     }
     if (!config_.tenants.empty()) {
       std::map<std::string, std::map<std::string, PoolQuota>> quotas;
       for (const auto& [name, tenant] : config_.tenants) quotas[name] = tenant.quota;
       quota_ = QuotaBook(std::move(quotas), std::move(capacity));
     }
+    eligible_.resize(tasks.size());
     decisions_.resize(tasks.size());
     for (size_t i = 0; i < tasks.size(); ++i) decisions_[i].key = tasks[i].key;
   }
@@ -110,6 +134,53 @@ class Planner {
   }
 
  private:
+  struct NodeInfo {
+    int whole = -1;  // the vendor's whole-GPU resource; -1 without GPUs
+    bool nvidia = false;
+    int64_t price = 0;  // a GPU-hour here now, energy included
+    std::string pool;   // "<vendor>/<class>" (GPU nodes)
+  };
+  struct Shape {
+    int resource = -1;
+    int64_t count = 0;
+  };
+
+  int intern(const std::string& name) {
+    auto [it, added] = resource_ids_.try_emplace(name, static_cast<int>(names_.size()));
+    if (added) names_.push_back(name);
+    return it->second;
+  }
+  int resource_id(const std::string& name) const { return resource_ids_.at(name); }
+  // Thousandths of a GPU that `count` units of resource r stand for.
+  int64_t share_of(int r, int64_t count) const { return gpu::share_milli(names_[r], count); }
+
+  int64_t* row(size_t k) { return &free_[k * width_]; }
+  const int64_t* row(size_t k) const { return &free_[k * width_]; }
+  size_t node_at(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? kNoNode : it->second;
+  }
+
+  // One worker of `gpu_milli` on node k, whose free units are `units` (a row of the table).
+  std::optional<Shape> shape_on(int gpu_milli, size_t k, const int64_t* units) const {
+    const NodeInfo& info = info_[k];
+    auto s = shape_rule<int>(gpu_milli, info.whole >= 0, info.nvidia, info.whole, time_sliced_, mig_.data(),
+                             [units](int r) { return units[r]; });
+    if (!s) return std::nullopt;
+    return Shape{s->first, s->second};
+  }
+  Task::Worker worker(size_t k, const Shape& s) const { return Task::Worker{nodes_[k]->name, names_[s.resource], s.count}; }
+
+  // Whether task i may get new workers on node k (cached per plan: it only depends on the two).
+  bool may_place(size_t i, size_t k) {
+    auto& cached = eligible_[i];
+    if (cached.empty()) {
+      cached.resize(nodes_.size());
+      for (size_t n = 0; n < nodes_.size(); ++n) cached[n] = eligible(tasks_[i], *nodes_[n], config_);
+    }
+    return cached[k];
+  }
+
   // Workers of admitted tasks stay where they are (on nodes that still exist and take work).
   void keep_admitted() {
     for (size_t i : order(/*admitted=*/true)) {
@@ -117,8 +188,8 @@ class Planner {
       Decision& d = decisions_[i];
       bool lost = false;
       for (const auto& w : t.workers) {
-        auto it = by_name_.find(w.node);
-        if (it == by_name_.end() || !eligible(t, *it->second, config_, /*placing=*/false)) {  // lost with its node, or not bindable there
+        const size_t k = node_at(w.node);
+        if (k == kNoNode || !eligible(t, *nodes_[k], config_, /*placing=*/false)) {  // lost with its node, or not bindable there
           lost = true;
           continue;
         }
@@ -157,7 +228,7 @@ class Planner {
           while (!d.placement.empty()) release_last(i);
           d.workers = 0;
           d.action = Action::Preempt;
-          d.reason = "lost workers and the minimum no longer fits: " + insufficient(t, t.min_workers);
+          d.reason = "lost workers and the minimum no longer fits: " + insufficient(i, t.min_workers);
           admitted_.erase(i);
           new_.erase(i);
         }
@@ -202,7 +273,7 @@ class Planner {
       if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::CheapestReachable &&
           (!t.cheap_until || now_ < *t.cheap_until)) {
         // Start now only at the lowest price reachable before it stops waiting.
-        auto option = cheapest_reachable(t, need);
+        auto option = cheapest_reachable(i, need);
         auto placed = place(i, need, {});
         if (placed && (!option || mean_price(*placed) <= option->price)) {
           admit(i, std::move(*placed));
@@ -222,7 +293,7 @@ class Planner {
                      kube::format_time(option->start) +
                      (placed ? " (now " + money(mean_price(*placed)) + "/GPU-h)" : " (nothing fits now)") + until;
         } else {
-          d.reason = "ReduceCost: " + insufficient(t, need) + until;
+          d.reason = "ReduceCost: " + insufficient(i, need) + until;
         }
         continue;
       }
@@ -239,7 +310,7 @@ class Planner {
       d.workers = 0;
       d.queue_position = ++position;
       waiting_.push_back(i);
-      d.reason = insufficient(t, need);
+      d.reason = insufficient(i, need);
     }
   }
 
@@ -255,36 +326,46 @@ class Planner {
     return buf;
   }
 
+  int64_t price_of(const std::string& node) const { return info_[node_at(node)].price; }
+
   int64_t mean_price(const std::vector<Task::Worker>& placed) const {
     if (placed.empty()) return 0;
     int64_t sum = 0;
-    for (const auto& w : placed) sum += price_now_.at(w.node);
+    for (const auto& w : placed) sum += price_of(w.node);
     return sum / static_cast<int64_t>(placed.size());
   }
 
-  // How many workers of t fit into `free` (at most `cap`).
-  int fits(const Task& t, const std::string& vendor, std::map<std::string, int64_t> free, int cap) const {
+  // How many workers of t fit on node k whose free units are `units` (at most `cap`).
+  int fits(const Task& t, size_t k, const int64_t* units, int cap) const {
+    const int whole = info_[k].whole;
+    if (whole < 0 || cap <= 0) return 0;
+    if (t.gpu_milli % 1000 == 0) {  // whole GPUs: the shape rule's answer, without trying it worker by worker
+      const int64_t per = t.gpu_milli / 1000;
+      if (units[whole] < per) return 0;
+      return per == 0 ? cap : static_cast<int>(std::min<int64_t>(cap, units[whole] / per));
+    }
+    scratch_.assign(units, units + width_);
     int n = 0;
     while (n < cap) {
-      auto s = shape_on(t.gpu_milli, vendor, free);
+      auto s = shape_on(t.gpu_milli, k, scratch_.data());
       if (!s) break;
-      free[s->gpu_resource] -= s->count;
+      scratch_[s->resource] -= s->count;
       ++n;
     }
     return n;
   }
 
-  // The cheapest (pool, tariff window) in which t's gang of `need` can start before t.cheap_until:
-  // each pool of equal price among its eligible nodes, from the moment its free GPUs plus those the
-  // running tasks are expected to release hold the gang, at the cheapest tariff from then on.
-  std::optional<Option> cheapest_reachable(const Task& t, int need) const {
-    struct Pool {
-      std::vector<const Node*> nodes;
-    };
-    std::map<std::tuple<std::string, std::string, int64_t, int64_t>, Pool> pools;
-    for (const Node* n : nodes_) {
-      if (n->vendor.empty() || (n->vendor == "amd" && !t.amd_support) || !eligible(t, *n, config_)) continue;
-      pools[{n->vendor, n->capacity_class, n->price_micros, n->kw_milli}].nodes.push_back(n);
+  // The cheapest (pool, tariff window) in which task i's gang of `need` can start before its
+  // cheap_until: each pool of equal price among its eligible nodes, from the moment its free GPUs
+  // plus those the running tasks are expected to release hold the gang, at the cheapest tariff from
+  // then on.
+  std::optional<Option> cheapest_reachable(size_t i, int need) {
+    const Task& t = tasks_[i];
+    std::map<std::tuple<std::string, std::string, int64_t, int64_t>, std::vector<size_t>> pools;
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      const Node* n = nodes_[k];
+      if (n->vendor.empty() || (n->vendor == "amd" && !t.amd_support) || !may_place(i, k)) continue;
+      pools[{n->vendor, n->capacity_class, n->price_micros, n->kw_milli}].push_back(k);
     }
     // GPUs the running tasks release, by when they are expected to end.
     std::vector<std::tuple<SystemTime, std::string, std::string, int64_t>> releases;
@@ -298,24 +379,26 @@ class Planner {
     std::optional<Option> best;
     for (const auto& entry : pools) {
       const auto& pool = entry.second;  // not a structured binding: clang 14 cannot capture those
-      Free free;
+      std::vector<int64_t> free = free_;
+      std::vector<char> in_pool(nodes_.size());
+      for (size_t k : pool) in_pool[k] = 1;
       auto count = [&] {
         int total = 0;
-        for (const Node* n : pool.nodes) total += fits(t, n->vendor, free[n->name], need - total);
+        for (size_t k : pool) total += fits(t, k, &free[k * width_], need - total);
         return total;
       };
-      for (const Node* n : pool.nodes) free[n->name] = free_.at(n->name);
       std::optional<SystemTime> ready;
       if (count() >= need) ready = now_;
-      for (size_t k = 0; !ready && k < releases.size(); ++k) {
-        const auto& [when, node, resource, units] = releases[k];
-        if (!free.count(node)) continue;
-        free[node][resource] += units;
+      for (size_t r = 0; !ready && r < releases.size(); ++r) {
+        const auto& [when, node, resource, units] = releases[r];
+        const size_t k = node_at(node);
+        if (k == kNoNode || !in_pool[k]) continue;
+        free[k * width_ + resource_id(resource)] += units;
         if (count() >= need) ready = when;
       }
       if (!ready || *ready >= horizon) continue;
       // The cheapest tariff between ready and the horizon.
-      const Node* any = pool.nodes.front();
+      const Node* any = nodes_[pool.front()];
       SystemTime at = *ready;
       int64_t price = price_at(*any, config_, at);
       for (const auto& step : config_.tariff) {
@@ -342,6 +425,11 @@ class Planner {
     new_.insert(i);
   }
 
+  // The vendors whose nodes a new gang of t may use.
+  static std::vector<std::string> gang_vendors(const Task& t) {
+    return t.amd_support ? std::vector<std::string>{"nvidia", "amd"} : std::vector<std::string>{"nvidia"};
+  }
+
   // Shrink tasks toward their minimum, then preempt whole ones, until task i's gang fits; roll
   // everything back if even that is not enough. Victims: lower-priority tasks of its own tenant (of
   // any task when there are no tenants), and tasks of other tenants that borrow in a pool where
@@ -352,15 +440,16 @@ class Planner {
     // Only tasks holding GPUs this task could use are worth shrinking (an AMD job frees nothing
     // for an NVIDIA-only one).
     auto usable = [&](const Task::Worker& w) {
-      auto it = by_name_.find(w.node);
-      if (it == by_name_.end() || !eligible(t, *it->second, config_)) return false;
-      return it->second->vendor == "nvidia" || (it->second->vendor == "amd" && t.amd_support);
+      const size_t k = node_at(w.node);
+      if (k == kNoNode || !may_place(i, k)) return false;
+      return info_[k].nvidia || (nodes_[k]->vendor == "amd" && t.amd_support);
     };
     const std::set<std::string> claim_pools = nominal_room(t, need);
     // A worker of v that reclaim may take: in a claim pool where v's tenant borrows.
     auto lent = [&](size_t v, const Task::Worker& w) {
-      auto pool = pool_of_.find(w.node);
-      return pool != pool_of_.end() && claim_pools.count(pool->second) && quota_.borrowed(tasks_[v].tenant, pool->second) > 0;
+      const size_t k = node_at(w.node);
+      if (k == kNoNode || info_[k].whole < 0) return false;
+      return claim_pools.count(info_[k].pool) && quota_.borrowed(tasks_[v].tenant, info_[k].pool) > 0;
     };
     auto other_tenant = [&](size_t v) { return quota_.enabled() && tasks_[v].tenant != t.tenant; };
     std::vector<size_t> victims;
@@ -389,22 +478,46 @@ class Planner {
              std::make_tuple(!y.reduce_cost, y.priority, -y.created.time_since_epoch().count(), y.key);
     });
     if (victims.empty()) return false;
-    Free saved_free = free_;
-    QuotaBook saved_quota = quota_;
-    std::vector<Decision> saved;
-    for (size_t v : victims) saved.push_back(decisions_[v]);
+    // What fits of the gang on each node alone, summed per vendor: the gang cannot be placed while
+    // no vendor's sum reaches `need`, so place() is only tried once it may succeed (each release
+    // changes one node's term).
+    const std::vector<std::string> vendors = gang_vendors(t);
+    std::vector<int> alone(nodes_.size());
+    std::map<std::string, int64_t> fit_sum;
+    auto refit = [&](size_t k) {
+      const std::string& vendor = nodes_[k]->vendor;
+      if (std::find(vendors.begin(), vendors.end(), vendor) == vendors.end() || !may_place(i, k)) return;
+      const int now_fits = fits(t, k, row(k), need);
+      fit_sum[vendor] += now_fits - alone[k];
+      alone[k] = now_fits;
+    };
+    for (size_t k = 0; k < nodes_.size(); ++k) refit(k);
+    auto may_fit = [&] {
+      return std::any_of(fit_sum.begin(), fit_sum.end(), [&](const auto& s) { return s.second >= need; });
+    };
+    const std::vector<int64_t> saved_free = free_;
+    const QuotaBook saved_quota = quota_;
+    std::vector<std::pair<size_t, Decision>> saved;  // victims touched, as they were
+    std::set<size_t> touched;
+    auto release = [&](size_t v) {
+      if (touched.insert(v).second) saved.emplace_back(v, decisions_[v]);
+      const size_t k = node_at(decisions_[v].placement.back().node);
+      release_last(v);
+      if (k != kNoNode) refit(k);
+    };
     auto restore = [&] {
       free_ = saved_free;
       quota_ = saved_quota;
-      for (size_t k = 0; k < victims.size(); ++k) decisions_[victims[k]] = saved[k];
+      for (auto& [v, decision] : saved) decisions_[v] = std::move(decision);
     };
     // Shrink, one worker at a time, in victim order.
     for (size_t v : victims) {
       Decision& vd = decisions_[v];
       while (vd.workers > tasks_[v].min_workers && (!other_tenant(v) || lent(v, vd.placement.back()))) {
-        release_last(v);
+        release(v);
+        if (!may_fit()) continue;
         if (auto placed = place(i, need, {})) {
-          finish_reclaim(victims, saved, t);
+          finish_reclaim(saved, t);
           admit(i, std::move(*placed));
           return true;
         }
@@ -415,9 +528,10 @@ class Planner {
       Decision& vd = decisions_[v];
       if (other_tenant(v) && std::none_of(vd.placement.begin(), vd.placement.end(), [&](const Task::Worker& w) { return lent(v, w); }))
         continue;
-      while (vd.workers > 0) release_last(v);
+      while (vd.workers > 0) release(v);
+      if (!may_fit()) continue;
       if (auto placed = place(i, need, {})) {
-        finish_reclaim(victims, saved, t);
+        finish_reclaim(saved, t);
         admit(i, std::move(*placed));
         return true;
       }
@@ -426,18 +540,19 @@ class Planner {
     return false;
   }
 
-  void finish_reclaim(const std::vector<size_t>& victims, const std::vector<Decision>& saved, const Task& for_task) {
-    for (size_t k = 0; k < victims.size(); ++k) {
-      Decision& vd = decisions_[victims[k]];
-      if (vd.workers == saved[k].workers) continue;
-      const Task& v = tasks_[victims[k]];
-      const std::string why = quota_.enabled() && v.tenant != for_task.tenant
-                                  ? for_task.key + ": tenant " + tenant_name(for_task.tenant) + " reclaims its quota lent to " + tenant_name(v.tenant)
+  void finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, const Task& for_task) {
+    for (const auto& [v, before] : saved) {
+      Decision& vd = decisions_[v];
+      if (vd.workers == before.workers) continue;
+      const Task& victim = tasks_[v];
+      const std::string why = quota_.enabled() && victim.tenant != for_task.tenant
+                                  ? for_task.key + ": tenant " + tenant_name(for_task.tenant) + " reclaims its quota lent to " +
+                                        tenant_name(victim.tenant)
                                   : for_task.key + " (priority " + std::to_string(for_task.priority) + ")";
       if (vd.workers == 0) {
         vd.action = Action::Preempt;
         vd.reason = "preempted for " + why;
-        admitted_.erase(victims[k]);
+        admitted_.erase(v);
       } else {
         vd.action = Action::Shrink;
         vd.reason = "shrunk for " + why;
@@ -481,7 +596,7 @@ class Planner {
       // A reduceCost task grows only onto capacity no dearer than what it runs on.
       if (t.reduce_cost && config_.placement == Placement::Price && !d.placement.empty()) {
         int64_t dearest = 0;
-        for (const auto& w : d.placement) dearest = std::max(dearest, price_now_.at(w.node));
+        for (const auto& w : d.placement) dearest = std::max(dearest, price_of(w.node));
         price_cap_ = dearest;
       }
       std::vector<Task::Worker> added;
@@ -526,15 +641,19 @@ class Planner {
   }
 
   // Task i takes (gives back) worker w's GPUs: the node's free units and its tenant's quota.
-  void take(size_t i, const Task::Worker& w) {
-    free_[w.node][w.gpu_resource] -= w.count;
-    if (auto pool = pool_of_.find(w.node); pool != pool_of_.end())
-      quota_.add(tasks_[i].tenant, pool->second, gpu::share_milli(w.gpu_resource, w.count));
-  }
-  void give(size_t i, const Task::Worker& w) {
-    free_[w.node][w.gpu_resource] += w.count;
-    if (auto pool = pool_of_.find(w.node); pool != pool_of_.end())
-      quota_.remove(tasks_[i].tenant, pool->second, gpu::share_milli(w.gpu_resource, w.count));
+  void take(size_t i, const Task::Worker& w) { change(i, w, -1); }
+  void give(size_t i, const Task::Worker& w) { change(i, w, +1); }
+  void change(size_t i, const Task::Worker& w, int sign) {
+    const size_t k = node_at(w.node);
+    if (k == kNoNode) return;
+    row(k)[resource_id(w.gpu_resource)] += sign * w.count;
+    if (quota_.enabled() && info_[k].whole >= 0) {
+      const int64_t milli = gpu::share_milli(w.gpu_resource, w.count);
+      if (sign < 0)
+        quota_.add(tasks_[i].tenant, info_[k].pool, milli);
+      else
+        quota_.remove(tasks_[i].tenant, info_[k].pool, milli);
+    }
   }
 
   const Tenant* tenant_of(const Task& t) const { return tenant_of_name(t.tenant); }
@@ -595,8 +714,8 @@ class Planner {
     return out;
   }
 
-  // Places `count` workers of t as a gang on one vendor's nodes; commits to free_ on success. By
-  // price: every allowed vendor is tried and the cheaper gang wins. Before price-first placement
+  // Places `count` workers of task i as a gang on one vendor's nodes; commits to free_ on success.
+  // By price: every allowed vendor is tried and the cheaper gang wins. Before price-first placement
   // (and for the peers), the first vendor in a fixed order that fits.
   std::optional<std::vector<Task::Worker>> place(size_t i, int count, const std::vector<Task::Worker>& prefer) {
     const Task& t = tasks_[i];
@@ -605,24 +724,23 @@ class Planner {
     std::vector<std::string> vendors;
     std::string used_vendor;
     for (const auto& w : prefer)
-      if (auto it = by_name_.find(w.node); it != by_name_.end()) used_vendor = it->second->vendor;
+      if (const size_t k = node_at(w.node); k != kNoNode) used_vendor = nodes_[k]->vendor;
     if (!used_vendor.empty()) {
       vendors.push_back(used_vendor);  // a gang stays on one vendor
     } else if (t.amd_support && t.reduce_cost && config_.amd_cheaper && !by_price) {
       vendors = {"amd", "nvidia"};
-    } else if (t.amd_support) {
-      vendors = {"nvidia", "amd"};
     } else {
-      vendors = {"nvidia"};
+      vendors = gang_vendors(t);
     }
-    std::set<std::string> preferred;
-    for (const auto& w : prefer) preferred.insert(w.node);
-    std::optional<std::pair<std::vector<Task::Worker>, Free>> chosen;
+    std::vector<size_t> preferred;
+    for (const auto& w : prefer)
+      if (const size_t k = node_at(w.node); k != kNoNode) preferred.push_back(k);
+    std::optional<std::vector<Task::Worker>> chosen;
     int64_t chosen_price = 0;
     for (const auto& vendor : vendors) {
-      auto gang = place_on(t, vendor, count, preferred);
+      auto gang = place_on(i, vendor, count, preferred);
       if (!gang) continue;
-      int64_t price = by_price ? mean_price(gang->first) : 0;
+      int64_t price = by_price ? mean_price(*gang) : 0;
       if (!chosen || price < chosen_price) {
         chosen = std::move(gang);
         chosen_price = price;
@@ -630,57 +748,71 @@ class Planner {
       if (!by_price) break;
     }
     if (!chosen) return std::nullopt;
-    for (const auto& w : chosen->first) take(i, w);
-    return std::move(chosen->first);
+    for (const auto& w : *chosen) take(i, w);
+    return chosen;
   }
 
-  // One vendor's gang, and what it takes by node (not yet committed to free_).
-  std::optional<std::pair<std::vector<Task::Worker>, Free>> place_on(const Task& t, const std::string& vendor, int count,
-                                                                     const std::set<std::string>& preferred) const {
-    // What this gang has claimed so far, by node (cheaper than copying every node's free capacity
-    // for each try).
-    Free taken;
-    auto free_on = [&](const Node* n) {
-      auto f = free_.at(n->name);
-      if (auto it = taken.find(n->name); it != taken.end())
-        for (const auto& [r, v] : it->second) f[r] -= v;
-      return f;
+  // One vendor's gang (not yet committed to free_): greedily, the best-scoring node takes what fits
+  // there, until the gang is placed.
+  std::optional<std::vector<Task::Worker>> place_on(size_t i, const std::string& vendor, int count, const std::vector<size_t>& preferred) {
+    const Task& t = tasks_[i];
+    // The candidates, in name order: what this gang has claimed on each so far is kept apart from
+    // free_ (cheaper than copying the whole table for each try).
+    std::vector<size_t> candidates;
+    std::vector<std::pair<size_t, std::vector<int64_t>>> claimed;  // nodes this gang took from: what is left there
+    auto left_on = [&](size_t k) -> const int64_t* {
+      for (const auto& [node, left] : claimed)
+        if (node == k) return left.data();
+      return row(k);
     };
+    int64_t fit_alone = 0;  // what fits on the candidates one by one: the gang cannot exceed it
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      const Node* n = nodes_[k];
+      if (n->vendor != vendor || !may_place(i, k) || (spot_only_ && n->capacity_class != "spot")) continue;
+      if (price_cap_ && info_[k].price > *price_cap_) continue;
+      const int f = fits(t, k, row(k), count);
+      if (f == 0) continue;
+      fit_alone += f;
+      candidates.push_back(k);
+    }
+    if (fit_alone < count) return std::nullopt;
     std::vector<Task::Worker> out;
     std::map<std::string, int64_t> quota_taken;  // pool -> thousandths this gang has claimed
     int remaining = count;
     while (remaining > 0) {
-      const Node* best = nullptr;
+      size_t best = kNoNode;
       // Score, highest wins. By price: least GPU wasted (a MIG slice over a whole GPU for a
       // fraction), the task's own nodes, the lowest price now, the capacity class that suits it
-      // (spot if it checkpoints), most workers here (fewest nodes), the tightest fit. Packing first (before price-first placement): most workers here, least waste,
-      // own nodes, the capacity class that suits the task, the lowest price, the tightest fit.
+      // (spot if it checkpoints), most workers here (fewest nodes), the tightest fit. Packing first
+      // (before price-first placement): most workers here, least waste, own nodes, the capacity
+      // class that suits the task, the lowest price, the tightest fit.
       std::array<int64_t, 6> best_score{};
       int best_fit = 0;
-      for (const Node* n : nodes_) {
-        if (n->vendor != vendor || !eligible(t, *n, config_) || (spot_only_ && n->capacity_class != "spot")) continue;
-        const int64_t price = price_now_.at(n->name);
-        if (price_cap_ && price > *price_cap_) continue;
-        auto node_free = free_on(n);
+      std::vector<int64_t> node_free;
+      for (const size_t k : candidates) {
+        const Node* n = nodes_[k];
+        const int64_t* units = left_on(k);
+        node_free.assign(units, units + width_);
         int fit = 0;
         int64_t share = 0;  // thousandths of a GPU taken
         // The tenant's quota in this node's pool bounds the workers too.
-        const std::string& pool = pool_of_.at(n->name);
+        const std::string& pool = info_[k].pool;
         const int64_t quota_left = quota_.enabled() ? quota_.room(t.tenant, pool) - quota_taken[pool] : 0;
         while (fit < remaining) {
-          auto s = shape_on(t.gpu_milli, vendor, node_free);
+          auto s = shape_on(t.gpu_milli, k, node_free.data());
           if (!s) break;
-          const int64_t one = gpu::share_milli(s->gpu_resource, s->count);
+          const int64_t one = share_of(s->resource, s->count);
           if (quota_.enabled() && share + one > quota_left) break;
-          node_free[s->gpu_resource] -= s->count;
+          node_free[s->resource] -= s->count;
           share += one;
           ++fit;
         }
         if (fit == 0) continue;
         int64_t left = 0;
-        for (const auto& [r, v] : node_free) left += v;
+        for (int64_t v : node_free) left += v;
         const int64_t waste = -(share - int64_t{fit} * t.gpu_milli);
-        const int64_t own = preferred.count(n->name) > 0;
+        const int64_t own = std::find(preferred.begin(), preferred.end(), k) != preferred.end();
+        const int64_t price = info_[k].price;
         std::array<int64_t, 6> score{};
         switch (config_.placement) {
           case Placement::Price:
@@ -693,45 +825,48 @@ class Planner {
             score = {fit, waste, own, -left, 0, 0};
             break;
         }
-        if (!best || score > best_score) {
-          best = n;
+        if (best == kNoNode || score > best_score) {
+          best = k;
           best_score = score;
           best_fit = fit;
         }
       }
-      if (!best) return std::nullopt;
-      auto best_free = free_on(best);
-      for (int k = 0; k < best_fit; ++k) {
-        auto s = *shape_on(t.gpu_milli, vendor, best_free);
-        s.node = best->name;
-        best_free[s.gpu_resource] -= s.count;
-        taken[best->name][s.gpu_resource] += s.count;
-        quota_taken[pool_of_.at(best->name)] += gpu::share_milli(s.gpu_resource, s.count);
-        out.push_back(s);
+      if (best == kNoNode) return std::nullopt;
+      auto mine = std::find_if(claimed.begin(), claimed.end(), [best](const auto& c) { return c.first == best; });
+      if (mine == claimed.end()) mine = claimed.insert(mine, {best, std::vector<int64_t>(row(best), row(best) + width_)});
+      int64_t* left = mine->second.data();
+      for (int w = 0; w < best_fit; ++w) {
+        const Shape s = *shape_on(t.gpu_milli, best, left);
+        left[s.resource] -= s.count;
+        quota_taken[info_[best].pool] += share_of(s.resource, s.count);
+        out.push_back(worker(best, s));
       }
       remaining -= best_fit;
     }
-    return std::make_pair(std::move(out), std::move(taken));
+    return out;
   }
 
   // Free whole-GPU-equivalents as a share of all GPUs, now (after what this plan already placed).
   int idle_percent() const {
     int64_t total = 0, free = 0;
-    for (const Node* n : nodes_) {
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      const Node* n = nodes_[k];
       if (n->vendor.empty() || !n->schedulable) continue;
       for (const auto& [r, units] : n->capacity) {
         total += gpu::share_milli(r, units);
-        free += gpu::share_milli(r, std::max<int64_t>(0, get(free_.at(n->name), r)));
+        free += gpu::share_milli(r, std::max<int64_t>(0, row(k)[resource_id(r)]));
       }
     }
     return total <= 0 ? 0 : static_cast<int>(free * 100 / total);
   }
 
-  std::string insufficient(const Task& t, int need) const {
+  std::string insufficient(size_t i, int need) {
+    const Task& t = tasks_[i];
     int64_t free_gpus = 0;
-    for (const Node* n : nodes_) {
-      if (!eligible(t, *n, config_) || n->vendor.empty() || (n->vendor == "amd" && !t.amd_support)) continue;
-      free_gpus += std::max<int64_t>(0, get(free_.at(n->name), whole_resource(n->vendor)));
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      const Node* n = nodes_[k];
+      if (!may_place(i, k) || n->vendor.empty() || (n->vendor == "amd" && !t.amd_support)) continue;
+      free_gpus += std::max<int64_t>(0, row(k)[info_[k].whole]);
     }
     int per = whole_gpus(t.gpu_milli);
     return "InsufficientCapacity: needs " + std::to_string(need * per) + " GPUs (" + std::to_string(need) +
@@ -746,10 +881,11 @@ class Planner {
       bool is_admitted = tasks_[i].admitted || (include_new && new_.count(i));
       if (is_admitted == admitted || (include_new && admitted_.count(i))) idx.push_back(i);
     }
+    std::vector<int> priority(tasks_.size());
+    for (size_t i : idx) priority[i] = effective_priority(tasks_[i], now_, config_);
     std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
       const Task &x = tasks_[a], &y = tasks_[b];
-      return std::make_tuple(-effective_priority(x, now_, config_), x.created, x.key) <
-             std::make_tuple(-effective_priority(y, now_, config_), y.created, y.key);
+      return std::tie(priority[b], x.created, x.key) < std::tie(priority[a], y.created, y.key);
     });
     idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
     return idx;
@@ -758,14 +894,20 @@ class Planner {
   const std::vector<Task>& tasks_;
   SystemTime now_;
   Config config_;
-  std::vector<const Node*> nodes_;
-  std::map<std::string, const Node*> by_name_;
-  std::unordered_map<std::string, int64_t> price_now_;  // node -> a GPU-hour there now, energy included
-  std::optional<int64_t> price_cap_;                     // placing no dearer than this (reduceCost growth)
-  Free free_;
-  std::unordered_map<std::string, std::string> pool_of_;  // node -> "<vendor>/<class>" (GPU nodes)
+  std::vector<const Node*> nodes_;                    // by name
+  std::vector<NodeInfo> info_;                        // by node index
+  std::unordered_map<std::string, size_t> by_name_;   // node name -> index
+  std::vector<std::string> names_;                    // resource id -> name
+  std::unordered_map<std::string, int> resource_ids_;
+  int nvidia_whole_ = -1, time_sliced_ = -1;
+  std::array<int, kMigCount> mig_{};
+  size_t width_ = 0;                                  // resources per row
+  std::vector<int64_t> free_;                         // node index x resource id -> free units
+  std::vector<std::vector<char>> eligible_;           // task -> node -> may place new workers (lazily)
+  mutable std::vector<int64_t> scratch_;              // fits()' what-if row
+  std::optional<int64_t> price_cap_;                  // placing no dearer than this (reduceCost growth)
   std::set<std::string> pools_;
-  QuotaBook quota_;                                     // disabled without tenants
+  QuotaBook quota_;                                   // disabled without tenants
   std::vector<Decision> decisions_;
   std::set<size_t> admitted_, new_, lost_;
   bool spot_only_ = false;
@@ -820,9 +962,15 @@ const char* to_string(Action a) {
 }
 
 std::optional<Task::Worker> worker_shape(int gpu_milli, const Node& node) {
-  auto s = shape_on(gpu_milli, node.vendor, node.free);
-  if (s) s->node = node.name;
-  return s;
+  std::array<std::string, kMigCount> mig;
+  for (size_t p = 0; p < kMigCount; ++p) mig[p] = gpu::kMigProfiles[p].resource;
+  auto s = shape_rule<std::string>(gpu_milli, !node.vendor.empty(), node.vendor == "nvidia", whole_resource(node.vendor), kTimeSliced,
+                                   mig.data(), [&node](const std::string& r) {
+                                     auto it = node.free.find(r);
+                                     return it == node.free.end() ? int64_t{0} : it->second;
+                                   });
+  if (!s) return std::nullopt;
+  return Task::Worker{node.name, s->first, s->second};
 }
 
 std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Task>& tasks, SystemTime now,
