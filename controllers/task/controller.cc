@@ -1286,11 +1286,11 @@ bool TaskController::release_accounting(const nlohmann::json& pod) {
 
 bool TaskController::release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid) {
   bool ok = true;
-  for (const auto& pod : pods_->store().list()) {
+  // By the task label's index: every reconcile asks, and walking every pod in the cluster each time
+  // made reconciles grow with the cluster (two thirds of the operator's CPU at 500 tasks).
+  for (const auto& pod : pods_->store().by_index(kube::index::kLabel, std::string(render::label::kTask) + "=" + task)) {
     const auto& meta = kube::object_at(*pod, "metadata");
-    if (kube::string_at(meta, "namespace") != ns || kube::string_at(kube::object_at(meta, "labels"), render::label::kTask) != task ||
-        !holds_accounting(*pod))
-      continue;
+    if (kube::string_at(meta, "namespace") != ns || !holds_accounting(*pod)) continue;
     bool owned = false;
     for (const auto& ref : kube::array_at(meta, "ownerReferences"))
       if (!owner_uid.empty() && kube::string_at(ref, "uid") == owner_uid) owned = true;
