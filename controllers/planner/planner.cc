@@ -87,8 +87,8 @@ class Planner {
       : tasks_(tasks), now_(now), config_(config) {
     for (const auto& n : nodes) nodes_.push_back(&n);
     std::sort(nodes_.begin(), nodes_.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
-    // Resources: the shapes' own first, then whatever nodes and workers name.
-    nvidia_whole_ = intern(whole_resource("nvidia"));
+    // Resources: the shapes' own (time-sliced replicas, MIG slices) first, then whatever nodes and
+    // workers name (each vendor's whole GPU among them).
     time_sliced_ = intern(kTimeSliced);
     for (size_t p = 0; p < kMigCount; ++p) mig_[p] = intern(gpu::kMigProfiles[p].resource);
     for (const Node* n : nodes_) {
@@ -899,7 +899,7 @@ class Planner {
   std::unordered_map<std::string, size_t> by_name_;   // node name -> index
   std::vector<std::string> names_;                    // resource id -> name
   std::unordered_map<std::string, int> resource_ids_;
-  int nvidia_whole_ = -1, time_sliced_ = -1;
+  int time_sliced_ = -1;
   std::array<int, kMigCount> mig_{};
   size_t width_ = 0;                                  // resources per row
   std::vector<int64_t> free_;                         // node index x resource id -> free units
