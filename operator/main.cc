@@ -31,6 +31,10 @@ valley::Flags make_flags() {
       {"kube-api-qps", "50", "client-side limit on requests per second to the API server"},
       {"kube-api-burst", "100", "requests allowed above kube-api-qps in a burst"},
       {"workers", "4", "reconcile workers per controller"},
+      {"status-coalesce-window", "2s",
+       "hold a status change that only updates counts, cost or utilization this long for the next change worth writing (0: write each)"},
+      {"max-concurrent-creates", "16",
+       "object creates in flight at once across all tasks (a task's pods go out together; kube-api-qps still applies)"},
       {"planner-min-resize-interval", "5m", "a running task is resized at most this often (checkpoint-restarts cost time)"},
       {"planner-min-gain-workers", "1", "grow a running task only by at least this many workers"},
       {"planner-min-gain-fraction", "0.25", "... and by at least this fraction of its current size"},
@@ -121,6 +125,9 @@ int main(int argc, char** argv) {
         std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "unschedulable-timeout"));
     task_options.planner.aging_step = std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "planner-aging-step"));
     if (task_options.workers < 1) throw std::invalid_argument("--workers must be at least 1");
+    task_options.max_concurrent_creates = std::stoi(flags.get("max-concurrent-creates"));
+    task_options.status_coalesce = std::chrono::duration_cast<std::chrono::milliseconds>(duration_flag(flags, "status-coalesce-window"));
+    if (task_options.max_concurrent_creates < 1) throw std::invalid_argument("--max-concurrent-creates must be at least 1");
     auto seconds = [&](const char* name) {
       return std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, name));
     };

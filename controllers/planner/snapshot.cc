@@ -137,6 +137,12 @@ void subtract(Node& node, const json& pod) {
 }
 
 Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<json>& owned_pods) {
+  std::vector<const json*> pods;
+  for (const auto& p : owned_pods) pods.push_back(&p);
+  return task_with_pods(spec, task_object, pods);
+}
+
+Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const json*>& owned_pods) {
   Task t;
   t.key = spec.ns + "/" + spec.name;
   t.priority = spec.priority;
@@ -164,7 +170,8 @@ Task task_from(const api::TaskSpec& spec, const json& task_object, const std::ve
   t.admitted = epoch > 0 && phase != "Succeeded" && phase != "Failed" && phase != "Suspended" && phase != "Pending";
   if (auto last = kube::parse_time(status.value("lastResizeTime", ""))) t.last_resize = *last;
   std::vector<std::pair<int, Task::Worker>> workers;
-  for (const auto& pod : owned_pods) {
+  for (const json* owned : owned_pods) {
+    const json& pod = *owned;
     const json& labels = field(field(pod, "metadata"), "labels");
     if (kube::string_at(labels, render::label::kRole) != "worker") continue;
     if (kube::string_at(labels, render::label::kEpoch) != std::to_string(epoch)) continue;

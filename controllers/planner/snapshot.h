@@ -55,5 +55,7 @@ void subtract(Node& node, const json& pod);
 // The planner's view of a task: spec, whether it is admitted (has an epoch and has not ended) and
 // its live workers of the current epoch (node and GPU resource each holds).
 Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<json>& owned_pods);
+// The same over pods held elsewhere (the cluster snapshot keeps them as shared objects).
+Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const json*>& owned_pods);
 
 }  // namespace valley::planner

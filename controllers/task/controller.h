@@ -22,6 +22,7 @@
 #include <string>
 
 #include "controllers/cost/engine.h"
+#include "controllers/planner/cluster_snapshot.h"
 #include "controllers/planner/planner.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/checkpoint_watcher.h"
@@ -30,13 +31,20 @@
 #include "operator/kube/client.h"
 #include "controllers/tenancy/tenants.h"
 #include "operator/kube/events.h"
+#include "operator/kube/expectations.h"
 #include "operator/kube/informer.h"
+#include "operator/kube/request_pool.h"
 #include "operator/kube/workqueue.h"
 
 namespace valley::task {
 
 struct ControllerOptions {
   int workers = 4;
+  // Creates in flight at once, across all tasks (a task's launcher and workers go out together).
+  int max_concurrent_creates = 16;
+  // A status change that only updates counts, the accrued cost or utilization (or a new task's
+  // "waiting for the planner") is held this long for a change worth writing at once; 0: never held.
+  std::chrono::milliseconds status_coalesce{2000};
   // A worker pinned to a node that kube-scheduler still cannot bind it to after this long (CPU,
   // memory or a constraint the planner does not model) makes the planner avoid that node for the
   // task for `avoid_for`, and re-plan.
@@ -108,6 +116,7 @@ class TaskController {
   // A node as the planner and reconciler see it: its object (conditions, taints) plus the GPU
   // faults Prometheus reports for it.
   planner::Node node_of(const nlohmann::json& node, const planner::NodeFacts& facts) const;
+  planner::Node with_gpu_faults(planner::Node n) const;
   // status.cost brought up to date (accrual, estimate); `cost` is the stored one.
   // `ended_now`: pods whose end no one will report (their node is lost), closed at o.now.
   nlohmann::json price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force,
@@ -122,6 +131,18 @@ class TaskController {
   kube::EventRecorder& events_;
   ControllerOptions options_;
   kube::WorkQueue queue_;
+  std::unique_ptr<kube::RequestPool> requests_;
+  // Creations the informers have not shown yet. They lapse after 30 s rather than client-go's 5
+  // minutes: a creation whose event a relist swallowed (created and deleted while the watch was
+  // down) would otherwise keep a disrupted task from re-creating that pod, on idle GPUs, that long.
+  kube::CreationExpectations expectations_{std::chrono::seconds(30)};
+  kube::WrittenObjects written_;  // task statuses written, until the informer shows them
+  // Expects the object just created (`made`: the API server's answer), unless its informer shows it already.
+  void expect(const std::string& id, const kube::Resource& r, const std::string& ns, const nlohmann::json& made);
+  std::mutex coalesce_mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> coalescing_;  // task -> first held change
+  // How much longer the task's held status change may wait (0: write it now).
+  std::chrono::milliseconds coalesce_wait(const std::string& key);
   std::atomic<bool> running_{false};
   bool ssh_secret_exists(const std::string& ns, const std::string& task, const std::string& uid);
   void secret_created(const std::string& ns, const std::string& task, const std::string& uid);
@@ -135,6 +156,8 @@ class TaskController {
   GpuWatcher gpu_;
   std::map<std::string, std::string> checkpoint_errors_;  // task -> last store error reported
 
+  std::mutex snapshot_mu_;
+  planner::ClusterSnapshot snapshot_;  // the planner's inputs, kept from informer events; under snapshot_mu_
   std::mutex plan_mu_;
   std::condition_variable plan_cv_;
   bool dirty_ = true;

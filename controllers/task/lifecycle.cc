@@ -3,6 +3,7 @@
 #include "controllers/planner/scaling.h"
 
 #include <algorithm>
+#include <set>
 #include <map>
 
 #include "controllers/api/conditions.h"
@@ -736,5 +737,17 @@ PodView view_pod(const json& pod) {
 }
 
 Decision decide(const Observed& observed) { return Decider(observed).run(); }
+
+bool status_may_wait(const json& stored, const Decision& d, bool planned) {
+  if (!d.delete_pods.empty() || d.delete_task) return false;
+  const std::string phase_before = kube::string_at(stored, "phase"), phase_after = kube::string_at(d.status, "phase");
+  if (!planned && phase_before.empty() && phase_after == "Pending") return true;
+  if (kube::object_at(d.status, "cost").contains("final") && !kube::object_at(stored, "cost").contains("final")) return false;
+  static const std::set<std::string> progress = {"replicas", "readyReplicas", "cost", "utilization"};
+  for (const json* side : {&stored, &d.status})
+    for (const auto& [k, v] : side->items())
+      if (!progress.count(k) && stored.value(k, json()) != d.status.value(k, json())) return false;
+  return true;
+}
 
 }  // namespace valley::task

@@ -162,6 +162,13 @@ bool idle_suspended(const api::TaskSpec& spec, const json& status);
 // Idle under an idlePolicy of Shrink: why (the planner then sizes it at replicas.min); else "".
 std::string idle_shrink(const json& status);
 
+// Whether the status change `d` makes from `stored` may wait to be written with a later one (status
+// coalescing): it only brings replica counts, the accrued cost (not its final figure) or
+// utilization up to date, or it is a new task's "waiting for the capacity planner" before the plan
+// has a word on it (`planned` false); and the decision deletes nothing (the cost of pods that go
+// must be written before they do).
+bool status_may_wait(const json& stored, const Decision& d, bool planned);
+
 // Without a planner (tests, or a cluster without GPUs): replicas.target if pinned, else min.
 int desired_workers(const api::TaskSpec& spec);
 

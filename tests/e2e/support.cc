@@ -244,7 +244,9 @@ std::vector<std::string> operator_argv(const std::string& ns, const std::vector<
                                    "--leader-elect-namespace=" + ns,   "--leader-elect-lease-duration=4s",
                                    "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
                                    // Several operators run at once in some tests: each on a free port.
-                                   "--http-bind-address=127.0.0.1:0"};
+                                   "--http-bind-address=127.0.0.1:0",
+                                   // What a failed test prints of the operator's log says what it did.
+                                   "--log-level=debug"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }

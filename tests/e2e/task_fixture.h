@@ -19,6 +19,12 @@ class TaskTest : public ClusterTest {
   }
   void TearDown() override {
     stop_operator();
+    // A failed test shows what the operator did: what CI keeps of a run is its output.
+    if (HasFailure())
+      for (const auto& [file, log] : logs_) {
+        const size_t from = log.size() > 60000 ? log.find('\n', log.size() - 60000) + 1 : 0;
+        std::cerr << "---- " << file << (from ? " (its end)" : "") << " ----\n" << log.substr(from) << "---- end of " << file << " ----\n";
+      }
     ClusterTest::TearDown();
   }
   void start_operator() {
@@ -35,6 +41,7 @@ class TaskTest : public ClusterTest {
     if (!op_) return;
     op_->signal(sig);
     op_->wait(15s);
+    logs_.emplace_back("operator log " + std::to_string(starts_), op_->output());
     op_.reset();
   }
 
@@ -58,6 +65,7 @@ class TaskTest : public ClusterTest {
 
   std::unique_ptr<ChildProcess> op_;
   int starts_ = 0;
+  std::vector<std::pair<std::string, std::string>> logs_;  // of the operators stopped so far
 };
 
 // Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their

@@ -3,10 +3,13 @@
 // kubelets and runtimes that leave optional fields out or null), its node. The input is JSON
 //   {"spec": {merge patch onto a valid spec}, "status": any, "pods": [any...], "node": any}
 // and every pure reader and decision must take it without throwing: the pod view, the cost ledger,
-// the planner's snapshot, the lifecycle's decision, the cost report.
+// the planner's snapshot (and the cluster snapshot kept from events), the lifecycle's decision, the
+// cost report; and a pod cached lean (controllers/task/cache_fields.h) must read as the whole pod.
 #include "controllers/cost/engine.h"
 #include "controllers/cost/report.h"
+#include "controllers/planner/cluster_snapshot.h"
 #include "controllers/planner/snapshot.h"
+#include "controllers/task/cache_fields.h"
 #include "controllers/task/lifecycle.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -42,8 +45,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   observed.nodes_known = true;
   std::vector<cost::PodUse> uses;
   auto free = planner::node_from(node);
+  // What the controller caches of a pod (cache_fields.h) reads the same as the whole pod.
+  auto same_view = [](const task::PodView& a, const task::PodView& b) {
+    return a.name == b.name && a.uid == b.uid && a.role == b.role && a.resource_version == b.resource_version && a.epoch == b.epoch &&
+           a.worker_index == b.worker_index && a.phase == b.phase && a.ready == b.ready && a.deleting == b.deleting &&
+           a.exit_code == b.exit_code && a.node == b.node && a.pinned == b.pinned && a.disruption == b.disruption &&
+           a.deletion_deadline == b.deletion_deadline && a.finished_at == b.finished_at && a.termination_message == b.termination_message;
+  };
+  planner::ClusterSnapshot snapshot;
+  snapshot.upsert_task(std::make_shared<const json>(task));
+  if (node.is_object()) {
+    json lean_node = node;
+    task::lean_node(lean_node);
+    snapshot.upsert_node(std::make_shared<const json>(lean_node));
+  }
   for (const auto& p : pods) {
     auto view = task::view_pod(p);
+    json lean = p;
+    task::lean_pod(lean);
+    const cost::PodUse u = cost::pod_use(p), v = cost::pod_use(lean);
+    if (!same_view(view, task::view_pod(lean)) || u.uid != v.uid || u.node != v.node || u.share_milli != v.share_milli ||
+        u.start != v.start || u.end != v.end || planner::gpu_usage(p) != planner::gpu_usage(lean))
+      __builtin_trap();
+    if (p.is_object() && p.contains("metadata") && p["metadata"].is_object()) snapshot.upsert_pod(std::make_shared<const json>(lean));
     if (!view.node.empty()) observed.nodes[view.node] = task::NodeView{};
     observed.pods.push_back(view);
     uses.push_back(cost::pod_use(p));
@@ -65,6 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   observed.admission.reset();
   (void)task::decide(observed);
+  (void)snapshot.view();
 
   cost::Policy policy;
   std::map<std::string, cost::NodeRate> rates;

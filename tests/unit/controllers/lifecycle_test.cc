@@ -762,3 +762,55 @@ TEST(Idle, ShrinkIsLeftToThePlannerAndSuspendStopsUntilTheSpecChanges) {
 
 }  // namespace
 }  // namespace valley::task
+
+namespace valley::task {
+namespace {
+
+// Status coalescing: counts and cost catch up with the next change worth writing; phases,
+// conditions and epochs go out at once, and so does anything written before pods are deleted.
+TEST(StatusCoalescing, OnlyProgressMayWait) {
+  const json stored = {{"phase", "Admitted"}, {"epoch", 1}, {"replicas", 1}, {"cost", {{"accruedMicros", 0}}}};
+  Decision d;
+  d.status = stored;
+  d.status["replicas"] = 3;
+  d.status["readyReplicas"] = 2;
+  d.status["cost"] = {{"accruedMicros", 10}, {"ledger", json::array({{{"pod", "t-worker-0"}}})}};
+  d.status["utilization"] = {{"gpuPercent", 90}};
+  d.create.push_back({{"kind", "Pod"}});  // creating the launcher meanwhile does not force a write
+  EXPECT_TRUE(status_may_wait(stored, d, true));
+
+  Decision phase = d;
+  phase.status["phase"] = "Running";
+  EXPECT_FALSE(status_may_wait(stored, phase, true));
+  Decision condition = d;
+  condition.status["conditions"] = json::array({{{"type", "Running"}, {"status", "True"}}});
+  EXPECT_FALSE(status_may_wait(stored, condition, true));
+  Decision final_cost = d;
+  final_cost.status["cost"]["final"] = "0.01";
+  EXPECT_FALSE(status_may_wait(stored, final_cost, true));
+  Decision deletes = d;
+  deletes.delete_pods.push_back({"t-worker-0", "uid-1", false, ""});
+  EXPECT_FALSE(status_may_wait(stored, deletes, true));
+  Decision removed = d;
+  removed.status.erase("epoch");
+  EXPECT_FALSE(status_may_wait(stored, removed, true));
+}
+
+TEST(StatusCoalescing, ANewTaskWaitsForThePlannerButNotOnceItSpoke) {
+  Observed o = observe(task_object(), {}, false);
+  o.admission.reset();
+  Decision d = decide(o);
+  ASSERT_EQ(d.status["phase"], "Pending");
+  EXPECT_TRUE(status_may_wait(json::object(), d, false));
+  Observed waiting = observe(task_object(), {}, false);
+  refuse(waiting, "InsufficientCapacity: needs 2 GPUs");
+  Decision told = decide(waiting);
+  ASSERT_EQ(told.status["phase"], "Pending");
+  EXPECT_FALSE(status_may_wait(json::object(), told, true));
+  // An invalid task says so at once.
+  Decision invalid = decide(observe(task_object({{"replicas", {{"min", 0}}}}), {}, false));
+  EXPECT_FALSE(status_may_wait(json::object(), invalid, false)) << invalid.status.dump();
+}
+
+}  // namespace
+}  // namespace valley::task

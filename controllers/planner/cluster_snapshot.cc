@@ -1,0 +1,183 @@
+#include "controllers/planner/cluster_snapshot.h"
+
+#include "controllers/render/render.h"
+#include "operator/kube/json_fields.h"
+
+namespace valley::planner {
+namespace {
+
+std::string key_of(const json& object) {
+  const json& meta = kube::object_at(object, "metadata");
+  const std::string ns = kube::string_at(meta, "namespace");
+  return ns.empty() ? kube::string_at(meta, "name") : ns + "/" + kube::string_at(meta, "name");
+}
+
+// Where a pod holds GPUs: its node once bound, else the node its affinity pins it to.
+std::string node_of_pod(const json& pod) {
+  std::string node = kube::string_at(kube::object_at(pod, "spec"), "nodeName");
+  return node.empty() ? render::pinned_node(pod) : node;
+}
+
+// "ns/task" when the pod is one of Valley's workers, else "".
+std::string worker_of(const json& pod, std::string* epoch) {
+  const json& meta = kube::object_at(pod, "metadata");
+  const json& labels = kube::object_at(meta, "labels");
+  if (kube::string_at(labels, render::label::kManagedBy) != "valley" || kube::string_at(labels, render::label::kRole) != "worker") return "";
+  *epoch = kube::string_at(labels, render::label::kEpoch);
+  return kube::string_at(meta, "namespace") + "/" + kube::string_at(labels, render::label::kTask);
+}
+
+// The UIDs of its owners (as the cache's owner index files it, tolerating malformed references).
+std::vector<std::string> owner_uids(const json& object) {
+  std::vector<std::string> out;
+  for (const auto& ref : kube::array_at(kube::object_at(object, "metadata"), "ownerReferences"))
+    if (ref.is_object()) out.push_back(kube::string_at(ref, "uid"));
+  return out;
+}
+
+std::shared_ptr<const Task> planner_task(const api::ParsedTask& parsed, const json& task, const std::vector<ObjectPtr>& owned) {
+  if (!parsed.spec) return nullptr;
+  std::vector<const json*> pods;
+  for (const auto& p : owned) pods.push_back(p.get());
+  return std::make_shared<const Task>(task_with_pods(*parsed.spec, task, pods));
+}
+
+}  // namespace
+
+bool operator==(const NodeFacts& a, const NodeFacts& b) {
+  return a.spot_labels == b.spot_labels && a.disruption_taints == b.disruption_taints && a.gpu_fault_conditions == b.gpu_fault_conditions &&
+         a.gpu_fault_taints == b.gpu_fault_taints;
+}
+
+void ClusterSnapshot::set_facts(const NodeFacts& facts) {
+  if (facts == facts_) return;
+  facts_ = facts;
+  for (auto& [name, entry] : nodes_) entry.second = node_from(*entry.first, facts_);
+}
+
+void ClusterSnapshot::upsert_node(const ObjectPtr& node) {
+  const std::string name = key_of(*node);
+  nodes_[name] = {node, node_from(*node, facts_)};
+}
+
+void ClusterSnapshot::remove_node(const std::string& name) { nodes_.erase(name); }
+
+void ClusterSnapshot::hold(const PodEntry& p, int sign) {
+  if (p.node.empty()) return;
+  auto& held = held_[p.node];
+  for (const auto& [resource, units] : p.usage) held[resource] += sign * units;
+}
+
+void ClusterSnapshot::touch_owner(const std::string& uid) {
+  if (auto t = task_by_uid_.find(uid); t != task_by_uid_.end())
+    if (auto entry = tasks_.find(t->second); entry != tasks_.end()) entry->second.dirty = true;
+}
+
+void ClusterSnapshot::upsert_pod(const ObjectPtr& pod) {
+  const std::string key = key_of(*pod);
+  remove_pod(key);
+  PodEntry p;
+  p.object = pod;
+  p.node = node_of_pod(*pod);
+  p.usage = gpu_usage(*pod);
+  p.worker_of = worker_of(*pod, &p.epoch);
+  hold(p, +1);
+  for (const auto& uid : owner_uids(*pod)) {
+    pods_by_owner_[uid].insert(key);
+    touch_owner(uid);
+  }
+  pods_.emplace(key, std::move(p));
+}
+
+void ClusterSnapshot::remove_pod(const std::string& key) {
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return;
+  hold(it->second, -1);
+  for (const auto& uid : owner_uids(*it->second.object)) {
+    if (auto owned = pods_by_owner_.find(uid); owned != pods_by_owner_.end()) {
+      owned->second.erase(key);
+      if (owned->second.empty()) pods_by_owner_.erase(owned);
+    }
+    touch_owner(uid);
+  }
+  pods_.erase(it);
+}
+
+void ClusterSnapshot::upsert_task(const ObjectPtr& task) {
+  const std::string key = key_of(*task);
+  remove_task(key);
+  TaskEntry t;
+  t.object = task;
+  t.uid = kube::string_at(kube::object_at(*task, "metadata"), "uid");
+  t.parsed = std::make_shared<const api::ParsedTask>(api::parse_task(*task));
+  task_by_uid_[t.uid] = key;
+  tasks_.emplace(key, std::move(t));
+}
+
+void ClusterSnapshot::remove_task(const std::string& key) {
+  auto it = tasks_.find(key);
+  if (it == tasks_.end()) return;
+  if (auto u = task_by_uid_.find(it->second.uid); u != task_by_uid_.end() && u->second == key) task_by_uid_.erase(u);
+  tasks_.erase(it);
+}
+
+SnapshotView ClusterSnapshot::view() {
+  SnapshotView v;
+  for (const auto& [name, entry] : nodes_) {
+    Node n = entry.second;
+    if (auto held = held_.find(name); held != held_.end())
+      for (const auto& [resource, units] : held->second)
+        if (units != 0) n.free[resource] -= units;
+    v.nodes.push_back(std::move(n));
+  }
+  for (auto& [key, t] : tasks_) {
+    SnapshotView::TaskEntry e{key, t.object, t.parsed, nullptr, {}};
+    if (auto owned = pods_by_owner_.find(t.uid); owned != pods_by_owner_.end())
+      for (const auto& pod_key : owned->second) e.owned.push_back(pods_.at(pod_key).object);
+    if (t.dirty || !t.task) {
+      t.task = planner_task(*t.parsed, *t.object, e.owned);
+      t.dirty = false;
+    }
+    e.task = t.task;
+    v.tasks.push_back(std::move(e));
+  }
+  for (const auto& [key, p] : pods_)
+    if (!p.worker_of.empty() && !p.node.empty()) v.workers[p.worker_of].push_back({p.node, p.usage, p.epoch});
+  return v;
+}
+
+SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<ObjectPtr>& pods, const std::vector<ObjectPtr>& tasks,
+                     const NodeFacts& facts) {
+  SnapshotView v;
+  std::map<std::string, Node> by_name;
+  for (const auto& n : nodes) by_name[key_of(*n)] = node_from(*n, facts);
+  std::map<std::string, ObjectPtr> pods_by_key;
+  for (const auto& p : pods) pods_by_key[key_of(*p)] = p;
+  for (const auto& [key, p] : pods_by_key) {
+    const std::string node = node_of_pod(*p);
+    if (auto n = by_name.find(node); n != by_name.end())
+      for (const auto& [resource, units] : gpu_usage(*p))
+        if (units != 0) n->second.free[resource] -= units;
+    std::string epoch;
+    if (const std::string task = worker_of(*p, &epoch); !task.empty() && !node.empty())
+      v.workers[task].push_back({node, gpu_usage(*p), epoch});
+  }
+  for (auto& [name, n] : by_name) v.nodes.push_back(std::move(n));
+  std::map<std::string, ObjectPtr> tasks_by_key;
+  for (const auto& t : tasks) tasks_by_key[key_of(*t)] = t;
+  for (const auto& [key, t] : tasks_by_key) {
+    SnapshotView::TaskEntry e{key, t, std::make_shared<const api::ParsedTask>(api::parse_task(*t)), nullptr, {}};
+    const std::string uid = kube::string_at(kube::object_at(*t, "metadata"), "uid");
+    for (const auto& [pod_key, p] : pods_by_key)
+      for (const auto& owner : owner_uids(*p))
+        if (owner == uid) {
+          e.owned.push_back(p);
+          break;
+        }
+    e.task = planner_task(*e.parsed, *t, e.owned);
+    v.tasks.push_back(std::move(e));
+  }
+  return v;
+}
+
+}  // namespace valley::planner

@@ -1,0 +1,98 @@
+// The planner's inputs kept up to date from informer events instead of rebuilt from the caches for
+// every plan (at 1,000 tasks and 9,000 pods the rebuild parsed every task and walked every pod's
+// JSON each time). Kept per object, and recomputed only when that object (or, for a task, one of its
+// pods) changed:
+// - each node as the planner sees it (node_from) and what all pods bound or pinned to it hold;
+// - each task's parsed spec and its planner::Task (task_from over its pods);
+// - each pod's GPU usage, node, owner and worker labels.
+// view() hands the planning loop nodes whose free GPUs are allocatable less what every pod holds,
+// the tasks, and each task's current-epoch workers (the plan gives those back for tasks it plans:
+// it places them itself). rebuild() computes the same view from whole object lists, the way each
+// plan used to: the unit tests hold the two equal after random event sequences.
+// Not thread-safe: the caller serializes updates and views.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "controllers/api/spec.h"
+#include "controllers/planner/planner.h"
+#include "controllers/planner/snapshot.h"
+
+namespace valley::planner {
+
+using ObjectPtr = std::shared_ptr<const json>;
+
+bool operator==(const NodeFacts& a, const NodeFacts& b);
+
+struct SnapshotView {
+  std::vector<Node> nodes;  // by name; free = allocatable less what every pod on the node holds
+  struct TaskEntry {
+    std::string key;  // namespace/name
+    ObjectPtr object;
+    std::shared_ptr<const api::ParsedTask> parsed;
+    std::shared_ptr<const Task> task;  // task_from(spec, object, owned); null when the spec is invalid
+    std::vector<ObjectPtr> owned;      // its pods (by owner UID), by name
+  };
+  std::vector<TaskEntry> tasks;  // by key
+  // Valley worker pods by the task their labels name ("ns/task"): the node they hold GPUs on (bound
+  // or pinned), what they hold, and their epoch label.
+  struct Worker {
+    std::string node;
+    std::map<std::string, int64_t> usage;
+    std::string epoch;
+  };
+  std::map<std::string, std::vector<Worker>> workers;
+};
+
+class ClusterSnapshot {
+ public:
+  explicit ClusterSnapshot(NodeFacts facts = {}) : facts_(std::move(facts)) {}
+
+  // Nodes are read anew when the facts change (a PricingPolicy naming other spot labels).
+  void set_facts(const NodeFacts& facts);
+  void upsert_node(const ObjectPtr& node);
+  void remove_node(const std::string& name);
+  void upsert_pod(const ObjectPtr& pod);
+  void remove_pod(const std::string& key);  // namespace/name
+  void upsert_task(const ObjectPtr& task);
+  void remove_task(const std::string& key);
+
+  SnapshotView view();
+
+ private:
+  struct PodEntry {
+    ObjectPtr object;
+    std::string node;                      // bound, else pinned; "" if neither
+    std::map<std::string, int64_t> usage;  // gpu_usage
+    std::string owner_uid;
+    std::string worker_of;                 // "ns/task" of a Valley worker, else ""
+    std::string epoch;
+  };
+  struct TaskEntry {
+    ObjectPtr object;
+    std::string uid;
+    std::shared_ptr<const api::ParsedTask> parsed;
+    std::shared_ptr<const Task> task;
+    bool dirty = true;  // task_from to be recomputed
+  };
+  void hold(const PodEntry& p, int sign);
+  void touch_owner(const std::string& uid);
+
+  NodeFacts facts_;
+  std::map<std::string, std::pair<ObjectPtr, Node>> nodes_;            // by name
+  std::map<std::string, std::map<std::string, int64_t>> held_;         // node -> resource -> units held
+  std::map<std::string, PodEntry> pods_;                               // by namespace/name
+  std::map<std::string, std::set<std::string>> pods_by_owner_;         // owner UID -> pod keys
+  std::map<std::string, TaskEntry> tasks_;                             // by namespace/name
+  std::map<std::string, std::string> task_by_uid_;                     // UID -> task key
+};
+
+// The view, computed from scratch from the objects (what ClusterSnapshot must always equal).
+SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<ObjectPtr>& pods, const std::vector<ObjectPtr>& tasks,
+                     const NodeFacts& facts);
+
+}  // namespace valley::planner

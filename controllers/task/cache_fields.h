@@ -1,0 +1,20 @@
+// What Valley keeps of the pods and nodes it caches (controller-runtime's cache transform): every
+// pod in the cluster and every node sit in memory, and most of each object is never read. Kept are
+// the fields the reconciler, the planner, the cost engine and the metrics read; the rest is dropped
+// before the object is cached (see cache_fields_test for the readers held equal on full and lean
+// objects).
+//   pods:  metadata (no annotations or managedFields), spec.nodeName, spec.affinity, the containers'
+//          and init containers' names and resources, status phase/reason/message/startTime/
+//          conditions and the container statuses' name, state, lastState, ready, restartCount;
+//   nodes: metadata (no annotations or managedFields), spec (taints, unschedulable), status
+//          allocatable/capacity/conditions (no heartbeat times).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace valley::task {
+
+void lean_pod(nlohmann::json& pod);
+void lean_node(nlohmann::json& node);
+
+}  // namespace valley::task

@@ -1,0 +1,117 @@
+#include "controllers/task/cache_fields.h"
+
+#include <gtest/gtest.h>
+
+#include "controllers/cost/engine.h"
+#include "controllers/planner/snapshot.h"
+#include "controllers/render/render.h"
+#include "controllers/task/lifecycle.h"
+
+namespace valley::task {
+namespace {
+
+using json = nlohmann::json;
+
+// A worker pod as the API server returns it once it ran and ended: everything a kubelet and the
+// admission chain add around what Valley reads.
+json full_pod() {
+  return json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "t-worker-1", "namespace": "ns", "uid": "p-1", "resourceVersion": "42", "generation": 1,
+      "creationTimestamp": "2026-11-24T09:00:00Z", "deletionTimestamp": "2026-11-24T09:30:00Z", "deletionGracePeriodSeconds": 30,
+      "labels": {"app.kubernetes.io/managed-by": "valley", "valley.dev/task": "t", "valley.dev/role": "worker",
+                 "valley.dev/epoch": "2", "valley.dev/worker-index": "1"},
+      "annotations": {"kwok.x-k8s.io/node": "fake", "checksum": "abc"},
+      "ownerReferences": [{"apiVersion": "valley.dev/v1alpha1", "kind": "TrainingTask", "name": "t", "uid": "u-1", "controller": true}],
+      "finalizers": ["valley.dev/accounting"],
+      "managedFields": [{"manager": "valley", "fieldsV1": {"f:spec": {}}}]},
+    "spec": {"nodeName": "a100-1", "hostname": "t-worker-1", "subdomain": "t-workers", "restartPolicy": "Never",
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a100-1"]}]}]}}},
+      "volumes": [{"name": "ssh", "secret": {"secretName": "t-ssh"}}],
+      "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+      "initContainers": [{"name": "wait", "image": "busybox", "command": ["sh"], "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+      "containers": [{"name": "worker", "image": "train:1", "command": ["/usr/sbin/sshd"], "args": ["-D"],
+        "env": [{"name": "VALLEY_SSH_PORT", "value": "2222"}], "volumeMounts": [{"name": "ssh", "mountPath": "/etc/valley/ssh"}],
+        "resources": {"limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "2", "cpu": "1"}},
+        "securityContext": {"runAsNonRoot": true}}]},
+    "status": {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory.",
+      "hostIP": "10.0.0.1", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}], "qosClass": "Burstable",
+      "startTime": "2026-11-24T09:00:05Z",
+      "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI", "lastTransitionTime": "2026-11-24T09:29:00Z"},
+                     {"type": "Ready", "status": "False", "lastTransitionTime": "2026-11-24T09:29:00Z"}],
+      "containerStatuses": [{"name": "worker", "image": "train:1", "imageID": "sha256:1", "containerID": "containerd://1", "ready": false,
+        "restartCount": 0, "started": false,
+        "state": {"terminated": {"exitCode": 137, "reason": "Error", "message": "checkpoint 1200", "startedAt": "2026-11-24T09:00:06Z",
+                                 "finishedAt": "2026-11-24T09:29:30Z", "containerID": "containerd://1"}},
+        "lastState": {}}]}})");
+}
+
+json full_node() {
+  return json::parse(R"({
+    "apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": "a100-1", "uid": "n-1", "resourceVersion": "7",
+      "labels": {"karpenter.sh/capacity-type": "spot", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
+      "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+      "managedFields": [{"manager": "kubelet"}]},
+    "spec": {"taints": [{"key": "nvidia.com/gpu-xid-error", "value": "79", "effect": "NoSchedule"}], "unschedulable": false},
+    "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "96"}, "capacity": {"nvidia.com/gpu": "8"},
+      "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "PLEG",
+                      "lastHeartbeatTime": "2026-11-24T09:29:59Z", "lastTransitionTime": "2026-11-24T09:20:00Z"},
+                     {"type": "GpuMemWatch", "status": "True", "message": "ECC on GPU 3", "lastHeartbeatTime": "2026-11-24T09:29:59Z",
+                      "lastTransitionTime": "2026-11-24T09:21:00Z"}],
+      "images": [{"names": ["train:1"], "sizeBytes": 123456789}], "nodeInfo": {"kubeletVersion": "v1.34.4"},
+      "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}})");
+}
+
+TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
+  const json full = full_pod();
+  json lean = full;
+  lean_pod(lean);
+  EXPECT_LT(lean.dump().size(), full.dump().size() * 2 / 3);
+  EXPECT_FALSE(lean["metadata"].contains("annotations"));
+  EXPECT_FALSE(lean["spec"].contains("volumes"));
+  EXPECT_FALSE(lean["spec"]["containers"][0].contains("env"));
+
+  const PodView a = view_pod(full), b = view_pod(lean);
+  EXPECT_EQ(json({a.name, a.uid, a.role, a.resource_version, a.epoch, a.worker_index, a.phase, a.ready, a.deleting, a.exit_code.value_or(-1),
+                  a.node, a.pinned, a.disruption, a.termination_message}),
+            json({b.name, b.uid, b.role, b.resource_version, b.epoch, b.worker_index, b.phase, b.ready, b.deleting, b.exit_code.value_or(-1),
+                  b.node, b.pinned, b.disruption, b.termination_message}));
+  EXPECT_EQ(a.deletion_deadline, b.deletion_deadline);
+  EXPECT_EQ(a.finished_at, b.finished_at);
+  const cost::PodUse u = cost::pod_use(full), v = cost::pod_use(lean);
+  EXPECT_EQ(json({u.uid, u.name, u.node, u.share_milli}), json({v.uid, v.name, v.node, v.share_milli}));
+  EXPECT_EQ(u.start, v.start);
+  EXPECT_EQ(u.end, v.end);
+  EXPECT_EQ(planner::gpu_requests(full), planner::gpu_requests(lean));
+  EXPECT_EQ(render::pinned_node(full), render::pinned_node(lean));
+  EXPECT_EQ(full["metadata"]["finalizers"], lean["metadata"]["finalizers"]);
+  EXPECT_EQ(full["metadata"]["ownerReferences"], lean["metadata"]["ownerReferences"]);
+}
+
+TEST(CacheFields, TheNodeReaderSeesTheSameInALeanNode) {
+  const json full = full_node();
+  json lean = full;
+  lean_node(lean);
+  EXPECT_FALSE(lean["status"].contains("images"));
+  EXPECT_FALSE(lean["status"]["conditions"][0].contains("lastHeartbeatTime"));
+  const planner::Node a = planner::node_from(full), b = planner::node_from(lean);
+  EXPECT_EQ(json({a.name, a.vendor, a.capacity_class, a.free, a.capacity, a.labels, a.schedulable, a.ready, a.notice, a.fault}),
+            json({b.name, b.vendor, b.capacity_class, b.free, b.capacity, b.labels, b.schedulable, b.ready, b.notice, b.fault}));
+  EXPECT_EQ(a.not_ready_since, b.not_ready_since);
+  EXPECT_EQ(a.taints.size(), b.taints.size());
+}
+
+TEST(CacheFields, OddObjectsAreLeftAlone) {
+  json not_an_object = json::array({1, 2});
+  lean_pod(not_an_object);
+  lean_node(not_an_object);
+  EXPECT_EQ(not_an_object, json::array({1, 2}));
+  json odd = {{"metadata", "x"}, {"spec", {{"containers", "y"}}}, {"status", 3}};
+  lean_pod(odd);
+  EXPECT_EQ(odd["spec"]["containers"], "y");
+}
+
+}  // namespace
+}  // namespace valley::task

@@ -1,0 +1,168 @@
+#include "controllers/planner/cluster_snapshot.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "controllers/render/render.h"
+
+namespace valley::planner {
+namespace {
+
+// What a view says, in a form two views can be compared in (and printed when they differ).
+json dump(const SnapshotView& v) {
+  json out = {{"nodes", json::array()}, {"tasks", json::array()}, {"workers", json::object()}};
+  for (const auto& n : v.nodes)
+    out["nodes"].push_back({{"name", n.name}, {"vendor", n.vendor}, {"class", n.capacity_class}, {"free", n.free},
+                            {"capacity", n.capacity}, {"schedulable", n.schedulable}, {"notice", n.notice}, {"fault", n.fault}});
+  for (const auto& t : v.tasks) {
+    json e = {{"key", t.key}, {"valid", t.parsed->spec.has_value()}, {"owned", json::array()}};
+    for (const auto& p : t.owned) e["owned"].push_back((*p)["metadata"]["name"]);
+    if (t.task) {
+      e["admitted"] = t.task->admitted;
+      e["range"] = {t.task->min_workers, t.task->max_workers};
+      for (const auto& w : t.task->workers) e["workers"].push_back({w.node, w.gpu_resource, w.count});
+    }
+    out["tasks"].push_back(e);
+  }
+  for (const auto& [task, workers] : v.workers)
+    for (const auto& w : workers) out["workers"][task].push_back({w.node, w.usage, w.epoch});
+  return out;
+}
+
+// Random objects over a small name space, so that updates, deletions and re-creations collide.
+struct World {
+  std::mt19937 rng{7};
+  std::map<std::string, ObjectPtr> nodes, pods, tasks;
+  int pick(int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); }
+
+  ObjectPtr node() {
+    json n = {{"metadata", {{"name", "n" + std::to_string(pick(5))}, {"labels", json::object()}}},
+              {"status", {{"allocatable", {{"nvidia.com/gpu", std::to_string(pick(9))}}},
+                          {"conditions", json::array({{{"type", "Ready"}, {"status", pick(4) ? "True" : "False"}}})}}},
+              {"spec", json::object()}};
+    if (pick(3) == 0) n["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot";
+    if (pick(3) == 0) n["metadata"]["labels"]["example.com/spot"] = "yes";
+    if (pick(5) == 0) n["spec"]["taints"] = json::array({{{"key", "nvidia.com/gpu-xid-error"}, {"effect", "NoSchedule"}}});
+    return std::make_shared<const json>(std::move(n));
+  }
+  ObjectPtr task() {
+    const int i = pick(4);
+    json t = {{"apiVersion", "valley.dev/v1alpha1"},
+              {"kind", "TrainingTask"},
+              {"metadata", {{"name", "t" + std::to_string(i)}, {"namespace", "ns"}, {"uid", "u" + std::to_string(i) + "-" + std::to_string(pick(2))}}},
+              {"spec", {{"taskType", "MPI"}, {"replicas", {{"min", 1 + pick(2)}, {"max", pick(4) == 0 ? 0 : 4}}},
+                        {"master", {{"image", "l"}}}, {"worker", {{"image", "w"}, {"gpus", "1"}}}}}};
+    if (pick(2)) t["status"] = {{"phase", pick(2) ? "Running" : "Pending"}, {"epoch", pick(3)}};
+    return std::make_shared<const json>(std::move(t));
+  }
+  ObjectPtr pod() {
+    const int task = pick(4), index = pick(3);
+    json p = {{"metadata", {{"name", "t" + std::to_string(task) + "-worker-" + std::to_string(index)}, {"namespace", "ns"},
+                            {"uid", "p" + std::to_string(rng())},
+                            {"labels", {{render::label::kManagedBy, "valley"}, {render::label::kTask, "t" + std::to_string(task)},
+                                        {render::label::kRole, pick(4) ? "worker" : "launcher"}, {render::label::kEpoch, std::to_string(pick(3))},
+                                        {render::label::kWorkerIndex, std::to_string(index)}}},
+                            {"ownerReferences", json::array({{{"uid", "u" + std::to_string(task) + "-" + std::to_string(pick(2))}}})}}},
+              {"spec", {{"containers", json::array({{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(pick(3))}}}}}}})}}},
+              {"status", {{"phase", std::vector<std::string>{"Pending", "Running", "Running", "Succeeded", "Failed"}[pick(5)]}}}};
+    const std::string node = "n" + std::to_string(pick(6));  // n5 never exists
+    if (pick(3)) {
+      p["spec"]["nodeName"] = node;
+    } else if (pick(2)) {
+      p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] =
+          json::array({{{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}})}}});
+    }
+    if (pick(6) == 0) p["metadata"]["labels"].erase(render::label::kManagedBy);  // someone else's pod
+    return std::make_shared<const json>(std::move(p));
+  }
+  static std::string key(const ObjectPtr& o) {
+    const auto& m = (*o)["metadata"];
+    return m.contains("namespace") ? m["namespace"].get<std::string>() + "/" + m["name"].get<std::string>() : m["name"].get<std::string>();
+  }
+  static std::vector<ObjectPtr> all(const std::map<std::string, ObjectPtr>& m) {
+    std::vector<ObjectPtr> out;
+    for (const auto& [k, v] : m) out.push_back(v);
+    return out;
+  }
+};
+
+TEST(ClusterSnapshot, EqualsARebuildAfterRandomEventSequences) {
+  World w;
+  NodeFacts facts;
+  ClusterSnapshot snapshot(facts);
+  for (int step = 0; step < 4000; ++step) {
+    switch (w.pick(8)) {
+      case 0: {
+        auto n = w.node();
+        w.nodes[World::key(n)] = n;
+        snapshot.upsert_node(n);
+        break;
+      }
+      case 1: {
+        const std::string name = "n" + std::to_string(w.pick(5));
+        w.nodes.erase(name);
+        snapshot.remove_node(name);
+        break;
+      }
+      case 2:
+      case 3: {
+        auto p = w.pod();
+        w.pods[World::key(p)] = p;
+        snapshot.upsert_pod(p);
+        break;
+      }
+      case 4: {
+        const std::string key = "ns/t" + std::to_string(w.pick(4)) + "-worker-" + std::to_string(w.pick(3));
+        w.pods.erase(key);
+        snapshot.remove_pod(key);
+        break;
+      }
+      case 5: {
+        auto t = w.task();
+        w.tasks[World::key(t)] = t;
+        snapshot.upsert_task(t);
+        break;
+      }
+      case 6: {
+        const std::string key = "ns/t" + std::to_string(w.pick(4));
+        w.tasks.erase(key);
+        snapshot.remove_task(key);
+        break;
+      }
+      case 7:
+        if (w.pick(10) == 0) {  // a PricingPolicy with other spot labels
+          facts.spot_labels = w.pick(2) ? NodeFacts{}.spot_labels : std::vector<std::pair<std::string, std::string>>{{"example.com/spot", "yes"}};
+          snapshot.set_facts(facts);
+        }
+        break;
+    }
+    if (step % 7 == 0) {
+      const json incremental = dump(snapshot.view());
+      const json reference = dump(rebuild(World::all(w.nodes), World::all(w.pods), World::all(w.tasks), facts));
+      ASSERT_EQ(incremental, reference) << "after step " << step << "\nincremental: " << incremental.dump() << "\nrebuild: " << reference.dump();
+    }
+  }
+}
+
+TEST(ClusterSnapshot, FreeGpusAreAllocatableLessWhatPodsHoldOnlyWhileTheyRun) {
+  World w;
+  ClusterSnapshot s;
+  s.upsert_node(std::make_shared<const json>(json::parse(
+      R"({"metadata":{"name":"n0"},"status":{"allocatable":{"nvidia.com/gpu":"8"},"conditions":[{"type":"Ready","status":"True"}]}})")));
+  auto pod = [](const std::string& name, const std::string& phase) {
+    return std::make_shared<const json>(json{{"metadata", {{"name", name}, {"namespace", "ns"}, {"uid", name}}},
+                                             {"spec", {{"nodeName", "n0"}, {"containers", json::array({{{"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}})}}},
+                                             {"status", {{"phase", phase}}}});
+  };
+  s.upsert_pod(pod("a", "Running"));
+  s.upsert_pod(pod("b", "Pending"));
+  EXPECT_EQ(s.view().nodes.at(0).free.at("nvidia.com/gpu"), 4);
+  s.upsert_pod(pod("a", "Succeeded"));
+  EXPECT_EQ(s.view().nodes.at(0).free.at("nvidia.com/gpu"), 6);
+  s.remove_pod("ns/b");
+  EXPECT_EQ(s.view().nodes.at(0).free.at("nvidia.com/gpu"), 8);
+}
+
+}  // namespace
+}  // namespace valley::planner
