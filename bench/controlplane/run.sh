@@ -92,12 +92,16 @@ audited_requests() { # user, from-line
 }
 tick=$(getconf CLK_TCK)
 
+# Valley restarts the tasks of a node NotReady for 30 s by default; on a loaded machine kwok's
+# heartbeats for a thousand nodes lag that long now and then, and restarts would be measured instead
+# of the control plane. 300 s is how long Kubernetes' own NotReady toleration leaves the MPI
+# Operator's pods alone.
 start_system() { # system kubeconfig logfile -> pid
   case $1 in
     valley)
       setsid build/bin/valley-operator --kubeconfig "$2" --leader-elect-namespace=valley-bench \
         --http-bind-address=127.0.0.1:18089 --kube-api-qps=$qps --kube-api-burst=$burst \
-        --pricing-policy=default >"$3" 2>&1 </dev/null &
+        --pricing-policy=default --node-not-ready-grace=300s >"$3" 2>&1 </dev/null &
       echo $! ;;
     mpi-operator)
       setsid .valley/bin/mpi-operator --kubeConfig "$2" --lock-namespace=valley-bench --monitoring-port=0 \
