@@ -759,7 +759,7 @@ bool TaskController::reconcile(const std::string& key) {
     spdlog::debug("{}: the cache shows the task from before our last status write: deciding on that write", key);
   // Every read of the status below (cost, phase, restarts) and in the lifecycle sees it as the CRD
   // declares it: fields of another type read as absent (controllers/api/task_status.h).
-  o.task["status"] = api::readable_status(task->value("status", nlohmann::json::object()));
+  o.task["status"] = api::readable_status(o.task.value("status", nlohmann::json::object()));
   o.parsed = api::parse_task(o.task);
   if (o.parsed.spec && !o.parsed.spec->pod_security.level) o.parsed.spec->pod_security.level = options_.pod_security;
   o.now = std::chrono::system_clock::now();
