@@ -33,6 +33,7 @@ valley::Flags make_flags() {
       {"workers", "4", "reconcile workers per controller"},
       {"status-coalesce-window", "2s",
        "hold a status change that only updates counts, cost or utilization this long for the next change worth writing (0: write each)"},
+      {"debug-task-watch-delay", "0s", "testing only: apply TrainingTask watch events this much later than they arrive"},
       {"max-concurrent-creates", "16",
        "object creates in flight at once across all tasks (a task's pods go out together; kube-api-qps still applies)"},
       {"planner-min-resize-interval", "5m", "a running task is resized at most this often (checkpoint-restarts cost time)"},
@@ -127,6 +128,7 @@ int main(int argc, char** argv) {
     if (task_options.workers < 1) throw std::invalid_argument("--workers must be at least 1");
     task_options.max_concurrent_creates = std::stoi(flags.get("max-concurrent-creates"));
     task_options.status_coalesce = std::chrono::duration_cast<std::chrono::milliseconds>(duration_flag(flags, "status-coalesce-window"));
+    task_options.task_watch_delay = std::chrono::duration_cast<std::chrono::milliseconds>(duration_flag(flags, "debug-task-watch-delay"));
     if (task_options.max_concurrent_creates < 1) throw std::invalid_argument("--max-concurrent-creates must be at least 1");
     auto seconds = [&](const char* name) {
       return std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, name));

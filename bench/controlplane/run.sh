@@ -138,6 +138,34 @@ floor_kc=$(kubeconfig_for floor)
 valley_kc=$(kubeconfig_for valley-operator)
 mpi_kc=$(kubeconfig_for mpi-operator)
 
+# A run stopped half-way leaves its namespace behind, and Valley's pods in it keep their accounting
+# finalizer until a Valley operator releases them (it does for pods whose task is gone): delete
+# every leftover cp-* namespace with an operator running, so the next run starts on an empty cluster.
+remove_leftovers() {
+  local leftovers pid
+  leftovers=$(K get namespaces -o name | sed -n 's|^namespace/\(cp-.*\)|\1|p')
+  [ -n "$leftovers" ] || return 0
+  log "removing leftover namespaces: $(echo $leftovers)"
+  pid=$(start_system valley "$valley_kc" "$scratch/cleanup.log")
+  wait_ready valley "$pid" "$scratch/cleanup.log" || true
+  for ns in $leftovers; do delete_namespace "$ns"; done
+  stop_pid "$pid"
+}
+remove_leftovers
+
+# Interrupted (Ctrl-C, a CI timeout): stop the load, delete the run's namespace while its operator
+# still runs (it releases its finalizers), then stop the operator.
+run_ns="" pid="" watcher=""
+on_interrupt() {
+  trap - INT TERM
+  log "interrupted; cleaning up ${run_ns:-nothing}"
+  [ -n "$watcher" ] && kill "$watcher" 2>/dev/null || true
+  [ -n "$run_ns" ] && delete_namespace "$run_ns"
+  [ -n "$pid" ] && stop_pid "$pid"
+  exit 130
+}
+trap on_interrupt INT TERM
+
 for n in $sizes; do
   nodes=$(( (n * workers + 7) / 8 + 1 ))
   profile="$scratch/nodes-$n.yaml"
@@ -153,7 +181,7 @@ EOF
   log "N=$n: $nodes nodes x 8 GPUs, $((n * (workers + 1))) pods per system"
   tests/cluster/cluster.sh nodes "$profile" >/dev/null
   for system in $systems; do
-    ns="cp-$system-$n"
+    ns="cp-$system-$n" run_ns="cp-$system-$n"
     delete_namespace "$ns"
     K create namespace "$ns" >/dev/null
     until K -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.1; done
@@ -207,6 +235,7 @@ PY
     [ "$system" = valley ] && curl -sf http://127.0.0.1:18089/metrics > "$scratch/valley-$n.metrics" || true
     delete_namespace "$ns"
     [ -n "$pid" ] && stop_pid "$pid"
+    run_ns="" pid="" watcher=""
   done
 done
 tests/cluster/cluster.sh nodes tests/cluster/profiles/default.yaml >/dev/null

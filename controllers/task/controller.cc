@@ -68,6 +68,8 @@ struct Metrics {
       {"signal"});
   metrics::Family& cost = metrics::registry().gauge("valley_cost_accrued", "Accrued cost of the tasks that exist, by namespace.",
                                                    {"namespace", "currency"});
+  metrics::Family& status_conflicts = metrics::registry().counter(
+      "valley_status_conflicts_total", "TrainingTask status writes the API server refused as based on an old version (409).", {});
   metrics::Family& plan_seconds = metrics::registry().histogram("valley_plan_duration_seconds", "Time one capacity plan takes.", {});
   // Tenants, from the status Valley keeps on each.
   metrics::Family& tenant_gpus = metrics::registry().gauge(
@@ -126,7 +128,9 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
         mark_dirty();
         for (const auto& t : tasks_->store().list()) queue_.add(kube::object_key(*t));
       }) {
-  tasks_ = std::make_unique<kube::Informer>(client_, res::kTrainingTasks);
+  kube::InformerOptions task_informer;
+  task_informer.event_delay = options_.task_watch_delay;
+  tasks_ = std::make_unique<kube::Informer>(client_, res::kTrainingTasks, task_informer);
   kube::InformerOptions owned;
   owned.label_selector = std::string(render::label::kManagedBy) + "=valley";
   // All pods, not only Valley's: the planner must know what everything else holds on each node.
@@ -906,6 +910,7 @@ bool TaskController::reconcile(const std::string& key) {
     } catch (const kube::KubeError& e) {
       if (e.http_status() == 404) return true;
       // 409: our cache was behind; the informer brings the fresh object and we decide again.
+      if (e.http_status() == 409) m().status_conflicts.inc({});
       spdlog::debug("{}: status update: {}", key, e.what());
       return false;
     }

@@ -45,6 +45,9 @@ struct ControllerOptions {
   // A status change that only updates counts, the accrued cost or utilization (or a new task's
   // "waiting for the planner") is held this long for a change worth writing at once; 0: never held.
   std::chrono::milliseconds status_coalesce{2000};
+  // Tests only: TrainingTask watch events reach the cache this much later than pods' (the window in
+  // which a reconcile sees a task from before its own status write).
+  std::chrono::milliseconds task_watch_delay{0};
   // A worker pinned to a node that kube-scheduler still cannot bind it to after this long (CPU,
   // memory or a constraint the planner does not model) makes the planner avoid that node for the
   // task for `avoid_for`, and re-plan.

@@ -105,6 +105,7 @@ void Informer::apply_event(WatchEvent&& event) {
     return;
   }
   ++stats_.events;
+  if (options_.event_delay.count() > 0 && !sleep_unless_stopped(options_.event_delay)) return;  // stopping
   if (options_.transform) options_.transform(event.object);
   std::string key = object_key(event.object);
   if (event.type == "ADDED" || event.type == "MODIFIED") {

@@ -3,8 +3,10 @@
 // every e2e operator does: see operator_kubeconfig_path.)
 #include <curl/curl.h>
 
+#include <map>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "operator/kube/error.h"
 #include "tests/e2e/task_fixture.h"
@@ -118,6 +120,56 @@ TEST_F(OperabilityTest, MetricsHealthReadinessAndJsonLogs) {
   EXPECT_GT(parsed, 3);
   EXPECT_GE(with_task, 2) << operator_log();  // at least its phase changes
   admin->remove(kPricingPolicies, "", ns);
+}
+
+// Tasks and pods come through separate watches, so a task's new pods can reach the cache before the
+// status write that made them (parallel creates make that likely). A reconcile in that window must
+// decide on its own write: not take the new epoch's pods for stale and delete them, nor have its
+// writes refused as based on an old version. Here the task watch is held back 2 s, so every
+// reconcile the pods wake falls in the window.
+class SlowTaskWatchTest : public OperabilityTest {
+ protected:
+  std::vector<std::string> operator_flags() const override {
+    auto flags = OperabilityTest::operator_flags();
+    flags.push_back("--debug-task-watch-delay=2s");
+    return flags;
+  }
+};
+
+TEST_F(SlowTaskWatchTest, PodsThatReachTheCacheBeforeTheTasksStatusAreNotTakenForStale) {
+  apply(mpi_spec(4, 4));
+  // Each new epoch's pods arrive ahead of their status: at admission, and after a restart (a worker
+  // deleted by hand: one disruption, epoch 2).
+  auto settled = [&](int epoch, int disruptions) {
+    std::map<std::string, std::string> first;  // pod name -> uid, as Running found them
+    for (const auto& p : pods()) first[p["metadata"]["name"]] = p["metadata"]["uid"];
+    EXPECT_EQ(first.size(), 5u);
+    // Long enough for the reconciles of the held-back task events to act.
+    std::this_thread::sleep_for(6s);
+    const json st = task()["status"];
+    EXPECT_EQ(st.value("phase", ""), "Running");
+    EXPECT_EQ(st.value("epoch", 0), epoch) << st.dump(2);
+    EXPECT_EQ(st.value("restarts", json::object()).value("disruptions", 0), disruptions) << st.dump(2);
+    for (const auto& p : pods()) {
+      EXPECT_EQ(first[p["metadata"]["name"]], p["metadata"]["uid"]) << p["metadata"]["name"] << " was replaced";
+      EXPECT_FALSE(p["metadata"].contains("deletionTimestamp")) << p["metadata"]["name"] << " is being deleted";
+    }
+  };
+  ASSERT_TRUE(wait_phase("Running", 90s)) << task().dump(2);
+  settled(1, 0);
+  admin->remove(kPods, ns, "job-worker-1");
+  ASSERT_TRUE(eventually([&] {
+    const json st = task()["status"];
+    if (st.value("phase", "") != "Running" || st.value("epoch", 0) < 2) return false;
+    for (const auto& p : pods())
+      if (p["status"].value("phase", "") != "Running") return false;
+    return true;
+  }, 90s)) << task().dump(2);
+  settled(2, 1);
+  EXPECT_NE(operator_log().find("the cache shows the task from before our last status write"), std::string::npos)
+      << "the window this test is about never opened";
+  // Deciding on the cached task instead would have its status writes refused, again and again.
+  EXPECT_EQ(sample(http_get(port(), "/metrics").second, "valley_status_conflicts_total").value_or(0), 0);
 }
 
 // --metrics-bind-address: /metrics on its own port (a NetworkPolicy opens it to Prometheus only),
