@@ -1,8 +1,16 @@
 #!/usr/bin/env python3
-# Tables and ratios of a control-plane run: report.py RUNS.jsonl OUT_DIR -> OUT_DIR/controlplane.{json,md}
-import json, sys, pathlib
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-out = pathlib.Path(sys.argv[2])
+# Tables and ratios of control-plane runs: report.py RUNS.jsonl... OUT_DIR -> OUT_DIR/controlplane.{json,md}
+# (several runs files: sizes measured in separate runs, in the order given; a later row for the same
+# size and system replaces an earlier one).
+import json, subprocess, sys, pathlib
+rows = list({(r["tasks"], r["system"]): r for f in sys.argv[1:-1] for r in (json.loads(l) for l in open(f) if l.strip())}.values())
+out = pathlib.Path(sys.argv[-1])
+def git(*args):
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+commit = git("rev-parse", "--short", "HEAD") + (" (with local changes)" if git("status", "--porcelain", "--untracked-files=no") else "")
 by = {(r["tasks"], r["system"]): r for r in rows}
 def ratio(a, b, k):
     if a is None or b is None or k not in a: return None
@@ -14,7 +22,19 @@ for n in sorted({r["tasks"] for r in rows}):
     v, m, f = by.get((n, "valley")), by.get((n, "mpi-operator")), by.get((n, "floor"))
     for k in ("secondsToPodsRunning", "secondsToTasksRunning", "cpuSeconds", "peakRssMiB", "apiRequests", "apiServerRequests"):
         ratios.append({"tasks": n, "figure": k, "valleyOverMpiOperator": ratio(v, m, k), "valleyOverFloor": ratio(v, f, k)})
-doc = {"benchmark": "controlplane", "runs": rows, "ratios": ratios}
+# Time per task: how each system's time to all pods Running grows with N (flat = scales linearly).
+per_task = []
+for n in sorted({r["tasks"] for r in rows}):
+    row = {"tasks": n}
+    for system in ("floor", "mpi-operator", "valley"):
+        r = by.get((n, system))
+        if r and "secondsToPodsRunning" in r:  # reached even when its tasks timed out
+            row[system] = round(1000 * r["secondsToPodsRunning"] / n, 1)
+    per_task.append(row)
+base = next((r["valley"] for r in per_task if r["tasks"] >= 200 and "valley" in r), None)
+for r in per_task:
+    if base and "valley" in r: r["valleyOverItsFirstFrom200"] = round(r["valley"] / base, 2)
+doc = {"benchmark": "controlplane", "commit": commit, "runs": rows, "ratios": ratios, "msPerTaskToPodsRunning": per_task}
 (out / "controlplane.json").write_text(json.dumps(doc, indent=2) + "\n")
 md = ["| tasks x (1+W) | system | to all pods Running (s) | to all tasks Running (s) | CPU (s) | peak RSS (MiB) | API requests (its own) | API server requests (all) |",
       "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -25,5 +45,10 @@ for r in rows:
 md += ["", "| tasks | figure | Valley / MPI Operator | Valley / floor |", "| --- | --- | ---: | ---: |"]
 for q in ratios:
     md.append(f"| {q['tasks']} | {q['figure']} | {q['valleyOverMpiOperator']} | {q['valleyOverFloor']} |")
+md += ["", "Time per task to all pods Running (ms; Valley's growth against its time per task at the first N >= 200):", "",
+       "| tasks | floor | mpi-operator | valley | valley growth |", "| ---: | ---: | ---: | ---: | ---: |"]
+for r in per_task:
+    md.append(f"| {r['tasks']} | {r.get('floor', '-')} | {r.get('mpi-operator', '-')} | {r.get('valley', '-')} | {r.get('valleyOverItsFirstFrom200', '-')} |")
+md += ["", f"Commit: {commit}."]
 (out / "controlplane.md").write_text("\n".join(md) + "\n")
 print("\n".join(md))

@@ -53,17 +53,37 @@ bool tolerates(const Task& t, const Taint& taint) {
   return false;
 }
 
-// `placing`: for new workers (a worker already there is not moved for the spot rule).
-bool eligible(const Task& t, const Node& n, const Config& c, bool placing = true) {
+bool not_ready_taint(const Taint& taint) {
+  return taint.key == "node.kubernetes.io/not-ready" || taint.key == "node.kubernetes.io/unreachable";
+}
+
+// Whether task t may get new workers on node n.
+bool eligible(const Task& t, const Node& n, const Config& c) {
   if (!n.schedulable) return false;
   // A task that cannot checkpoint would lose all its work with a spot node: not there, unless it asks.
-  if (placing && c.spot_needs_checkpoint && n.capacity_class == "spot" && !t.checkpointed && !t.selects_spot &&
-      t.node_selector.empty())
+  if (c.spot_needs_checkpoint && n.capacity_class == "spot" && !t.checkpointed && !t.selects_spot && t.node_selector.empty())
     return false;
   if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
   if (!selects(t, n)) return false;
   for (const auto& taint : n.taints)
     if (!tolerates(t, taint)) return false;
+  return true;
+}
+
+// Whether the workers task t already has on node n stay there. As for new ones, except:
+// - a node NotReady for less than the grace the task's lifecycle gives it keeps them (a heartbeat
+//   late under load is not a loss: its pods are still there, holding their GPUs, and the lifecycle
+//   does not restart the task before the grace is over);
+// - taints that only keep new pods away (NoSchedule, PreferNoSchedule, and the NotReady ones, which
+//   the grace covers) do not move them; nor does the spot rule.
+bool keeps(const Task& t, const Node& n, const Config& c, SystemTime now) {
+  const bool briefly_not_ready = !n.ready && !n.cordoned && n.notice.empty() && n.fault.empty() &&
+                                 (!n.not_ready_since || now - *n.not_ready_since < c.node_not_ready_grace);
+  if (!n.schedulable && !briefly_not_ready) return false;
+  if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
+  if (!selects(t, n)) return false;
+  for (const auto& taint : n.taints)
+    if (taint.effect == "NoExecute" && !not_ready_taint(taint) && !tolerates(t, taint)) return false;
   return true;
 }
 
@@ -189,7 +209,13 @@ class Planner {
       bool lost = false;
       for (const auto& w : t.workers) {
         const size_t k = node_at(w.node);
-        if (k == kNoNode || !eligible(t, *nodes_[k], config_, /*placing=*/false)) {  // lost with its node, or not bindable there
+        if (k == kNoNode) {  // lost with its node
+          lost = true;
+          continue;
+        }
+        if (!keeps(t, *nodes_[k], config_, now_)) {
+          // It moves; its pods hold the GPUs here until they are gone: nothing else goes there meanwhile.
+          row(k)[resource_id(w.gpu_resource)] -= w.count;
           lost = true;
           continue;
         }

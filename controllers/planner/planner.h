@@ -57,6 +57,7 @@ struct Node {
   std::vector<Taint> taints;
   bool schedulable = true;               // Ready, not cordoned, no disruption notice, no GPU fault
   bool ready = true;
+  bool cordoned = false;                 // spec.unschedulable
   std::optional<SystemTime> not_ready_since;  // the Ready condition's last transition, when not Ready
   std::string notice;                         // the disruption taint's key, "" if none
   // A GPU fault reported by the cluster's health tooling (a node condition or taint, see NodeFacts):
@@ -126,6 +127,9 @@ enum class Placement { Price, PackThenClass, Pack };
 enum class ReduceCostRule { CheapestReachable, OffPeakOrIdle };
 
 struct Config {
+  // A node NotReady this long is lost (its workers move); before that they stay (the lifecycle's
+  // --node-not-ready-grace).
+  std::chrono::seconds node_not_ready_grace{30};
   std::chrono::seconds min_resize_interval{300};
   int min_gain_workers = 1;
   double min_gain_fraction = 0.25;

@@ -100,6 +100,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
       }
     }
   n.ready = ready;
+  n.cordoned = cordoned;
   n.schedulable = ready && !cordoned && !notice && n.fault.empty();
   return n;
 }

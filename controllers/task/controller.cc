@@ -372,6 +372,7 @@ void TaskController::plan_once() {
     }
   }
   planner::Config config = options_.planner;
+  config.node_not_ready_grace = options_.disruption.node_not_ready_grace;
   const auto now = std::chrono::system_clock::now();
   auto pricing = policy();
   if (pricing) config = cost::planner_config(*pricing, nodes, now, config);

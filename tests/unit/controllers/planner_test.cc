@@ -259,6 +259,42 @@ TEST(Planner, WorkersOnALostNodeAreReplacedOrTheTaskWaits) {
   EXPECT_EQ(greedy_plan({nvidia("n2", 2)}, {a}, kNow)[0].action, Action::Preempt);
 }
 
+// A node whose heartbeat is late (NotReady, tainted unreachable) still runs its pods: within the
+// lifecycle's grace its workers stay, and its GPUs are not given to anyone else when it is Ready
+// again. (The N=1,000 control-plane run found the planner moving them at the first missed heartbeat
+// while the pods stayed, then placing other tasks onto GPUs they still held.)
+TEST(Planner, WorkersOnANodeBrieflyNotReadyStayAndHoldTheirGpus) {
+  Config c;
+  c.node_not_ready_grace = 30s;
+  const Task a = apply(task("a", 0, 4, 4), greedy_plan({nvidia("n1", 4)}, {task("a", 0, 4, 4)}, kNow)[0], kNow);
+  // The controller gives a planned task's own workers back: n1 shows its 4 GPUs free.
+  Node late = nvidia("n1", 4);
+  late.ready = false;
+  late.schedulable = false;
+  late.not_ready_since = kNow - 10s;
+  late.taints.push_back({"node.kubernetes.io/unreachable", "", "NoSchedule"});
+  late.taints.push_back({"node.kubernetes.io/unreachable", "", "NoExecute"});
+  auto ds = greedy_plan({late, nvidia("n2", 4)}, {a, task("b", 0, 4, 4)}, kNow, c);
+  EXPECT_EQ(find(ds, "a").action, Action::Keep);
+  ASSERT_EQ(find(ds, "a").placement.size(), 4u);
+  for (const auto& w : find(ds, "a").placement) EXPECT_EQ(w.node, "n1");
+  for (const auto& w : find(ds, "b").placement) EXPECT_EQ(w.node, "n2");
+  // Past the grace the node is lost: a moves, and the GPUs its pods still hold on n1 go to no one.
+  late.not_ready_since = kNow - 60s;
+  auto lost = greedy_plan({late, nvidia("n2", 4)}, {a}, kNow, c);
+  for (const auto& w : lost[0].placement) EXPECT_EQ(w.node, "n2");
+  // A NoSchedule taint keeps new pods away; it does not move running ones.
+  Node tainted = nvidia("n1", 4);
+  tainted.taints.push_back({"dedicated", "team-b", "NoSchedule"});
+  EXPECT_EQ(greedy_plan({tainted}, {a}, kNow, c)[0].action, Action::Keep);
+  // Workers that move (their node refused them) hold their GPUs until their pods are gone.
+  Task avoided = a;
+  avoided.avoid_nodes = {"n1"};
+  auto moved = greedy_plan({nvidia("n1", 4), nvidia("n2", 4)}, {avoided, task("b", 0, 4, 4)}, kNow, c);
+  for (const auto& w : find(moved, "a").placement) EXPECT_EQ(w.node, "n2");
+  EXPECT_EQ(find(moved, "b").action, Action::Wait) << "b was placed onto GPUs a's pods still hold";
+}
+
 TEST(Planner, ALostWorkerRestartsTheTaskAtTheLargestSizeThatFitsNotJustWhatIsLeft) {
   Task a = task("a", 0, 2, 4);
   a = apply(a, greedy_plan({nvidia("s1", 2), nvidia("s2", 2)}, {a}, kNow)[0], kNow);
