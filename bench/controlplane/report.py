@@ -2,7 +2,7 @@
 # Tables and ratios of control-plane runs: report.py RUNS.jsonl... OUT_DIR -> OUT_DIR/controlplane.{json,md}
 # (several runs files: sizes measured in separate runs, in the order given; a later row for the same
 # size and system replaces an earlier one).
-import json, subprocess, sys, pathlib
+import json, os, subprocess, sys, pathlib
 rows = list({(r["tasks"], r["system"]): r for f in sys.argv[1:-1] for r in (json.loads(l) for l in open(f) if l.strip())}.values())
 out = pathlib.Path(sys.argv[-1])
 def git(*args):
@@ -10,7 +10,8 @@ def git(*args):
         return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
-commit = git("rev-parse", "--short", "HEAD") + (" (with local changes)" if git("status", "--porcelain", "--untracked-files=no") else "")
+# BENCH_COMMIT: the commit the runs were made at, when the report is written later.
+commit = os.environ.get("BENCH_COMMIT") or git("rev-parse", "--short", "HEAD") + (" (with local changes)" if git("status", "--porcelain", "--untracked-files=no") else "")
 by = {(r["tasks"], r["system"]): r for r in rows}
 def ratio(a, b, k):
     if a is None or b is None or k not in a: return None
@@ -44,7 +45,8 @@ for r in rows:
               f"{r.get('secondsToTasksRunning', late)} | {r['cpuSeconds']} | {r['peakRssMiB']} | {r['apiRequests']} | {r['apiServerRequests']} |")
 md += ["", "| tasks | figure | Valley / MPI Operator | Valley / floor |", "| --- | --- | ---: | ---: |"]
 for q in ratios:
-    md.append(f"| {q['tasks']} | {q['figure']} | {q['valleyOverMpiOperator']} | {q['valleyOverFloor']} |")
+    shown = lambda v: "-" if v is None else v  # a system that did not get there before its timeout
+    md.append(f"| {q['tasks']} | {q['figure']} | {shown(q['valleyOverMpiOperator'])} | {shown(q['valleyOverFloor'])} |")
 md += ["", "Time per task to all pods Running (ms; Valley's growth against its time per task at the first N >= 200):", "",
        "| tasks | floor | mpi-operator | valley | valley growth |", "| ---: | ---: | ---: | ---: | ---: |"]
 for r in per_task:
