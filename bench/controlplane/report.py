@@ -44,8 +44,8 @@ for r in rows:
     md.append(f"| {r['tasks']} x (1+{r['workers']}) | {r['system']} | {r.get('secondsToPodsRunning', late)} | "
               f"{r.get('secondsToTasksRunning', late)} | {r['cpuSeconds']} | {r['peakRssMiB']} | {r['apiRequests']} | {r['apiServerRequests']} |")
 md += ["", "| tasks | figure | Valley / MPI Operator | Valley / floor |", "| --- | --- | ---: | ---: |"]
+shown = lambda v: "-" if v is None else v  # a system that did not get there before its timeout
 for q in ratios:
-    shown = lambda v: "-" if v is None else v  # a system that did not get there before its timeout
     md.append(f"| {q['tasks']} | {q['figure']} | {shown(q['valleyOverMpiOperator'])} | {shown(q['valleyOverFloor'])} |")
 md += ["", "Time per task to all pods Running (ms; Valley's growth against its time per task at the first N >= 200):", "",
        "| tasks | floor | mpi-operator | valley | valley growth |", "| ---: | ---: | ---: | ---: | ---: |"]

@@ -78,7 +78,7 @@ bool eligible(const Task& t, const Node& n, const Config& c) {
 //   the grace covers) do not move them; nor does the spot rule.
 bool keeps(const Task& t, const Node& n, const Config& c, SystemTime now) {
   const bool briefly_not_ready = !n.ready && !n.cordoned && n.notice.empty() && n.fault.empty() &&
-                                 (!n.not_ready_since || now - *n.not_ready_since < c.node_not_ready_grace);
+                                 !not_ready_past(n.ready, n.not_ready_since, now, c.node_not_ready_grace);
   if (!n.schedulable && !briefly_not_ready) return false;
   if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
   if (!selects(t, n)) return false;
@@ -943,6 +943,10 @@ class Planner {
 }  // namespace
 
 std::string pool_of(const Node& n) { return n.vendor + "/" + n.capacity_class; }
+
+bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since, SystemTime now, std::chrono::seconds grace) {
+  return !ready && not_ready_since && now - *not_ready_since >= grace;
+}
 
 bool selects(const Task& t, const Node& n) {
   for (const auto& [k, v] : t.node_selector) {

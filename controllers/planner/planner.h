@@ -182,6 +182,9 @@ struct Decision {
 
 // The capacity pool of a GPU node, as quotas and cost breakdowns name it: "<vendor>/<class>".
 std::string pool_of(const Node& n);
+// A node NotReady (or Unknown) for `grace` or longer is lost: its pods will not be heard from again.
+// Before that its pods run on (the planner keeps its workers there; the lifecycle waits).
+bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since, SystemTime now, std::chrono::seconds grace);
 
 // The task's worker template selects the node (its nodeSelector labels all match).
 bool selects(const Task& t, const Node& n);

@@ -836,8 +836,8 @@ bool TaskController::reconcile(const std::string& key) {
     if (!holds_accounting(*owned_pods[k])) continue;
     const PodView& p = o.pods[k];
     auto n = o.nodes.find(p.node);
-    const bool node_gone = !p.node.empty() && (n == o.nodes.end() || (!n->second.ready && n->second.not_ready_since &&
-                                                                       o.now - *n->second.not_ready_since >= o.disruption.node_not_ready_grace));
+    const bool node_gone = !p.node.empty() && (n == o.nodes.end() || planner::not_ready_past(n->second.ready, n->second.not_ready_since, o.now,
+                                                                                              o.disruption.node_not_ready_grace));
     const bool stuck = p.deleting && p.deletion_deadline && o.now - *p.deletion_deadline >= o.disruption.stuck_termination;
     const bool unreported = p.deleting && (p.node.empty() || node_gone || stuck);
     if (p.deleting || cost::pod_use(*owned_pods[k]).end) accounted.emplace_back(owned_pods[k], unreported);

@@ -1,5 +1,6 @@
 #include "controllers/task/lifecycle.h"
 
+#include "controllers/planner/planner.h"
 #include "controllers/planner/scaling.h"
 
 #include <algorithm>
@@ -157,7 +158,7 @@ class Decider {
     auto it = o_.nodes.find(p.node);
     if (it == o_.nodes.end()) return true;
     const NodeView& n = it->second;
-    return !n.ready && n.not_ready_since && o_.now - *n.not_ready_since >= o_.disruption.node_not_ready_grace;
+    return planner::not_ready_past(n.ready, n.not_ready_since, o_.now, o_.disruption.node_not_ready_grace);
   }
 
   void delete_pod(const PodView& p) {
