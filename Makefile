@@ -11,7 +11,7 @@ CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
 CTEST := ctest --output-on-failure --no-tests=error
 CLUSTER := tests/cluster/cluster.sh
 
-.PHONY: help deps build unit unit-sanitize fuzz chaos chaos-smoke integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down crds e2e test demo bench bench-smoke clean
+.PHONY: help deps build unit unit-sanitize fuzz chaos chaos-smoke integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -61,6 +61,20 @@ cluster-down:
 	@scripts/operator.sh stop
 	@pkill -f "[v]ersitygw --access valley-demo" 2>/dev/null || true  # the demo's S3 store ([v]: not this shell)
 	@$(CLUSTER) down
+
+# The real node (tests/cluster/node.bash): containerd, kubelet and CoreDNS on this machine, images
+# built locally from deploy/Dockerfile and deploy/examples/train/Dockerfile. Needs a Valley build.
+node-up: build crds
+	@VALLEY_BUILD_DIR=$(abspath $(BUILD_DIR)) $(CLUSTER) node-up
+
+node-down:
+	@$(CLUSTER) node-down
+
+# End-to-end tests on the real node: real containers, real MPI, real S3 (label "real"). The node
+# is removed afterwards, pass or fail, so the tests after it see only kwok nodes.
+real: node-up
+	@scripts/operator.sh stop
+	@cd $(BUILD_DIR) && $(CTEST) -L real; rc=$$?; cd $(CURDIR) && $(CLUSTER) node-down; exit $$rc
 
 # Valley's CustomResourceDefinitions, installed and Established.
 crds: cluster-up

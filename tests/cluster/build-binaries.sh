@@ -6,12 +6,16 @@
 # links them into $VALLEY_HOME/bin. A second run builds nothing.
 # --bench-peers also builds the control-plane benchmark's peer, the Kubeflow MPI Operator: only
 # `make bench` and `make bench-smoke` need it, not the demo or the tests.
+# --node also builds what the real node needs besides kubelet (cluster.sh node-up): CoreDNS and the
+# pod sandbox's pause binary (static, from the pinned Kubernetes source).
 set -euo pipefail
 peers=false
+node=false
 for arg in "$@"; do
   case "$arg" in
     --bench-peers) peers=true ;;
-    *) echo "usage: build-binaries.sh [--bench-peers]" >&2; exit 2 ;;
+    --node) node=true ;;
+    *) echo "usage: build-binaries.sh [--bench-peers] [--node]" >&2; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,7 +69,8 @@ mpiop_dir="$cache_root/mpi-operator-$mpiop_version-$(key "" "$mpiop_mod/go.mod" 
 nodegen_dir="$cache_root/nodegen-$(key "" "$here/kwok/go.sum" "$here"/kwok/nodegen/*.go)"
 
 build "$k8s_dir" "$here/k8s" "$k8s_ldflags" go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver \
-  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet
 build "$kwok_dir" "$here/kwok" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
 build "$nodegen_dir" "$here/kwok" "" ./nodegen
 # The S3-compatible server for checkpoint-store tests (verifies SigV4 like AWS does).
@@ -75,6 +80,21 @@ build "$lint_dir" "$here/lint" "-X helm.sh/helm/v3/internal/version.version=$hel
   github.com/yannh/kubeconform/cmd/kubeconform
 mkdir -p "$out"
 for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/* "$lint_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+
+if $node; then
+  coredns_version=$(awk '$1=="require" && $2=="github.com/coredns/coredns"{print $3}' "$here/coredns/go.mod")
+  coredns_dir="$cache_root/coredns-$coredns_version-$(key "" "$here/coredns/go.mod" "$here/coredns/go.sum")"
+  build "$coredns_dir" "$here/coredns" "" github.com/coredns/coredns
+  pause_version=3.10.1  # node.bash's PAUSE_IMAGE
+  pause_src="$(cd "$here/k8s" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
+  pause_dir="$cache_root/pause-$pause_version-$(key "$pause_version" "$pause_src")"
+  if [ ! -f "$pause_dir/.complete" ]; then
+    rm -rf "$pause_dir" && mkdir -p "$pause_dir/bin"
+    gcc -Os -Wall -static -DVERSION="v$pause_version" -o "$pause_dir/bin/pause" "$pause_src"
+    strip "$pause_dir/bin/pause" && touch "$pause_dir/.complete"
+  fi
+  for b in "$coredns_dir"/bin/* "$pause_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+fi
 $peers || exit 0
 
 # The control-plane benchmark's peer, with the CRD and ClusterRole of the same release.

@@ -8,6 +8,7 @@
 #   cluster.sh nodes PROFILE       make the kwok nodes exactly those of PROFILE (YAML, see profiles/)
 #   cluster.sh stop|start|restart COMPONENT   one of etcd, apiserver, controller-manager, scheduler, kwok
 #   cluster.sh compact             compact etcd's history up to now (old resourceVersions expire)
+#   cluster.sh node-up|node-down|node-status   a real node (containerd, kubelet, CoreDNS; node.bash)
 #
 # State lives in $VALLEY_HOME (default: <repo>/.valley): bin/ (links into the build cache), pki/,
 # kubeconfig (admin), etcd/, logs/, run/. The API server listens on 127.0.0.1 only, with TLS, client
@@ -35,6 +36,8 @@ SERVICE_CIDR=10.96.0.0/16
 READY_TIMEOUT=${VALLEY_READY_TIMEOUT:-90}
 
 COMPONENTS=(etcd apiserver controller-manager scheduler kwok)
+# shellcheck source=node.bash
+. "$here/node.bash"
 
 log() { echo "[cluster] $*" >&2; }
 die() { echo "[cluster] error: $*" >&2; exit 1; }
@@ -103,6 +106,8 @@ ensure_pki() {
   make_cert scheduler "/CN=system:kube-scheduler"
   # kwok plays every kubelet; like the Node authorizer's kubelets it is a privileged node agent.
   make_cert kwok "/O=system:masters/CN=kwok"
+  # How the API server reaches a real kubelet (logs, exec; node.bash) and is authorized by it.
+  make_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
   if [ ! -f "$PKI/sa.key" ]; then
     openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
     openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
@@ -120,7 +125,8 @@ pidfile() { echo "$RUN/$1.pid"; }
 binary_of() {
   case $1 in
     etcd) echo etcd ;; apiserver) echo kube-apiserver ;; controller-manager) echo kube-controller-manager ;;
-    scheduler) echo kube-scheduler ;; kwok) echo kwok ;; *) die "unknown component $1" ;;
+    scheduler) echo kube-scheduler ;; kwok) echo kwok ;;
+    containerd|coredns|kubelet) echo "$1" ;; *) die "unknown component $1" ;;
   esac
 }
 running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
@@ -138,6 +144,9 @@ args_of() {
         --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=$APISERVER_PORT \
         --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
         --client-ca-file="$PKI/ca.crt" \
+        --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
+        --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+        --kubelet-preferred-address-types=InternalIP \
         --authorization-mode=RBAC \
         --enable-admission-plugins=OwnerReferencesPermissionEnforcement,PodSecurity \
         --service-account-issuer=https://kubernetes.default.svc.cluster.local \
@@ -163,6 +172,7 @@ args_of() {
         --bind-address=127.0.0.1 --secure-port=$SCHEDULER_PORT \
         --leader-elect=false --kube-api-qps=200 --kube-api-burst=400 --v=1 ;;
     kwok) echo --kubeconfig="$PKI/kwok.kubeconfig" --config="$here/kwok-stages.yaml" ;;
+    *) node_args_of "$1" ;;
   esac
 }
 
@@ -208,7 +218,7 @@ stop_component() {
 # supervisors and the binaries by paths unique to this checkout.
 kill_strays() {
   local pids
-  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok) " || true)
+  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|containerd|coredns|kubelet) " || true)
   if [ -n "$pids" ]; then
     log "stopping stray processes: $(echo $pids)"
     kill -TERM $pids 2>/dev/null || true; sleep 1; kill -KILL $pids 2>/dev/null || true
@@ -304,6 +314,7 @@ cmd_up() {
 }
 
 cmd_down() {
+  cmd_node_down
   local i
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_component "${COMPONENTS[$i]}"; done
   kill_strays
@@ -311,9 +322,10 @@ cmd_down() {
   log "stopped; cluster state removed (certificates kept in $PKI)"
 }
 
-cmd_status() {
+cmd_status() { status_of "${COMPONENTS[@]}"; }
+status_of() { # component...
   local c rc=0
-  for c in "${COMPONENTS[@]}"; do
+  for c in "$@"; do
     if running "$c"; then echo "$c: running (pid $(cat "$(pidfile "$c")"))"; else echo "$c: stopped"; rc=1; fi
   done
   return $rc
@@ -330,8 +342,11 @@ main() {
     start) start_component "${2:?component}"; wait_healthy "$2" ;;
     restart) stop_component "${2:?component}"; start_component "$2"; wait_healthy "$2" ;;
     compact) compact_etcd ;;
+    node-up) cmd_node_up ;;
+    node-down) cmd_node_down ;;
+    node-status) cmd_node_status ;;
     supervise) supervise "${2:?component}" ;;
-    *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 }
 main "$@"

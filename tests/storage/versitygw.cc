@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <stdexcept>
+#include <utility>
 
 namespace valley::testing {
 
@@ -22,14 +23,14 @@ int free_loopback_port() {
   return ntohs(a.sin_port);
 }
 
-VersityGw::VersityGw() {
+VersityGw::VersityGw(std::string host) : host_(std::move(host)) {
   root_ = fs::temp_directory_path() / ("valley-s3-" + std::to_string(::getpid()) + "-" + std::to_string(free_loopback_port()));
   fs::create_directories(root_ / kBucket);  // a bucket is a directory
   port_ = free_loopback_port();
   std::string gw = std::string(VALLEY_SOURCE_DIR) + "/.valley/bin/versitygw";
   if (!fs::exists(gw)) throw std::runtime_error(gw + " missing: run make cluster-binaries");
   process_ = std::make_unique<e2e::ChildProcess>(
-      std::vector<std::string>{gw, "--access", kAccess, "--secret", kSecret, "--port", "127.0.0.1:" + std::to_string(port_),
+      std::vector<std::string>{gw, "--access", kAccess, "--secret", kSecret, "--port", host_ + ":" + std::to_string(port_),
                                "posix", "--nometa", root_.string()},
       root_.string() + ".log");
   // Ready when it answers at all (a missing object is an answer).

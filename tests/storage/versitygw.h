@@ -1,5 +1,6 @@
 // A real S3-compatible server for tests: versitygw (built by tests/cluster/build-binaries.sh) on a
-// free loopback port with its POSIX backend in a temporary directory, one bucket made.
+// free port of `host` (loopback unless pods on the real node must reach it) with its POSIX backend
+// in a temporary directory, one bucket made.
 #pragma once
 
 #include <filesystem>
@@ -18,9 +19,10 @@ class VersityGw {
   static constexpr const char* kSecret = "valley-test-secret-key/+=";
   static constexpr const char* kBucket = "checkpoints";
 
-  VersityGw();  // starts it and waits until it answers; throws if it does not
+  // Starts it and waits until it answers; throws if it does not.
+  explicit VersityGw(std::string host = "127.0.0.1");
   ~VersityGw();
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return "http://" + host_ + ":" + std::to_string(port_); }
   const std::filesystem::path& root() const { return root_; }
   // AWS_* values a client (or a workload's environment) uses to reach it.
   std::map<std::string, std::string> env(const std::string& secret = kSecret) const;
@@ -29,6 +31,7 @@ class VersityGw {
 
  private:
   std::filesystem::path root_;
+  std::string host_;
   int port_ = 0;
   std::unique_ptr<e2e::ChildProcess> process_;
 };

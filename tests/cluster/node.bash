@@ -1,0 +1,305 @@
+# A real node beside the kwok ones: containerd, runc, the CNI bridge plugin, kubelet and CoreDNS as
+# host processes, so Valley's pods really start. Sourced by cluster.sh (node-up, node-down,
+# node-status); its processes run under cluster.sh's supervisor like the control plane's.
+#
+# What the node is:
+#  - name valley-node-0, InternalIP 10.244.0.1 on a bridge of its own (valley0, 10.244.0.0/24),
+#    which is also the pods' network: pods reach each other, the node and CoreDNS on the bridge and
+#    nothing else (no default route, no masquerade, IP forwarding left off);
+#  - tainted valley.dev/real-node=true:NoSchedule and labelled valley.dev/real-node=true, so only
+#    pods that ask for it run there; it advertises 2 simulated nvidia.com/gpu (an extended resource
+#    with no device behind it: there is no GPU here) with the A100 on-demand pool's labels, so
+#    Valley plans and prices it like a GPU node;
+#  - CoreDNS on 10.244.0.1:53 serving cluster.local from the API server (headless Services and
+#    pod hostname/subdomain records) and answering everything else NXDOMAIN: nothing leaves;
+#  - images come from tests/cluster/images/build_image.py (no registry): the pause image, the
+#    operator's (deploy/Dockerfile) and the example MPI workload's (deploy/examples/train/Dockerfile).
+#
+# Host state it changes and `node-down` restores: the bridge, the mounts under $NODE, the kubepods
+# cgroups, the sysctls kubelet sets at start and the iptables rules kubelet adds (saved at node-up).
+
+NODE=$VALLEY_HOME/node
+NODE_NAME=valley-node-0
+NODE_IP=10.244.0.1
+NODE_BRIDGE=valley0
+POD_SUBNET=10.244.0.0/24
+POD_RANGE_START=10.244.0.10
+NODE_GPUS=2
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+OPERATOR_IMAGE=valley.local/valley-operator:dev
+TRAIN_IMAGE=valley.local/valley-train:dev
+NODE_COMPONENTS=(containerd coredns kubelet)
+# The sysctls kubelet sets when protectKernelDefaults is false (its container manager's kernel
+# tunables): saved at node-up, put back at node-down.
+KUBELET_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+
+ctr_() { ctr --address "$NODE/containerd/containerd.sock" -n k8s.io "$@"; }
+
+node_args_of() {
+  case $1 in
+    containerd) echo --config="$NODE/containerd.toml" ;;
+    coredns) echo -conf "$NODE/Corefile" ;;
+    kubelet) echo --config="$NODE/kubelet.yaml" --kubeconfig="$PKI/node.kubeconfig" \
+        --hostname-override=$NODE_NAME --node-ip=$NODE_IP --root-dir="$NODE/kubelet" \
+        --cert-dir="$NODE/kubelet/pki" \
+        --node-labels=valley.dev/real-node=true,nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB,nvidia.com/gpu.count=$NODE_GPUS,karpenter.sh/capacity-type=on-demand,topology.kubernetes.io/region=local,topology.kubernetes.io/zone=zone-a \
+        --v=1 ;;
+  esac
+}
+
+node_write_configs() {
+  mkdir -p "$NODE/containerd" "$NODE/cni/net.d" "$NODE/cni/ipam" "$NODE/kubelet/pki"
+  cat > "$NODE/containerd.toml" <<EOF
+version = 2
+root = "$NODE/containerd/root"
+state = "$NODE/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+[grpc]
+  address = "$NODE/containerd/containerd.sock"
+[ttrpc]
+  address = "$NODE/containerd/containerd.sock.ttrpc"
+[debug]
+  level = "warn"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$NODE/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  # runc cannot set the pause container's oom_score_adj below the sandbox's own (no CAP_SYS_RESOURCE).
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$NODE/cni/net.d"
+EOF
+  cat > "$NODE/cni/net.d/10-valley.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "valley",
+  "plugins": [{
+    "type": "bridge", "bridge": "$NODE_BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": true,
+    "ipam": {"type": "host-local", "dataDir": "$NODE/cni/ipam",
+             "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$POD_RANGE_START"}]]}
+  }]
+}
+EOF
+  # Pods' resolv.conf is built from this (plus the cluster's search path): the node's own resolver.
+  echo "nameserver $NODE_IP" > "$NODE/resolv.conf"
+  cat > "$NODE/Corefile" <<EOF
+cluster.local:53 {
+  bind $NODE_IP
+  errors
+  kubernetes cluster.local {
+    kubeconfig $PKI/coredns.kubeconfig valley-local
+    pods insecure
+    ttl 5
+  }
+}
+.:53 {
+  bind $NODE_IP
+  template ANY ANY {
+    rcode NXDOMAIN
+  }
+}
+EOF
+  cat > "$NODE/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $NODE_IP
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: Webhook}
+containerRuntimeEndpoint: unix://$NODE/containerd/containerd.sock
+# The sandbox: cgroup v1 (hybrid) with the cgroupfs driver, swap not off.
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+clusterDomain: cluster.local
+clusterDNS: [$NODE_IP]
+resolvConf: $NODE/resolv.conf
+registerWithTaints:
+- {key: valley.dev/real-node, value: "true", effect: NoSchedule}
+# A shared test machine: evict only when really short, and never collect the images built here.
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+maxPods: 30
+EOF
+  make_cert node "/O=system:nodes/CN=system:node:$NODE_NAME"
+  make_cert coredns "/CN=system:valley-coredns"
+  write_kubeconfig "$PKI/node.kubeconfig" node
+  write_kubeconfig "$PKI/coredns.kubeconfig" coredns
+}
+
+# CoreDNS reads Services, EndpointSlices and Namespaces; the node's user gets the node role (the API
+# server authorizes by RBAC only, so the Node authorizer's rules come from this binding).
+node_rbac() {
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "valley:coredns"}
+rules:
+- apiGroups: [""]
+  resources: [endpoints, services, pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "valley:coredns"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "valley:coredns"}
+subjects: [{kind: User, name: "system:valley-coredns"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "valley:node:$NODE_NAME"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node"}
+subjects: [{kind: User, name: "system:node:$NODE_NAME"}]
+EOF
+}
+
+node_save_host_state() {
+  [ -f "$NODE/host-state/sysctls" ] && return 0
+  mkdir -p "$NODE/host-state"
+  local s
+  for s in "${KUBELET_SYSCTLS[@]}"; do echo "$s=$(sysctl -n "$s")"; done > "$NODE/host-state/sysctls.tmp"
+  iptables-save > "$NODE/host-state/iptables"
+  ip6tables-save > "$NODE/host-state/ip6tables"
+  sysctl -n net.ipv4.ip_forward > "$NODE/host-state/ip_forward"
+  mv "$NODE/host-state/sysctls.tmp" "$NODE/host-state/sysctls"
+}
+
+node_restore_host_state() {
+  [ -f "$NODE/host-state/sysctls" ] || return 0
+  local line
+  while read -r line; do sysctl -q -w "$line" >/dev/null || log "could not restore $line"; done < "$NODE/host-state/sysctls"
+  sysctl -q -w net.ipv4.ip_forward="$(cat "$NODE/host-state/ip_forward")" >/dev/null
+  # Flush what kubelet added (tables it may have touched), then put back what was there.
+  local t
+  for t in filter nat mangle; do iptables -t "$t" -F; iptables -t "$t" -X; ip6tables -t "$t" -F; ip6tables -t "$t" -X; done 2>/dev/null || true
+  iptables-restore < "$NODE/host-state/iptables"
+  ip6tables-restore < "$NODE/host-state/ip6tables"
+  rm -rf "$NODE/host-state"
+}
+
+node_network_up() {
+  if ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
+    ip link add "$NODE_BRIDGE" type bridge
+  fi
+  ip addr show dev "$NODE_BRIDGE" | grep -q "inet $NODE_IP/" || ip addr add "$NODE_IP/24" dev "$NODE_BRIDGE"
+  ip link set "$NODE_BRIDGE" up
+}
+
+# The node's binaries and images; prints nothing, leaves image tarballs listed in $NODE/images.
+node_build() {
+  "$here/build-binaries.sh" --node
+  local build_dir=${VALLEY_BUILD_DIR:-$repo/build}
+  local cache=${VALLEY_CACHE:-$HOME/.cache/valley}/images
+  for b in valley-operator valleyctl valley-train; do
+    [ -x "$build_dir/bin/$b" ] || die "$build_dir/bin/$b is missing: build Valley first (make build)"
+  done
+  local img=$here/images/build_image.py
+  {
+    python3 "$img" pause "$BIN/pause" --tag "$PAUSE_IMAGE" --cache "$cache"
+    python3 "$img" dockerfile "$repo/deploy/Dockerfile" --tag "$OPERATOR_IMAGE" --cache "$cache" \
+      --build-dir "$build_dir" --repo "$repo"
+    python3 "$img" dockerfile "$repo/deploy/examples/train/Dockerfile" --tag "$TRAIN_IMAGE" --cache "$cache" \
+      --build-dir "$build_dir" --repo "$repo"
+  } > "$NODE/images.tmp"
+  mv "$NODE/images.tmp" "$NODE/images"
+}
+
+node_import_images() {
+  local tarball
+  while read -r tarball; do
+    ctr_ images import "$tarball" >/dev/null
+  done < "$NODE/images"
+}
+
+containerd_ready() { ctr --address "$NODE/containerd/containerd.sock" version; }
+# An A query for the API server's Service straight to CoreDNS (no resolver of the host involved).
+dig_kubernetes() { python3 - "$NODE_IP" <<'EOF'
+import socket, struct, sys
+q = struct.pack(">HHHHHH", 1, 0x0100, 1, 0, 0, 0) + b"".join(
+    bytes([len(p)]) + p.encode() for p in "kubernetes.default.svc.cluster.local".split(".")) + b"\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1)
+s.sendto(q, (sys.argv[1], 53)); r = s.recv(512)
+sys.exit(0 if (r[3] & 0xF) == 0 and struct.unpack(">H", r[6:8])[0] > 0 else 1)
+EOF
+}
+node_ready() {
+  kubectl get node $NODE_NAME -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True
+}
+node_has_gpus() {
+  kubectl get node $NODE_NAME -o jsonpath='{.status.allocatable.nvidia\.com/gpu}' | grep -qx "$NODE_GPUS"
+}
+# Extended resources are advertised by patching the node's status; kubelet keeps them.
+node_advertise_gpus() {
+  kubectl patch node $NODE_NAME --subresource=status --type=json \
+    -p "[{\"op\":\"add\",\"path\":\"/status/capacity/nvidia.com~1gpu\",\"value\":\"$NODE_GPUS\"}]" >/dev/null
+}
+
+cmd_node_up() {
+  local start=$SECONDS
+  apiserver_ready || die "the control plane is not up: run cluster.sh up first"
+  mkdir -p "$NODE"
+  node_build
+  node_write_configs
+  node_rbac
+  node_save_host_state
+  node_network_up
+  ln -sfn "$(command -v containerd)" "$BIN/containerd"
+  start_component containerd; wait_for containerd containerd_ready
+  node_import_images
+  start_component coredns; wait_for "CoreDNS" dig_kubernetes
+  start_component kubelet; wait_for "node $NODE_NAME Ready" node_ready
+  node_advertise_gpus; wait_for "$NODE_GPUS simulated GPUs on $NODE_NAME" node_has_gpus
+  log "real node $NODE_NAME ready in $((SECONDS - start))s (images: $(wc -l < "$NODE/images"))"
+}
+
+# Everything node-up made, in reverse: pods' containers, processes, mounts, cgroups, the bridge,
+# the host's sysctls and iptables rules, and the node object.
+cmd_node_down() {
+  [ -d "$NODE" ] || return 0
+  if [ -S "$NODE/containerd/containerd.sock" ] && running containerd; then
+    stop_component kubelet
+    local ids
+    ids=$(ctr_ tasks list -q 2>/dev/null || true)
+    for id in $ids; do ctr_ tasks kill -s KILL "$id" >/dev/null 2>&1 || true; done
+    sleep 1
+    for id in $ids; do ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true; done
+  fi
+  local c
+  for c in kubelet coredns containerd; do stop_component "$c"; done
+  # Leftover shims (each container's parent) and their containers.
+  pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io -id .* -address $NODE/" 2>/dev/null || true
+  local m
+  for m in $(awk -v p="$NODE/" 'index($2, p) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
+  for m in $(awk '$2 ~ "^/run/netns/cni-" {print $2}' /proc/mounts); do umount "$m" 2>/dev/null || true; rm -f "$m"; done
+  local cg
+  for cg in /sys/fs/cgroup/*/kubepods; do
+    [ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  ip link del "$NODE_BRIDGE" 2>/dev/null || true
+  node_restore_host_state
+  apiserver_ready 2>/dev/null && kubectl delete node $NODE_NAME --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  rm -rf "$NODE" "$BIN/containerd"
+  log "real node removed"
+}
+
+cmd_node_status() { status_of "${NODE_COMPONENTS[@]}"; }
