@@ -74,6 +74,37 @@ json contract_env(const TaskSpec& spec, const std::string& role, const Shape& sh
                       env("VALLEY_RESUME", shape.epoch > 1 ? "1" : "0")});
 }
 
+// The environment mpirun and the image's sshd read (OpenMPI's hostfile and ssh settings).
+void mpi_env(const TaskSpec& spec, json& envs) {
+  envs.push_back(env("OMPI_MCA_orte_default_hostfile", kHostfilePath));
+  // The hostfile's names resolve only as written (<worker>.<service>.<ns>.svc); OpenMPI 4 would
+  // shorten them to their first label and then fail to resolve them.
+  envs.push_back(env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"));
+  // Where sshd listens and finds authorized_keys (the image's sshd reads these), and how mpirun's ssh
+  // reaches it: host keys are made per pod, so none is pinned.
+  envs.push_back(env("VALLEY_SSH_PORT", std::to_string(ssh_port(spec))));
+  envs.push_back(env("VALLEY_SSH_DIR", ssh_dir(spec)));
+  envs.push_back(env("OMPI_MCA_plm_rsh_args", "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10" +
+                                                  (restricted(spec) ? " -p " + std::to_string(ssh_port(spec)) + " -i " +
+                                                                          std::string(kRestrictedSshMount) + "/id_ecdsa"
+                                                                    : std::string())));
+}
+
+// The task's SSH keys and its hostfile ConfigMap.
+void mpi_volumes(const TaskSpec& spec, json& volumes) {
+  volumes.push_back({{"name", "valley-ssh"},
+                     {"secret",
+                      {{"secretName", ssh_secret_name(spec.name)},
+                       // Restricted: owned by root, readable by the pod's group (fsGroup); ssh
+                       // checks a key's mode only when the key is its user's own file.
+                       {"defaultMode", restricted(spec) ? 0440 : 0600},
+                       {"items",
+                        {{{"key", "ssh-privatekey"}, {"path", "id_ecdsa"}},
+                         {{"key", "ssh-publickey"}, {"path", "id_ecdsa.pub"}},
+                         {{"key", "ssh-publickey"}, {"path", "authorized_keys"}}}}}}});
+  volumes.push_back({{"name", "valley-mpi"}, {"configMap", {{"name", config_name(spec.name)}, {"defaultMode", 0755}}}});
+}
+
 // The user's PodTemplateSpec is the base; Valley's own fields win where both say something.
 json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const std::string& name,
                        const std::string& role, const Shape& shape) {
@@ -90,7 +121,11 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   json& ps = pod["spec"];
   ps["restartPolicy"] = "Never";  // Valley restarts whole epochs; a pod never restarts in place
   ps["hostname"] = name;
-  ps["subdomain"] = service_name(spec.name);
+  // MPI wiring (the headless Service's name, the hostfile and SSH keys, OpenMPI's settings) only for
+  // MPI tasks: a Single task has no Service, ConfigMap or Secret, and a pod mounting them would
+  // never start on a real kubelet.
+  const bool mpi = spec.type == api::TaskType::MPI;
+  if (mpi) ps["subdomain"] = service_name(spec.name);
 
   json container = json::object();
   if (ps.contains("containers") && ps["containers"].is_array() && !ps["containers"].empty()) container = ps["containers"][0];
@@ -115,25 +150,16 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
     // The workload may leave its checkpoint record here; Valley reads it when the pod ends.
     container["terminationMessagePolicy"] = "File";
   }
-  envs.push_back(env("OMPI_MCA_orte_default_hostfile", kHostfilePath));
-  // The hostfile's names resolve only as written (<worker>.<service>.<ns>.svc); OpenMPI 4 would
-  // shorten them to their first label and then fail to resolve them.
-  envs.push_back(env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"));
-  // Where sshd listens and finds authorized_keys (the image's sshd reads these), and how mpirun's ssh
-  // reaches it: host keys are made per pod, so none is pinned.
-  envs.push_back(env("VALLEY_SSH_PORT", std::to_string(ssh_port(spec))));
-  envs.push_back(env("VALLEY_SSH_DIR", ssh_dir(spec)));
-  envs.push_back(env("OMPI_MCA_plm_rsh_args", "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10" +
-                                                  (restricted(spec) ? " -p " + std::to_string(ssh_port(spec)) + " -i " +
-                                                                          std::string(kRestrictedSshMount) + "/id_ecdsa"
-                                                                    : std::string())));
+  if (mpi) mpi_env(spec, envs);
   container["env"] = envs;
   json resources = container.value("resources", json::object());
   for (const auto& [k, v] : c.resources.items()) resources[k] = v;
   container["resources"] = resources;
   json mounts = container.value("volumeMounts", json::array());
-  mounts.push_back({{"name", "valley-ssh"}, {"mountPath", ssh_dir(spec)}, {"readOnly", true}});
-  mounts.push_back({{"name", "valley-mpi"}, {"mountPath", kConfigMount}, {"readOnly", true}});
+  if (mpi) {
+    mounts.push_back({{"name", "valley-ssh"}, {"mountPath", ssh_dir(spec)}, {"readOnly", true}});
+    mounts.push_back({{"name", "valley-mpi"}, {"mountPath", kConfigMount}, {"readOnly", true}});
+  }
   if (location && location->scheme == storage::Location::Scheme::Pvc)
     mounts.push_back({{"name", "valley-checkpoint"}, {"mountPath", storage::pvc_mount_path(*location)}});
   container["volumeMounts"] = mounts;
@@ -144,17 +170,7 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   }
 
   json volumes = ps.value("volumes", json::array());
-  volumes.push_back({{"name", "valley-ssh"},
-                     {"secret",
-                      {{"secretName", ssh_secret_name(spec.name)},
-                       // Restricted: owned by root, readable by the pod's group (fsGroup); ssh
-                       // checks a key's mode only when the key is its user's own file.
-                       {"defaultMode", restricted(spec) ? 0440 : 0600},
-                       {"items",
-                        {{{"key", "ssh-privatekey"}, {"path", "id_ecdsa"}},
-                         {{"key", "ssh-publickey"}, {"path", "id_ecdsa.pub"}},
-                         {{"key", "ssh-publickey"}, {"path", "authorized_keys"}}}}}}});
-  volumes.push_back({{"name", "valley-mpi"}, {"configMap", {{"name", config_name(spec.name)}, {"defaultMode", 0755}}}});
+  if (mpi) mpi_volumes(spec, volumes);
   if (location && location->scheme == storage::Location::Scheme::Pvc)
     volumes.push_back({{"name", "valley-checkpoint"}, {"persistentVolumeClaim", {{"claimName", location->bucket}}}});
   ps["volumes"] = volumes;

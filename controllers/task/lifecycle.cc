@@ -250,6 +250,7 @@ class Decider {
       return;
     }
     std::string cause = p.exit_code ? "exit code " + std::to_string(*p.exit_code) : "no exit code (evicted or lost)";
+    if (!p.exit_reason.empty()) cause += " (" + p.exit_reason + ")";
     int64_t used = counter(status_, "failures");
     if (used >= spec_->run_policy.backoff_limit) {
       finish(false, "BackoffLimitExceeded", who + " failed with " + cause + " after " + std::to_string(used) +
@@ -730,7 +731,11 @@ PodView view_pod(const json& pod) {
     if (!code64) continue;  // not terminated (or no exit code to go by)
     const int code = static_cast<int>(std::clamp<int64_t>(*code64, INT32_MIN, INT32_MAX));
     // The first non-zero exit among the containers explains the pod's failure.
-    if (!v.exit_code || (*v.exit_code == 0 && code != 0)) v.exit_code = code;
+    if (!v.exit_code || (*v.exit_code == 0 && code != 0)) {
+      v.exit_code = code;
+      const std::string why = string_at(t, "reason");
+      v.exit_reason = why == "Error" || why == "Completed" ? "" : why;
+    }
     if (auto at = kube::time_at(t, "finishedAt"); at && (!v.finished_at || *at > *v.finished_at)) v.finished_at = at;
     if (v.termination_message.empty()) v.termination_message = string_at(t, "message");
   }

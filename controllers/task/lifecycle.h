@@ -53,6 +53,7 @@ struct PodView {
   bool ready = false;
   bool deleting = false;
   std::optional<int> exit_code;
+  std::string exit_reason;  // the kubelet's word for that exit when it says more than "Error" (OOMKilled)
   std::string node;    // spec.nodeName once bound
   std::string pinned;  // the node its affinity requires ("" if none)
   // Why Kubernetes is taking the pod away: the DisruptionTarget condition's reason when it is True

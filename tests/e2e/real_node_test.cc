@@ -5,6 +5,9 @@
 // The node's GPUs are simulated (an extended resource with no device behind it): there is no GPU
 // on this machine. Everything else is real.
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <regex>
 
 #include "operator/kube/timefmt.h"
 #include "operator/storage/checkpoint_record.h"
@@ -56,11 +59,11 @@ class RealNodeTest : public TaskTest {
               {"containers", json::array({{{"name", "main"}, {"imagePullPolicy", "Never"}}})}}}};
   }
   // valley-train under mpirun over the workers Valley lists in the hostfile; checkpoints in S3.
-  json mpi_train_spec(int workers, int steps, int checkpoint_every, int step_delay_ms) {
+  json mpi_train_spec(int min, int max, int slots, int steps, int checkpoint_every, int step_delay_ms) {
     const std::string train = "valley-train --steps " + std::to_string(steps) + " --checkpoint-every " +
                               std::to_string(checkpoint_every) + " --step-delay-ms " + std::to_string(step_delay_ms);
     return {{"taskType", "MPI"},
-            {"replicas", {{"min", workers}, {"max", workers}}},
+            {"replicas", {{"min", min}, {"max", max}}},
             {"master",
              {{"image", kTrainImage},
               {"command",
@@ -69,7 +72,7 @@ class RealNodeTest : public TaskTest {
                 "-x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY -x AWS_REGION -x AWS_ENDPOINT_URL " +
                     train}},
               {"template", on_real_node()}}},
-            {"worker", {{"image", kTrainImage}, {"gpus", "1"}, {"slotsPerWorker", 1}, {"template", on_real_node()}}},
+            {"worker", {{"image", kTrainImage}, {"gpus", "1"}, {"slotsPerWorker", slots}, {"template", on_real_node()}}},
             {"checkpoint", {{"uri", "s3://" + std::string(testing::VersityGw::kBucket) + "/" + ns + "/"}, {"secretRef", {{"name", "s3-creds"}}}}},
             {"runPolicy", {{"backoffLimit", 2}}}};
   }
@@ -101,30 +104,198 @@ class RealNodeTest : public TaskTest {
     return out;
   }
 
+  // The last state of every pod of the namespace seen, deleted ones included: the worker pods'
+  // container times once Valley has deleted them.
+  void record_pods() {
+    kube::InformerOptions io;
+    io.ns = ns;
+    pod_informer_ = std::make_unique<kube::Informer>(*admin, kPods, io);
+    auto keep = [this](const kube::ObjectPtr& o) {
+      std::lock_guard l(seen_mu_);
+      seen_[(*o)["metadata"].value("uid", "")] = *o;
+    };
+    pod_informer_->add_handlers({keep, [keep](const kube::ObjectPtr&, const kube::ObjectPtr& o) { keep(o); }, keep});
+    pod_informer_->start();
+    ASSERT_TRUE(pod_informer_->wait_for_sync(10s));
+  }
+  std::vector<json> seen_pods() {
+    std::lock_guard l(seen_mu_);
+    std::vector<json> out;
+    for (const auto& [uid, p] : seen_) out.push_back(p);
+    return out;
+  }
+  // A100 on demand at 3.60/GPU-h, 400 W per GPU at 0.50/kWh flat, no priority multiplier.
+  void create_policy() {
+    json spec = json::parse(R"({"currency":"USD",
+      "gpu":[{"match":{"vendor":"nvidia","product":"NVIDIA-A100-SXM4-80GB"},"onDemand":"3.60","spot":"1.80"},{"onDemand":"1.00"}],
+      "electricity":{"timeZone":"UTC","pue":"1.0","wattsPerGpu":[{"match":{"vendor":"nvidia"},"watts":400}],"flatPerKWh":"0.50"},
+      "priority":{"multipliers":[{"minPriority":0,"multiplier":"1.0"}]}})");
+    admin->create(kPricingPolicies, "", {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
+  }
+  json cost() { return task().value("status", json::object()).value("cost", json::object()); }
+  // valley-train uninterrupted on this host (the same binary the image has), for comparison.
+  std::string reference_run(int ranks, int steps) {
+    ChildProcess ref({"/usr/bin/env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1",
+                      "mpirun", "-np", std::to_string(ranks), binary("valley-train"), "--steps", std::to_string(steps)},
+                     ::testing::TempDir() + "/reference-" + ns + ".log");
+    EXPECT_EQ(ref.wait(120s), 0) << ref.output();
+    return ref.output();
+  }
+  static std::optional<double> final_loss(const std::string& log, int steps) {
+    std::smatch m;
+    if (!std::regex_search(log, m, std::regex("done step=" + std::to_string(steps) + " loss=([0-9.eE+-]+)"))) return std::nullopt;
+    return std::stod(m[1]);
+  }
+  void add_blocker(const std::string& name, int gpus) {
+    json c = on_real_node();
+    apply({{"taskType", "Single"},
+           {"image", kTrainImage},
+           // Exits on SIGTERM at once (a shell as PID 1 has no default action for it).
+           {"command", {"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}},
+           {"worker", {{"gpus", std::to_string(gpus)}, {"template", c}}}},
+          name);
+  }
+
   std::unique_ptr<testing::VersityGw> s3_;
+  std::unique_ptr<kube::Informer> pod_informer_;
+  std::mutex seen_mu_;
+  std::map<std::string, json> seen_;
 };
 
-TEST_F(RealNodeTest, AnMpiTaskTrainsOnRealPodsCheckpointsToS3AndSucceeds) {
+TEST_F(RealNodeTest, AnMpiTaskTrainsOnRealPodsCheckpointsToS3SucceedsAndCostsWhatItsPodsRan) {
+  create_policy();
+  record_pods();
   const auto submitted = std::chrono::steady_clock::now();
-  apply(mpi_train_spec(2, 300, 100, 10));
+  apply(mpi_train_spec(2, 2, 2, 300, 100, 10));
   ASSERT_TRUE(wait_phase("Running", 180s)) << task().dump(2) << describe_pods() << operator_log();
   const double to_running = std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count();
   ASSERT_TRUE(wait_phase("Succeeded", 300s)) << task().dump(2) << describe_pods() << operator_log();
   const double to_done = std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count();
   std::printf("real node: submitted -> Running %.1f s, -> Succeeded %.1f s\n", to_running, to_done);
 
-  // The launcher really ran mpirun over both workers, and training finished at world size 2.
+  // The launcher really ran mpirun over both workers, two ranks each (slotsPerWorker 2).
   json launcher = admin->get(kPods, ns, "job-launcher");
   EXPECT_EQ(launcher["spec"].value("nodeName", ""), kRealNode);
   EXPECT_EQ(container_id(launcher).rfind("containerd://", 0), 0u) << launcher["status"].dump(2);
   const std::string log = pod_log("job-launcher");
-  EXPECT_NE(log.find("done step=300"), std::string::npos) << log;
-  EXPECT_NE(log.find("world=2"), std::string::npos) << log;
-  // Its checkpoints are in the store: the last one at the final step, written at world size 2.
+  EXPECT_TRUE(final_loss(log, 300)) << log;
+  EXPECT_NE(log.find("world=4"), std::string::npos) << log;
+  // Its checkpoints are in the store: the last one at the final step, written at world size 4.
   auto latest = latest_checkpoint();
   ASSERT_TRUE(latest) << "no checkpoint record in S3";
   EXPECT_EQ(latest->step, 300);
-  EXPECT_EQ(latest->world_size, 2);
+  EXPECT_EQ(latest->world_size, 4);
+
+  // The final cost is what the workers' containers ran, at 1 GPU each.
+  ASSERT_TRUE(eventually([&] { return cost().contains("final"); }, 30s)) << task().dump(2);
+  double gpu_seconds = 0;
+  int workers = 0;
+  for (const auto& p : seen_pods()) {
+    if (p["metadata"]["labels"].value("valley.dev/role", "") != "worker") continue;
+    ++workers;
+    EXPECT_EQ(container_id(p).rfind("containerd://", 0), 0u) << p["status"].dump(2);
+    const json& term = p["status"]["containerStatuses"][0]["state"]["terminated"];
+    ASSERT_TRUE(term.is_object() && term["startedAt"].is_string() && term["finishedAt"].is_string()) << p["status"].dump(2);
+    gpu_seconds += std::chrono::duration<double>(*kube::parse_time(term["finishedAt"].get<std::string>()) -
+                                                 *kube::parse_time(term["startedAt"].get<std::string>()))
+                       .count();
+  }
+  EXPECT_EQ(workers, 2);
+  const double expected = gpu_seconds * 3.60 / 3600 + 0.4 * gpu_seconds / 3600 * 0.50;
+  const double actual = cost()["finalMicros"].get<int64_t>() / 1e6;
+  std::printf("workers ran %.0f GPU-seconds: expected %.6f, final %.6f USD\n", gpu_seconds, expected, actual);
+  EXPECT_NEAR(actual, expected, expected * 0.01 + 1e-6) << cost().dump(2);
+}
+
+TEST_F(RealNodeTest, AnElasticTaskGrowsWhenAGpuFreesAndResumesFromItsCheckpointAtTheNewWorldSize) {
+  const int steps = 1500;
+  const std::string reference = reference_run(2, steps);
+  auto want = final_loss(reference, steps);
+  ASSERT_TRUE(want) << reference;
+  add_blocker("blocker", 1);
+  ASSERT_TRUE(wait_phase("Running", 180s, "blocker")) << task("blocker").dump(2) << describe_pods();
+  apply(mpi_train_spec(1, 2, 1, steps, 50, 30));
+  ASSERT_TRUE(wait_phase("Running", 180s)) << task().dump(2) << describe_pods() << operator_log();
+  EXPECT_EQ(task()["status"].value("replicas", 0), 1) << task()["status"].dump(2);
+  // A periodic checkpoint at world size 1, then the other GPU frees.
+  ASSERT_TRUE(eventually([&] { auto c = latest_checkpoint(); return c && c->step >= 100; }, 120s)) << describe_pods();
+  admin->remove(kTrainingTasks, ns, "blocker");
+  ASSERT_TRUE(eventually([&] {
+    json st = task()["status"];
+    return st.value("phase", "") == "Running" && st.value("replicas", 0) == 2;
+  }, 120s)) << task()["status"].dump(2) << operator_log();
+  EXPECT_GE(task()["status"]["restarts"].value("resizes", 0), 1) << task()["status"].dump(2);
+  ASSERT_TRUE(wait_phase("Succeeded", 300s)) << task().dump(2) << describe_pods() << operator_log();
+  const std::string log = pod_log("job-launcher");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("resumed from step ([0-9]+) \\(saved at world size 1\\) at world size 2"))) << log;
+  std::printf("grew from 1 to 2 workers; resumed at step %s\n", m[1].str().c_str());
+  auto got = final_loss(log, steps);
+  ASSERT_TRUE(got) << log;
+  EXPECT_NEAR(*got, *want, std::fabs(*want) * 1e-9) << "resumed run diverged from the uninterrupted one\n" << log << reference;
+}
+
+TEST_F(RealNodeTest, ASpotNoticeCheckpointsOnSigtermAndTheTaskResumesFromThatCheckpoint) {
+  const int steps = 100000, every = 1000;  // the periodic checkpoints are far apart: SIGTERM's is the one resumed from
+  apply(mpi_train_spec(2, 2, 1, steps, every, 20));
+  ASSERT_TRUE(wait_phase("Running", 180s)) << task().dump(2) << describe_pods() << operator_log();
+  // Training is under way (the ranks have started: give them a few hundred steps).
+  std::this_thread::sleep_for(8s);
+  const auto notice = std::chrono::steady_clock::now();
+  admin->patch(kNodes, "", kRealNode, kube::PatchType::JSON,
+               json::array({{{"op", "add"}, {"path", "/spec/taints/-"},
+                             {"value", {{"key", "aws-node-termination-handler/spot-itn"}, {"value", "true"}, {"effect", "NoSchedule"}}}}}));
+  ASSERT_TRUE(eventually([&] { return phase() == "Restarting" || phase() == "Pending"; }, 30s)) << task().dump(2);
+  // valley-train checkpointed on SIGTERM, inside the grace period, at a step no periodic one reaches.
+  std::optional<storage::CheckpointRecord> saved;
+  ASSERT_TRUE(eventually([&] { saved = latest_checkpoint(); return saved.has_value(); }, 60s)) << describe_pods() << operator_log();
+  EXPECT_GT(saved->step, 0);
+  EXPECT_NE(saved->step % every, 0) << "the checkpoint is a periodic one, not SIGTERM's";
+  const double to_checkpoint = std::chrono::duration<double>(std::chrono::steady_clock::now() - notice).count();
+  // The node is back (the notice was a false alarm for this single-node cluster): the task resumes there.
+  json node = admin->get(kNodes, "", kRealNode);
+  json keep = json::array();
+  for (const auto& t : node["spec"]["taints"])
+    if (t["key"] != "aws-node-termination-handler/spot-itn") keep.push_back(t);
+  admin->patch(kNodes, "", kRealNode, kube::PatchType::Merge, {{"spec", {{"taints", keep}}}});
+  ASSERT_TRUE(eventually([&] {
+    json st = task()["status"];
+    return st.value("phase", "") == "Running" && st.value("epoch", 0) >= 2;
+  }, 180s)) << task()["status"].dump(2) << describe_pods() << operator_log();
+  const double to_running = std::chrono::duration<double>(std::chrono::steady_clock::now() - notice).count();
+  ASSERT_TRUE(eventually([&] { return pod_log("job-launcher").find("resumed from step") != std::string::npos; }, 120s))
+      << pod_log("job-launcher") << describe_pods();
+  const std::string log = pod_log("job-launcher");
+  EXPECT_NE(log.find("resumed from step " + std::to_string(saved->step) + " "), std::string::npos) << log;
+  json st = task()["status"];
+  std::printf("spot notice -> checkpoint in S3 %.1f s (step %lld), -> Running again %.1f s; work lost: none past that checkpoint\n",
+              to_checkpoint, static_cast<long long>(saved->step), to_running);
+  EXPECT_EQ(st["restarts"].value("disruptions", 0), 1) << st.dump(2);
+  EXPECT_EQ(st["restarts"].value("failures", 0), 0) << st.dump(2);
+  EXPECT_EQ(st["lastDisruption"].value("cause", ""), "NodeNotice") << st.dump(2);
+  admin->remove(kTrainingTasks, ns, "job");
+}
+
+TEST_F(RealNodeTest, ASingleTaskRunsAndAPodOverItsMemoryLimitIsOomKilledRetriedAndReported) {
+  json c = on_real_node();
+  apply({{"taskType", "Single"}, {"image", kTrainImage}, {"command", {"sh", "-c", "echo hello from a real container"}},
+         {"worker", {{"gpus", "1"}, {"template", c}}}},
+        "single");
+  ASSERT_TRUE(wait_phase("Succeeded", 180s, "single")) << task("single").dump(2) << describe_pods();
+  EXPECT_NE(pod_log("single-worker-0").find("hello from a real container"), std::string::npos);
+
+  // 64 MiB allowed; the shell builds a string of about 200 MB.
+  c["spec"]["containers"][0]["resources"] = {{"limits", {{"memory", "64Mi"}}}, {"requests", {{"memory", "64Mi"}}}};
+  apply({{"taskType", "Single"}, {"image", kTrainImage},
+         {"command", {"sh", "-c", "x=$(yes | head -c 200000000); echo ${#x}"}},
+         {"worker", {{"gpus", "1"}, {"template", c}}},
+         {"runPolicy", {{"backoffLimit", 1}}}},
+        "hog");
+  ASSERT_TRUE(wait_phase("Failed", 240s, "hog")) << task("hog").dump(2) << describe_pods();
+  json st = task("hog")["status"];
+  EXPECT_EQ(st["restarts"].value("failures", 0), 1) << st.dump(2);
+  EXPECT_EQ(st.value("reason", ""), "BackoffLimitExceeded") << st.dump(2);
+  EXPECT_NE(st.value("message", "").find("OOMKilled"), std::string::npos) << st.dump(2);
 }
 
 }  // namespace

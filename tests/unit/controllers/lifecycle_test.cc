@@ -176,8 +176,11 @@ TEST(Lifecycle, RetryableExitCodeStartsANewEpochUpToTheBackoffLimit) {
   auto pods = running_pods();
   pods.back().phase = "Failed";
   pods.back().exit_code = 137;
+  pods.back().exit_reason = "OOMKilled";
   Decision d = decide(observe(task_object({}, running_status()), pods));
   EXPECT_EQ(d.status["phase"], "Restarting");
+  // What the kubelet said, not only the number: 137 could be any SIGKILL.
+  EXPECT_NE(d.status["message"].get<std::string>().find("exit code 137 (OOMKilled)"), std::string::npos) << d.status.dump(2);
   EXPECT_EQ(d.status["epoch"], 2);
   EXPECT_EQ(d.status["restarts"]["failures"], 1);
   EXPECT_EQ(d.delete_pods.size(), 3u);  // every pod of epoch 1
@@ -361,11 +364,15 @@ TEST(Lifecycle, PreemptionStopsPodsAndReadmissionResumesInANewEpoch) {
 TEST(Lifecycle, PodViewReadsLabelsPhaseReadinessAndExitCode) {
   json p = json::parse(R"({"metadata":{"name":"t-worker-1","uid":"x","labels":{"valley.dev/role":"worker","valley.dev/epoch":"3","valley.dev/worker-index":"1"}},
     "status":{"phase":"Failed","conditions":[{"type":"Ready","status":"False"}],
-              "containerStatuses":[{"state":{"terminated":{"exitCode":137}}}]}})");
+              "containerStatuses":[{"state":{"terminated":{"exitCode":0,"reason":"Completed"}}},
+                                   {"state":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}})");
   PodView v = view_pod(p);
   EXPECT_EQ(v.epoch, 3);
   EXPECT_EQ(v.worker_index, 1);
   EXPECT_EQ(v.exit_code, 137);
+  EXPECT_EQ(v.exit_reason, "OOMKilled");  // the container whose exit explains the failure
+  p["status"]["containerStatuses"][1]["state"]["terminated"]["reason"] = "Error";
+  EXPECT_EQ(view_pod(p).exit_reason, "") << "\"Error\" says nothing the exit code does not";
   EXPECT_FALSE(v.ready);
   json bad = json::parse(R"({"metadata":{"name":"x","labels":{"valley.dev/epoch":"nope"}}})");
   EXPECT_EQ(view_pod(bad).epoch, 0);

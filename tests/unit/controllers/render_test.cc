@@ -92,6 +92,27 @@ TEST(Render, RestrictedPodsRunNonRootWithoutPrivilegesAndSshOnAHighPort) {
   EXPECT_EQ(headless_service(spec())["spec"]["ports"][0]["port"], 22);
 }
 
+// A Single task has no headless Service, hostfile ConfigMap or SSH Secret: its pod must not name
+// them (a real kubelet never starts a pod whose Secret volume does not exist; kwok did).
+TEST(Render, ASingleTasksPodHasNoMpiVolumesEnvOrSubdomain) {
+  auto parsed = api::parse_task(json::parse(R"({"metadata":{"name":"one","namespace":"team-a","uid":"u-2"},
+    "spec":{"taskType":"Single","image":"i:1","command":["python","train.py"],"worker":{"gpus":"1"}}})"));
+  ASSERT_TRUE(parsed.spec);
+  json pod = worker_pod(*parsed.spec, 0, {1, 1}, default_placement(*parsed.spec));
+  EXPECT_FALSE(pod["spec"].contains("subdomain"));
+  EXPECT_EQ(pod["spec"]["hostname"], "one-worker-0");
+  EXPECT_TRUE(pod["spec"]["volumes"].empty()) << pod["spec"]["volumes"].dump();
+  EXPECT_TRUE(pod["spec"]["containers"][0]["volumeMounts"].empty());
+  EXPECT_EQ(env_of(pod, "OMPI_MCA_orte_default_hostfile"), "<unset>");
+  EXPECT_EQ(env_of(pod, "VALLEY_SSH_PORT"), "<unset>");
+  EXPECT_EQ(env_of(pod, "VALLEY_WORLD_SIZE"), "1");
+  // An MPI worker has them all.
+  json mpi = worker_pod(spec(), 0, {2, 1}, default_placement(spec()));
+  EXPECT_EQ(mpi["spec"]["subdomain"], "resnet-workers");
+  EXPECT_EQ(mpi["spec"]["volumes"].size(), 2u);
+  EXPECT_EQ(env_of(mpi, "OMPI_MCA_orte_default_hostfile"), "/etc/mpi/hostfile");
+}
+
 TEST(Render, FirstEpochDoesNotResume) {
   EXPECT_EQ(env_of(worker_pod(spec(), 0, {2, 1}, default_placement(spec())), "VALLEY_RESUME"), "0");
 }
