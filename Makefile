@@ -15,7 +15,7 @@ CLUSTER := tests/cluster/cluster.sh
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
-	@echo "make test    everything: deps, build, unit tests (plain and sanitized), e2e on a real control plane"
+	@echo "make test    everything: deps, build, unit tests (plain and sanitized), e2e on a real control plane and a real node"
 	@echo "other targets: deps build unit unit-sanitize fuzz chaos chaos-smoke integration cluster-up cluster-down e2e bench clean"
 
 deps:
@@ -110,7 +110,7 @@ monitoring:
 lint-deploy: cluster-binaries
 	@tests/deploy/lint.sh
 
-test: deps build unit unit-sanitize fuzz integration monitoring lint-deploy e2e chaos-smoke bench-smoke
+test: deps build unit unit-sanitize fuzz integration monitoring lint-deploy e2e real chaos-smoke bench-smoke
 
 demo: deps build crds
 	@scripts/demo.sh

@@ -126,7 +126,7 @@ binary_of() {
   case $1 in
     etcd) echo etcd ;; apiserver) echo kube-apiserver ;; controller-manager) echo kube-controller-manager ;;
     scheduler) echo kube-scheduler ;; kwok) echo kwok ;;
-    containerd|coredns|kubelet) echo "$1" ;; *) die "unknown component $1" ;;
+    containerd|coredns|kubelet) echo "$1" ;; apiserver-proxy) echo socat ;; *) die "unknown component $1" ;;
   esac
 }
 running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
@@ -218,7 +218,7 @@ stop_component() {
 # supervisors and the binaries by paths unique to this checkout.
 kill_strays() {
   local pids
-  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|containerd|coredns|kubelet) " || true)
+  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|containerd|coredns|kubelet|socat) " || true)
   if [ -n "$pids" ]; then
     log "stopping stray processes: $(echo $pids)"
     kill -TERM $pids 2>/dev/null || true; sleep 1; kill -KILL $pids 2>/dev/null || true

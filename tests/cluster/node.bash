@@ -12,6 +12,9 @@
 #    Valley plans and prices it like a GPU node;
 #  - CoreDNS on 10.244.0.1:53 serving cluster.local from the API server (headless Services and
 #    pod hostname/subdomain records) and answering everything else NXDOMAIN: nothing leaves;
+#  - the `kubernetes` Service's address (10.96.0.1:443, what in-cluster clients are given) is the
+#    node's too, and forwards to the API server on loopback (socat): what kube-proxy would do for
+#    that one Service, so an operator pod runs unchanged; pods route 10.96.0.0/16 to the node;
 #  - images come from tests/cluster/images/build_image.py (no registry): the pause image, the
 #    operator's (deploy/Dockerfile) and the example MPI workload's (deploy/examples/train/Dockerfile).
 #
@@ -26,9 +29,10 @@ POD_SUBNET=10.244.0.0/24
 POD_RANGE_START=10.244.0.10
 NODE_GPUS=2
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
-OPERATOR_IMAGE=valley.local/valley-operator:dev
+OPERATOR_IMAGE=localhost/valley-operator:dev  # the name deploy/overlays/dev gives it
+KUBERNETES_SERVICE_IP=10.96.0.1  # the first address of cluster.sh's SERVICE_CIDR
 TRAIN_IMAGE=valley.local/valley-train:dev
-NODE_COMPONENTS=(containerd coredns kubelet)
+NODE_COMPONENTS=(containerd coredns apiserver-proxy kubelet)
 # The sysctls kubelet sets when protectKernelDefaults is false (its container manager's kernel
 # tunables): saved at node-up, put back at node-down.
 KUBELET_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
@@ -39,6 +43,7 @@ node_args_of() {
   case $1 in
     containerd) echo --config="$NODE/containerd.toml" ;;
     coredns) echo -conf "$NODE/Corefile" ;;
+    apiserver-proxy) echo TCP-LISTEN:443,bind=$KUBERNETES_SERVICE_IP,fork,reuseaddr TCP:127.0.0.1:$APISERVER_PORT ;;
     kubelet) echo --config="$NODE/kubelet.yaml" --kubeconfig="$PKI/node.kubeconfig" \
         --hostname-override=$NODE_NAME --node-ip=$NODE_IP --root-dir="$NODE/kubelet" \
         --cert-dir="$NODE/kubelet/pki" \
@@ -85,7 +90,8 @@ EOF
   "plugins": [{
     "type": "bridge", "bridge": "$NODE_BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": true,
     "ipam": {"type": "host-local", "dataDir": "$NODE/cni/ipam",
-             "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$POD_RANGE_START"}]]}
+             "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$POD_RANGE_START"}]],
+             "routes": [{"dst": "$SERVICE_CIDR", "gw": "$NODE_IP"}]}
   }]
 }
 EOF
@@ -202,6 +208,7 @@ node_network_up() {
     ip link add "$NODE_BRIDGE" type bridge
   fi
   ip addr show dev "$NODE_BRIDGE" | grep -q "inet $NODE_IP/" || ip addr add "$NODE_IP/24" dev "$NODE_BRIDGE"
+  ip addr show dev "$NODE_BRIDGE" | grep -q "inet $KUBERNETES_SERVICE_IP/" || ip addr add "$KUBERNETES_SERVICE_IP/32" dev "$NODE_BRIDGE"
   ip link set "$NODE_BRIDGE" up
 }
 
@@ -242,6 +249,9 @@ s.sendto(q, (sys.argv[1], 53)); r = s.recv(512)
 sys.exit(0 if (r[3] & 0xF) == 0 and struct.unpack(">H", r[6:8])[0] > 0 else 1)
 EOF
 }
+apiserver_via_service() {
+  curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://$KUBERNETES_SERVICE_IP/readyz" | grep -q ok
+}
 node_ready() {
   kubectl get node $NODE_NAME -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True
 }
@@ -264,9 +274,11 @@ cmd_node_up() {
   node_save_host_state
   node_network_up
   ln -sfn "$(command -v containerd)" "$BIN/containerd"
+  ln -sfn "$(command -v socat)" "$BIN/socat"
   start_component containerd; wait_for containerd containerd_ready
   node_import_images
   start_component coredns; wait_for "CoreDNS" dig_kubernetes
+  start_component apiserver-proxy; wait_for "the kubernetes Service's address" apiserver_via_service
   start_component kubelet; wait_for "node $NODE_NAME Ready" node_ready
   node_advertise_gpus; wait_for "$NODE_GPUS simulated GPUs on $NODE_NAME" node_has_gpus
   log "real node $NODE_NAME ready in $((SECONDS - start))s (images: $(wc -l < "$NODE/images"))"
@@ -285,7 +297,7 @@ cmd_node_down() {
     for id in $ids; do ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true; done
   fi
   local c
-  for c in kubelet coredns containerd; do stop_component "$c"; done
+  for c in kubelet apiserver-proxy coredns containerd; do stop_component "$c"; done
   # Leftover shims (each container's parent) and their containers.
   pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io -id .* -address $NODE/" 2>/dev/null || true
   local m
@@ -298,7 +310,7 @@ cmd_node_down() {
   ip link del "$NODE_BRIDGE" 2>/dev/null || true
   node_restore_host_state
   apiserver_ready 2>/dev/null && kubectl delete node $NODE_NAME --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  rm -rf "$NODE" "$BIN/containerd"
+  rm -rf "$NODE" "$BIN/containerd" "$BIN/socat"
   log "real node removed"
 }
 

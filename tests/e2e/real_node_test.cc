@@ -25,6 +25,12 @@ constexpr const char* kRealNode = "valley-node-0";
 constexpr const char* kNodeIp = "10.244.0.1";  // node.bash: the node's InternalIP on its bridge
 constexpr const char* kTrainImage = "valley.local/valley-train:dev";
 
+// The pod's container ran in a real runtime (kwok reports no container IDs).
+std::string container_id_of(const json& pod) {
+  for (const auto& s : pod["status"].value("containerStatuses", json::array())) return s.value("containerID", "");
+  return "";
+}
+
 class RealNodeTest : public TaskTest {
  protected:
   void SetUp() override {
@@ -52,6 +58,10 @@ class RealNodeTest : public TaskTest {
   }
 
   // A pod template that runs on the real node only, with the locally built image (no registry).
+ public:
+  static json on_real_node_template() { return on_real_node(); }
+
+ protected:
   static json on_real_node() {
     return {{"spec",
              {{"nodeSelector", {{"valley.dev/real-node", "true"}}},
@@ -87,11 +97,7 @@ class RealNodeTest : public TaskTest {
     }
     return storage::parse_checkpoint_record(text, &error);
   }
-  // The pod's container ran in a real runtime (kwok reports no container IDs).
-  static std::string container_id(const json& pod) {
-    for (const auto& s : pod["status"].value("containerStatuses", json::array())) return s.value("containerID", "");
-    return "";
-  }
+  static std::string container_id(const json& pod) { return container_id_of(pod); }
   std::string pod_log(const std::string& pod) {
     ChildProcess logs({VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(), "-n", ns, "logs", pod},
                       ::testing::TempDir() + "/kubectl-logs-" + pod + ".log");
@@ -296,6 +302,86 @@ TEST_F(RealNodeTest, ASingleTaskRunsAndAPodOverItsMemoryLimitIsOomKilledRetriedA
   EXPECT_EQ(st["restarts"].value("failures", 0), 1) << st.dump(2);
   EXPECT_EQ(st.value("reason", ""), "BackoffLimitExceeded") << st.dump(2);
   EXPECT_NE(st.value("message", "").find("OOMKilled"), std::string::npos) << st.dump(2);
+}
+
+// The operator as a user installs it: deploy/overlays/dev applied with kustomize, the image built
+// from deploy/Dockerfile, a real pod under its ServiceAccount in valley-system, reaching the API
+// server through the `kubernetes` Service like any in-cluster client. No operator of the test's own.
+class RealNodeOperatorTest : public ClusterTest {
+ protected:
+  void TearDown() override {
+    // The next tests start operators of their own: this one must be gone first.
+    try {
+      admin->remove(kube::resources::kNamespaces, "", "valley-system");
+    } catch (const std::exception&) {
+    }
+    EXPECT_TRUE(eventually([&] {
+      try {
+        admin->get(kube::resources::kNamespaces, "", "valley-system");
+        return false;
+      } catch (const std::exception&) {
+        return true;
+      }
+    }, 120s)) << "namespace valley-system lingers";
+    ClusterTest::TearDown();
+  }
+  int kubectl(const std::vector<std::string>& args, std::string* out = nullptr) {
+    std::vector<std::string> argv{VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess p(argv, ::testing::TempDir() + "/kubectl-" + ns + ".log");
+    const int rc = p.wait(60s);
+    if (out) *out = p.output();
+    return rc;
+  }
+};
+
+TEST_F(RealNodeOperatorTest, DeployedWithKustomizeItRunsAsARealPodLeadsServesMetricsAndRunsATask) {
+  std::string out;
+  ASSERT_EQ(kubectl({"apply", "--server-side", "--force-conflicts", "-k", VALLEY_SOURCE_DIR "/tests/e2e/real-node-operator"}, &out), 0) << out;
+  kube::ListOptions lo;
+  lo.label_selector = "app.kubernetes.io/name=valley,app.kubernetes.io/component=operator";
+  json pod;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& p : admin->list(kPods, "valley-system", lo).items) {
+      if (p["metadata"].contains("deletionTimestamp")) continue;
+      for (const auto& c : p["status"].value("conditions", json::array()))
+        if (c["type"] == "Ready" && c["status"] == "True") {
+          pod = p;
+          return true;
+        }
+    }
+    return false;
+  }, 180s)) << (kubectl({"-n", "valley-system", "describe", "pods"}, &out), out);
+  const std::string name = pod["metadata"]["name"];
+  EXPECT_EQ(pod["spec"].value("nodeName", ""), kRealNode);
+  EXPECT_EQ(pod["spec"].value("serviceAccountName", ""), "valley-operator");
+  EXPECT_EQ(container_id_of(pod).rfind("containerd://", 0), 0u) << pod["status"].dump(2);
+  // It leads: the Lease names it.
+  ASSERT_TRUE(eventually([&] {
+    try {
+      return admin->get(kube::resources::kLeases, "valley-system", "valley-operator")["spec"].value("holderIdentity", "") == name;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }, 60s)) << (kubectl({"-n", "valley-system", "logs", name}, &out), out);
+  // It serves /metrics on the pod's address (the node is on the pods' bridge).
+  const std::string url = "http://" + pod["status"].value("podIP", "") + ":8081/metrics";
+  ChildProcess curl({"/usr/bin/curl", "-sf", "--max-time", "10", url}, ::testing::TempDir() + "/curl-metrics.log");
+  ASSERT_EQ(curl.wait(20s), 0) << url << ": " << curl.output();
+  EXPECT_NE(curl.output().find("valley_"), std::string::npos) << curl.output().substr(0, 2000);
+  // And it does its job: a Single task on the real node, reconciled by the pod.
+  json task = {{"apiVersion", "valley.dev/v1alpha1"},
+               {"kind", "TrainingTask"},
+               {"metadata", {{"name", "hello"}}},
+               {"spec",
+                {{"taskType", "Single"},
+                 {"image", kTrainImage},
+                 {"command", {"sh", "-c", "echo trained"}},
+                 {"worker", {{"gpus", "1"}, {"template", RealNodeTest::on_real_node_template()}}}}}};
+  admin->create(kTrainingTasks, ns, task);
+  EXPECT_TRUE(eventually([&] {
+    return admin->get(kTrainingTasks, ns, "hello").value("status", json::object()).value("phase", "") == "Succeeded";
+  }, 180s)) << admin->get(kTrainingTasks, ns, "hello").dump(2) << (kubectl({"-n", "valley-system", "logs", name}, &out), out);
 }
 
 }  // namespace
