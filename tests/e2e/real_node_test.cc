@@ -304,6 +304,26 @@ TEST_F(RealNodeTest, ASingleTaskRunsAndAPodOverItsMemoryLimitIsOomKilledRetriedA
   EXPECT_NE(st.value("message", "").find("OOMKilled"), std::string::npos) << st.dump(2);
 }
 
+// Pod Security "restricted" on a real kubelet: mpirun and sshd as the image's mpiuser (uid 1000),
+// sshd on 2222, keys from the Secret readable through fsGroup, no capabilities.
+TEST_F(RealNodeTest, UnderPodSecurityRestrictedAnMpiTaskRunsAsNonRootAndSucceeds) {
+  admin->patch(kube::resources::kNamespaces, "", ns, kube::PatchType::Merge,
+               {{"metadata", {{"labels", {{"pod-security.kubernetes.io/enforce", "restricted"}}}}}});
+  json spec = mpi_train_spec(2, 2, 1, 200, 100, 5);
+  spec["podSecurity"] = {{"level", "Restricted"}};
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Succeeded", 300s)) << task().dump(2) << describe_pods() << operator_log();
+  const std::string log = pod_log("job-launcher");
+  EXPECT_TRUE(final_loss(log, 200)) << log;
+  EXPECT_NE(log.find("world=2"), std::string::npos) << log;
+  json launcher = admin->get(kPods, ns, "job-launcher");
+  EXPECT_EQ(launcher["spec"]["securityContext"]["runAsUser"], 1000) << launcher["spec"].dump(2);
+  EXPECT_EQ(container_id(launcher).rfind("containerd://", 0), 0u);
+  auto latest = latest_checkpoint();
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->step, 200);
+}
+
 // The operator as a user installs it: deploy/overlays/dev applied with kustomize, the image built
 // from deploy/Dockerfile, a real pod under its ServiceAccount in valley-system, reaching the API
 // server through the `kubernetes` Service like any in-cluster client. No operator of the test's own.
