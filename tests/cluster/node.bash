@@ -238,7 +238,7 @@ node_import_images() {
   done < "$NODE/images"
 }
 
-containerd_ready() { ctr --address "$NODE/containerd/containerd.sock" version; }
+containerd_ready() { ctr_ version; }
 # An A query for the API server's Service straight to CoreDNS (no resolver of the host involved).
 dig_kubernetes() { python3 - "$NODE_IP" <<'EOF'
 import socket, struct, sys

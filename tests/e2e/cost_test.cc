@@ -43,7 +43,6 @@ class CostTest : public TaskTest {
       if (c["type"] == "Valid") return c["status"].get<std::string>() + ": " + c.value("message", "");
     return "";
   }
-  json cost() { return task().value("status", json::object()).value("cost", json::object()); }
   // One pod of 2 A100s on an on-demand node, running `seconds`.
   json single_spec(int seconds, int priority = 0) {
     return {{"taskType", "Single"},

@@ -26,9 +26,27 @@ constexpr const char* kNodeIp = "10.244.0.1";  // node.bash: the node's Internal
 constexpr const char* kTrainImage = "valley.local/valley-train:dev";
 
 // The pod's container ran in a real runtime (kwok reports no container IDs).
-std::string container_id_of(const json& pod) {
+std::string container_id(const json& pod) {
   for (const auto& s : pod["status"].value("containerStatuses", json::array())) return s.value("containerID", "");
   return "";
+}
+
+// A pod template that runs on the real node only, with the locally built image (no registry).
+json on_real_node() {
+  return {{"spec",
+           {{"nodeSelector", {{"valley.dev/real-node", "true"}}},
+            {"tolerations", json::array({{{"key", "valley.dev/real-node"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}})},
+            {"containers", json::array({{{"name", "main"}, {"imagePullPolicy", "Never"}}})}}}};
+}
+
+// kubectl as the admin; its exit status, and its output in *out.
+int kubectl(const std::vector<std::string>& args, std::string* out = nullptr) {
+  std::vector<std::string> argv{VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess p(argv, ::testing::TempDir() + "/kubectl.log");
+  const int rc = p.wait(60s);
+  if (out) *out = p.output();
+  return rc;
 }
 
 class RealNodeTest : public TaskTest {
@@ -57,17 +75,6 @@ class RealNodeTest : public TaskTest {
     return {"--pricing-policy=" + ns, "--cost-interval=1s", "--cost-settle=2s", "--planner-min-resize-interval=2s"};
   }
 
-  // A pod template that runs on the real node only, with the locally built image (no registry).
- public:
-  static json on_real_node_template() { return on_real_node(); }
-
- protected:
-  static json on_real_node() {
-    return {{"spec",
-             {{"nodeSelector", {{"valley.dev/real-node", "true"}}},
-              {"tolerations", json::array({{{"key", "valley.dev/real-node"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}})},
-              {"containers", json::array({{{"name", "main"}, {"imagePullPolicy", "Never"}}})}}}};
-  }
   // valley-train under mpirun over the workers Valley lists in the hostfile; checkpoints in S3.
   json mpi_train_spec(int min, int max, int slots, int steps, int checkpoint_every, int step_delay_ms) {
     const std::string train = "valley-train --steps " + std::to_string(steps) + " --checkpoint-every " +
@@ -97,12 +104,10 @@ class RealNodeTest : public TaskTest {
     }
     return storage::parse_checkpoint_record(text, &error);
   }
-  static std::string container_id(const json& pod) { return container_id_of(pod); }
   std::string pod_log(const std::string& pod) {
-    ChildProcess logs({VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(), "-n", ns, "logs", pod},
-                      ::testing::TempDir() + "/kubectl-logs-" + pod + ".log");
-    logs.wait(20s);
-    return logs.output();
+    std::string out;
+    kubectl({"-n", ns, "logs", pod}, &out);
+    return out;
   }
   std::string describe_pods() {
     std::string out;
@@ -138,7 +143,6 @@ class RealNodeTest : public TaskTest {
       "priority":{"multipliers":[{"minPriority":0,"multiplier":"1.0"}]}})");
     admin->create(kPricingPolicies, "", {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
   }
-  json cost() { return task().value("status", json::object()).value("cost", json::object()); }
   // valley-train uninterrupted on this host (the same binary the image has), for comparison.
   std::string reference_run(int ranks, int steps) {
     ChildProcess ref({"/usr/bin/env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1",
@@ -345,14 +349,6 @@ class RealNodeOperatorTest : public ClusterTest {
     }, 120s)) << "namespace valley-system lingers";
     ClusterTest::TearDown();
   }
-  int kubectl(const std::vector<std::string>& args, std::string* out = nullptr) {
-    std::vector<std::string> argv{VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, ::testing::TempDir() + "/kubectl-" + ns + ".log");
-    const int rc = p.wait(60s);
-    if (out) *out = p.output();
-    return rc;
-  }
 };
 
 TEST_F(RealNodeOperatorTest, DeployedWithKustomizeItRunsAsARealPodLeadsServesMetricsAndRunsATask) {
@@ -375,7 +371,7 @@ TEST_F(RealNodeOperatorTest, DeployedWithKustomizeItRunsAsARealPodLeadsServesMet
   const std::string name = pod["metadata"]["name"];
   EXPECT_EQ(pod["spec"].value("nodeName", ""), kRealNode);
   EXPECT_EQ(pod["spec"].value("serviceAccountName", ""), "valley-operator");
-  EXPECT_EQ(container_id_of(pod).rfind("containerd://", 0), 0u) << pod["status"].dump(2);
+  EXPECT_EQ(container_id(pod).rfind("containerd://", 0), 0u) << pod["status"].dump(2);
   // It leads: the Lease names it.
   ASSERT_TRUE(eventually([&] {
     try {
@@ -397,7 +393,7 @@ TEST_F(RealNodeOperatorTest, DeployedWithKustomizeItRunsAsARealPodLeadsServesMet
                 {{"taskType", "Single"},
                  {"image", kTrainImage},
                  {"command", {"sh", "-c", "echo trained"}},
-                 {"worker", {{"gpus", "1"}, {"template", RealNodeTest::on_real_node_template()}}}}}};
+                 {"worker", {{"gpus", "1"}, {"template", on_real_node()}}}}}};
   admin->create(kTrainingTasks, ns, task);
   EXPECT_TRUE(eventually([&] {
     return admin->get(kTrainingTasks, ns, "hello").value("status", json::object()).value("phase", "") == "Succeeded";

@@ -61,6 +61,7 @@ class TaskTest : public ClusterTest {
     lo.label_selector = "valley.dev/task=" + name;
     return admin->list(kPods, ns, lo).items;
   }
+  json cost(const std::string& name = "job") { return task(name).value("status", json::object()).value("cost", json::object()); }
   std::string operator_log() const { return op_ ? op_->output() : ""; }
 
   std::unique_ptr<ChildProcess> op_;

@@ -45,9 +45,7 @@ def parse_final_stage(path):
     with open(path) as f:
         for raw in f:
             line = raw.rstrip("\n")
-            if not cur and line.lstrip().startswith("#"):
-                continue
-            if line.lstrip().startswith("#"):  # a comment inside a continued RUN
+            if line.lstrip().startswith("#"):  # Docker drops comment lines, inside a continued RUN too
                 continue
             if line.endswith("\\"):
                 cur += line[:-1] + " "
