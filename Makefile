@@ -10,6 +10,12 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
 CTEST := ctest --output-on-failure --no-tests=error
 CLUSTER := tests/cluster/cluster.sh
+# The compiler cache (ccache, when installed): outside the clone, shared by every clone of the
+# project (paths are taken relative to the clone, and the build directory's path is not hashed).
+export CCACHE_DIR ?= $(or $(VALLEY_CACHE),$(HOME)/.cache/valley)/ccache
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
+export CCACHE_MAXSIZE ?= 5G
 
 .PHONY: help deps build unit unit-sanitize fuzz chaos chaos-smoke integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-smoke clean
 
@@ -110,7 +116,10 @@ monitoring:
 lint-deploy: cluster-binaries
 	@tests/deploy/lint.sh
 
-test: deps build unit unit-sanitize fuzz integration monitoring lint-deploy e2e real chaos-smoke bench-smoke
+# One step after another (scripts/steps.sh), with the seconds each took at the end.
+TEST_STEPS := deps build unit unit-sanitize fuzz integration monitoring lint-deploy e2e real chaos-smoke bench-smoke
+test:
+	@MAKE="$(MAKE)" scripts/steps.sh $(TEST_STEPS)
 
 demo: deps build crds
 	@scripts/demo.sh

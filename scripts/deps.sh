@@ -3,7 +3,7 @@
 # what is missing, and refreshes the package lists only when something is.
 set -euo pipefail
 pkgs=(
-  build-essential cmake ninja-build pkg-config git curl ca-certificates openssl procps bc
+  build-essential cmake ninja-build ccache pkg-config git curl ca-certificates openssl procps bc
   libcurl4-openssl-dev nlohmann-json3-dev libyaml-cpp-dev libboost-dev libboost-system-dev
   libspdlog-dev libfmt-dev libssl-dev libgtest-dev libgmock-dev googletest
   clang libclang-rt-14-dev openmpi-bin libopenmpi-dev tzdata openssh-server openssh-client

@@ -4,12 +4,12 @@
 # to a scratch corpus in build-fuzz/, so the committed seeds change only by hand. A finding fails the
 # run and leaves its reproducer in build-fuzz/<name>/; replay it with
 #   build-fuzz/bin/<name>_fuzz build-fuzz/<name>/crash-...
-# FUZZ_TARGETS="spec strings" runs only those; FUZZ_JOBS=2 runs two targets at a time.
+# FUZZ_TARGETS="spec strings" runs only those; FUZZ_JOBS=1 runs one target at a time (default: one per core).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=build-fuzz
 seconds=${FUZZ_SECONDS:-15}
-jobs=${FUZZ_JOBS:-1}
+jobs=${FUZZ_JOBS:-$(nproc)}  # each fuzzer runs on one core
 all=$(sed -nE 's/^set\(VALLEY_FUZZERS (.*)\)$/\1/p' tests/fuzz/CMakeLists.txt)
 targets=${FUZZ_TARGETS:-$all}
 
