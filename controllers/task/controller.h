@@ -180,6 +180,7 @@ class TaskController {
   // The refusal that still applies to this task now, if any (drops the ones that no longer do).
   std::optional<CreateRefusal> refusal_of(const std::string& key, const nlohmann::json& task);
   std::string namespace_labels(const std::string& ns) const;
+  bool namespace_going(const std::string& ns) const;  // being deleted, as the informer shows it
   std::set<std::string> priority_capped_;  // uid@generation told (an Event) that its priority was capped; planning loop only
 };
 

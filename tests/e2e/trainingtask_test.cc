@@ -98,6 +98,39 @@ TEST_F(TaskTest, LauncherSuccessMeansTaskSuccessAndRunningWorkersAreCleanedUp) {
   for (const char* r : {"Admitted", "Running", "Succeeded"}) EXPECT_TRUE(reasons.count(r)) << r;
 }
 
+// Deleting a namespace takes its tasks with it. The namespace controller deletes the pods first: the
+// task must not take that for a disruption and restart (status writes, creates the terminating
+// namespace refuses; minutes of it per namespace at 200 tasks), only let its pods go.
+TEST_F(TaskTest, DeletingTheNamespaceOfARunningTaskLetsItsPodsGoWithoutRestartingIt) {
+  // Another namespace: this one holds the operator's Lease and its RBAC.
+  const std::string gone = ns.substr(0, 50) + "-gone";
+  admin->create("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", gone}}}});
+  admin->create(kTrainingTasks, gone,
+                {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "job"}}}, {"spec", mpi_spec(2, 2)}});
+  ASSERT_TRUE(eventually([&] {
+    return admin->get(kTrainingTasks, gone, "job").value("status", json::object()).value("phase", "") == "Running";
+  }, 60s)) << operator_log();
+  admin->remove("/api/v1/namespaces/" + gone);
+  ASSERT_TRUE(eventually([&] {
+    try {
+      admin->get("/api/v1/namespaces/" + gone);
+      return false;
+    } catch (const kube::KubeError& e) {
+      return e.http_status() == 404;
+    }
+  }, 60s)) << "namespace " << gone << " is still there\n" << operator_log();
+  // The operator's log lines about the task: none says it restarts or creates anything.
+  std::istringstream log(operator_log());
+  int lines = 0;
+  for (std::string line; std::getline(log, line);) {
+    if (line.find(gone + "/job") == std::string::npos) continue;
+    ++lines;
+    EXPECT_EQ(line.find("-> Restarting"), std::string::npos) << line;
+    EXPECT_EQ(line.find(": create "), std::string::npos) << line;
+  }
+  EXPECT_GT(lines, 0) << "the log says nothing of the task:\n" << operator_log();
+}
+
 TEST_F(TaskTest, RetryableFailuresAreRetriedUpToTheBackoffLimit) {
   json spec = mpi_spec(2, 2, {{"valley.dev/sim-run-time", "1s"}, {"valley.dev/sim-exit-code", "137"}});
   spec["runPolicy"] = {{"backoffLimit", 2}};
