@@ -41,7 +41,8 @@ md = ["| tasks x (1+W) | system | to all pods Running (s) | to all tasks Running
       "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
 for r in rows:
     late = f"> {r.get('timeoutSeconds')} ({r.get('tasksRunning')}/{r['tasks']} Running)"
-    md.append(f"| {r['tasks']} x (1+{r['workers']}) | {r['system']} | {r.get('secondsToPodsRunning', late)} | "
+    system = r["system"] + (f" ({r['valleyArgs']})" if r.get("valleyArgs") else "")
+    md.append(f"| {r['tasks']} x (1+{r['workers']}) | {system} | {r.get('secondsToPodsRunning', late)} | "
               f"{r.get('secondsToTasksRunning', late)} | {r['cpuSeconds']} | {r['peakRssMiB']} | {r['apiRequests']} | {r['apiServerRequests']} |")
 md += ["", "| tasks | figure | Valley / MPI Operator | Valley / floor |", "| --- | --- | ---: | ---: |"]
 shown = lambda v: "-" if v is None else v  # a system that did not get there before its timeout

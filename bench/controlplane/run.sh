@@ -12,7 +12,8 @@
 #
 #   bench/controlplane/run.sh [SIZES]     e.g. "20 200 1000" (default); env BENCH_CP_WORKERS (8),
 #                                         BENCH_CP_SYSTEMS, BENCH_CP_OUT (bench/results/controlplane),
-#                                         BENCH_CP_TIMEOUT (600 s a run)
+#                                         BENCH_CP_TIMEOUT (600 s a run), BENCH_CP_VALLEY_ARGS (more
+#                                         valley-operator flags, e.g. "--workers=8"; recorded in the row)
 # Writes OUT/controlplane.json and OUT/controlplane.md. Figures are printed, never asserted.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,6 +29,8 @@ qps=${BENCH_CP_QPS:-2000}
 burst=${BENCH_CP_BURST:-4000}
 # A run that has not finished by then is reported as such, with how far it got.
 timeout=${BENCH_CP_TIMEOUT:-600}
+# For curves over Valley's own settings (--workers, --max-concurrent-creates): the defaults otherwise.
+read -r -a valley_args <<< "${BENCH_CP_VALLEY_ARGS:-}"
 
 K() { .valley/bin/kubectl --kubeconfig .valley/kubeconfig "$@"; }
 log() { echo "controlplane: $*" >&2; }
@@ -101,7 +104,7 @@ start_system() { # system kubeconfig logfile -> pid
     valley)
       setsid build/bin/valley-operator --kubeconfig "$2" --leader-elect-namespace=valley-bench \
         --http-bind-address=127.0.0.1:18089 --kube-api-qps=$qps --kube-api-burst=$burst \
-        --pricing-policy=default --node-not-ready-grace=300s >"$3" 2>&1 </dev/null &
+        --pricing-policy=default --node-not-ready-grace=300s "${valley_args[@]}" >"$3" 2>&1 </dev/null &
       echo $! ;;
     mpi-operator)
       setsid .valley/bin/mpi-operator --kubeConfig "$2" --lock-namespace=valley-bench --monitoring-port=0 \
@@ -222,6 +225,7 @@ a = json.load(open(sys.argv[1])); w = json.load(open(sys.argv[2]))
 row = {"system": "$system", "tasks": $n, "workers": $workers, "pods": $n * ($workers + 1), "nodes": $nodes,
        "cpuSeconds": float("$cpu"), "peakRssMiB": round(int("$rss") / 1024, 1),
        "apiRequests": int("$requests"), "apiServerRequests": int("$api_total")}
+if "$system" == "valley" and "${valley_args[*]}": row["valleyArgs"] = "${valley_args[*]}"
 if w.get("timedOut"):
     row.update({"timedOut": True, "timeoutSeconds": $timeout, "podsRunning": w["podsRunning"], "tasksRunning": w["tasksRunning"]})
     if "podsRunningAt" in w: row["secondsToPodsRunning"] = round(w["podsRunningAt"] - a["startedAt"], 2)
