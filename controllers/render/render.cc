@@ -2,6 +2,7 @@
 
 #include "controllers/gpu/resources.h"
 #include "operator/kube/base64.h"
+#include "operator/kube/json_fields.h"
 #include "operator/storage/object_store.h"
 
 namespace valley::render {
@@ -275,8 +276,8 @@ std::string pinned_node(const json& pod) {
   try {
     const json& terms = pod.at("spec").at("affinity").at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution").at("nodeSelectorTerms");
     for (const auto& term : terms)
-      for (const auto& f : term.value("matchFields", json::array()))
-        if (f.value("key", "") == "metadata.name" && f.value("operator", "") == "In" && f.contains("values") &&
+      for (const auto& f : kube::array_at(term, "matchFields"))  // read in place: every plan asks of every pod
+        if (kube::string_at(f, "key") == "metadata.name" && kube::string_at(f, "operator") == "In" && f.contains("values") &&
             f["values"].is_array() && f["values"].size() == 1)
           return f["values"][0].get<std::string>();
   } catch (const json::exception&) {
