@@ -75,15 +75,16 @@ class SpotTest : public TaskTest {
     return n;
   }
 
-  // One 8-GPU worker per node, only on this test's nodes; checkpoints in S3; backoffLimit 0.
-  json spot_spec(int min, int max) {
+  // One 8-GPU worker per node, only on this test's nodes; checkpoints in S3 (under the task's name);
+  // backoffLimit 0.
+  json spot_spec(int min, int max, const std::string& task = "job") {
     json spec = mpi_spec(min, max);
     spec["worker"]["gpus"] = "8";
     // The launcher takes 3 s to stop (mpirun passing SIGTERM on, rank 0 writing the checkpoint):
     // kwok holds the pod that long after its deletion, as a kubelet would while it runs.
     spec["master"]["template"] = {{"metadata", {{"annotations", {{"valley.dev/sim-termination-delay", "3s"}}}}}};
     spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", pool_}}}}}};
-    spec["checkpoint"] = {{"uri", std::string("s3://") + testing::VersityGw::kBucket + "/" + ns + "/job"},
+    spec["checkpoint"] = {{"uri", std::string("s3://") + testing::VersityGw::kBucket + "/" + ns + "/" + task},
                           {"secretRef", {{"name", "ckpt-creds"}}},
                           {"gracePeriodSeconds", 30}};
     spec["runPolicy"] = {{"backoffLimit", 0}};
@@ -281,20 +282,15 @@ class BrieflyNotReadyTest : public SpotTest {
       if (!p["metadata"].contains("deletionTimestamp")) out[p["metadata"]["name"]] = p["metadata"]["uid"];
     return out;
   }
-  json spec_named(const std::string& name, int workers) {
-    json spec = spot_spec(workers, workers);
-    spec["checkpoint"]["uri"] = std::string("s3://") + testing::VersityGw::kBucket + "/" + ns + "/" + name;
-    return spec;
-  }
 };
 
 TEST_F(BrieflyNotReadyTest, ItsWorkersStayAndAWaitingTaskGetsNoneOfTheirGpus) {
   // The pool's three 8-GPU nodes: two for job, one for other; waiting has nowhere to go.
-  apply(spec_named("job", 2));
+  apply(spot_spec(2, 2));
   ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
-  apply(spec_named("other", 1), "other");
+  apply(spot_spec(1, 1, "other"), "other");
   ASSERT_TRUE(wait_phase("Running", 60s, "other")) << task("other").dump(2) << operator_log();
-  apply(spec_named("waiting", 1), "waiting");
+  apply(spot_spec(1, 1, "waiting"), "waiting");
   ASSERT_TRUE(eventually([&] {
     return task("waiting").value("status", json::object()).value("message", "").find("InsufficientCapacity") != std::string::npos;
   }, 30s)) << task("waiting").dump(2) << operator_log();
