@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <deque>
 #include <limits>
+#include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <tuple>
@@ -76,11 +78,12 @@ bool eligible(const Task& t, const Node& n, const Config& c) {
 //   does not restart the task before the grace is over);
 // - taints that only keep new pods away (NoSchedule, PreferNoSchedule, and the NotReady ones, which
 //   the grace covers) do not move them; nor does the spot rule.
-bool keeps(const Task& t, const Node& n, const Config& c, SystemTime now) {
+// - a worker bound there stays on a node the task avoids: the node refused it, then took it.
+bool keeps(const Task& t, const Task::Worker& w, const Node& n, const Config& c, SystemTime now) {
   const bool briefly_not_ready = !n.ready && !n.cordoned && n.notice.empty() && n.fault.empty() &&
                                  !not_ready_past(n.ready, n.not_ready_since, now, c.node_not_ready_grace);
   if (!n.schedulable && !briefly_not_ready) return false;
-  if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
+  if (!w.bound && std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
   if (!selects(t, n)) return false;
   for (const auto& taint : n.taints)
     if (taint.effect == "NoExecute" && !not_ready_taint(taint) && !tolerates(t, taint)) return false;
@@ -150,6 +153,7 @@ class Planner {
     keep_admitted();
     admit_waiting();
     grow();
+    by_worker_index();
     return decisions_;
   }
 
@@ -207,13 +211,15 @@ class Planner {
       const Task& t = tasks_[i];
       Decision& d = decisions_[i];
       bool lost = false;
-      for (const auto& w : t.workers) {
+      std::vector<size_t> kept;  // the worker indexes kept, in order
+      for (size_t x = 0; x < t.workers.size(); ++x) {
+        const auto& w = t.workers[x];
         const size_t k = node_at(w.node);
         if (k == kNoNode) {  // lost with its node
           lost = true;
           continue;
         }
-        if (!keeps(t, *nodes_[k], config_, now_)) {
+        if (!keeps(t, w, *nodes_[k], config_, now_)) {
           // It moves; its pods hold the GPUs here until they are gone: nothing else goes there meanwhile.
           row(k)[resource_id(w.gpu_resource)] -= w.count;
           lost = true;
@@ -221,7 +227,9 @@ class Planner {
         }
         take(i, w);
         d.placement.push_back(w);
+        kept.push_back(x);
       }
+      if (lost) kept_index_[i] = std::move(kept);
       if (const Tenant* tenant = tenant_of(t); tenant && tenant->stop) {
         while (!d.placement.empty()) release_last(i);
         d.workers = 0;
@@ -659,6 +667,31 @@ class Planner {
       if (!decisions_[i].placement.empty()) decisions_[i].price_micros = mean_price(decisions_[i].placement);
   }
 
+  // The workers of a task that lost some are planned as its kept ones in order, then the added
+  // ones (release_last only ever takes the added ones, or kept ones from the end). By worker index
+  // instead: kept ones at their own index, the added ones in the lost ones' places, then after the
+  // end. Kept ones whose index is now beyond the size take what places are left (their pods go).
+  // A gang not started yet then re-creates the pods of its lost workers alone; in order, all the
+  // pods after the first lost one moved, and bound ones, which stay, held GPUs the plan gave away.
+  void by_worker_index() {
+    for (const auto& [i, kept] : kept_index_) {
+      auto& placement = decisions_[i].placement;
+      const size_t size = placement.size();
+      const size_t still_kept = std::min(kept.size(), size);
+      std::vector<std::optional<Task::Worker>> slots(size);
+      std::vector<Task::Worker> movers(placement.begin() + static_cast<std::ptrdiff_t>(still_kept), placement.end());
+      for (size_t x = 0; x < still_kept; ++x) {
+        if (kept[x] < size) slots[kept[x]] = std::move(placement[x]);
+        else movers.push_back(std::move(placement[x]));
+      }
+      auto next = movers.begin();
+      for (auto& slot : slots)
+        if (!slot) slot = std::move(*next++);
+      placement.clear();
+      for (auto& slot : slots) placement.push_back(std::move(*slot));
+    }
+  }
+
   void release_last(size_t i) {
     Decision& d = decisions_[i];
     give(i, d.placement.back());
@@ -936,6 +969,7 @@ class Planner {
   QuotaBook quota_;                                   // disabled without tenants
   std::vector<Decision> decisions_;
   std::set<size_t> admitted_, new_, lost_;
+  std::map<size_t, std::vector<size_t>> kept_index_;  // tasks that lost workers: the indexes of those kept
   bool spot_only_ = false;
   std::vector<size_t> waiting_;
 };

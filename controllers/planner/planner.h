@@ -94,6 +94,10 @@ struct Task {
   struct Worker {
     std::string node, gpu_resource;
     int64_t count = 0;
+    // Its pod is bound to the node (not just pinned there): the node took it, so a refusal there
+    // before (avoid_nodes) does not move it. Set from pods, never by a plan.
+    bool bound = false;
+    int index = -1;  // its worker index, when read from its pod
   };
   std::vector<Worker> workers;        // the task's live workers, by index
   std::optional<SystemTime> last_resize;
@@ -170,7 +174,9 @@ struct Decision {
   std::string key;
   Action action = Action::Wait;
   int workers = 0;                       // size after the decision
-  std::vector<Task::Worker> placement;   // one per worker index
+  // One per worker index. A worker that stays keeps its index and a lost one's replacement takes
+  // its place: the controller re-creates a pod only where its planned node changed.
+  std::vector<Task::Worker> placement;
   std::string reason;
   int queue_position = 0;                // for Wait: 1 = next in line
   // Wait: when it is expected to start (reduceCost: the cheaper option it waits for) and a node of

@@ -177,7 +177,8 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
     if (kube::string_at(labels, render::label::kRole) != "worker") continue;
     if (kube::string_at(labels, render::label::kEpoch) != std::to_string(epoch)) continue;
     std::string node = kube::string_at(field(pod, "spec"), "nodeName");
-    if (node.empty()) node = render::pinned_node(pod);  // created but not bound yet: where it will be
+    const bool bound = !node.empty();
+    if (!bound) node = render::pinned_node(pod);  // created but not bound yet: where it will be
     auto usage = gpu_usage(pod);
     if (node.empty() || usage.empty()) continue;  // not placed yet, or finished
     int index = 0;
@@ -185,11 +186,18 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
       index = std::stoi(kube::string_at(labels, render::label::kWorkerIndex, "0"));
     } catch (const std::exception&) {
     }
-    workers.push_back({index, Task::Worker{node, usage.begin()->first, usage.begin()->second}});
+    workers.push_back({index, Task::Worker{node, usage.begin()->first, usage.begin()->second, bound, index}});
   }
   std::sort(workers.begin(), workers.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [i, w] : workers) t.workers.push_back(w);
   return t;
+}
+
+std::vector<Task::Worker> planned_workers(const std::vector<Task::Worker>& published, const std::vector<Task::Worker>& live) {
+  std::vector<Task::Worker> workers = published;
+  for (const auto& w : live)
+    if (w.bound && w.index >= 0 && static_cast<size_t>(w.index) < workers.size()) workers[static_cast<size_t>(w.index)] = w;
+  return workers;
 }
 
 }  // namespace valley::planner

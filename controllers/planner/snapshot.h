@@ -58,4 +58,9 @@ Task task_from(const api::TaskSpec& spec, const json& task_object, const std::ve
 // The same over pods held elsewhere (the cluster snapshot keeps them as shared objects).
 Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const json*>& owned_pods);
 
+// The workers an admitted task holds for the next plan: those the last plan published for it (by
+// worker index; its pods may not all exist yet), except where a live worker's pod is bound. There
+// its GPUs are, wherever the plan had moved it meanwhile (it was refused at the node, then taken).
+std::vector<Task::Worker> planned_workers(const std::vector<Task::Worker>& published, const std::vector<Task::Worker>& live);
+
 }  // namespace valley::planner

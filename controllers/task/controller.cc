@@ -302,11 +302,17 @@ void TaskController::plan_once() {
   std::vector<planner::Task> tasks;
   std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
   std::map<std::string, const api::TaskSpec*> specs;  // into the view
+  std::map<std::string, bool> namespace_going_now;
   for (const auto& entry : view.tasks) {
     const auto& obj = entry.object;
     if ((*obj)["metadata"].contains("deletionTimestamp")) continue;  // going away: holds nothing
     const api::ParsedTask& parsed = *entry.parsed;
     if (!parsed.spec || !entry.task) continue;
+    // Its namespace is being deleted: the task goes with it, and its pods hold their GPUs until
+    // they are gone (the nodes' free capacity shows them).
+    auto going = namespace_going_now.try_emplace(parsed.spec->ns, false);
+    if (going.second) going.first->second = namespace_going(parsed.spec->ns);
+    if (going.first->second) continue;
     const nlohmann::json& status = kube::object_at(*obj, "status");
     std::string phase = kube::string_at(status, "phase");
     if (phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status) ||
@@ -353,11 +359,12 @@ void TaskController::plan_once() {
     }
     for (auto it = avoid.begin(); it != avoid.end();) it = it->second <= now ? avoid.erase(it) : std::next(it);
     for (const auto& [node, until] : avoid) t.avoid_nodes.push_back(node);
-    // What we published counts as taken until the pods show it.
+    // What we published counts as taken until the pods show it (bound ones show where they are).
     if (auto it = published.find(t.key); it != published.end() && it->second.admitted) {
       t.admitted = true;
-      t.workers.clear();
-      for (const auto& w : it->second.placement) t.workers.push_back({w.node, w.gpu_resource, w.gpu_count});
+      std::vector<planner::Task::Worker> planned;
+      for (const auto& w : it->second.placement) planned.push_back({w.node, w.gpu_resource, w.gpu_count});
+      t.workers = planner::planned_workers(planned, t.workers);
     }
     planned_epoch[t.key] = status.value("epoch", 0);
     specs[t.key] = &*parsed.spec;

@@ -304,8 +304,9 @@ class Decider {
                                                                         std::to_string(o_.disruption.node_not_ready_grace.count()) + "s"};
       }
       // Deleted, but not by Valley: Valley deletes a current-epoch pod only beyond the size (Hot
-      // shrink) or before it is bound (re-placement).
-      const bool ours = p.role == "worker" && (p.worker_index >= size || p.node.empty());
+      // shrink) or before it is bound (re-placement; before the epoch runs, it may have been bound
+      // since, where the plan no longer has it).
+      const bool ours = p.role == "worker" && (p.worker_index >= size || p.node.empty() || (phase_ != kRunning && replanned(p)));
       // (A kubelet marks a deleted pod Failed once its containers stopped: still a deletion.)
       if (p.deleting && !ours && p.phase != "Succeeded") return Disruption{"PodDeleted", p.node, who + " was deleted"};
     }
@@ -582,6 +583,13 @@ class Decider {
     count_replicas();
   }
 
+  // A worker pinned to a node other than the one the plan now has for its index.
+  bool replanned(const PodView& p) const {
+    return p.role == "worker" && !p.pinned.empty() && o_.admission && p.worker_index >= 0 &&
+           p.worker_index < static_cast<int>(o_.admission->placement.size()) &&
+           !o_.admission->placement[p.worker_index].node.empty() && o_.admission->placement[p.worker_index].node != p.pinned;
+  }
+
   void ensure_objects(int workers, bool mpi) {
     render::Shape shape{workers, epoch_};
     if (mpi) {
@@ -600,9 +608,7 @@ class Decider {
     auto stale = [&](const PodView& p) {
       if (p.epoch != epoch_ || (p.role == "worker" && p.worker_index >= workers) || (p.role == "launcher" && !mpi)) return true;
       // Not bound yet and the plan moved it (its node would not take it): start it where planned.
-      return p.role == "worker" && p.node.empty() && !p.pinned.empty() && o_.admission && p.worker_index >= 0 &&
-             p.worker_index < static_cast<int>(o_.admission->placement.size()) &&
-             !o_.admission->placement[p.worker_index].node.empty() && o_.admission->placement[p.worker_index].node != p.pinned;
+      return p.node.empty() && replanned(p);
     };
     stop_pods(stale);
     bool older_epoch_alive = false;

@@ -6,6 +6,7 @@
 #include <thread>
 #include <sstream>
 
+#include "controllers/render/render.h"
 #include "operator/kube/error.h"
 #include "tests/e2e/support.h"
 #include "tests/e2e/task_fixture.h"
@@ -409,6 +410,62 @@ TEST_F(TaskTest, WorkersTheirPlannedNodeCannotBindAreReplannedNotStuck) {
   json worker = admin->get(kPods, ns, "job-worker-0");
   EXPECT_EQ(worker["spec"]["nodeName"].get<std::string>().rfind("mi250", 0), 0u);
   EXPECT_NE(operator_log().find("planning around it"), std::string::npos);
+}
+
+// A gang not started yet whose first worker a node will not take (kube-scheduler refuses it for
+// CPU, which the planner does not model) re-creates that worker alone elsewhere: the worker after it
+// keeps its pod and its index, no GPU is counted twice, and nothing restarts. (At 1,000 tasks the
+// planner put the replacement last, so every worker after the lost one moved: their pods were
+// re-created, and bound ones stayed where the plan no longer counted them.)
+TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods) {
+  wait_until_no_valley_pods(*admin);
+  json spec = mpi_spec(2, 2);
+  spec["worker"]["gpus"] = "5";  // one worker a node: a100-od-0, a100-od-1 or a100-mig-0's 5
+  spec["worker"]["resources"] = {{"requests", {{"cpu", "10"}}}};
+  auto pinned = [&](const std::string& task, int index) -> std::string {
+    for (const auto& p : pods(task))
+      if (p["metadata"]["name"] == task + "-worker-" + std::to_string(index)) return render::pinned_node(p);
+    return "";
+  };
+  // Where the plan puts worker-0 of such a gang (it is deterministic), learnt from a probe.
+  apply(spec, "probe");
+  ASSERT_TRUE(eventually([&] { return !pinned("probe", 0).empty() && !pinned("probe", 1).empty(); }, 60s)) << operator_log();
+  const std::string refusing = pinned("probe", 0), keeping = pinned("probe", 1);
+  ASSERT_NE(refusing, keeping);
+  admin->remove(kTrainingTasks, ns, "probe");
+  ASSERT_TRUE(eventually([&] { return pods("probe").empty(); }, 60s));
+  // Most of that node's CPU goes to a pod of someone else's (bound there directly).
+  admin->create(kPods, ns,
+                {{"apiVersion", "v1"},
+                 {"kind", "Pod"},
+                 {"metadata", {{"name", "cpu-hog"}}},
+                 {"spec", {{"nodeName", refusing},
+                           {"containers", {{{"name", "hog"}, {"image", "busybox"}, {"resources", {{"requests", {{"cpu", "90"}}}}}}}}}}});
+  apply(spec);
+  ASSERT_TRUE(eventually([&] { return pinned("job", 1) == keeping; }, 60s)) << operator_log();
+  std::string kept_uid;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& p : pods())
+      if (p["metadata"]["name"] == "job-worker-1" && !p["spec"].value("nodeName", "").empty()) kept_uid = p["metadata"]["uid"];
+    return !kept_uid.empty();
+  }, 60s));
+  ASSERT_TRUE(wait_phase("Running", 120s)) << task().dump(2) << operator_log();
+  EXPECT_NE(operator_log().find("node " + refusing + " did not take its worker"), std::string::npos) << operator_log();
+  json moved, kept;
+  for (const auto& p : pods()) {
+    if (p["metadata"]["name"] == "job-worker-0") moved = p;
+    if (p["metadata"]["name"] == "job-worker-1") kept = p;
+  }
+  ASSERT_TRUE(moved.is_object() && kept.is_object());
+  EXPECT_EQ(kept["metadata"]["uid"], kept_uid) << "worker-1 was re-created";
+  EXPECT_EQ(kept["spec"]["nodeName"], keeping);
+  const std::string moved_to = moved["spec"].value("nodeName", "");
+  EXPECT_NE(moved_to, refusing);
+  EXPECT_NE(moved_to, keeping) << "two 5-GPU workers on one 8-GPU node";
+  json st = task()["status"];
+  EXPECT_EQ(st.value("epoch", 0), 1);
+  EXPECT_EQ(st.value("restarts", json::object()).value("total", 0), 0) << st.dump(2);
+  admin->remove(kPods, ns, "cpu-hog");
 }
 
 // The API server refuses bad specs with a clear message, before Valley sees them.

@@ -347,6 +347,30 @@ TEST(Lifecycle, AnUnboundWorkerThePlanMovedIsReplacedABoundOneIsNot) {
   EXPECT_EQ(d.delete_pods[0].name, "t-worker-0");
 }
 
+// Valley deleted worker-0 while it was unbound (the plan moved it); kube-scheduler bound it before the
+// deletion reached it. Before the epoch runs that is still Valley's re-placement, not a disruption;
+// once it runs, a bound pod deleted is one.
+TEST(Lifecycle, AReplacedWorkerBoundJustBeforeItsDeletionIsNotADisruption) {
+  json st = {{"phase", "Admitted"}, {"epoch", 1}, {"epochReplicas", 2}};
+  auto pods = running_pods(1, 2, false);
+  pods[0].pinned = pods[0].node = "busy-node";
+  pods[0].deleting = true;
+  pods[1].pinned = pods[1].node = "n1";
+  Observed o = observe(task_object({}, st), pods);
+  o.admission->placement[0].node = "other-node";
+  o.admission->placement[1].node = "n1";
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["phase"], "Admitted") << d.status.dump();
+  EXPECT_FALSE(d.status.contains("lastDisruption"));
+  // Running: the same deletion is a disruption.
+  auto running = running_pods(1, 2, true);
+  running[0].pinned = running[0].node = "busy-node";
+  running[0].deleting = true;
+  Observed r = observe(task_object({}, running_status()), running);
+  r.admission->placement[0].node = "other-node";
+  EXPECT_EQ(decide(r).status["reason"], "PodDeleted");
+}
+
 TEST(Lifecycle, PreemptionStopsPodsAndReadmissionResumesInANewEpoch) {
   Observed o = observe(task_object({}, running_status()), running_pods());
   refuse(o, "preempted for ns/vip (priority 90)");

@@ -295,6 +295,38 @@ TEST(Planner, WorkersOnANodeBrieflyNotReadyStayAndHoldTheirGpus) {
   EXPECT_EQ(find(moved, "b").action, Action::Wait) << "b was placed onto GPUs a's pods still hold";
 }
 
+// The placement is by worker index: the controller re-creates a pod only where its index's node
+// changed. A lost worker's replacement takes its index; the others keep theirs.
+Task on_nodes(Task t, const std::vector<std::string>& nodes) {
+  t.admitted = true;
+  for (const auto& n : nodes) t.workers.push_back({n, "nvidia.com/gpu", 1});
+  return t;
+}
+std::vector<std::string> nodes_of(const Decision& d) {
+  std::vector<std::string> names;
+  for (const auto& w : d.placement) names.push_back(w.node);
+  return names;
+}
+
+TEST(Planner, ALostWorkersReplacementTakesItsIndexAndTheOthersKeepTheirs) {
+  const Task a = on_nodes(task("a", 0, 4, 4), {"n1", "n2", "n3", "n4"});
+  // n2 is gone; n5 has room. (The controller gives the task's own GPUs back: 1 free on each.)
+  auto ds = greedy_plan({nvidia("n1", 1), nvidia("n3", 1), nvidia("n4", 1), nvidia("n5", 1)}, {a}, kNow);
+  EXPECT_EQ(nodes_of(ds[0]), (std::vector<std::string>{"n1", "n5", "n3", "n4"}));
+  // Refused at n1 and n3 (unbound, pinned): only those two move. A worker bound at an avoided node
+  // was taken there after all: it stays.
+  Task refused = a;
+  refused.avoid_nodes = {"n1", "n3", "n4"};
+  refused.workers[3].bound = true;
+  auto moved = greedy_plan({nvidia("n1", 1), nvidia("n2", 1), nvidia("n3", 1), nvidia("n4", 1), nvidia("n5", 2)}, {refused}, kNow);
+  EXPECT_EQ(nodes_of(moved[0]), (std::vector<std::string>{"n5", "n2", "n5", "n4"}));
+  // An elastic task that shrinks instead (nothing free): the kept ones stay at their indexes below
+  // the new size; the last one (index 3, beyond it) fills the hole.
+  const Task b = on_nodes(task("b", 0, 2, 4), {"n1", "n2", "n3", "n4"});
+  auto shrunk = greedy_plan({nvidia("n2", 1), nvidia("n3", 1), nvidia("n4", 1)}, {b}, kNow);
+  EXPECT_EQ(nodes_of(shrunk[0]), (std::vector<std::string>{"n4", "n2", "n3"}));
+}
+
 TEST(Planner, ALostWorkerRestartsTheTaskAtTheLargestSizeThatFitsNotJustWhatIsLeft) {
   Task a = task("a", 0, 2, 4);
   a = apply(a, greedy_plan({nvidia("s1", 2), nvidia("s2", 2)}, {a}, kNow)[0], kNow);

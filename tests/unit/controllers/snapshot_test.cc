@@ -120,8 +120,24 @@ TEST(Snapshot, TaskWithItsLiveWorkersOfTheCurrentEpoch) {
   EXPECT_EQ(t.workers[0].node, "n1");
   EXPECT_EQ(t.workers[1].count, 2);
   EXPECT_TRUE(t.last_resize.has_value());
+  EXPECT_TRUE(t.workers[0].bound);
+  EXPECT_EQ(t.workers[1].index, 1);
   obj["status"]["phase"] = "Succeeded";
   EXPECT_FALSE(task_from(spec, obj, pods).admitted);
+}
+
+// The plan published for a task stands for its workers until their pods show them; a bound pod
+// shows where its GPUs are, even where the plan has moved it since.
+TEST(Snapshot, PlannedWorkersAreThePublishedPlacementExceptWherePodsAreBound) {
+  const std::vector<Task::Worker> published = {{"n1", "nvidia.com/gpu", 1}, {"n5", "nvidia.com/gpu", 1}, {"n3", "nvidia.com/gpu", 1}};
+  std::vector<Task::Worker> live = {{"n1", "nvidia.com/gpu", 1, true, 0}, {"n2", "nvidia.com/gpu", 1, true, 1},
+                                    {"n9", "nvidia.com/gpu", 1, false, 2}, {"n7", "nvidia.com/gpu", 1, true, 7}};
+  auto planned = planned_workers(published, live);
+  ASSERT_EQ(planned.size(), 3u);  // index 7 is beyond the plan: that pod is going
+  EXPECT_EQ(planned[0].node, "n1");
+  EXPECT_EQ(planned[1].node, "n2");  // bound there, whatever the plan says
+  EXPECT_EQ(planned[2].node, "n3");  // pinned to n9 but unbound: it is re-created where planned
+  EXPECT_TRUE(planned_workers(published, {}).size() == 3u);
 }
 
 TEST(Snapshot, TaskPlacementConstraintsComeFromTheWorkerTemplate) {
