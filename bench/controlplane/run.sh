@@ -208,7 +208,15 @@ EOF
     apply_kc=.valley/kubeconfig; [ "$system" = floor ] && apply_kc=$floor_kc
     build/bin/bench_controlplane apply --kubeconfig "$apply_kc" -n "$ns" --system "$system" \
       --tasks "$n" --workers "$workers" --parallel 32 > "$scratch/apply.json"
-    wait $watcher || log "$system N=$n did not finish: $(cat "$scratch/watch.json")"
+    if ! wait $watcher; then
+      log "$system N=$n did not finish: $(cat "$scratch/watch.json")"
+      # What the stragglers look like, before the cleanup removes them: their pods as the API
+      # server has them and, for Valley, the tasks' own status (what its caches showed it).
+      stuck="$scratch/stuck-$system-$n.txt"
+      { K -n "$ns" get pods -o json; echo; [ "$system" = valley ] && K -n "$ns" get trainingtasks -o json; } |
+        python3 bench/controlplane/stragglers.py > "$stuck" 2>&1 || true
+      log "stragglers: $stuck"; head -40 "$stuck" >&2
+    fi
     if [ -n "$pid" ]; then
       cpu=$(echo "scale=2; ($(cpu_ticks "$pid") - $cpu_before) / $tick" | bc)
       rss=$(peak_rss_kb "$pid")
