@@ -200,4 +200,30 @@ std::vector<Task::Worker> planned_workers(const std::vector<Task::Worker>& publi
   return workers;
 }
 
+namespace {
+// What of `object` a plan reads, or may read: all of it but its version, its managed fields, a
+// task's accrued cost and a pod's status short of whether it ended.
+json plan_relevant(const json& object) {
+  json out = object;
+  if (!out.is_object()) return out;
+  if (auto meta = out.find("metadata"); meta != out.end() && meta->is_object()) {
+    meta->erase("resourceVersion");
+    meta->erase("managedFields");
+  }
+  auto status = out.find("status");
+  if (status == out.end() || !status->is_object()) return out;
+  const json& spec = field(object, "spec");
+  const bool pod = spec.contains("containers") && spec["containers"].is_array();
+  if (pod) {
+    const std::string phase = kube::string_at(*status, "phase");
+    *status = json{{"ended", phase == "Succeeded" || phase == "Failed"}};
+  } else {
+    status->erase("cost");
+  }
+  return out;
+}
+}  // namespace
+
+bool replan_needed(const json& before, const json& after) { return plan_relevant(before) != plan_relevant(after); }
+
 }  // namespace valley::planner

@@ -63,4 +63,12 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
 // its GPUs are, wherever the plan had moved it meanwhile (it was refused at the node, then taken).
 std::vector<Task::Worker> planned_workers(const std::vector<Task::Worker>& published, const std::vector<Task::Worker>& live);
 
+// Whether an update of a cached object (as its informer has it, before and after) can change a
+// plan, so that the planner should run now rather than at its next periodic pass (every 2 s at
+// most). Churn that moves no GPU cannot: a pod's progress before it ends (conditions, container
+// states, Pending to Running), a node's heartbeat (only its resourceVersion changes in the lean
+// cache), a task's accrued cost (its only reader, reduceCost's work done, is not urgent). At a
+// thousand running tasks these are most events, and each woke a plan of the whole cluster.
+bool replan_needed(const json& before, const json& after);
+
 }  // namespace valley::planner

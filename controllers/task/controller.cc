@@ -192,7 +192,12 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
     enqueue_tenant_of(*o);
     mark_dirty();
   };
-  tasks_->add_handlers({enqueue_task, [enqueue_task](const kube::ObjectPtr&, const kube::ObjectPtr& o) { enqueue_task(o); },
+  tasks_->add_handlers({enqueue_task,
+                        [this](const kube::ObjectPtr& before, const kube::ObjectPtr& o) {
+                          queue_.add(kube::object_key(*o));
+                          enqueue_tenant_of(*o);
+                          if (planner::replan_needed(*before, *o)) mark_dirty();
+                        },
                         enqueue_task});
   auto owner = [this](const kube::ObjectPtr& o) { enqueue_owner(o); };
   kube::InformerHandlers owned_handlers{owner, [owner](const kube::ObjectPtr&, const kube::ObjectPtr& o) { owner(o); }, owner};
@@ -207,7 +212,11 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
     inf->add_handlers(owned_handlers);
   }
   auto dirty = [this](const kube::ObjectPtr&) { mark_dirty(); };
-  kube::InformerHandlers capacity{dirty, [this](const kube::ObjectPtr&, const kube::ObjectPtr&) { mark_dirty(); }, dirty};
+  kube::InformerHandlers capacity{dirty,
+                                  [this](const kube::ObjectPtr& before, const kube::ObjectPtr& o) {
+                                    if (planner::replan_needed(*before, *o)) mark_dirty();
+                                  },
+                                  dirty};
   pods_->add_handlers(capacity);
   nodes_->add_handlers(capacity);
 }

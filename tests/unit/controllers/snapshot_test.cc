@@ -140,6 +140,52 @@ TEST(Snapshot, PlannedWorkersAreThePublishedPlacementExceptWherePodsAreBound) {
   EXPECT_TRUE(planned_workers(published, {}).size() == 3u);
 }
 
+TEST(Snapshot, OnlyUpdatesThatCanMoveGpusWakeThePlanner) {
+  json pod = json::parse(R"({"kind":"Pod","metadata":{"name":"t-worker-0","resourceVersion":"1","labels":{"valley.dev/epoch":"1"}},
+    "spec":{"containers":[{"name":"w","resources":{"limits":{"nvidia.com/gpu":"1"}}}]},
+    "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}})");
+  json progressed = pod;
+  progressed["metadata"]["resourceVersion"] = "2";
+  progressed["status"] = json::parse(R"({"phase":"Running","conditions":[{"type":"Ready","status":"True"}],
+    "containerStatuses":[{"name":"w","ready":true}]})");
+  EXPECT_FALSE(replan_needed(pod, progressed));  // Pending to Running, Ready flips: the same GPUs held
+  json bound = pod;
+  bound["spec"]["nodeName"] = "n1";
+  EXPECT_TRUE(replan_needed(pod, bound));
+  json ended = progressed;
+  ended["status"]["phase"] = "Succeeded";
+  EXPECT_TRUE(replan_needed(progressed, ended));  // its GPUs are free
+  json deleting = progressed;
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-25T09:00:00Z";
+  EXPECT_TRUE(replan_needed(progressed, deleting));
+  json relabeled = pod;
+  relabeled["metadata"]["labels"]["valley.dev/epoch"] = "2";
+  EXPECT_TRUE(replan_needed(pod, relabeled));
+
+  json gpus = {{"nvidia.com/gpu", "8"}};
+  json n = node("a", json::object(), gpus);
+  json heartbeat = n;
+  heartbeat["metadata"]["resourceVersion"] = "7";
+  EXPECT_FALSE(replan_needed(n, heartbeat));  // lastHeartbeatTime is not cached (lean_node)
+  EXPECT_TRUE(replan_needed(n, node("a", json::object(), gpus, json::array(), false)));
+  EXPECT_TRUE(replan_needed(n, node("a", json::object(), gpus, {{{"key", "karpenter.sh/disrupted"}, {"effect", "NoSchedule"}}})));
+  EXPECT_TRUE(replan_needed(n, node("a", json::object(), {{"nvidia.com/gpu", "7"}})));
+
+  json task = json::parse(R"({"kind":"TrainingTask","metadata":{"name":"t","generation":1,"resourceVersion":"5"},
+    "spec":{"replicas":{"min":1,"max":2}},"status":{"phase":"Running","epoch":1,"cost":{"accruedMicros":100}}})");
+  json costed = task;
+  costed["metadata"]["resourceVersion"] = "6";
+  costed["status"]["cost"]["accruedMicros"] = 200;
+  EXPECT_FALSE(replan_needed(task, costed));  // the periodic plan reads it within 2 s
+  json resized = task;
+  resized["metadata"]["generation"] = 2;
+  resized["spec"]["replicas"]["max"] = 4;
+  EXPECT_TRUE(replan_needed(task, resized));
+  json restarting = costed;
+  restarting["status"]["phase"] = "Restarting";
+  EXPECT_TRUE(replan_needed(task, restarting));
+}
+
 TEST(Snapshot, TaskPlacementConstraintsComeFromTheWorkerTemplate) {
   json obj = json::parse(R"({"metadata":{"name":"t","namespace":"ns"},
     "spec":{"master":{"image":"l"},"worker":{"image":"w","template":{"spec":{
