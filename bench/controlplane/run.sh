@@ -212,9 +212,10 @@ EOF
       log "$system N=$n did not finish: $(cat "$scratch/watch.json")"
       # What the stragglers look like, before the cleanup removes them: their pods as the API
       # server has them and, for Valley, the tasks' own status (what its caches showed it).
-      stuck="$scratch/stuck-$system-$n.txt"
-      { K -n "$ns" get pods -o json; echo; [ "$system" = valley ] && K -n "$ns" get trainingtasks -o json; } |
-        python3 bench/controlplane/stragglers.py > "$stuck" 2>&1 || true
+      stuck="$scratch/stuck-$system-$n.txt" lists=("$scratch/pods.json")
+      K -n "$ns" get pods -o json > "$scratch/pods.json" || true
+      [ "$system" = valley ] && K -n "$ns" get trainingtasks -o json > "$scratch/tasks.json" && lists+=("$scratch/tasks.json")
+      python3 bench/controlplane/stragglers.py "${lists[@]}" > "$stuck" 2>&1 || true
       log "stragglers: $stuck"; head -40 "$stuck" >&2
     fi
     if [ -n "$pid" ]; then

@@ -1,21 +1,13 @@
 #!/usr/bin/env python3
-"""Reads `kubectl get pods -o json` and optionally `kubectl get trainingtasks -o json` (concatenated)
-on stdin; prints the pods that are not Running and Ready and the TrainingTasks that are not Running,
-with what each says about itself. bench/controlplane/run.sh calls it when a run times out."""
+"""stragglers.py PODS_JSON [TASKS_JSON]: from `kubectl get pods -o json` (and `kubectl get
+trainingtasks -o json`) saved to files, prints the pods that are not Running and Ready and the
+TrainingTasks that are not Running, with what each says about itself. bench/controlplane/run.sh
+calls it when a run times out."""
 import json
 import sys
 
-text = sys.stdin.read()
-decoder, docs, i = json.JSONDecoder(), [], 0
-while i < len(text):
-    if text[i].isspace():
-        i += 1
-        continue
-    doc, i = decoder.raw_decode(text, i)
-    docs.append(doc)
-
-pods = [o for d in docs for o in d.get("items", []) if o.get("kind", "Pod") == "Pod" and "containers" in o.get("spec", {})]
-tasks = [o for d in docs for o in d.get("items", []) if o.get("kind") == "TrainingTask"]
+pods = json.load(open(sys.argv[1])).get("items", [])
+tasks = json.load(open(sys.argv[2])).get("items", []) if len(sys.argv) > 2 else []
 
 
 def ready(pod):

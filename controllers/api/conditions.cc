@@ -2,6 +2,18 @@
 
 namespace valley::api {
 
+const nlohmann::json* find_condition(const nlohmann::json& status, const std::string& type) {
+  if (!status.is_object() || !status.contains("conditions") || !status["conditions"].is_array()) return nullptr;
+  for (const auto& c : status["conditions"])
+    if (c.is_object() && c.value("type", "") == type) return &c;
+  return nullptr;
+}
+
+bool condition_true(const nlohmann::json& status, const std::string& type) {
+  const nlohmann::json* c = find_condition(status, type);
+  return c && c->value("status", "") == "True";
+}
+
 void set_condition(nlohmann::json& status, const std::string& type, bool value, const std::string& reason,
                    const std::string& message, const std::string& now, int64_t generation) {
   nlohmann::json& conditions = status["conditions"];

@@ -187,18 +187,24 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   pricing_->add_handlers({policy_changed, [policy_changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { policy_changed(o); },
                           policy_changed});
 
+  // An update wakes the planner only when it can change a plan (planner::replan_needed).
+  auto replan_if_needed = [this](const kube::ObjectPtr& before, const kube::ObjectPtr& o) {
+    if (planner::replan_needed(*before, *o)) mark_dirty();
+  };
   auto enqueue_task = [this](const kube::ObjectPtr& o) {
     queue_.add(kube::object_key(*o));
     enqueue_tenant_of(*o);
+  };
+  auto task_came_or_went = [this, enqueue_task](const kube::ObjectPtr& o) {
+    enqueue_task(o);
     mark_dirty();
   };
-  tasks_->add_handlers({enqueue_task,
-                        [this](const kube::ObjectPtr& before, const kube::ObjectPtr& o) {
-                          queue_.add(kube::object_key(*o));
-                          enqueue_tenant_of(*o);
-                          if (planner::replan_needed(*before, *o)) mark_dirty();
+  tasks_->add_handlers({task_came_or_went,
+                        [enqueue_task, replan_if_needed](const kube::ObjectPtr& before, const kube::ObjectPtr& o) {
+                          enqueue_task(o);
+                          replan_if_needed(before, o);
                         },
-                        enqueue_task});
+                        task_came_or_went});
   auto owner = [this](const kube::ObjectPtr& o) { enqueue_owner(o); };
   kube::InformerHandlers owned_handlers{owner, [owner](const kube::ObjectPtr&, const kube::ObjectPtr& o) { owner(o); }, owner};
   for (auto* inf : {pods_.get(), services_.get(), configs_.get()}) {
@@ -212,11 +218,7 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
     inf->add_handlers(owned_handlers);
   }
   auto dirty = [this](const kube::ObjectPtr&) { mark_dirty(); };
-  kube::InformerHandlers capacity{dirty,
-                                  [this](const kube::ObjectPtr& before, const kube::ObjectPtr& o) {
-                                    if (planner::replan_needed(*before, *o)) mark_dirty();
-                                  },
-                                  dirty};
+  kube::InformerHandlers capacity{dirty, replan_if_needed, dirty};
   pods_->add_handlers(capacity);
   nodes_->add_handlers(capacity);
 }

@@ -28,23 +28,12 @@ constexpr const char* kSucceeded = "Succeeded";
 constexpr const char* kFailed = "Failed";
 constexpr const char* kIdleSuspend = "IdleSuspend";  // the Idle condition's reason under idlePolicy Suspend
 
-// The condition of `type` in a status, or null.
-const json* find_condition(const json& status, const std::string& type) {
-  if (!status.contains("conditions") || !status["conditions"].is_array()) return nullptr;
-  for (const auto& c : status["conditions"])
-    if (c.is_object() && c.value("type", "") == type) return &c;
-  return nullptr;
-}
-
 bool finished(const std::string& phase) { return phase == kSucceeded || phase == kFailed; }
 bool pod_finished(const PodView& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
+using api::condition_true;
+using api::find_condition;
 using api::set_condition;
-
-bool condition_true(const json& status, const std::string& type) {
-  const json* c = find_condition(status, type);
-  return c && c->value("status", "") == "True";
-}
 
 // A field (reason, message) of the condition of `type`, "" when there is none.
 std::string condition_field(const json& status, const std::string& type, const char* field) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "controllers/api/conditions.h"
 #include "operator/kube/error.h"
 #include "operator/kube/timefmt.h"
 #include "operator/storage/checkpoint_record.h"
@@ -70,8 +71,7 @@ class SpotTest : public TaskTest {
     lo.label_selector = "valley.dev/pool=" + pool_;
     int n = 0;
     for (const auto& item : admin->list(kNodes, "", lo).items)
-      for (const auto& c : item["status"].value("conditions", json::array()))
-        if (c["type"] == "Ready" && c["status"] == "True") ++n;
+      if (api::condition_true(item["status"], "Ready")) ++n;
     return n;
   }
 
@@ -278,11 +278,7 @@ class BrieflyNotReadyTest : public SpotTest {
                                               {"lastTransitionTime", kube::format_time(std::chrono::system_clock::now())}}}}}}},
                  "status");
   }
-  bool pod_ready(const std::string& pod) {
-    for (const auto& c : admin->get(kPods, ns, pod)["status"].value("conditions", json::array()))
-      if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
-    return false;
-  }
+  bool pod_ready(const std::string& pod) { return api::condition_true(admin->get(kPods, ns, pod)["status"], "Ready"); }
   bool tainted_not_ready(const std::string& name) {
     for (const auto& t : admin->get(kNodes, "", name)["spec"].value("taints", json::array()))
       if (t.value("key", "") == "node.kubernetes.io/not-ready") return true;
