@@ -222,8 +222,47 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
   return pod;
 }
 
+// The launcher goes out with its workers; this init container holds mpirun back until every worker
+// in the hostfile answers over ssh exactly as mpirun will reach it (the same hostfile, keys, port and
+// options, from the launcher's environment). It gives up after VALLEY_WORKERS_WAIT_SECONDS (a worker
+// image without sshd, a pull that never ends) with its reason as the last log line, which the
+// kubelet makes its termination message.
+// The shell is the container's PID 1, which ignores SIGTERM without a handler: the trap (and
+// waiting on ssh and sleep in the background, which a trapped signal interrupts) lets a launcher
+// deleted while it waits go at once rather than after its checkpoint grace period.
+std::string wait_for_workers_script() {
+  return "trap 'exit 143' TERM INT\n"
+         "limit=${VALLEY_WORKERS_WAIT_SECONDS:-" + std::to_string(kWorkersWaitSeconds) +
+         "}\n"
+         "deadline=$(( $(date +%s) + limit ))\n"
+         "while read -r host rest; do\n"
+         "  [ -n \"$host\" ] || continue\n"
+         "  echo \"valley: waiting for $host\"\n"
+         "  until ssh $OMPI_MCA_plm_rsh_args -o BatchMode=yes -o ConnectTimeout=5 \"$host\" true </dev/null >/dev/null 2>&1 & wait $!; do\n"
+         "    if [ \"$(date +%s)\" -ge \"$deadline\" ]; then\n"
+         "      echo \"valley: worker $host did not answer over ssh within ${limit}s\" >&2\n"
+         "      exit 1\n"
+         "    fi\n"
+         "    sleep 1 & wait $!\n"
+         "  done\n"
+         "done < \"$OMPI_MCA_orte_default_hostfile\"\n"
+         "echo \"valley: all workers answer\"\n";
+}
+
 json launcher_pod(const TaskSpec& spec, const Shape& shape) {
-  return pod_from_template(spec, spec.launcher, launcher_name(spec.name), "launcher", shape);
+  json pod = pod_from_template(spec, spec.launcher, launcher_name(spec.name), "launcher", shape);
+  json& ps = pod["spec"];
+  // The launcher's own container, minus what only the long-running process needs.
+  json wait = ps["containers"][0];
+  wait["name"] = kWaitForWorkers;
+  wait["command"] = json::array({"sh", "-c", wait_for_workers_script()});
+  for (const char* field : {"args", "ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"}) wait.erase(field);
+  wait["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  json inits = ps.value("initContainers", json::array());
+  if (!inits.is_array()) inits = json::array();
+  inits.push_back(wait);  // after the user's own init containers
+  ps["initContainers"] = inits;
+  return pod;
 }
 
 json headless_service(const TaskSpec& spec) {

@@ -67,6 +67,12 @@ struct Shape {
 std::string pinned_node(const json& pod);
 
 json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement);
+// An MPI launcher is created with its workers. Its last init container (kWaitForWorkers, the
+// launcher's image and ssh settings) waits until every worker in the hostfile answers over ssh, so
+// mpirun starts only when it can reach them all; after VALLEY_WORKERS_WAIT_SECONDS (the launcher's
+// env, default kWorkersWaitSeconds) it fails the pod, naming the worker.
+inline constexpr const char* kWaitForWorkers = "valley-wait-for-workers";
+inline constexpr int kWorkersWaitSeconds = 1800;
 json launcher_pod(const TaskSpec& spec, const Shape& shape);
 json headless_service(const TaskSpec& spec);
 // The hostfile has one line per worker: "<worker>.<service>.<ns>.svc slots=<n>".

@@ -4,6 +4,7 @@
 #include "controllers/planner/scaling.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <map>
 
@@ -233,9 +234,13 @@ class Decider {
   // A pod of the current epoch that decides the task failed: retry in a new epoch or give up.
   void failed(const PodView& p) {
     std::string who = p.role == "launcher" ? "the launcher" : p.name;
+    if (!p.failed_init.empty()) who += "'s init container " + p.failed_init;
     if (p.exit_code && *p.exit_code >= 1 && *p.exit_code <= 127) {
+      std::string said = p.failed_init_message;
+      while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.pop_back();
+      if (auto nl = said.rfind('\n'); nl != std::string::npos) said = said.substr(nl + 1);  // its last line
       finish(false, "ExitCode", who + " exited with code " + std::to_string(*p.exit_code) +
-                                    " (1-127: a permanent error, not retried)");
+                                    " (1-127: a permanent error, not retried)" + (said.empty() ? "" : ": " + said.substr(0, 300)));
       return;
     }
     std::string cause = p.exit_code ? "exit code " + std::to_string(*p.exit_code) : "no exit code (evicted or lost)";
@@ -625,10 +630,14 @@ class Decider {
     if (mpi) {
       auto it = by_name.find(render::launcher_name(spec_->name));
       if (it == by_name.end()) {
-        // mpirun resolves and reaches every worker at start: only when all of them are up.
-        if (ready == workers && !older_epoch_alive) d_.create.push_back(render::launcher_pod(*spec_, shape));
+        // The launcher goes out with its workers (one wave through the scheduler and the kubelets):
+        // its init container holds mpirun until it can reach every worker (render::launcher_pod).
+        if (!older_epoch_alive) d_.create.push_back(render::launcher_pod(*spec_, shape));
       } else {
-        running = it->second->epoch == epoch_ && it->second->phase == "Running";
+        // Running: the launcher runs and, to get there, every worker is Ready. (On a kubelet the
+        // launcher's wait implies it; a simulated node runs the launcher at once. Once Running, a
+        // worker briefly not Ready does not take the task back.)
+        running = it->second->epoch == epoch_ && it->second->phase == "Running" && (phase_ == kRunning || ready == workers);
       }
     } else {
       running = ready == 1;
@@ -720,6 +729,16 @@ PodView view_pod(const json& pod) {
   if (v.disruption.empty())
     for (const char* r : kEvictionReasons)
       if (reason == r) v.disruption = reason;
+  // An init container that failed ends the pod before its containers start.
+  for (const auto& cs : array_at(status, "initContainerStatuses")) {
+    const json& t = object_at(object_at(cs, "state"), "terminated");
+    const auto code64 = kube::int_at(t, "exitCode");
+    if (!code64 || *code64 == 0) continue;
+    v.exit_code = static_cast<int>(std::clamp<int64_t>(*code64, INT32_MIN, INT32_MAX));
+    v.failed_init = string_at(cs, "name");
+    v.failed_init_message = string_at(t, "message");
+    break;
+  }
   for (const auto& cs : array_at(status, "containerStatuses")) {
     const json& t = object_at(object_at(cs, "state"), "terminated");
     const auto code64 = kube::int_at(t, "exitCode");

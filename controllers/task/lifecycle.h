@@ -63,6 +63,9 @@ struct PodView {
   std::optional<kube::SystemTime> deletion_deadline;  // metadata.deletionTimestamp
   std::optional<kube::SystemTime> finished_at;        // the last container's terminated.finishedAt
   std::string termination_message;                    // the workload may report its checkpoint here
+  // An init container that failed (the launcher's wait for its workers, or the user's own): its
+  // name and termination message; exit_code is then its exit code.
+  std::string failed_init, failed_init_message;
 };
 PodView view_pod(const json& pod);
 

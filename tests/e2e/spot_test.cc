@@ -329,7 +329,7 @@ TEST_F(BrieflyNotReadyTest, ItsWorkersStayAndAWaitingTaskGetsNoneOfTheirGpus) {
   heartbeats_back(late);
   ASSERT_TRUE(eventually([&] { return ready_nodes() == 3 && !tainted_not_ready(late); }, 30s)) << admin->get(kNodes, "", late).dump(2);
   // Its kubelet (kwok's pod-ready-again stage) reports the pods Ready again, and the task counts
-  // them: a worker marked while its gang was starting would otherwise hold back the launcher for good.
+  // them: a worker marked while its gang was starting would otherwise hold the task back from Running.
   ASSERT_TRUE(eventually([&] { return pod_ready("job-worker-0") && status().value("readyReplicas", 0) == 2; }, 30s))
       << admin->get(kPods, ns, "job-worker-0")["status"].dump(2) << status().dump(2);
   EXPECT_EQ(unmoved_for(10s), "") << operator_log();

@@ -35,22 +35,27 @@ TEST_F(TaskTest, ApplyExpandsIntoLauncherWorkersServiceHostfileAndKeys) {
   auto all = pods();
   ASSERT_EQ(all.size(), 4u);
   std::set<std::string> names;
-  std::string launcher_created, last_worker_ready;
+  std::string last_worker_ready;
   for (const auto& p : all) {
     names.insert(p["metadata"]["name"]);
     EXPECT_EQ(p["metadata"]["ownerReferences"][0]["uid"], uid);
     EXPECT_EQ(p["metadata"]["labels"]["app.kubernetes.io/managed-by"], "valley");
     EXPECT_EQ(p["metadata"]["labels"]["valley.dev/epoch"], "1");
     if (p["metadata"]["labels"]["valley.dev/role"] == "launcher") {
-      launcher_created = p["metadata"]["creationTimestamp"];
+      // It went out with the workers; its last init container holds mpirun until they answer.
+      ASSERT_TRUE(p["spec"].contains("initContainers")) << p["spec"].dump(2);
+      EXPECT_EQ(p["spec"]["initContainers"].back()["name"], "valley-wait-for-workers");
     } else {
       last_worker_ready = std::max(last_worker_ready, ready_time(p));
       EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"job-launcher", "job-worker-0", "job-worker-1", "job-worker-2"}));
-  // The launcher was created only once every worker was Ready (second precision on both).
-  EXPECT_GE(launcher_created, last_worker_ready);
+  // The task was Running only once every worker was Ready (second precision on both).
+  std::string running_since;
+  for (const auto& c : task()["status"].value("conditions", json::array()))
+    if (c["type"] == "Running" && c["status"] == "True") running_since = c.value("lastTransitionTime", "");
+  EXPECT_GE(running_since, last_worker_ready);
 
   json svc = admin->get(kServices, ns, "job-workers");
   EXPECT_EQ(svc["spec"]["clusterIP"], "None");

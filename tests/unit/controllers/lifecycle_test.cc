@@ -80,13 +80,13 @@ std::vector<std::string> created_names(const Decision& d) {
   return names;
 }
 
-TEST(Lifecycle, NewTaskIsAdmittedAndGetsWorkersButNoLauncherYet) {
+TEST(Lifecycle, NewTaskIsAdmittedAndGetsItsObjectsWorkersAndLauncherAtOnce) {
   Decision d = decide(observe(task_object(), {}, false));
   EXPECT_EQ(d.status["phase"], "Admitted");
   EXPECT_EQ(d.status["epoch"], 1);
   EXPECT_EQ(d.status["selector"], "valley.dev/task=t");
   EXPECT_TRUE(d.create_ssh_secret);
-  EXPECT_EQ(created_names(d), (std::vector<std::string>{"t-workers", "t-mpi", "t-worker-0", "t-worker-1"}));
+  EXPECT_EQ(created_names(d), (std::vector<std::string>{"t-workers", "t-mpi", "t-worker-0", "t-worker-1", "t-launcher"}));
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_EQ(d.events[0].reason, "Admitted");
 }
@@ -124,13 +124,48 @@ TEST(Lifecycle, RefusedPodsAreReportedAndABlockingRefusalCreatesNothing) {
   EXPECT_TRUE(condition_of(decide(observe(task_object())).status, "PodsCreated").is_null());
 }
 
-TEST(Lifecycle, LauncherWaitsForEveryWorkerToBeReady) {
+// The launcher goes out with the workers (its init container waits for them), but the task is
+// Running only once every worker is Ready too; after that a worker briefly not Ready changes nothing.
+TEST(Lifecycle, LauncherGoesOutWithTheWorkersAndTheTaskRunsOnceAllAreReady) {
   json t = task_object({}, {{"phase", "Admitted"}, {"epoch", 1}, {"epochReplicas", 2}});
+  auto created = created_names(decide(observe(t)));
+  EXPECT_EQ(created, (std::vector<std::string>{"t-worker-0", "t-worker-1", "t-launcher"}));
   auto pods = running_pods(1, 2, false);
   pods[1].ready = false;
-  EXPECT_TRUE(created_names(decide(observe(t, pods))).empty());
-  pods[1].ready = true;
   EXPECT_EQ(created_names(decide(observe(t, pods))), std::vector<std::string>{"t-launcher"});
+  pods.push_back(pod("t-launcher", "launcher", 1, "Running"));
+  Decision waiting = decide(observe(t, pods));
+  EXPECT_TRUE(waiting.create.empty());
+  EXPECT_EQ(waiting.status["phase"], "Admitted") << waiting.status.dump(2);
+  pods[1].ready = true;
+  Decision running = decide(observe(t, pods));
+  EXPECT_EQ(running.status["phase"], "Running");
+  pods[1].ready = false;
+  EXPECT_EQ(decide(observe(task_object({}, running.status), pods)).status["phase"], "Running");
+}
+
+// The launcher's wait gives up (a worker never answered over ssh): the task fails with the reason.
+TEST(Lifecycle, AFailedLauncherInitContainerFailsTheTaskWithItsReason) {
+  json t = task_object({}, {{"phase", "Admitted"}, {"epoch", 1}, {"epochReplicas", 2}});
+  auto pods = running_pods(1, 2, false);
+  json launcher = {{"metadata", {{"name", "t-launcher"}, {"uid", "u-l"}, {"labels", {{"valley.dev/role", "launcher"}, {"valley.dev/epoch", "1"}}}}},
+                   {"status",
+                    {{"phase", "Failed"},
+                     {"initContainerStatuses",
+                      {{{"name", "valley-wait-for-workers"},
+                        {"state", {{"terminated", {{"exitCode", 1}, {"message", "valley: waiting for a\nvalley: worker t-worker-1.t-workers.ns.svc did not answer over ssh within 1800s\n"}}}}}}}},
+                     {"containerStatuses", {{{"name", "launcher"}, {"state", {{"waiting", {{"reason", "PodInitializing"}}}}}}}}}}};
+  PodView v = view_pod(launcher);
+  EXPECT_EQ(v.failed_init, "valley-wait-for-workers");
+  ASSERT_TRUE(v.exit_code);
+  EXPECT_EQ(*v.exit_code, 1);
+  pods.push_back(v);
+  Decision d = decide(observe(t, pods));
+  EXPECT_EQ(d.status["phase"], "Failed") << d.status.dump(2);
+  const std::string message = d.status.value("message", "");
+  EXPECT_NE(message.find("the launcher's init container valley-wait-for-workers exited with code 1"), std::string::npos) << message;
+  EXPECT_NE(message.find("t-worker-1.t-workers.ns.svc did not answer over ssh within 1800s"), std::string::npos) << message;
+  EXPECT_EQ(message.find("waiting for a"), std::string::npos) << message;  // the last line only
 }
 
 TEST(Lifecycle, RunningLauncherMakesTheTaskRunningOnce) {
@@ -257,7 +292,7 @@ TEST(Lifecycle, SuspendStopsPodsAndResumeStartsTheNextEpoch) {
   Decision r = decide(observe(task_object({}, s.status), {}));
   EXPECT_EQ(r.status["phase"], "Admitted");
   EXPECT_EQ(r.status["epoch"], 2);
-  EXPECT_EQ(created_names(r).size(), 2u);
+  EXPECT_EQ(created_names(r), (std::vector<std::string>{"t-worker-0", "t-worker-1", "t-launcher"}));
 }
 
 TEST(Lifecycle, DeadlineFailsTheTaskAndTtlDeletesItLater) {
@@ -324,7 +359,7 @@ TEST(Lifecycle, PlannedPlacementPinsWorkersToNodes) {
   Observed o = observe(task_object(), {}, false);
   o.admission->placement[1].node = "a100-od-1";
   Decision d = decide(o);
-  ASSERT_EQ(d.create.size(), 4u);
+  ASSERT_EQ(d.create.size(), 5u);  // Service, ConfigMap, two workers, the launcher
   EXPECT_FALSE(d.create[2]["spec"].contains("affinity"));
   EXPECT_EQ(d.create[3]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
                      ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0],
@@ -493,7 +528,7 @@ TEST(Disruption, SpotNoticeRestartsTheTaskFromItsCheckpointWithoutCountingAFailu
   Observed o4 = on_nodes(d.status, {}, nodes);
   o4.admission->placement[1].node = "n4";
   Decision d4 = decide(o4);
-  ASSERT_EQ(created_names(d4), (std::vector<std::string>{"t-worker-0", "t-worker-1"}));
+  ASSERT_EQ(created_names(d4), (std::vector<std::string>{"t-worker-0", "t-worker-1", "t-launcher"}));
   EXPECT_EQ(render::pinned_node(d4.create[1]), "n4");
   bool resume = false;
   for (const auto& e : d4.create[0]["spec"]["containers"][0]["env"])
@@ -664,7 +699,7 @@ TEST(Disruption, BelowTheMinimumTheTaskWaitsWithoutAPreemptionCounted) {
   // Capacity returns: re-admitted in a new epoch that resumes.
   Decision back = decide(on_nodes(w.status, {}, healthy()));
   EXPECT_EQ(back.status["phase"], "Admitted");
-  EXPECT_EQ(created_names(back).size(), 2u);
+  EXPECT_EQ(created_names(back).size(), 3u);  // two workers and the launcher
   EXPECT_EQ(back.status["restarts"]["total"], 1);
 }
 
@@ -693,7 +728,7 @@ TEST(Disruption, ASizeChangeBeforeTheNewEpochStartsIsNotAnotherRestart) {
   EXPECT_EQ(d.status["epoch"], 2);
   EXPECT_EQ(d.status["epochReplicas"], 3);
   EXPECT_EQ(d.status["restarts"]["total"], 1);
-  EXPECT_EQ(created_names(d).size(), 3u);
+  EXPECT_EQ(created_names(d).size(), 4u);  // three workers and the launcher
 }
 
 TEST(Disruption, PodViewReadsDisruptionTargetDeletionAndTerminationMessage) {

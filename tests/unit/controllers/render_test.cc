@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 namespace valley::render {
 namespace {
@@ -152,6 +153,51 @@ TEST(Render, LauncherMergesTheUserTemplate) {
   bool ssh = false;
   for (const auto& v : pod["spec"]["volumes"]) ssh |= v["name"] == "valley-ssh" && v["secret"]["defaultMode"] == 0600;
   EXPECT_TRUE(ssh);
+}
+
+// The launcher's init container, run as the pod would run it (sh -c, the launcher's environment)
+// against a stand-in ssh that answers for a host only from its second try.
+TEST(Render, TheLaunchersInitContainerWaitsUntilEveryWorkerAnswersOverSsh) {
+  json pod = launcher_pod(spec(), {2, 1});
+  ASSERT_TRUE(pod["spec"]["initContainers"].is_array());
+  const json& wait = pod["spec"]["initContainers"].back();
+  EXPECT_EQ(wait["name"], kWaitForWorkers);
+  EXPECT_EQ(wait["image"], pod["spec"]["containers"][0]["image"]);          // the launcher's ssh and keys
+  EXPECT_EQ(wait["volumeMounts"], pod["spec"]["containers"][0]["volumeMounts"]);
+  EXPECT_FALSE(wait.contains("args"));
+  ASSERT_EQ(wait["command"].size(), 3u);
+  const std::string script = wait["command"][2];
+
+  const std::string dir = ::testing::TempDir() + "/wait-for-workers";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir + "/bin").c_str());
+  std::ofstream(dir + "/hostfile") << hostfile(spec(), 2);
+  // ssh records each call's host; a host answers once it has been tried before; "never" never does.
+  std::ofstream(dir + "/bin/ssh") << "#!/bin/sh\nhost=$(echo \"$@\" | awk '{print $(NF-1)}')\n"
+                                     "echo \"$host\" >> " << dir << "/calls\n"
+                                     "case $host in never*) exit 255;; esac\n"
+                                     "[ $(grep -c \"^$host$\" " << dir << "/calls) -ge 2 ]\n";
+  std::system(("chmod +x " + dir + "/bin/ssh").c_str());
+  std::ofstream(dir + "/script.sh") << script;
+  auto run = [&](const std::string& env) {
+    return std::system(("cd " + dir + " && env PATH=" + dir + "/bin:$PATH OMPI_MCA_orte_default_hostfile=" + dir +
+                        "/hostfile OMPI_MCA_plm_rsh_args='-o StrictHostKeyChecking=no' " + env + " sh script.sh > out 2> err")
+                           .c_str());
+  };
+  EXPECT_EQ(run(""), 0);
+  auto read = [&](const std::string& name) {
+    std::stringstream text;
+    text << std::ifstream(dir + "/" + name).rdbuf();
+    return text.str();
+  };
+  EXPECT_EQ(read("calls"),
+            "resnet-worker-0.resnet-workers.team-a.svc\nresnet-worker-0.resnet-workers.team-a.svc\n"
+            "resnet-worker-1.resnet-workers.team-a.svc\nresnet-worker-1.resnet-workers.team-a.svc\n");
+
+  // A worker that never answers: the wait gives up at its limit, naming the worker.
+  std::ofstream(dir + "/hostfile") << "never.resnet-workers.team-a.svc slots=4\n";
+  EXPECT_NE(run("VALLEY_WORKERS_WAIT_SECONDS=0"), 0);
+  const std::string said = read("err");
+  EXPECT_NE(said.find("worker never.resnet-workers.team-a.svc did not answer over ssh within 0s"), std::string::npos) << said;
 }
 
 TEST(Render, HostfileHasOneLinePerWorkerWithSlots) {
