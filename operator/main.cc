@@ -62,6 +62,8 @@ valley::Flags make_flags() {
       {"pod-security", "Baseline",
        "the Pod Security level (Baseline or Restricted) Valley renders pods for when a task sets no spec.podSecurity.level"},
       {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
+      {"cost-writes-per-second", "5",
+       "at most this many accrued-cost status writes a second across all running tasks: with more than cost-interval x this many running, each is written less often; 0: no limit"},
       {"usage-half-life", "168h", "tenants' fair share: how fast past GPU usage stops counting (Slurm's PriorityDecayHalfLife)"},
       {"tenant-interval", "10s", "how often a Tenant's status (usage, share, spend) is brought up to date at least"},
       {"cost-settle", "15s", "a running pod is charged up to this long ago: its end may reach Valley late, and the accrued cost never goes down"},
@@ -142,6 +144,13 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--pod-security=" + flags.get("pod-security") + " must be Baseline or Restricted");
     task_options.cost_interval = seconds("cost-interval");
     if (task_options.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");
+    try {
+      task_options.cost_writes_per_second = std::stod(flags.get("cost-writes-per-second"));
+    } catch (const std::exception&) {
+      task_options.cost_writes_per_second = -1;
+    }
+    if (!(task_options.cost_writes_per_second >= 0))
+      throw std::invalid_argument("--cost-writes-per-second=" + flags.get("cost-writes-per-second") + " must be a number >= 0");
     task_options.cost_settle = seconds("cost-settle");
     task_options.usage_half_life = seconds("usage-half-life");
     task_options.tenant_interval = seconds("tenant-interval");

@@ -1,6 +1,7 @@
 #include "controllers/cost/engine.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "controllers/gpu/resources.h"
 #include "controllers/planner/snapshot.h"
@@ -107,6 +108,12 @@ bool charged_to_end(const PodUse& pod, const json& cost_status) {
     if (kube::string_at(e, "uid") == pod.uid)
       return i64(e, "untilMs") >= std::chrono::duration_cast<std::chrono::milliseconds>(pod.end->time_since_epoch()).count();
   return false;
+}
+
+std::chrono::seconds accrual_interval(std::chrono::seconds base, size_t accruing_tasks, double writes_per_second) {
+  if (writes_per_second <= 0) return base;
+  const auto spread = static_cast<int64_t>(std::ceil(static_cast<double>(accruing_tasks) / writes_per_second));
+  return std::max(base, std::chrono::seconds(spread));
 }
 
 Micros accrued_micros(const json& cost_status) {

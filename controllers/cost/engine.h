@@ -57,6 +57,11 @@ nlohmann::json accrue(const Policy& p, const nlohmann::json& cost_status, const 
 // has charged it to its end. (When its end will never be known, the caller charges it to now.)
 bool charged_to_end(const PodUse& pod, const nlohmann::json& cost_status);
 
+// How often a running task's accrued cost is written: every `base`, or less often when that many
+// tasks would write more than `writes_per_second` between them (each write is a status PUT the API
+// server stores and sends to every watcher; the final cost stays exact whatever the interval).
+std::chrono::seconds accrual_interval(std::chrono::seconds base, size_t accruing_tasks, double writes_per_second);
+
 // The accrued total in status.cost, in micros (0 when absent).
 Micros accrued_micros(const nlohmann::json& cost_status);
 

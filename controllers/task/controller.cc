@@ -445,6 +445,7 @@ void TaskController::plan_once() {
     }
     if (!same) changed.push_back(key);
   }
+  admitted_tasks_ = static_cast<size_t>(std::count_if(next.begin(), next.end(), [](const auto& kv) { return kv.second.admitted; }));
   {
     std::lock_guard lock(plan_mu_);
     admissions_ = std::move(next);
@@ -639,7 +640,7 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
   }
   nlohmann::json fresh = cost::accrue(*p, stored, uses, rates, spec.priority, o.now, finished, options_.cost_settle);
   const auto updated = kube::time_at(stored, "updated");
-  const bool due = force || finished || pod_ended || !updated || o.now - *updated >= options_.cost_interval ||
+  const bool due = force || finished || pod_ended || !updated || o.now - *updated >= accrual_interval() ||
                    fresh["ledger"].size() != kube::array_at(stored, "ledger").size() ||
                    kube::string_at(stored, "policy") != p->name;
   nlohmann::json out = due ? fresh : stored;
@@ -911,7 +912,7 @@ bool TaskController::reconcile(const std::string& key) {
   if (d.status.value("cost", nlohmann::json::object()) != stored_cost) d.status_changed = true;
   const bool ended_after = phase_after == "Succeeded" || phase_after == "Failed";
   if (((!ended_before && !ended_after) || pods_hold_gpus) && !owned_pods.empty() && policy()) {
-    if (!d.requeue_after || *d.requeue_after > options_.cost_interval) d.requeue_after = options_.cost_interval;
+    if (const auto every = accrual_interval(); !d.requeue_after || *d.requeue_after > every) d.requeue_after = every;
   }
   // Utilization is read while its pods run.
   if (gpu_.enabled() && !ended_after && !owned_pods.empty() && (!d.requeue_after || *d.requeue_after > options_.utilization_interval))

@@ -60,6 +60,8 @@ struct ControllerOptions {
   std::chrono::seconds checkpoint_poll{30};  // how often latest.json is read from s3:// stores
   std::string pricing_policy = "default";    // the PricingPolicy that prices tasks
   std::chrono::seconds cost_interval{30};    // how often a running task's accrued cost is written
+  // ... at most: with many tasks running, their cost writes share this rate (cost::accrual_interval).
+  double cost_writes_per_second = 5;
   // A running pod is charged up to this long ago (its end may reach us late: cost::accrue).
   std::chrono::seconds cost_settle{15};
   // Tenants: how fast past usage stops counting against a tenant's fair share, and how often a
@@ -146,7 +148,11 @@ class TaskController {
   std::map<std::string, std::chrono::steady_clock::time_point> coalescing_;  // task -> first held change
   // How much longer the task's held status change may wait (0: write it now).
   std::chrono::milliseconds coalesce_wait(const std::string& key);
+  std::chrono::seconds accrual_interval() const {
+    return cost::accrual_interval(options_.cost_interval, admitted_tasks_.load(), options_.cost_writes_per_second);
+  }
   std::atomic<bool> running_{false};
+  std::atomic<size_t> admitted_tasks_{0};  // in the last plan: the tasks whose cost accrues
   bool ssh_secret_exists(const std::string& ns, const std::string& task, const std::string& uid);
   void secret_created(const std::string& ns, const std::string& task, const std::string& uid);
 

@@ -168,6 +168,17 @@ TEST(Policy, TariffWindowsInLocalTimeWrapMidnightAndFollowWeekdays) {
 }
 
 // One A100 on demand for exactly one hour, 11:30-12:30 local on a Tuesday: half peak, half flat.
+// Up to base x rate running tasks, each is written every `base`; beyond, they share the rate.
+TEST(Accrual, PeriodicWritesShareARateBeyondAFewHundredTasks) {
+  EXPECT_EQ(accrual_interval(30s, 0, 5), 30s);
+  EXPECT_EQ(accrual_interval(30s, 150, 5), 30s);
+  EXPECT_EQ(accrual_interval(30s, 151, 5), 31s);
+  EXPECT_EQ(accrual_interval(30s, 1000, 5), 200s);
+  EXPECT_EQ(accrual_interval(30s, 5000, 5), 1000s);
+  EXPECT_EQ(accrual_interval(30s, 1000, 0), 30s);  // no limit
+  EXPECT_EQ(accrual_interval(1s, 3, 0.5), 6s);
+}
+
 TEST(Charge, SplitsAtTariffBoundariesExactly) {
   Policy p = policy();
   Charge c = charge_interval(p, rate_for(p, "nvidia", kA100), 1000, at("2026-11-24T03:30:00Z"), at("2026-11-24T04:30:00Z"));
