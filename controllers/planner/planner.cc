@@ -122,6 +122,9 @@ class Planner {
     for (const auto& t : tasks)
       for (const auto& w : t.workers) intern(w.gpu_resource);
     width_ = names_.size();
+    // A GPU share by resource id, so that the hot loops compare no resource names: seven units'
+    // share, from which any count's is exact (MIG slices are sevenths).
+    for (const auto& name : names_) share7_.push_back(gpu::share_milli(name, 7));
     free_.assign(nodes_.size() * width_, 0);
     info_.resize(nodes_.size());
     std::map<std::string, int64_t> capacity;  // pool -> thousandths of a GPU
@@ -132,6 +135,8 @@ class Planner {
       for (const auto& [r, units] : n->free) free_[k * width_ + resource_id(r)] = units;
       info.price = price_at(*n, config_, now_);
       info.nvidia = n->vendor == "nvidia";
+      info.spot = n->capacity_class == "spot";
+      info.vendor = vendor_id(n->vendor);
       if (n->vendor.empty()) continue;
       info.whole = resource_id(whole_resource(n->vendor));
       info.pool = planner::pool_of(*n);
@@ -161,6 +166,8 @@ class Planner {
   struct NodeInfo {
     int whole = -1;  // the vendor's whole-GPU resource; -1 without GPUs
     bool nvidia = false;
+    bool spot = false;  // capacity_class "spot"
+    int vendor = -1;    // into vendors_
     int64_t price = 0;  // a GPU-hour here now, energy included
     std::string pool;   // "<vendor>/<class>" (GPU nodes)
   };
@@ -175,8 +182,14 @@ class Planner {
     return it->second;
   }
   int resource_id(const std::string& name) const { return resource_ids_.at(name); }
+  int vendor_id(const std::string& vendor) {
+    auto it = std::find(vendors_.begin(), vendors_.end(), vendor);
+    if (it != vendors_.end()) return static_cast<int>(it - vendors_.begin());
+    vendors_.push_back(vendor);
+    return static_cast<int>(vendors_.size()) - 1;
+  }
   // Thousandths of a GPU that `count` units of resource r stand for.
-  int64_t share_of(int r, int64_t count) const { return gpu::share_milli(names_[r], count); }
+  int64_t share_of(int r, int64_t count) const { return count * share7_[r] / 7; }
 
   int64_t* row(size_t k) { return &free_[k * width_]; }
   const int64_t* row(size_t k) const { return &free_[k * width_]; }
@@ -825,9 +838,11 @@ class Planner {
       return row(k);
     };
     int64_t fit_alone = 0;  // what fits on the candidates one by one: the gang cannot exceed it
+    const auto of_vendor = std::find(vendors_.begin(), vendors_.end(), vendor);
+    if (of_vendor == vendors_.end()) return std::nullopt;  // no node of this vendor
+    const int wanted = static_cast<int>(of_vendor - vendors_.begin());
     for (size_t k = 0; k < nodes_.size(); ++k) {
-      const Node* n = nodes_[k];
-      if (n->vendor != vendor || !may_place(i, k) || (spot_only_ && n->capacity_class != "spot")) continue;
+      if (info_[k].vendor != wanted || !may_place(i, k) || (spot_only_ && !info_[k].spot)) continue;
       if (price_cap_ && info_[k].price > *price_cap_) continue;
       const int f = fits(t, k, row(k), count);
       if (f == 0) continue;
@@ -875,10 +890,10 @@ class Planner {
         std::array<int64_t, 6> score{};
         switch (config_.placement) {
           case Placement::Price:
-            score = {waste, own, -price, (n->capacity_class == "spot") == t.checkpointed, fit, -left};
+            score = {waste, own, -price, info_[k].spot == t.checkpointed, fit, -left};
             break;
           case Placement::PackThenClass:
-            score = {fit, waste, own, (n->capacity_class == "spot") == t.checkpointed, -n->price_micros, -left};
+            score = {fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, -left};
             break;
           case Placement::Pack:
             score = {fit, waste, own, -left, 0, 0};
@@ -957,6 +972,8 @@ class Planner {
   std::vector<NodeInfo> info_;                        // by node index
   std::unordered_map<std::string, size_t> by_name_;   // node name -> index
   std::vector<std::string> names_;                    // resource id -> name
+  std::vector<int64_t> share7_;                       // resource id -> thousandths of a GPU in 7 units
+  std::vector<std::string> vendors_;                  // the nodes' vendors (NodeInfo::vendor)
   std::unordered_map<std::string, int> resource_ids_;
   int time_sliced_ = -1;
   std::array<int, kMigCount> mig_{};
