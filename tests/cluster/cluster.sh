@@ -165,7 +165,7 @@ args_of() {
         --use-service-account-credentials=true \
         --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
         --service-cluster-ip-range=$SERVICE_CIDR \
-        --leader-elect=false --kube-api-qps=100 --kube-api-burst=200 --v=1 ;;
+        --leader-elect=false --kube-api-qps=100 --kube-api-burst=200 --v=1 ${VALLEY_KCM_ARGS:-} ;;
     scheduler) echo --kubeconfig="$PKI/scheduler.kubeconfig" \
         --authentication-kubeconfig="$PKI/scheduler.kubeconfig" \
         --authorization-kubeconfig="$PKI/scheduler.kubeconfig" \
