@@ -56,6 +56,7 @@ class LeaderElector {
   std::string observed_holder_, observed_renew_, observed_rv_;
   std::chrono::steady_clock::time_point observed_time_{};
   std::string reported_leader_;
+  json own_lease_;  // the lease as our last write left it (null until then, or after a failed renewal)
 };
 
 // A default identity: hostname plus a random suffix, so two processes on one host differ.

@@ -250,6 +250,34 @@ TEST_F(LeaderElection, ExactlyOneLeadsAndASurvivorTakesOverAfterKill9) {
   EXPECT_EQ(follower.process->wait(10s), 0);
 }
 
+// The leader renews with one conditional write of the lease it last wrote; when someone else has
+// written the lease since, that write conflicts and the leader reads the lease and steps down.
+TEST_F(LeaderElection, ALeaderWhoseLeaseWasTakenStepsDown) {
+  auto a = start_operator(ns, "op-a");
+  ASSERT_TRUE(eventually([&] { return leads(a); }, 20s));
+  std::this_thread::sleep_for(2s);  // several optimistic renewals
+  json lease = admin->get(kLeases, ns, "valley-operator");
+  ASSERT_EQ(lease["spec"].value("holderIdentity", ""), "op-a");
+  auto c = unlimited_admin();
+  for (int attempt = 0;; ++attempt) {
+    lease = c->get(kLeases, ns, "valley-operator");
+    lease["spec"]["holderIdentity"] = "intruder";
+    lease["spec"]["leaseDurationSeconds"] = 60;
+    lease["spec"]["renewTime"] = kube::format_micro_time(std::chrono::system_clock::now());
+    try {
+      c->update(kLeases, lease);
+      break;
+    } catch (const kube::KubeError& e) {
+      ASSERT_TRUE(e.http_status() == 409 && attempt < 20) << e.what();  // op-a renewed meanwhile
+    }
+  }
+  ASSERT_TRUE(eventually([&] { return a.process->output().find("lease taken by intruder") != std::string::npos; }, 10s))
+      << a.process->output();
+  EXPECT_EQ(admin->get(kLeases, ns, "valley-operator")["spec"].value("holderIdentity", ""), "intruder");
+  a.process->signal(SIGTERM);
+  a.process->wait(10s);
+}
+
 TEST_F(LeaderElection, OrderlyShutdownReleasesTheLeaseForAFastHandover) {
   auto a = start_operator(ns, "op-a");
   ASSERT_TRUE(eventually([&] { return leads(a); }, 20s));
