@@ -166,7 +166,6 @@ on_interrupt() {
   [ -n "$watcher" ] && kill "$watcher" 2>/dev/null || true
   [ -n "$run_ns" ] && delete_namespace "$run_ns"
   [ -n "$pid" ] && stop_pid "$pid"
-  restore_controller_manager
   exit 130
 }
 trap on_interrupt INT TERM
@@ -178,6 +177,7 @@ trap on_interrupt INT TERM
 node_grace=${BENCH_CP_NODE_GRACE:-10m}
 VALLEY_KCM_ARGS="--node-monitor-grace-period=$node_grace" tests/cluster/cluster.sh restart controller-manager >/dev/null
 restore_controller_manager() { tests/cluster/cluster.sh restart controller-manager >/dev/null 2>&1 || true; }
+trap restore_controller_manager EXIT  # also when a step fails (set -e)
 
 for n in $sizes; do
   nodes=$(( (n * workers + 7) / 8 + 1 ))
@@ -262,7 +262,8 @@ PY
     run_ns="" pid="" watcher=""
   done
 done
-tests/cluster/cluster.sh nodes tests/cluster/profiles/default.yaml >/dev/null
-restore_controller_manager
+# (Deleting a thousand nodes on a loaded machine can outlast the wait for the default ones: the
+# figures are written anyway.)
+tests/cluster/cluster.sh nodes tests/cluster/profiles/default.yaml >/dev/null || log "the default nodes were not all Ready in time"
 
 bench/controlplane/report.py "$results" "$out"
