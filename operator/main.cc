@@ -62,8 +62,8 @@ valley::Flags make_flags() {
       {"pod-security", "Baseline",
        "the Pod Security level (Baseline or Restricted) Valley renders pods for when a task sets no spec.podSecurity.level"},
       {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
-      {"cost-writes-per-second", "5",
-       "at most this many accrued-cost status writes a second across all running tasks: with more than cost-interval x this many running, each is written less often; 0: no limit"},
+      {"progress-writes-per-second", "5",
+       "at most this many status writes a second across all admitted tasks that only bring progress up to date (accrued cost, counts, utilization): with more tasks than cost-interval x this many, each task's are written less often; 0: no limit"},
       {"usage-half-life", "168h", "tenants' fair share: how fast past GPU usage stops counting (Slurm's PriorityDecayHalfLife)"},
       {"tenant-interval", "10s", "how often a Tenant's status (usage, share, spend) is brought up to date at least"},
       {"cost-settle", "15s", "a running pod is charged up to this long ago: its end may reach Valley late, and the accrued cost never goes down"},
@@ -145,12 +145,12 @@ int main(int argc, char** argv) {
     task_options.cost_interval = seconds("cost-interval");
     if (task_options.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");
     try {
-      task_options.cost_writes_per_second = std::stod(flags.get("cost-writes-per-second"));
+      task_options.progress_writes_per_second = std::stod(flags.get("progress-writes-per-second"));
     } catch (const std::exception&) {
-      task_options.cost_writes_per_second = -1;
+      task_options.progress_writes_per_second = -1;
     }
-    if (!(task_options.cost_writes_per_second >= 0))
-      throw std::invalid_argument("--cost-writes-per-second=" + flags.get("cost-writes-per-second") + " must be a number >= 0");
+    if (!(task_options.progress_writes_per_second >= 0))
+      throw std::invalid_argument("--progress-writes-per-second=" + flags.get("progress-writes-per-second") + " must be a number >= 0");
     task_options.cost_settle = seconds("cost-settle");
     task_options.usage_half_life = seconds("usage-half-life");
     task_options.tenant_interval = seconds("tenant-interval");

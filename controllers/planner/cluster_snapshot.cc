@@ -35,11 +35,21 @@ std::vector<std::string> owner_uids(const json& object) {
   return out;
 }
 
-std::shared_ptr<const Task> planner_task(const api::ParsedTask& parsed, const json& task, const std::vector<ObjectPtr>& owned) {
-  if (!parsed.spec) return nullptr;
+// The view's entry of a task from its object and pods (by name).
+std::shared_ptr<const SnapshotView::TaskEntry> task_entry(const std::string& key, const ObjectPtr& task,
+                                                          const std::shared_ptr<const api::ParsedTask>& parsed, std::vector<ObjectPtr> owned) {
+  auto e = std::make_shared<SnapshotView::TaskEntry>();
+  e->key = key;
+  e->object = task;
+  e->parsed = parsed;
+  e->owned = std::move(owned);
   std::vector<const json*> pods;
-  for (const auto& p : owned) pods.push_back(p.get());
-  return std::make_shared<const Task>(task_with_pods(*parsed.spec, task, pods));
+  for (const auto& p : e->owned) {
+    pods.push_back(p.get());
+    if (kube::string_at(kube::object_at(*p, "spec"), "nodeName").empty() && !render::pinned_node(*p).empty()) e->waiting.push_back(p);
+  }
+  if (parsed->spec) e->task = std::make_shared<const Task>(task_with_pods(*parsed->spec, *task, pods));
+  return e;
 }
 
 }  // namespace
@@ -70,7 +80,7 @@ void ClusterSnapshot::hold(const PodEntry& p, int sign) {
 
 void ClusterSnapshot::touch_owner(const std::string& uid) {
   if (auto t = task_by_uid_.find(uid); t != task_by_uid_.end())
-    if (auto entry = tasks_.find(t->second); entry != tasks_.end()) entry->second.dirty = true;
+    if (auto entry = tasks_.find(t->second); entry != tasks_.end()) entry->second.view = nullptr;
 }
 
 void ClusterSnapshot::upsert_pod(const ObjectPtr& pod) {
@@ -83,8 +93,13 @@ void ClusterSnapshot::upsert_pod(const ObjectPtr& pod) {
   p.worker_of = worker_of(*pod, &p.epoch);
   hold(p, +1);
   for (const auto& uid : owner_uids(*pod)) {
-    pods_by_owner_[uid].insert(key);
+    pods_by_owner_[uid][key] = pod;
     touch_owner(uid);
+  }
+  if (!p.worker_of.empty() && !p.node.empty()) {
+    auto& w = workers_[p.worker_of];
+    w.by_pod[key] = {p.node, p.usage, p.epoch};
+    w.view = nullptr;
   }
   pods_.emplace(key, std::move(p));
 }
@@ -93,6 +108,10 @@ void ClusterSnapshot::remove_pod(const std::string& key) {
   auto it = pods_.find(key);
   if (it == pods_.end()) return;
   hold(it->second, -1);
+  if (auto w = workers_.find(it->second.worker_of); w != workers_.end() && w->second.by_pod.erase(key)) {
+    w->second.view = nullptr;
+    if (w->second.by_pod.empty()) workers_.erase(w);
+  }
   for (const auto& uid : owner_uids(*it->second.object)) {
     if (auto owned = pods_by_owner_.find(uid); owned != pods_by_owner_.end()) {
       owned->second.erase(key);
@@ -123,6 +142,7 @@ void ClusterSnapshot::remove_task(const std::string& key) {
 
 SnapshotView ClusterSnapshot::view() {
   SnapshotView v;
+  v.nodes.reserve(nodes_.size());
   for (const auto& [name, entry] : nodes_) {
     Node n = entry.second;
     if (auto held = held_.find(name); held != held_.end())
@@ -130,25 +150,31 @@ SnapshotView ClusterSnapshot::view() {
         if (units != 0) n.free[resource] -= units;
     v.nodes.push_back(std::move(n));
   }
+  v.tasks.reserve(tasks_.size());
   for (auto& [key, t] : tasks_) {
-    SnapshotView::TaskEntry e{key, t.object, t.parsed, nullptr, {}};
-    if (auto owned = pods_by_owner_.find(t.uid); owned != pods_by_owner_.end())
-      for (const auto& pod_key : owned->second) e.owned.push_back(pods_.at(pod_key).object);
-    if (t.dirty || !t.task) {
-      t.task = planner_task(*t.parsed, *t.object, e.owned);
-      t.dirty = false;
+    if (!t.view) {
+      std::vector<ObjectPtr> owned;
+      if (auto pods = pods_by_owner_.find(t.uid); pods != pods_by_owner_.end())
+        for (const auto& [pod_key, pod] : pods->second) owned.push_back(pod);
+      t.view = task_entry(key, t.object, t.parsed, std::move(owned));
     }
-    e.task = t.task;
-    v.tasks.push_back(std::move(e));
+    v.tasks.push_back(t.view);
   }
-  for (const auto& [key, p] : pods_)
-    if (!p.worker_of.empty() && !p.node.empty()) v.workers[p.worker_of].push_back({p.node, p.usage, p.epoch});
+  for (auto& [task, w] : workers_) {
+    if (!w.view) {
+      std::vector<SnapshotView::Worker> list;
+      for (const auto& [pod_key, worker] : w.by_pod) list.push_back(worker);
+      w.view = std::make_shared<const std::vector<SnapshotView::Worker>>(std::move(list));
+    }
+    v.workers.emplace_hint(v.workers.end(), task, w.view);
+  }
   return v;
 }
 
 SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<ObjectPtr>& pods, const std::vector<ObjectPtr>& tasks,
                      const NodeFacts& facts) {
   SnapshotView v;
+  std::map<std::string, std::vector<SnapshotView::Worker>> workers;
   std::map<std::string, Node> by_name;
   for (const auto& n : nodes) by_name[key_of(*n)] = node_from(*n, facts);
   std::map<std::string, ObjectPtr> pods_by_key;
@@ -160,22 +186,22 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<Obje
         if (units != 0) n->second.free[resource] -= units;
     std::string epoch;
     if (const std::string task = worker_of(*p, &epoch); !task.empty() && !node.empty())
-      v.workers[task].push_back({node, gpu_usage(*p), epoch});
+      workers[task].push_back({node, gpu_usage(*p), epoch});
   }
+  for (auto& [task, list] : workers) v.workers[task] = std::make_shared<const std::vector<SnapshotView::Worker>>(std::move(list));
   for (auto& [name, n] : by_name) v.nodes.push_back(std::move(n));
   std::map<std::string, ObjectPtr> tasks_by_key;
   for (const auto& t : tasks) tasks_by_key[key_of(*t)] = t;
   for (const auto& [key, t] : tasks_by_key) {
-    SnapshotView::TaskEntry e{key, t, std::make_shared<const api::ParsedTask>(api::parse_task(*t)), nullptr, {}};
     const std::string uid = kube::string_at(kube::object_at(*t, "metadata"), "uid");
+    std::vector<ObjectPtr> owned;
     for (const auto& [pod_key, p] : pods_by_key)
       for (const auto& owner : owner_uids(*p))
         if (owner == uid) {
-          e.owned.push_back(p);
+          owned.push_back(p);
           break;
         }
-    e.task = planner_task(*e.parsed, *t, e.owned);
-    v.tasks.push_back(std::move(e));
+    v.tasks.push_back(task_entry(key, t, std::make_shared<const api::ParsedTask>(api::parse_task(*t)), std::move(owned)));
   }
   return v;
 }

@@ -14,7 +14,6 @@
 
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -36,16 +35,20 @@ struct SnapshotView {
     std::shared_ptr<const api::ParsedTask> parsed;
     std::shared_ptr<const Task> task;  // task_from(spec, object, owned); null when the spec is invalid
     std::vector<ObjectPtr> owned;      // its pods (by owner UID), by name
+    // Of those, the ones pinned to a node and not bound yet: kube-scheduler may be refusing them.
+    std::vector<ObjectPtr> waiting;
   };
-  std::vector<TaskEntry> tasks;  // by key
+  // By key. Shared with the snapshot and between views: an entry is made anew only when its task or
+  // one of its pods changed, so a view of 1,000 tasks copies 1,000 pointers.
+  std::vector<std::shared_ptr<const TaskEntry>> tasks;
   // Valley worker pods by the task their labels name ("ns/task"): the node they hold GPUs on (bound
-  // or pinned), what they hold, and their epoch label.
+  // or pinned), what they hold, and their epoch label; by pod name. Shared likewise.
   struct Worker {
     std::string node;
     std::map<std::string, int64_t> usage;
     std::string epoch;
   };
-  std::map<std::string, std::vector<Worker>> workers;
+  std::map<std::string, std::shared_ptr<const std::vector<Worker>>> workers;
 };
 
 class ClusterSnapshot {
@@ -68,7 +71,6 @@ class ClusterSnapshot {
     ObjectPtr object;
     std::string node;                      // bound, else pinned; "" if neither
     std::map<std::string, int64_t> usage;  // gpu_usage
-    std::string owner_uid;
     std::string worker_of;                 // "ns/task" of a Valley worker, else ""
     std::string epoch;
   };
@@ -76,8 +78,11 @@ class ClusterSnapshot {
     ObjectPtr object;
     std::string uid;
     std::shared_ptr<const api::ParsedTask> parsed;
-    std::shared_ptr<const Task> task;
-    bool dirty = true;  // task_from to be recomputed
+    std::shared_ptr<const SnapshotView::TaskEntry> view;  // null: to be made anew (it or a pod changed)
+  };
+  struct TaskWorkers {
+    std::map<std::string, SnapshotView::Worker> by_pod;
+    std::shared_ptr<const std::vector<SnapshotView::Worker>> view;  // null: to be made anew
   };
   void hold(const PodEntry& p, int sign);
   void touch_owner(const std::string& uid);
@@ -86,7 +91,8 @@ class ClusterSnapshot {
   std::map<std::string, std::pair<ObjectPtr, Node>> nodes_;            // by name
   std::map<std::string, std::map<std::string, int64_t>> held_;         // node -> resource -> units held
   std::map<std::string, PodEntry> pods_;                               // by namespace/name
-  std::map<std::string, std::set<std::string>> pods_by_owner_;         // owner UID -> pod keys
+  std::map<std::string, std::map<std::string, ObjectPtr>> pods_by_owner_;  // owner UID -> pod key -> pod
+  std::map<std::string, TaskWorkers> workers_;                         // by the task the labels name
   std::map<std::string, TaskEntry> tasks_;                             // by namespace/name
   std::map<std::string, std::string> task_by_uid_;                     // UID -> task key
 };

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "controllers/cost/candidates.h"
 #include "controllers/cost/planner_config.h"
@@ -227,7 +229,8 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
 // waits for cheaper capacity (deadline slack or the policy's patience), when a running one is
 // expected to end (its estimatedDuration from its start, stretched at a smaller size).
 void TaskController::planner_inputs(planner::Task& t, const api::TaskSpec& spec, const nlohmann::json& status) const {
-  t.scaling = planner::scaling_from(status.value("scaling", nlohmann::json::array()));
+  // References into the cached status, not copies (this runs for every task at every plan).
+  t.scaling = planner::scaling_from(kube::array_at(status, "scaling"));
   t.idle = idle_shrink(status);
   if (auto pct = kube::int_at(kube::object_at(status, "utilization"), "gpuPercent")) t.gpu_percent = static_cast<int>(*pct);
   auto p = policy();
@@ -237,8 +240,7 @@ void TaskController::planner_inputs(planner::Task& t, const api::TaskSpec& spec,
     double done = 0;
     if (spec.estimated_duration) {
       int64_t gpu_ms = 0;
-      const auto breakdown = status.value("cost", nlohmann::json::object()).value("breakdown", nlohmann::json::object());
-      const auto gpu_time = breakdown.value("gpuMilliSeconds", nlohmann::json::object());
+      const auto& gpu_time = kube::object_at(kube::object_at(kube::object_at(status, "cost"), "breakdown"), "gpuMilliSeconds");
       for (const auto& [k, v] : gpu_time.items())
         if (v.is_number_integer()) gpu_ms += v.get<int64_t>();  // GPU-seconds x 1000
       const double total = static_cast<double>(spec.estimated_duration->count()) * t.max_workers * spec.gpus.milli / 1000.0;
@@ -289,11 +291,9 @@ void TaskController::planning_loop(const std::atomic<bool>& stop) {
 }
 
 void TaskController::plan_once() {
-  std::map<std::string, Admission> published;
-  {
-    std::lock_guard lock(plan_mu_);
-    published = admissions_;
-  }
+  // Read without the lock and without a copy: this thread is the only one that writes admissions_
+  // (under the lock, at the end of this function; reconcilers only read it).
+  const std::map<std::string, Admission>& published = admissions_;
   // The cluster as the informers last showed it, kept up to date event by event (ClusterSnapshot).
   planner::SnapshotView view;
   {
@@ -314,7 +314,8 @@ void TaskController::plan_once() {
   std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
   std::map<std::string, const api::TaskSpec*> specs;  // into the view
   std::map<std::string, bool> namespace_going_now;
-  for (const auto& entry : view.tasks) {
+  for (const auto& shared_entry : view.tasks) {
+    const auto& entry = *shared_entry;
     const auto& obj = entry.object;
     if ((*obj)["metadata"].contains("deletionTimestamp")) continue;  // going away: holds nothing
     const api::ParsedTask& parsed = *entry.parsed;
@@ -348,15 +349,10 @@ void TaskController::plan_once() {
     const auto now = std::chrono::system_clock::now();
     planner_inputs(t, *parsed.spec, status);
     auto& avoid = avoid_[t.key];
-    for (const auto& owned : entry.owned) {
-      const nlohmann::json& pod = *owned;
-      // Pinned, unbound and refused by kube-scheduler for longer than the timeout. This looks at every
-      // pod at every plan: bound ones (nearly all) are passed over first, and nothing is copied (at
-      // 1,000 tasks the planning thread was two thirds of the operator's CPU, most of it JSON copies
-      // and lookups).
-      if (!kube::string_at(kube::object_at(pod, "spec"), "nodeName").empty()) continue;
+    for (const auto& waiting : entry.waiting) {
+      // Pinned, unbound and refused by kube-scheduler for longer than the timeout.
+      const nlohmann::json& pod = *waiting;
       const std::string pinned = render::pinned_node(pod);
-      if (pinned.empty()) continue;
       for (const auto& c : kube::array_at(kube::object_at(pod, "status"), "conditions")) {
         if (kube::string_at(c, "type") != "PodScheduled" || kube::string_at(c, "status") != "False") continue;
         auto since = kube::parse_time(kube::string_at(c, "lastTransitionTime"));
@@ -386,7 +382,7 @@ void TaskController::plan_once() {
     auto pe = planned_epoch.find(task_key);
     if (pe == planned_epoch.end()) continue;
     const std::string epoch = std::to_string(pe->second);
-    for (const auto& w : workers) {
+    for (const auto& w : *workers) {
       auto ni = node_index.find(w.node);
       if (w.epoch != epoch || ni == node_index.end()) continue;
       for (const auto& [resource, units] : w.usage)
@@ -406,12 +402,16 @@ void TaskController::plan_once() {
   std::map<std::string, std::string> vendor_of;
   std::map<std::string, cost::NodeRate> rates;
   // Where a task may run, for its estimate: NVIDIA nodes, and AMD ones too when it allows them.
-  // Two lists for every task rather than one per task (a thousand tasks x a thousand nodes).
+  // Two lists for every task rather than one per task, each rate once (in the order of the first
+  // node that has it: the estimate takes the first of equally cheap ones), so a thousand waiting
+  // tasks look at the cluster's few pools rather than at a thousand nodes each.
   std::vector<cost::NodeRate> nvidia_rates, any_rates;
+  std::set<std::tuple<std::string, std::string, std::string, decltype(cost::NodeRate::gpu_per_hour), int>> seen_rates;
   for (const auto& n : nodes) {
     vendor_of[n.name] = n.vendor;
     if (!pricing || n.vendor.empty()) continue;
     const cost::NodeRate& r = rates[n.name] = cost::rate_for(*pricing, n.vendor, n.labels);
+    if (!seen_rates.emplace(r.vendor, r.product, r.capacity_class, r.gpu_per_hour, r.watts).second) continue;
     if (r.vendor == "nvidia") nvidia_rates.push_back(r);
     if (r.vendor == "nvidia" || r.vendor == "amd") any_rates.push_back(r);
   }
@@ -1120,7 +1120,7 @@ std::chrono::milliseconds TaskController::coalesce_wait(const std::string& key) 
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(coalesce_mu_);
   const auto first = coalescing_.try_emplace(key, now).first->second;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(first + options_.status_coalesce - now);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(first + coalesce_window() - now);
   return std::max(left, std::chrono::milliseconds(0));
 }
 

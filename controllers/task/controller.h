@@ -43,7 +43,8 @@ struct ControllerOptions {
   // Creates in flight at once, across all tasks (a task's launcher and workers go out together).
   int max_concurrent_creates = 16;
   // A status change that only updates counts, the accrued cost or utilization (or a new task's
-  // "waiting for the planner") is held this long for a change worth writing at once; 0: never held.
+  // "waiting for the planner") is held this long for a change worth writing at once (longer with many
+  // tasks admitted: progress_writes_per_second); 0: never held.
   std::chrono::milliseconds status_coalesce{2000};
   // Tests only: TrainingTask watch events reach the cache this much later than pods' (the window in
   // which a reconcile sees a task from before its own status write).
@@ -60,8 +61,10 @@ struct ControllerOptions {
   std::chrono::seconds checkpoint_poll{30};  // how often latest.json is read from s3:// stores
   std::string pricing_policy = "default";    // the PricingPolicy that prices tasks
   std::chrono::seconds cost_interval{30};    // how often a running task's accrued cost is written
-  // ... at most: with many tasks running, their cost writes share this rate (cost::accrual_interval).
-  double cost_writes_per_second = 5;
+  // Writes that only bring progress up to date (the periodic accrued cost; counts, cost and
+  // utilization held by status_coalesce) share this rate across the admitted tasks: each task's are
+  // spaced by admitted / rate seconds at least (cost::accrual_interval); 0: no limit.
+  double progress_writes_per_second = 5;
   // A running pod is charged up to this long ago (its end may reach us late: cost::accrue).
   std::chrono::seconds cost_settle{15};
   // Tenants: how fast past usage stops counting against a tenant's fair share, and how often a
@@ -149,7 +152,13 @@ class TaskController {
   // How much longer the task's held status change may wait (0: write it now).
   std::chrono::milliseconds coalesce_wait(const std::string& key);
   std::chrono::seconds accrual_interval() const {
-    return cost::accrual_interval(options_.cost_interval, admitted_tasks_.load(), options_.cost_writes_per_second);
+    return cost::accrual_interval(options_.cost_interval, admitted_tasks_.load(), options_.progress_writes_per_second);
+  }
+  // How long a progress-only status change may be held: status_coalesce, or the tasks' share of the
+  // progress write rate when that is longer (at 1,000 tasks starting at once, most reach Running
+  // before their counts would be written: one write from admission to Running instead of two).
+  std::chrono::milliseconds coalesce_window() const {
+    return status_hold(options_.status_coalesce, admitted_tasks_.load(), options_.progress_writes_per_second);
   }
   std::atomic<bool> running_{false};
   std::atomic<size_t> admitted_tasks_{0};  // in the last plan: the tasks whose cost accrues

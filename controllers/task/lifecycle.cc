@@ -770,4 +770,9 @@ bool status_may_wait(const json& stored, const Decision& d, bool planned) {
   return true;
 }
 
+std::chrono::milliseconds status_hold(std::chrono::milliseconds window, size_t admitted_tasks, double progress_writes_per_second) {
+  if (window.count() <= 0) return std::chrono::milliseconds(0);  // coalescing off
+  return std::max<std::chrono::milliseconds>(window, cost::accrual_interval(std::chrono::seconds(0), admitted_tasks, progress_writes_per_second));
+}
+
 }  // namespace valley::task

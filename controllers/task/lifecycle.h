@@ -173,6 +173,11 @@ std::string idle_shrink(const json& status);
 // must be written before they do).
 bool status_may_wait(const json& stored, const Decision& d, bool planned);
 
+// How long such a change may be held: `window`, or the admitted tasks' share of the progress write
+// rate when that is longer (each task's progress writes at least admitted / rate seconds apart, as
+// the periodic cost writes: cost::accrual_interval); no longer than `window` when the rate is 0.
+std::chrono::milliseconds status_hold(std::chrono::milliseconds window, size_t admitted_tasks, double progress_writes_per_second);
+
 // Without a planner (tests, or a cluster without GPUs): replicas.target if pinned, else min.
 int desired_workers(const api::TaskSpec& spec);
 

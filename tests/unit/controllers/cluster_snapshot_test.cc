@@ -15,9 +15,11 @@ json dump(const SnapshotView& v) {
   for (const auto& n : v.nodes)
     out["nodes"].push_back({{"name", n.name}, {"vendor", n.vendor}, {"class", n.capacity_class}, {"free", n.free},
                             {"capacity", n.capacity}, {"schedulable", n.schedulable}, {"notice", n.notice}, {"fault", n.fault}});
-  for (const auto& t : v.tasks) {
-    json e = {{"key", t.key}, {"valid", t.parsed->spec.has_value()}, {"owned", json::array()}};
+  for (const auto& entry : v.tasks) {
+    const auto& t = *entry;
+    json e = {{"key", t.key}, {"valid", t.parsed->spec.has_value()}, {"owned", json::array()}, {"waiting", json::array()}};
     for (const auto& p : t.owned) e["owned"].push_back((*p)["metadata"]["name"]);
+    for (const auto& p : t.waiting) e["waiting"].push_back((*p)["metadata"]["name"]);
     if (t.task) {
       e["admitted"] = t.task->admitted;
       e["range"] = {t.task->min_workers, t.task->max_workers};
@@ -26,7 +28,7 @@ json dump(const SnapshotView& v) {
     out["tasks"].push_back(e);
   }
   for (const auto& [task, workers] : v.workers)
-    for (const auto& w : workers) out["workers"][task].push_back({w.node, w.usage, w.epoch});
+    for (const auto& w : *workers) out["workers"][task].push_back({w.node, w.usage, w.epoch});
   return out;
 }
 
@@ -143,6 +145,42 @@ TEST(ClusterSnapshot, EqualsARebuildAfterRandomEventSequences) {
       ASSERT_EQ(incremental, reference) << "after step " << step << "\nincremental: " << incremental.dump() << "\nrebuild: " << reference.dump();
     }
   }
+}
+
+// A view hands over the entries of tasks and workers that did not change since the last one (the
+// same objects, nothing recomputed); a pod's change makes its task's and its workers' entries anew.
+TEST(ClusterSnapshot, AViewSharesWhatDidNotChange) {
+  ClusterSnapshot s;
+  auto task = [](int i) {
+    return std::make_shared<const json>(json{{"metadata", {{"name", "t" + std::to_string(i)}, {"namespace", "ns"}, {"uid", "u" + std::to_string(i)}}},
+                                             {"spec", {{"taskType", "MPI"}, {"replicas", {{"min", 1}, {"max", 2}}}, {"master", {{"image", "l"}}},
+                                                       {"worker", {{"image", "w"}, {"gpus", "1"}}}}}});
+  };
+  auto worker = [](int i, const std::string& node) {
+    json p = {{"metadata", {{"name", "t" + std::to_string(i) + "-worker-0"}, {"namespace", "ns"}, {"uid", "p" + std::to_string(i)},
+                            {"labels", {{render::label::kManagedBy, "valley"}, {render::label::kTask, "t" + std::to_string(i)},
+                                        {render::label::kRole, "worker"}, {render::label::kEpoch, "0"}, {render::label::kWorkerIndex, "0"}}},
+                            {"ownerReferences", json::array({{{"uid", "u" + std::to_string(i)}}})}}},
+              {"spec", {{"nodeName", node}, {"containers", json::array({{{"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}},
+              {"status", {{"phase", "Running"}}}};
+    return std::make_shared<const json>(std::move(p));
+  };
+  for (int i = 0; i < 2; ++i) {
+    s.upsert_task(task(i));
+    s.upsert_pod(worker(i, "n0"));
+  }
+  const SnapshotView first = s.view();
+  s.upsert_pod(worker(1, "n1"));
+  const SnapshotView second = s.view();
+  ASSERT_EQ(second.tasks.size(), 2u);
+  EXPECT_EQ(second.tasks[0], first.tasks[0]);  // t0: nothing changed
+  EXPECT_EQ(second.workers.at("ns/t0"), first.workers.at("ns/t0"));
+  EXPECT_NE(second.tasks[1], first.tasks[1]);  // t1: its worker moved
+  EXPECT_NE(second.workers.at("ns/t1"), first.workers.at("ns/t1"));
+  EXPECT_EQ(second.workers.at("ns/t1")->at(0).node, "n1");
+  EXPECT_EQ(first.workers.at("ns/t1")->at(0).node, "n0");  // an earlier view is not changed under its holder
+  s.upsert_task(task(0));
+  EXPECT_NE(s.view().tasks[0], second.tasks[0]);  // t0's object changed
 }
 
 TEST(ClusterSnapshot, FreeGpusAreAllocatableLessWhatPodsHoldOnlyWhileTheyRun) {

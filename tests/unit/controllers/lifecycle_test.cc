@@ -834,6 +834,17 @@ namespace {
 
 // Status coalescing: counts and cost catch up with the next change worth writing; phases,
 // conditions and epochs go out at once, and so does anything written before pods are deleted.
+// Held for the window, or longer when many admitted tasks share the progress write rate.
+TEST(StatusCoalescing, ManyAdmittedTasksHoldProgressLonger) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(status_hold(milliseconds(2000), 0, 5), milliseconds(2000));
+  EXPECT_EQ(status_hold(milliseconds(2000), 10, 5), milliseconds(2000));
+  EXPECT_EQ(status_hold(milliseconds(2000), 11, 5), milliseconds(3000));
+  EXPECT_EQ(status_hold(milliseconds(2000), 1000, 5), milliseconds(200000));
+  EXPECT_EQ(status_hold(milliseconds(2000), 1000, 0), milliseconds(2000));  // no rate: the window
+  EXPECT_EQ(status_hold(milliseconds(0), 1000, 5), milliseconds(0));        // coalescing off
+}
+
 TEST(StatusCoalescing, OnlyProgressMayWait) {
   const json stored = {{"phase", "Admitted"}, {"epoch", 1}, {"replicas", 1}, {"cost", {{"accruedMicros", 0}}}};
   Decision d;
