@@ -110,6 +110,14 @@ void Informer::apply_event(WatchEvent&& event) {
   std::string key = object_key(event.object);
   if (event.type == "ADDED" || event.type == "MODIFIED") {
     auto fresh = std::make_shared<const nlohmann::json>(std::move(event.object));
+    // Nothing the cache keeps changed (a node's heartbeat, fields the transform drops: at 1,000
+    // nodes most node events): the cache takes the new resourceVersion, no handler is called.
+    if (event.type == "MODIFIED" && store_.replace_if_same(key, fresh)) {
+      ++stats_.unchanged;
+      std::lock_guard lock(mu_);
+      if (!rv.empty()) last_rv_ = rv;
+      return;
+    }
     ObjectPtr old = store_.upsert(key, fresh);
     for (auto& h : handlers_) {
       if (!old && h.on_add) h.on_add(fresh);

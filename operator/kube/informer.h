@@ -50,6 +50,7 @@ struct InformerStats {
   std::atomic<uint64_t> watch_errors{0};    // watches that failed (connection, server error)
   std::atomic<uint64_t> expired{0};         // 410 Gone / Expired answers that forced a relist
   std::atomic<uint64_t> events{0};          // ADDED/MODIFIED/DELETED received
+  std::atomic<uint64_t> unchanged{0};       // MODIFIED with nothing cached changed: no handler called
 };
 
 class Informer {

@@ -86,6 +86,33 @@ ObjectPtr Store::upsert(const std::string& key, ObjectPtr object) {
   return previous;
 }
 
+bool same_but_resource_version(const json& a, const json& b) {
+  if (!a.is_object() || !b.is_object() || a.size() != b.size()) return a == b;
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    auto other = b.find(it.key());
+    if (other == b.end()) return false;
+    if (it.key() != "metadata" || !it->is_object() || !other->is_object()) {
+      if (*it != *other) return false;
+      continue;
+    }
+    if (it->size() != other->size()) return false;
+    for (auto m = it->begin(); m != it->end(); ++m) {
+      if (m.key() == "resourceVersion") continue;
+      auto n = other->find(m.key());
+      if (n == other->end() || *n != *m) return false;
+    }
+  }
+  return true;
+}
+
+bool Store::replace_if_same(const std::string& key, const ObjectPtr& object) {
+  std::unique_lock lock(mu_);
+  auto it = objects_.find(key);
+  if (it == objects_.end() || !same_but_resource_version(*it->second, *object)) return false;
+  it->second = object;
+  return true;
+}
+
 ObjectPtr Store::erase(const std::string& key) {
   std::unique_lock lock(mu_);
   auto it = objects_.find(key);

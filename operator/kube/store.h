@@ -31,6 +31,10 @@ std::vector<std::string> by_node_name(const nlohmann::json& object);  // pods: s
 std::vector<std::string> by_label(const nlohmann::json& object);
 }  // namespace index
 
+// Whether two versions of an object differ in nothing but metadata.resourceVersion (compared in
+// place, nothing copied).
+bool same_but_resource_version(const nlohmann::json& a, const nlohmann::json& b);
+
 class Store {
  public:
   // Registers an index; call before the store is filled.
@@ -40,6 +44,9 @@ class Store {
 
   // Inserts or replaces; returns the previous object (null if none).
   ObjectPtr upsert(const std::string& key, ObjectPtr object);
+  // Replaces the stored object with `object` if the two differ in nothing but their resourceVersion
+  // (indexes untouched) and says so; otherwise changes nothing and returns false.
+  bool replace_if_same(const std::string& key, const ObjectPtr& object);
   // Removes; returns the removed object (null if none).
   ObjectPtr erase(const std::string& key);
 

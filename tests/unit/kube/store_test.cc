@@ -59,5 +59,37 @@ TEST(Store, ReadersKeepTheirSnapshot) {
   EXPECT_EQ((*s.get("a/p"))["spec"]["nodeName"], "n2");
 }
 
+// A new version that changes nothing the cache keeps (a node's heartbeat once the transform drops
+// it) replaces the cached one in place; any other change does not.
+TEST(Store, AVersionThatChangesNothingButItsResourceVersionReplacesInPlace) {
+  const json a = {{"metadata", {{"name", "n"}, {"resourceVersion", "1"}, {"labels", {{"x", "1"}}}}}, {"status", {{"ready", true}}}};
+  json b = a;
+  b["metadata"]["resourceVersion"] = "2";
+  EXPECT_TRUE(same_but_resource_version(a, b));
+  json label = b;
+  label["metadata"]["labels"]["x"] = "2";
+  EXPECT_FALSE(same_but_resource_version(a, label));
+  json status = b;
+  status["status"]["ready"] = false;
+  EXPECT_FALSE(same_but_resource_version(a, status));
+  json extra = b;
+  extra["spec"] = json::object();
+  EXPECT_FALSE(same_but_resource_version(a, extra));
+  json no_version = b;
+  no_version["metadata"].erase("resourceVersion");
+  EXPECT_FALSE(same_but_resource_version(a, no_version));
+  EXPECT_FALSE(same_but_resource_version(json::array(), a));
+
+  Store s;
+  s.add_standard_indexes();
+  s.upsert("n", std::make_shared<const json>(a));
+  EXPECT_TRUE(s.replace_if_same("n", std::make_shared<const json>(b)));
+  EXPECT_EQ(s.get("n")->at("metadata").at("resourceVersion"), "2");
+  EXPECT_EQ(s.by_index(index::kLabel, "x=1").size(), 1u);
+  EXPECT_FALSE(s.replace_if_same("n", std::make_shared<const json>(label)));
+  EXPECT_EQ(s.get("n")->at("metadata").at("resourceVersion"), "2");  // unchanged: the caller upserts
+  EXPECT_FALSE(s.replace_if_same("missing", std::make_shared<const json>(b)));
+}
+
 }  // namespace
 }  // namespace valley::kube
