@@ -72,7 +72,7 @@ PodUse pod_use(const json& pod) {
   u.node = kube::string_at(obj(pod, "spec"), "nodeName");
   for (const auto& [resource, count] : planner::gpu_requests(pod)) u.share_milli += gpu::share_milli(resource, count);
   const json& status = obj(pod, "status");
-  bool all_terminated = true, any = false;
+  bool all_terminated = true, any = false, ran_unstamped = false;
   std::optional<SystemTime> last_end;
   for (const auto& cs : kube::array_at(status, "containerStatuses")) {
     any = true;
@@ -84,6 +84,7 @@ PodUse pod_use(const json& pod) {
     } else if (state.contains("terminated")) {
       const json& t = obj(state, "terminated");
       started = time_of(t, "startedAt");
+      if (!started) ran_unstamped = true;
       auto finished = time_of(t, "finishedAt");
       if (finished && (!last_end || *finished > *last_end)) last_end = finished;
     } else {
@@ -96,7 +97,10 @@ PodUse pod_use(const json& pod) {
       u.start = before;
   }
   // Some runtimes (and kwok) leave terminated.startedAt empty: the pod's own start time stands in.
-  if (!u.start && any) u.start = time_of(status, "startTime");
+  // Only for a container that ran: one still waiting (its image pulling, its sandbox starting)
+  // has not started, and charging it from startTime would make the charge depend on whether a
+  // reconcile happened to see it waiting (a real node's e2e test found 1 GPU-second of 22 extra).
+  if (!u.start && ran_unstamped) u.start = time_of(status, "startTime");
   if (any && all_terminated) u.end = last_end ? last_end : u.start;
   return u;
 }

@@ -262,6 +262,25 @@ TEST(Accrual, ATerminatedStateWithoutStartedAtStillChargesToTheEnd) {
   EXPECT_EQ(accrued_micros(accrue(p, json::object(), {pod_use(ended)}, rates, 50, at("2026-11-24T01:00:00Z"), true)), 40'800'000);
 }
 
+TEST(Accrual, AContainerStillWaitingIsNotChargedWhetherOrNotAReconcileSawIt) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  // Bound and admitted by the kubelet at 23:00 (startTime), its container created at 23:30.
+  json creating = running_pod("a", "n1", "2026-11-23T23:30:00Z");
+  creating["status"]["startTime"] = "2026-11-23T23:00:00Z";
+  creating["status"]["phase"] = "Pending";
+  creating["status"]["containerStatuses"][0]["state"] = {{"waiting", {{"reason", "ContainerCreating"}}}};
+  EXPECT_FALSE(pod_use(creating).start);
+  json seen = accrue(p, json::object(), {pod_use(creating)}, rates, 50, at("2026-11-23T23:20:00Z"), false);
+  EXPECT_TRUE(seen["ledger"].empty()) << seen.dump();
+  json ended = running_pod("a", "n1", "2026-11-23T23:30:00Z", "2026-11-24T00:30:00Z");
+  ended["status"]["startTime"] = "2026-11-23T23:00:00Z";
+  json after_seeing = accrue(p, seen, {pod_use(ended)}, rates, 50, at("2026-11-24T01:00:00Z"), true);
+  json unseen = accrue(p, json::object(), {pod_use(ended)}, rates, 50, at("2026-11-24T01:00:00Z"), true);
+  EXPECT_EQ(accrued_micros(after_seeing), 40'800'000);  // its container's hour, as when never seen waiting
+  EXPECT_EQ(accrued_micros(after_seeing), accrued_micros(unseen));
+}
+
 TEST(Accrual, ChargedPastTheEndWhileItLookedRunningIsGivenBack) {
   Policy p = policy();
   std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
