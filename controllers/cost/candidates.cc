@@ -30,11 +30,21 @@ std::optional<NodeRate> likely_rate(const api::TaskSpec& spec, const std::vector
 EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
                              const planner::Config& c, const std::map<std::string, NodeRate>& node_rates,
                              const std::vector<NodeRate>& candidates, SystemTime now) {
+  auto rate_of = [&node_rates](const std::string& node) -> const NodeRate* {
+    auto it = node_rates.find(node);
+    return it == node_rates.end() ? nullptr : &it->second;
+  };
+  return estimate_basis(spec, t, d, c, rate_of, candidates, now);
+}
+
+EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
+                             const planner::Config& c, const std::function<const NodeRate*(const std::string&)>& node_rate,
+                             const std::vector<NodeRate>& candidates, SystemTime now) {
   EstimateBasis b;
   b.start = now;
   std::string node = !d.placement.empty() ? d.placement.front().node : d.expected_node;
-  if (auto it = node_rates.find(node); !node.empty() && it != node_rates.end()) {
-    b.rate = it->second;
+  if (const NodeRate* rate = node.empty() ? nullptr : node_rate(node)) {
+    b.rate = *rate;
     b.why = !d.placement.empty() ? "where it is placed" : "the cheaper capacity it waits for";
   } else {
     // Not placeable now: the cheapest capacity it may use (spot only if it checkpoints).

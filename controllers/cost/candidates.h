@@ -4,6 +4,8 @@
 // cheapest of all for a reduceCost task). Shared by the controller's estimate and valleyctl.
 #pragma once
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -28,6 +30,10 @@ std::optional<NodeRate> likely_rate(const api::TaskSpec& spec, const std::vector
 // takes by its measured scaling (or the planner's prior: growth just pays).
 EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
                              const planner::Config& c, const std::map<std::string, NodeRate>& node_rates,
+                             const std::vector<NodeRate>& candidates, SystemTime now);
+// The same with each node's rate looked up by name (null: not a priced GPU node).
+EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, const planner::Decision& d,
+                             const planner::Config& c, const std::function<const NodeRate*(const std::string&)>& node_rate,
                              const std::vector<NodeRate>& candidates, SystemTime now);
 
 }  // namespace valley::cost

@@ -17,7 +17,16 @@ std::vector<planner::TariffStep> tariff_steps(const Policy& p, SystemTime from, 
   return out;
 }
 
-planner::Config planner_config(const Policy& p, std::vector<planner::Node>& nodes, SystemTime now,
+NodeRate price_node(const Policy& p, planner::Node& n) {
+  NodeRate rate = rate_for(p, n.vendor, n.labels);
+  if (n.vendor == "amd" || n.vendor == "nvidia") {
+    n.price_micros = rate.gpu_per_hour;
+    n.kw_milli = int64_t{rate.watts} * p.pue_milli / 1000;
+  }
+  return rate;
+}
+
+planner::Config planner_config(const Policy& p, const std::vector<const planner::Node*>& priced, SystemTime now,
                                planner::Config config) {
   config.off_peak = off_peak(p, now);
   if (auto next = next_off_peak(p, now)) config.next_off_peak = kube::format_time(*next);
@@ -29,16 +38,22 @@ planner::Config planner_config(const Policy& p, std::vector<planner::Node>& node
   config.tariff = tariff_steps(p, now, std::max<std::chrono::seconds>(p.reduce_cost_patience, std::chrono::hours(24 * 7)));
   // The cheapest AMD GPU-hour against the cheapest NVIDIA one, as the nodes are priced.
   std::optional<Micros> amd, nvidia;
-  for (auto& n : nodes) {
-    if (n.vendor != "amd" && n.vendor != "nvidia") continue;
-    NodeRate rate = rate_for(p, n.vendor, n.labels);
-    n.price_micros = rate.gpu_per_hour;
-    n.kw_milli = int64_t{rate.watts} * p.pue_milli / 1000;
-    auto& best = n.vendor == "amd" ? amd : nvidia;
-    if (!best || n.price_micros < *best) best = n.price_micros;
+  for (const planner::Node* n : priced) {
+    if (n->vendor != "amd" && n->vendor != "nvidia") continue;
+    auto& best = n->vendor == "amd" ? amd : nvidia;
+    if (!best || n->price_micros < *best) best = n->price_micros;
   }
   config.amd_cheaper = !amd || !nvidia || *amd < *nvidia;
   return config;
+}
+
+planner::Config planner_config(const Policy& p, std::vector<planner::Node>& nodes, SystemTime now, planner::Config base) {
+  std::vector<const planner::Node*> priced;
+  for (auto& n : nodes) {
+    price_node(p, n);
+    priced.push_back(&n);
+  }
+  return planner_config(p, priced, now, std::move(base));
 }
 
 }  // namespace valley::cost

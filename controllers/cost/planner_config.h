@@ -13,7 +13,15 @@
 
 namespace valley::cost {
 
-// Sets each GPU node's price_micros and kw_milli and returns `base` with the policy's facts.
+// Sets a GPU node's price_micros and kw_milli (nothing for a node without GPUs); the rate they are
+// from (the node's NodeRate, also for one without GPUs).
+NodeRate price_node(const Policy& p, planner::Node& n);
+
+// `base` with the policy's facts, for nodes priced already (price_node).
+planner::Config planner_config(const Policy& p, const std::vector<const planner::Node*>& priced, SystemTime now,
+                               planner::Config base);
+
+// Prices each GPU node (price_node) and returns `base` with the policy's facts.
 planner::Config planner_config(const Policy& p, std::vector<planner::Node>& nodes, SystemTime now,
                                planner::Config base);
 

@@ -46,7 +46,16 @@ std::shared_ptr<const SnapshotView::TaskEntry> task_entry(const std::string& key
   std::vector<const json*> pods;
   for (const auto& p : e->owned) {
     pods.push_back(p.get());
-    if (kube::string_at(kube::object_at(*p, "spec"), "nodeName").empty() && !render::pinned_node(*p).empty()) e->waiting.push_back(p);
+    if (!kube::string_at(kube::object_at(*p, "spec"), "nodeName").empty()) continue;
+    SnapshotView::Waiting w{p, render::pinned_node(*p), std::nullopt, ""};
+    if (w.node.empty()) continue;
+    for (const auto& c : kube::array_at(kube::object_at(*p, "status"), "conditions")) {
+      if (kube::string_at(c, "type") != "PodScheduled" || kube::string_at(c, "status") != "False") continue;
+      w.refused_since = kube::parse_time(kube::string_at(c, "lastTransitionTime"));
+      w.refusal = kube::string_at(c, "message");
+      break;
+    }
+    e->waiting.push_back(std::move(w));
   }
   if (parsed->spec) e->task = std::make_shared<const Task>(task_with_pods(*parsed->spec, *task, pods));
   return e;
@@ -62,12 +71,12 @@ bool operator==(const NodeFacts& a, const NodeFacts& b) {
 void ClusterSnapshot::set_facts(const NodeFacts& facts) {
   if (facts == facts_) return;
   facts_ = facts;
-  for (auto& [name, entry] : nodes_) entry.second = node_from(*entry.first, facts_);
+  for (auto& [name, entry] : nodes_) entry = {entry.object, node_from(*entry.object, facts_), nullptr};
 }
 
 void ClusterSnapshot::upsert_node(const ObjectPtr& node) {
   const std::string name = key_of(*node);
-  nodes_[name] = {node, node_from(*node, facts_)};
+  nodes_[name] = {node, node_from(*node, facts_), nullptr};
 }
 
 void ClusterSnapshot::remove_node(const std::string& name) { nodes_.erase(name); }
@@ -76,6 +85,7 @@ void ClusterSnapshot::hold(const PodEntry& p, int sign) {
   if (p.node.empty()) return;
   auto& held = held_[p.node];
   for (const auto& [resource, units] : p.usage) held[resource] += sign * units;
+  if (auto n = nodes_.find(p.node); n != nodes_.end() && !p.usage.empty()) n->second.view = nullptr;
 }
 
 void ClusterSnapshot::touch_owner(const std::string& uid) {
@@ -143,12 +153,15 @@ void ClusterSnapshot::remove_task(const std::string& key) {
 SnapshotView ClusterSnapshot::view() {
   SnapshotView v;
   v.nodes.reserve(nodes_.size());
-  for (const auto& [name, entry] : nodes_) {
-    Node n = entry.second;
-    if (auto held = held_.find(name); held != held_.end())
-      for (const auto& [resource, units] : held->second)
-        if (units != 0) n.free[resource] -= units;
-    v.nodes.push_back(std::move(n));
+  for (auto& [name, entry] : nodes_) {
+    if (!entry.view) {
+      Node n = entry.node;
+      if (auto held = held_.find(name); held != held_.end())
+        for (const auto& [resource, units] : held->second)
+          if (units != 0) n.free[resource] -= units;
+      entry.view = std::make_shared<const Node>(std::move(n));
+    }
+    v.nodes.push_back(entry.view);
   }
   v.tasks.reserve(tasks_.size());
   for (auto& [key, t] : tasks_) {
@@ -189,7 +202,7 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<Obje
       workers[task].push_back({node, gpu_usage(*p), epoch});
   }
   for (auto& [task, list] : workers) v.workers[task] = std::make_shared<const std::vector<SnapshotView::Worker>>(std::move(list));
-  for (auto& [name, n] : by_name) v.nodes.push_back(std::move(n));
+  for (auto& [name, n] : by_name) v.nodes.push_back(std::make_shared<const Node>(std::move(n)));
   std::map<std::string, ObjectPtr> tasks_by_key;
   for (const auto& t : tasks) tasks_by_key[key_of(*t)] = t;
   for (const auto& [key, t] : tasks_by_key) {

@@ -14,6 +14,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,15 +29,25 @@ using ObjectPtr = std::shared_ptr<const json>;
 bool operator==(const NodeFacts& a, const NodeFacts& b);
 
 struct SnapshotView {
-  std::vector<Node> nodes;  // by name; free = allocatable less what every pod on the node holds
+  // By name; free = allocatable less what every pod on the node holds. Shared like the tasks: a
+  // node is made anew only when it or what its pods hold changed.
+  std::vector<std::shared_ptr<const Node>> nodes;
+  // A pod pinned to a node and not bound yet: kube-scheduler may be refusing it.
+  struct Waiting {
+    ObjectPtr pod;
+    std::string node;  // the node it is pinned to
+    // Since when its PodScheduled condition is False, and what it says (unset: not refused).
+    std::optional<SystemTime> refused_since;
+    std::string refusal;
+  };
   struct TaskEntry {
     std::string key;  // namespace/name
     ObjectPtr object;
     std::shared_ptr<const api::ParsedTask> parsed;
     std::shared_ptr<const Task> task;  // task_from(spec, object, owned); null when the spec is invalid
     std::vector<ObjectPtr> owned;      // its pods (by owner UID), by name
-    // Of those, the ones pinned to a node and not bound yet: kube-scheduler may be refusing them.
-    std::vector<ObjectPtr> waiting;
+    // Of those, the ones pinned to a node and not bound yet.
+    std::vector<Waiting> waiting;
   };
   // By key. Shared with the snapshot and between views: an entry is made anew only when its task or
   // one of its pods changed, so a view of 1,000 tasks copies 1,000 pointers.
@@ -88,7 +99,12 @@ class ClusterSnapshot {
   void touch_owner(const std::string& uid);
 
   NodeFacts facts_;
-  std::map<std::string, std::pair<ObjectPtr, Node>> nodes_;            // by name
+  struct NodeEntry {
+    ObjectPtr object;
+    Node node;                            // node_from(object)
+    std::shared_ptr<const Node> view;     // less what its pods hold; null: to be made anew
+  };
+  std::map<std::string, NodeEntry> nodes_;                             // by name
   std::map<std::string, std::map<std::string, int64_t>> held_;         // node -> resource -> units held
   std::map<std::string, PodEntry> pods_;                               // by namespace/name
   std::map<std::string, std::map<std::string, ObjectPtr>> pods_by_owner_;  // owner UID -> pod key -> pod

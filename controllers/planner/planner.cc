@@ -106,17 +106,28 @@ constexpr size_t kNoNode = static_cast<size_t>(-1);
 // and each node's free units are one row of a flat table (cheap to copy for what-if rounds).
 class Planner {
  public:
-  Planner(const std::vector<Node>& nodes, const std::vector<Task>& tasks, SystemTime now, const Config& config)
-      : tasks_(tasks), now_(now), config_(config) {
-    for (const auto& n : nodes) nodes_.push_back(&n);
+  Planner(std::vector<const Node*> nodes, const Returned& returned, const std::vector<Task>& tasks, SystemTime now, const Config& config)
+      : tasks_(tasks), now_(now), config_(config), nodes_(std::move(nodes)) {
     std::sort(nodes_.begin(), nodes_.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
     // Resources: the shapes' own (time-sliced replicas, MIG slices) first, then whatever nodes and
     // workers name (each vendor's whole GPU among them).
     time_sliced_ = intern(kTimeSliced);
     for (size_t p = 0; p < kMigCount; ++p) mig_[p] = intern(gpu::kMigProfiles[p].resource);
-    for (const Node* n : nodes_) {
+    std::vector<const std::map<std::string, int64_t>*> given_back(nodes_.size(), nullptr);
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      const Node* n = nodes_[k];
       if (!n->vendor.empty()) intern(whole_resource(n->vendor));
-      for (const auto& [r, units] : n->free) intern(r);
+      if (auto it = returned.find(n->name); it != returned.end()) {
+        given_back[k] = &it->second;
+        // In name order over both, as when the units given back were added to `free` beforehand.
+        std::set<std::string> names;
+        for (const auto& [r, units] : n->free) names.insert(r);
+        for (const auto& [r, units] : it->second)
+          if (units != 0) names.insert(r);
+        for (const auto& r : names) intern(r);
+      } else {
+        for (const auto& [r, units] : n->free) intern(r);
+      }
       for (const auto& [r, units] : n->capacity) intern(r);
     }
     for (const auto& t : tasks)
@@ -133,6 +144,9 @@ class Planner {
       NodeInfo& info = info_[k];
       by_name_.emplace(n->name, k);
       for (const auto& [r, units] : n->free) free_[k * width_ + resource_id(r)] = units;
+      if (given_back[k])
+        for (const auto& [r, units] : *given_back[k])
+          if (units != 0) free_[k * width_ + resource_id(r)] += units;
       info.price = price_at(*n, config_, now_);
       info.nvidia = n->vendor == "nvidia";
       info.spot = n->capacity_class == "spot";
@@ -1056,7 +1070,15 @@ std::optional<Task::Worker> worker_shape(int gpu_milli, const Node& node) {
 
 std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Task>& tasks, SystemTime now,
                            const Config& config) {
-  return Planner(nodes, tasks, now, config).run();
+  std::vector<const Node*> shared;
+  shared.reserve(nodes.size());
+  for (const auto& n : nodes) shared.push_back(&n);
+  return Planner(std::move(shared), {}, tasks, now, config).run();
+}
+
+std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<Task>& tasks,
+                           SystemTime now, const Config& config) {
+  return Planner(nodes, returned, tasks, now, config).run();
 }
 
 }  // namespace valley::planner

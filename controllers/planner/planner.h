@@ -208,6 +208,15 @@ int64_t price_at(const Node& n, const Config& c, SystemTime t);
 std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Task>& tasks, SystemTime now,
                            const Config& config = {});
 
+// GPUs a node's `free` does not count that the plan may use anyway: what the current workers of the
+// tasks being planned hold (the plan places those workers itself). Node name -> resource -> units.
+using Returned = std::map<std::string, std::map<std::string, int64_t>>;
+
+// The same over nodes shared with others (the operator's planning snapshot): each node's free GPUs
+// are its `free` plus what `returned` gives back on it. Node names unique.
+std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<Task>& tasks,
+                           SystemTime now, const Config& config = {});
+
 // The GPU resource and count one worker of `gpu_milli` needs on a node of `vendor` whose free
 // resources are `free` (whole GPUs as "<vendor>.com/gpu"; a fraction as the smallest free MIG slice
 // that holds it, else a time-sliced replica "nvidia.com/gpu.shared", else one whole GPU). nullopt when the node cannot host such a worker at all.

@@ -303,11 +303,30 @@ void TaskController::plan_once() {
     snapshot_.set_facts(node_facts());
     view = snapshot_.view();
   }
-  std::vector<planner::Node> nodes = std::move(view.nodes);
-  std::map<std::string, size_t> node_index;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    node_index[nodes[k].name] = k;
-    nodes[k] = with_gpu_faults(std::move(nodes[k]));
+  const auto pricing = policy();
+  const uint64_t round = ++plans_;
+  bool nodes_changed = false;
+  std::vector<const planner::Node*> nodes;
+  nodes.reserve(view.nodes.size());
+  for (const auto& source : view.nodes) {
+    const std::string fault = gpu_fault_of(*source);
+    auto [it, added] = plan_nodes_.try_emplace(source->name);
+    PlanNode& pn = it->second;
+    if (added || pn.source != source || pn.pricing != pricing || pn.fault != fault) {
+      pn.source = source;
+      pn.pricing = pricing;
+      pn.fault = fault;
+      pn.node = with_gpu_fault(*source, fault);
+      pn.rate = {};
+      if (pricing && !pn.node.vendor.empty()) pn.rate = cost::price_node(*pricing, pn.node);
+      nodes_changed = true;
+    }
+    pn.seen = round;
+    nodes.push_back(&pn.node);
+  }
+  if (plan_nodes_.size() != nodes.size()) {
+    std::erase_if(plan_nodes_, [round](const auto& entry) { return entry.second.seen != round; });
+    nodes_changed = true;
   }
   const Tenancy tenancy = tenancy_now();
   std::map<std::string, const api::TenantSpec*> tenant_spec;
@@ -353,17 +372,12 @@ void TaskController::plan_once() {
     auto& avoid = avoid_[t.key];
     for (const auto& waiting : entry.waiting) {
       // Pinned, unbound and refused by kube-scheduler for longer than the timeout.
-      const nlohmann::json& pod = *waiting;
-      const std::string pinned = render::pinned_node(pod);
-      for (const auto& c : kube::array_at(kube::object_at(pod, "status"), "conditions")) {
-        if (kube::string_at(c, "type") != "PodScheduled" || kube::string_at(c, "status") != "False") continue;
-        auto since = kube::parse_time(kube::string_at(c, "lastTransitionTime"));
-        if (since && now - *since >= options_.unschedulable_timeout && !avoid.count(pinned)) {
-          avoid[pinned] = now + options_.avoid_for;
-          spdlog::info("{}: node {} did not take its worker for {}s ({}); planning around it", t.key, pinned,
-                       options_.unschedulable_timeout.count(), c.value("message", ""));
-          mark_dirty();
-        }
+      const auto& since = waiting.refused_since;
+      if (since && now - *since >= options_.unschedulable_timeout && !avoid.count(waiting.node)) {
+        avoid[waiting.node] = now + options_.avoid_for;
+        spdlog::info("{}: node {} did not take its worker for {}s ({}); planning around it", t.key, waiting.node,
+                     options_.unschedulable_timeout.count(), waiting.refusal);
+        mark_dirty();
       }
     }
     for (auto it = avoid.begin(); it != avoid.end();) it = it->second <= now ? avoid.erase(it) : std::next(it);
@@ -380,43 +394,50 @@ void TaskController::plan_once() {
     tasks.push_back(std::move(t));
   }
   // The current workers of the tasks planned here hold nothing for the plan: it places them itself.
+  planner::Returned returned;
   for (const auto& [task_key, workers] : view.workers) {
     auto pe = planned_epoch.find(task_key);
     if (pe == planned_epoch.end()) continue;
     const std::string epoch = std::to_string(pe->second);
     for (const auto& w : *workers) {
-      auto ni = node_index.find(w.node);
-      if (w.epoch != epoch || ni == node_index.end()) continue;
+      if (w.epoch != epoch || !plan_nodes_.count(w.node)) continue;
       for (const auto& [resource, units] : w.usage)
-        if (units != 0) nodes[ni->second].free[resource] += units;
+        if (units != 0) returned[w.node][resource] += units;
     }
   }
   planner::Config config = options_.planner;
   config.node_not_ready_grace = options_.disruption.node_not_ready_grace;
   const auto now = std::chrono::system_clock::now();
-  auto pricing = policy();
   if (pricing) config = cost::planner_config(*pricing, nodes, now, config);
   for (const auto& t : tenancy.tenants)
     config.tenants[t.spec.name] = tenancy::planner_tenant(t, pricing.get(), now, options_.usage_half_life);
   config.usage_mean_life_hours = static_cast<double>(options_.usage_half_life.count()) / 3600.0 / std::log(2.0);
-  auto decisions = planner::plan(nodes, tasks, now, config);
+  auto decisions = planner::plan(nodes, returned, tasks, now, config);
   std::map<std::string, Admission> next;
-  std::map<std::string, std::string> vendor_of;
-  std::map<std::string, cost::NodeRate> rates;
   // Where a task may run, for its estimate: NVIDIA nodes, and AMD ones too when it allows them.
   // Two lists for every task rather than one per task, each rate once (in the order of the first
   // node that has it: the estimate takes the first of equally cheap ones), so a thousand waiting
   // tasks look at the cluster's few pools rather than at a thousand nodes each.
-  std::vector<cost::NodeRate> nvidia_rates, any_rates;
-  std::set<std::tuple<std::string, std::string, std::string, decltype(cost::NodeRate::gpu_per_hour), int>> seen_rates;
-  for (const auto& n : nodes) {
-    vendor_of[n.name] = n.vendor;
-    if (!pricing || n.vendor.empty()) continue;
-    const cost::NodeRate& r = rates[n.name] = cost::rate_for(*pricing, n.vendor, n.labels);
-    if (!seen_rates.emplace(r.vendor, r.product, r.capacity_class, r.gpu_per_hour, r.watts).second) continue;
-    if (r.vendor == "nvidia") nvidia_rates.push_back(r);
-    if (r.vendor == "nvidia" || r.vendor == "amd") any_rates.push_back(r);
+  if (nodes_changed) {
+    nvidia_rates_.clear();
+    any_rates_.clear();
+    std::set<std::tuple<std::string, std::string, std::string, decltype(cost::NodeRate::gpu_per_hour), int>> seen_rates;
+    for (const planner::Node* n : nodes) {
+      if (!pricing || n->vendor.empty()) continue;
+      const cost::NodeRate& r = plan_nodes_.at(n->name).rate;
+      if (!seen_rates.emplace(r.vendor, r.product, r.capacity_class, r.gpu_per_hour, r.watts).second) continue;
+      if (r.vendor == "nvidia") nvidia_rates_.push_back(r);
+      if (r.vendor == "nvidia" || r.vendor == "amd") any_rates_.push_back(r);
+    }
   }
+  auto rate_of = [this](const std::string& node) -> const cost::NodeRate* {
+    auto it = plan_nodes_.find(node);
+    return it == plan_nodes_.end() || it->second.node.vendor.empty() ? nullptr : &it->second.rate;
+  };
+  auto vendor_of = [this](const std::string& node) {
+    auto it = plan_nodes_.find(node);
+    return it == plan_nodes_.end() ? std::string() : it->second.node.vendor;
+  };
   for (size_t i = 0; i < decisions.size(); ++i) {
     const auto& d = decisions[i];
     Admission a;
@@ -429,10 +450,10 @@ void TaskController::plan_once() {
     if (pricing) {
       if (auto spec = specs.find(d.key); spec != specs.end()) {
         a.estimate_basis =
-            cost::estimate_basis(*spec->second, tasks[i], d, config, rates, spec->second->amd_support ? any_rates : nvidia_rates, now);
+            cost::estimate_basis(*spec->second, tasks[i], d, config, rate_of, spec->second->amd_support ? any_rates_ : nvidia_rates_, now);
       }
     }
-    for (const auto& w : d.placement) a.placement.push_back({vendor_of[w.node], w.gpu_resource, static_cast<int>(w.count), w.node});
+    for (const auto& w : d.placement) a.placement.push_back({vendor_of(w.node), w.gpu_resource, static_cast<int>(w.count), w.node});
     next[d.key] = std::move(a);
   }
   std::vector<std::string> changed;
@@ -549,13 +570,21 @@ planner::Node TaskController::node_of(const nlohmann::json& node, const planner:
   return with_gpu_faults(planner::node_from(node, facts));
 }
 
-planner::Node TaskController::with_gpu_faults(planner::Node n) const {
-  if (!n.fault.empty() || !gpu_.enabled()) return n;
-  if (std::string fault = gpu_.fault_of(n.name); !fault.empty()) {
-    n.fault = std::move(fault);
+std::string TaskController::gpu_fault_of(const planner::Node& n) const {
+  return n.fault.empty() && gpu_.enabled() ? gpu_.fault_of(n.name) : std::string();
+}
+
+planner::Node TaskController::with_gpu_fault(planner::Node n, const std::string& fault) {
+  if (!fault.empty()) {
+    n.fault = fault;
     n.schedulable = false;
   }
   return n;
+}
+
+planner::Node TaskController::with_gpu_faults(planner::Node n) const {
+  const std::string fault = gpu_fault_of(n);
+  return with_gpu_fault(std::move(n), fault);
 }
 
 planner::NodeFacts TaskController::node_facts() const {

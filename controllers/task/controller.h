@@ -125,6 +125,8 @@ class TaskController {
   // faults Prometheus reports for it.
   planner::Node node_of(const nlohmann::json& node, const planner::NodeFacts& facts) const;
   planner::Node with_gpu_faults(planner::Node n) const;
+  std::string gpu_fault_of(const planner::Node& n) const;  // what Prometheus reports for it, "" if healthy or known
+  static planner::Node with_gpu_fault(planner::Node n, const std::string& fault);
   // status.cost brought up to date (accrual, estimate); `cost` is the stored one.
   // `ended_now`: pods whose end no one will report (their node is lost), closed at o.now.
   nlohmann::json price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force,
@@ -181,6 +183,22 @@ class TaskController {
   bool dirty_ = true;
   std::map<std::string, Admission> admissions_;  // published, by task key
   std::map<std::string, std::map<std::string, kube::SystemTime>> avoid_;  // task -> node -> until
+  // Each node as the last plan saw it: the snapshot's, with its GPU fault and priced, made anew
+  // only when one of those changed (at 1,000 nodes, copying and pricing every node each plan was a
+  // third of the planning thread). The planning thread's only.
+  struct PlanNode {
+    std::shared_ptr<const planner::Node> source;  // the snapshot's
+    std::shared_ptr<const cost::Policy> pricing;
+    std::string fault;
+    planner::Node node;
+    cost::NodeRate rate;  // under `pricing`, for a GPU node
+    uint64_t seen = 0;    // the last plan that saw it
+  };
+  std::map<std::string, PlanNode> plan_nodes_;
+  uint64_t plans_ = 0;
+  // The distinct rates of the nodes (NVIDIA ones; NVIDIA and AMD), each once, in the order of the
+  // first node that has it: where a task may run, for its estimate. Recomputed when a node changes.
+  std::vector<cost::NodeRate> nvidia_rates_, any_rates_;
   mutable std::mutex ownership_mu_;
   std::map<std::string, std::string> owner_of_namespace_;  // as of the last @ownership reconcile
   // The last refusal of each task's creates (CreateRefusal), until the task or its namespace changes.

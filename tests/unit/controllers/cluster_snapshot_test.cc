@@ -12,14 +12,17 @@ namespace {
 // What a view says, in a form two views can be compared in (and printed when they differ).
 json dump(const SnapshotView& v) {
   json out = {{"nodes", json::array()}, {"tasks", json::array()}, {"workers", json::object()}};
-  for (const auto& n : v.nodes)
+  for (const auto& node : v.nodes) {
+    const Node& n = *node;
     out["nodes"].push_back({{"name", n.name}, {"vendor", n.vendor}, {"class", n.capacity_class}, {"free", n.free},
                             {"capacity", n.capacity}, {"schedulable", n.schedulable}, {"notice", n.notice}, {"fault", n.fault}});
+  }
   for (const auto& entry : v.tasks) {
     const auto& t = *entry;
     json e = {{"key", t.key}, {"valid", t.parsed->spec.has_value()}, {"owned", json::array()}, {"waiting", json::array()}};
     for (const auto& p : t.owned) e["owned"].push_back((*p)["metadata"]["name"]);
-    for (const auto& p : t.waiting) e["waiting"].push_back((*p)["metadata"]["name"]);
+    for (const auto& w : t.waiting)
+      e["waiting"].push_back({(*w.pod)["metadata"]["name"], w.node, w.refused_since ? kube::format_time(*w.refused_since) : "", w.refusal});
     if (t.task) {
       e["admitted"] = t.task->admitted;
       e["range"] = {t.task->min_workers, t.task->max_workers};
@@ -74,6 +77,10 @@ struct World {
     } else if (pick(2)) {
       p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] =
           json::array({{{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}})}}});
+      if (pick(2))  // kube-scheduler refuses it
+        p["status"]["conditions"] = json::array({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"},
+                                                  {"lastTransitionTime", "2026-11-25T10:0" + std::to_string(pick(10)) + ":00Z"},
+                                                  {"message", "0/5 nodes are available: " + std::to_string(pick(3))}}});
     }
     if (pick(6) == 0) p["metadata"]["labels"].erase(render::label::kManagedBy);  // someone else's pod
     return std::make_shared<const json>(std::move(p));
@@ -151,6 +158,10 @@ TEST(ClusterSnapshot, EqualsARebuildAfterRandomEventSequences) {
 // same objects, nothing recomputed); a pod's change makes its task's and its workers' entries anew.
 TEST(ClusterSnapshot, AViewSharesWhatDidNotChange) {
   ClusterSnapshot s;
+  for (const char* name : {"n0", "n1", "n2"})
+    s.upsert_node(std::make_shared<const json>(json{{"metadata", {{"name", name}}},
+                                                    {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}},
+                                                                {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}}));
   auto task = [](int i) {
     return std::make_shared<const json>(json{{"metadata", {{"name", "t" + std::to_string(i)}, {"namespace", "ns"}, {"uid", "u" + std::to_string(i)}}},
                                              {"spec", {{"taskType", "MPI"}, {"replicas", {{"min", 1}, {"max", 2}}}, {"master", {{"image", "l"}}},
@@ -172,6 +183,12 @@ TEST(ClusterSnapshot, AViewSharesWhatDidNotChange) {
   const SnapshotView first = s.view();
   s.upsert_pod(worker(1, "n1"));
   const SnapshotView second = s.view();
+  ASSERT_EQ(second.nodes.size(), 3u);
+  EXPECT_NE(second.nodes[0], first.nodes[0]);  // n0: t1's worker left it
+  EXPECT_NE(second.nodes[1], first.nodes[1]);  // n1: t1's worker came
+  EXPECT_EQ(second.nodes[2], first.nodes[2]);  // n2: nothing changed
+  EXPECT_EQ(first.nodes[0]->free.at("nvidia.com/gpu"), 6);  // an earlier view is not changed under its holder
+  EXPECT_EQ(second.nodes[0]->free.at("nvidia.com/gpu"), 7);
   ASSERT_EQ(second.tasks.size(), 2u);
   EXPECT_EQ(second.tasks[0], first.tasks[0]);  // t0: nothing changed
   EXPECT_EQ(second.workers.at("ns/t0"), first.workers.at("ns/t0"));
@@ -195,11 +212,11 @@ TEST(ClusterSnapshot, FreeGpusAreAllocatableLessWhatPodsHoldOnlyWhileTheyRun) {
   };
   s.upsert_pod(pod("a", "Running"));
   s.upsert_pod(pod("b", "Pending"));
-  EXPECT_EQ(s.view().nodes.at(0).free.at("nvidia.com/gpu"), 4);
+  EXPECT_EQ(s.view().nodes.at(0)->free.at("nvidia.com/gpu"), 4);
   s.upsert_pod(pod("a", "Succeeded"));
-  EXPECT_EQ(s.view().nodes.at(0).free.at("nvidia.com/gpu"), 6);
+  EXPECT_EQ(s.view().nodes.at(0)->free.at("nvidia.com/gpu"), 6);
   s.remove_pod("ns/b");
-  EXPECT_EQ(s.view().nodes.at(0).free.at("nvidia.com/gpu"), 8);
+  EXPECT_EQ(s.view().nodes.at(0)->free.at("nvidia.com/gpu"), 8);
 }
 
 }  // namespace

@@ -668,3 +668,58 @@ TEST(Planner, IdleTasksShrinkToMinAndBusyOnesWithoutProgressRecordsGrowAStep) {
 
 }  // namespace
 }  // namespace valley::planner
+
+namespace valley::planner {
+namespace {
+
+// The operator plans over the snapshot's nodes as they are and gives back what the planned tasks'
+// current workers hold on the side: the same plan as over nodes whose free GPUs include it.
+TEST(PlannerProperties, GivingBackOnTheSideEqualsAddingToFree) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<Node> nodes;
+    const int n_nodes = 1 + static_cast<int>(rng() % 8);
+    for (int i = 0; i < n_nodes; ++i) {
+      if (rng() % 3 == 0)
+        nodes.push_back(node("mig-" + std::to_string(i), "nvidia", "on-demand", {{"nvidia.com/mig-1g.10gb", static_cast<int64_t>(rng() % 4)}}));
+      else
+        nodes.push_back(nvidia("nv-" + std::to_string(i), static_cast<int>(rng() % 5)));
+    }
+    Returned returned;
+    for (const auto& n : nodes)
+      if (rng() % 2) returned[n.name][rng() % 2 ? "nvidia.com/gpu" : "nvidia.com/mig-1g.10gb"] += static_cast<int64_t>(rng() % 4);
+    std::vector<Node> added = nodes;
+    for (auto& n : added)
+      if (auto it = returned.find(n.name); it != returned.end())
+        for (const auto& [r, units] : it->second)
+          if (units != 0) n.free[r] += units;
+    std::vector<Task> tasks;
+    for (int i = 0; i < 1 + static_cast<int>(rng() % 6); ++i) {
+      Task t = task("t" + std::to_string(i), static_cast<int>(rng() % 3) * 10, 1 + static_cast<int>(rng() % 3), 4,
+                    std::vector<int>{1000, 2000, 100}[rng() % 3]);
+      if (rng() % 2 && !nodes.empty()) {  // running somewhere already
+        t.admitted = true;
+        t.workers.push_back({nodes[rng() % nodes.size()].name, "nvidia.com/gpu", 1});
+      }
+      tasks.push_back(t);
+    }
+    std::vector<const Node*> shared;
+    for (const auto& n : nodes) shared.push_back(&n);
+    const auto want = plan(added, tasks, kNow);
+    const auto got = plan(shared, returned, tasks, kNow);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].action, want[i].action) << round << " " << got[i].key;
+      EXPECT_EQ(got[i].reason, want[i].reason) << round << " " << got[i].key;
+      ASSERT_EQ(got[i].placement.size(), want[i].placement.size()) << round << " " << got[i].key;
+      for (size_t k = 0; k < got[i].placement.size(); ++k) {
+        EXPECT_EQ(got[i].placement[k].node, want[i].placement[k].node);
+        EXPECT_EQ(got[i].placement[k].gpu_resource, want[i].placement[k].gpu_resource);
+        EXPECT_EQ(got[i].placement[k].count, want[i].placement[k].count);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace valley::planner
