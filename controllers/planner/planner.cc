@@ -117,16 +117,12 @@ class Planner {
     for (size_t k = 0; k < nodes_.size(); ++k) {
       const Node* n = nodes_[k];
       if (!n->vendor.empty()) intern(whole_resource(n->vendor));
+      for (const auto& [r, units] : n->free) intern(r);
+      // A resource's id is only its column in the table (no scan goes by id order): interning what
+      // is given back after `free` decides nothing.
       if (auto it = returned.find(n->name); it != returned.end()) {
         given_back[k] = &it->second;
-        // In name order over both, as when the units given back were added to `free` beforehand.
-        std::set<std::string> names;
-        for (const auto& [r, units] : n->free) names.insert(r);
-        for (const auto& [r, units] : it->second)
-          if (units != 0) names.insert(r);
-        for (const auto& r : names) intern(r);
-      } else {
-        for (const auto& [r, units] : n->free) intern(r);
+        for (const auto& [r, units] : it->second) intern(r);
       }
       for (const auto& [r, units] : n->capacity) intern(r);
     }
