@@ -5,59 +5,58 @@
 namespace valley::task {
 namespace {
 
-using json = nlohmann::json;
+using kube::FieldMask;
 
-// The member `name` of `object`, or nullptr when it has none (or is no object).
-json* member(json& object, const char* name) { return object.is_object() && object.contains(name) ? &object[name] : nullptr; }
-
-// Keeps only the named members of `object` (when it is an object).
-void keep(json& object, std::initializer_list<const char*> names) {
-  if (!object.is_object()) return;
-  json kept = json::object();
-  for (const char* name : names)
-    if (json* m = member(object, name)) kept[name] = std::move(*m);
-  object = std::move(kept);
-}
-
-void keep_each(json& array, std::initializer_list<const char*> names) {
-  if (!array.is_array()) return;
-  for (auto& item : array) keep(item, names);
-}
-
-void lean_metadata(json& object) {
-  if (json* meta = member(object, "metadata"); meta && meta->is_object()) {
-    meta->erase("managedFields");
-    meta->erase("annotations");
-  }
-}
+FieldMask lean_metadata() { return FieldMask::all_except({"managedFields", "annotations"}); }
 
 }  // namespace
 
-void lean_pod(json& pod) {
-  if (!pod.is_object()) return;
-  lean_metadata(pod);
-  if (json* spec = member(pod, "spec")) {
-    keep(*spec, {"nodeName", "affinity", "containers", "initContainers"});
-    for (const char* list : {"containers", "initContainers"})
-      if (json* items = member(*spec, list)) keep_each(*items, {"name", "resources"});
-  }
-  if (json* status = member(pod, "status")) {
-    keep(*status, {"phase", "reason", "message", "startTime", "conditions", "containerStatuses", "initContainerStatuses"});
-    for (const char* list : {"containerStatuses", "initContainerStatuses"})
-      if (json* items = member(*status, list)) keep_each(*items, {"name", "state", "lastState", "ready", "restartCount"});
-  }
-  keep(pod, {"apiVersion", "kind", "metadata", "spec", "status"});
+const std::shared_ptr<const FieldMask>& pod_fields() {
+  static const auto mask = [] {
+    const FieldMask container = FieldMask::only({{"name", FieldMask::all()}, {"resources", FieldMask::all()}});
+    const FieldMask container_status = FieldMask::only({{"name", FieldMask::all()},
+                                                        {"state", FieldMask::all()},
+                                                        {"lastState", FieldMask::all()},
+                                                        {"ready", FieldMask::all()},
+                                                        {"restartCount", FieldMask::all()}});
+    return std::make_shared<const FieldMask>(FieldMask::only({
+        {"apiVersion", FieldMask::all()},
+        {"kind", FieldMask::all()},
+        {"metadata", lean_metadata()},
+        {"spec", FieldMask::only({{"nodeName", FieldMask::all()},
+                                  {"affinity", FieldMask::all()},
+                                  {"containers", container},
+                                  {"initContainers", container}})},
+        {"status", FieldMask::only({{"phase", FieldMask::all()},
+                                    {"reason", FieldMask::all()},
+                                    {"message", FieldMask::all()},
+                                    {"startTime", FieldMask::all()},
+                                    {"conditions", FieldMask::all()},
+                                    {"containerStatuses", container_status},
+                                    {"initContainerStatuses", container_status}})},
+    }));
+  }();
+  return mask;
 }
 
-void lean_node(json& node) {
-  if (!node.is_object()) return;
-  lean_metadata(node);
-  if (json* status = member(node, "status")) {
-    keep(*status, {"allocatable", "capacity", "conditions"});
-    if (json* conds = member(*status, "conditions"))
-      keep_each(*conds, {"type", "status", "reason", "message", "lastTransitionTime"});
-  }
-  keep(node, {"apiVersion", "kind", "metadata", "spec", "status"});
+const std::shared_ptr<const FieldMask>& node_fields() {
+  static const auto mask = std::make_shared<const FieldMask>(FieldMask::only({
+      {"apiVersion", FieldMask::all()},
+      {"kind", FieldMask::all()},
+      {"metadata", lean_metadata()},
+      {"spec", FieldMask::all()},
+      {"status", FieldMask::only({{"allocatable", FieldMask::all()},
+                                  {"capacity", FieldMask::all()},
+                                  {"conditions", FieldMask::only({{"type", FieldMask::all()},
+                                                                  {"status", FieldMask::all()},
+                                                                  {"reason", FieldMask::all()},
+                                                                  {"message", FieldMask::all()},
+                                                                  {"lastTransitionTime", FieldMask::all()}})}})},
+  }));
+  return mask;
 }
+
+void lean_pod(nlohmann::json& pod) { pod_fields()->apply(pod); }
+void lean_node(nlohmann::json& node) { node_fields()->apply(node); }
 
 }  // namespace valley::task

@@ -8,11 +8,20 @@
 //          conditions and the container statuses' name, state, lastState, ready, restartCount;
 //   nodes: metadata (no annotations or managedFields), spec (taints, unschedulable), status
 //          allocatable/capacity/conditions (no heartbeat times).
+// The masks are what the informers parse with (nothing else of a pod is ever built); lean_pod and
+// lean_node apply the same masks to an object already parsed.
 #pragma once
+
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "operator/kube/field_mask.h"
+
 namespace valley::task {
+
+const std::shared_ptr<const kube::FieldMask>& pod_fields();
+const std::shared_ptr<const kube::FieldMask>& node_fields();
 
 void lean_pod(nlohmann::json& pod);
 void lean_node(nlohmann::json& node);

@@ -138,8 +138,10 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   // All pods, not only Valley's: the planner must know what everything else holds on each node.
   // Pods and nodes are cached lean: only the fields Valley reads (cache_fields.h).
   kube::InformerOptions lean_pods, lean_nodes;
-  lean_pods.transform = lean_pod;
-  lean_nodes.transform = lean_node;
+  lean_pods.fields = pod_fields();
+  lean_pods.transform = nullptr;  // the mask drops managedFields too
+  lean_nodes.fields = node_fields();
+  lean_nodes.transform = nullptr;
   pods_ = std::make_unique<kube::Informer>(client_, res::kPods, lean_pods);
   nodes_ = std::make_unique<kube::Informer>(client_, res::kNodes, lean_nodes);
   services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned);

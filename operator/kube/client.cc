@@ -130,6 +130,7 @@ ListResult Client::list(const Resource& r, const std::string& ns, const ListOpti
       // Items of a list carry no kind/apiVersion; restore them so cached objects are whole.
       item["kind"] = r.kind;
       item["apiVersion"] = r.api_version();
+      if (options.item_transform) options.item_transform(item);
       result.items.push_back(std::move(item));
     }
     const json& meta = page.value("metadata", json::object());
@@ -175,11 +176,11 @@ void Client::watch(const Resource& r, const std::string& ns, const WatchOptions&
   add_query(path, "fieldSelector", options.field_selector);
   if (options.bookmarks) add_query(path, "allowWatchBookmarks", "true");
   if (options.timeout_seconds > 0) add_query(path, "timeoutSeconds", std::to_string(options.timeout_seconds));
-  watch(path, on_event, cancel);
+  watch(path, on_event, cancel, options.object_fields);
 }
 
 void Client::watch(const std::string& path, const std::function<bool(WatchEvent&&)>& on_event,
-                   const std::atomic<bool>* cancel) {
+                   const std::atomic<bool>* cancel, std::shared_ptr<const FieldMask> object_fields) {
   HttpRequest req;
   req.path = path;
   req.timeout = std::chrono::milliseconds(0);
@@ -193,7 +194,7 @@ void Client::watch(const std::string& path, const std::function<bool(WatchEvent&
       failure = std::current_exception();
       return false;
     }
-  });
+  }, std::move(object_fields));
   HttpResponse resp = http_.stream(req, [&](std::string_view chunk) { return decoder.feed(chunk); }, cancel);
   if (failure) std::rethrow_exception(failure);
   if (resp.status < 200 || resp.status >= 300) throw_status("watch " + path, resp);

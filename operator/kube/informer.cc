@@ -57,13 +57,17 @@ void Informer::list_and_replace() {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.page_size = options_.page_size;
+  // Page by page: the whole list is never held untransformed.
+  lo.item_transform = [this](nlohmann::json& item) {
+    if (options_.fields) options_.fields->apply(item);
+    if (options_.transform) options_.transform(item);
+  };
   ListResult result = client_.list(resource_, options_.ns, lo);
   ++stats_.lists;
 
   std::unordered_set<std::string> seen;
   seen.reserve(result.items.size());
   for (auto& item : result.items) {
-    if (options_.transform) options_.transform(item);
     std::string key = object_key(item);
     seen.insert(key);
     auto fresh = std::make_shared<const nlohmann::json>(std::move(item));
@@ -139,6 +143,7 @@ void Informer::watch_once() {
   wo.resource_version = last_resource_version();
   wo.label_selector = options_.label_selector;
   wo.field_selector = options_.field_selector;
+  wo.object_fields = options_.fields;
   auto min = static_cast<int>(options_.watch_timeout_min.count());
   wo.timeout_seconds = min + static_cast<int>(rng() % static_cast<unsigned>(std::max(1, min)));
   ++stats_.watches;

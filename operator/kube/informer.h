@@ -37,6 +37,9 @@ struct InformerOptions {
   // Applied to each object before it is cached: by default drops metadata.managedFields, which
   // Valley never reads and which is a large part of every object.
   std::function<void(nlohmann::json&)> transform = strip_managed_fields;
+  // When set, only what this keeps of each object is built from a watch event (and kept of a listed
+  // one), before `transform`: the cheap way to a lean cache (field_mask.h).
+  std::shared_ptr<const FieldMask> fields;
   // Fault injection, for tests only: each watch event is applied this much later (the stream is held
   // back), as a loaded API server delivers one resource's events after another's.
   std::chrono::milliseconds event_delay{0};

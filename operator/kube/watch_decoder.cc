@@ -2,10 +2,19 @@
 
 namespace valley::kube {
 
+WatchDecoder::WatchDecoder(std::function<bool(WatchEvent&&)> on_event, std::shared_ptr<const FieldMask> object_fields)
+    : on_event_(std::move(on_event)) {
+  if (object_fields)
+    frame_fields_ = std::make_unique<const FieldMask>(FieldMask::only({{"type", FieldMask::all()}, {"object", *object_fields}}));
+}
+
 bool WatchDecoder::decode_line(std::string_view line) {
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
   if (line.empty()) return true;
-  nlohmann::json frame = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json frame = frame_fields_ ? frame_fields_->parse(line) : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  // An ERROR frame carries a Status, which the object's mask was not made for: read it whole (rare).
+  if (frame_fields_ && frame.is_object() && frame.value("type", "") == "ERROR")
+    frame = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!frame.is_object() || !frame.contains("type") || !frame["type"].is_string() || !frame.contains("object") ||
       !frame["object"].is_object()) {
     ++malformed_;
@@ -38,10 +47,12 @@ bool WatchDecoder::feed(std::string_view chunk) {
     } else if (pending_.empty()) {
       if (!decode_line(chunk.substr(0, nl))) return false;
     } else {
+      // Decoded in place and cleared, so the buffer keeps its capacity for the next long line.
       pending_.append(chunk.substr(0, nl));
-      std::string line;
-      line.swap(pending_);
-      if (!decode_line(line)) return false;
+      const bool go_on = decode_line(pending_);
+      pending_.clear();
+      if (pending_.capacity() > (1u << 20)) std::string().swap(pending_);
+      if (!go_on) return false;
     }
     chunk.remove_prefix(nl + 1);
   }

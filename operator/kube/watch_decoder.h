@@ -5,7 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "operator/kube/field_mask.h"
+
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -18,8 +21,9 @@ struct WatchEvent {
 
 class WatchDecoder {
  public:
-  // on_event returns false to stop decoding (then feed() returns false too).
-  explicit WatchDecoder(std::function<bool(WatchEvent&&)> on_event) : on_event_(std::move(on_event)) {}
+  // on_event returns false to stop decoding (then feed() returns false too). With `object_fields`,
+  // each event's object is built only as far as the mask keeps it (an ERROR frame's Status whole).
+  explicit WatchDecoder(std::function<bool(WatchEvent&&)> on_event, std::shared_ptr<const FieldMask> object_fields = nullptr);
 
   // Consumes a chunk; returns false once on_event asked to stop.
   bool feed(std::string_view chunk);
@@ -35,6 +39,7 @@ class WatchDecoder {
   bool decode_line(std::string_view line);
 
   std::function<bool(WatchEvent&&)> on_event_;
+  std::unique_ptr<const FieldMask> frame_fields_;  // {type, object: object_fields}; null: whole frames
   std::string pending_;
   bool stopped_ = false;
   bool discarding_ = false;  // inside an over-long line

@@ -35,7 +35,17 @@ TEST_F(Rest, ListingMoreThan1500ObjectsFollowsContinueTokens) {
   kube::ListOptions lo;
   lo.label_selector = "bulk=yes";
   lo.page_size = 500;
+  // The transform sees each item whole (kind restored) as its page arrives; the list keeps what it left.
+  int transformed = 0;
+  lo.item_transform = [&](nlohmann::json& item) {
+    EXPECT_EQ(item.value("kind", ""), "ConfigMap");
+    EXPECT_TRUE(item.contains("data"));
+    item.erase("data");
+    ++transformed;
+  };
   auto result = client->list(kConfigMaps, ns, lo);
+  EXPECT_EQ(transformed, n);
+  for (const auto& item : result.items) EXPECT_FALSE(item.contains("data"));
   EXPECT_EQ(result.items.size(), static_cast<size_t>(n));
   EXPECT_EQ(result.pages, 4);
   EXPECT_FALSE(result.resource_version.empty());

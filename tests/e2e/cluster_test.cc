@@ -95,7 +95,7 @@ TEST(Cluster, ACrashedComponentIsRestartedBySupervisor) {
 TEST(Cluster, PlannerSnapshotOfTheLocalCluster) {
   kube::Client client(admin_config());
   std::vector<planner::Node> nodes;
-  for (const auto& n : client.list(kube::resources::kNodes, "", {"type=kwok", "", 500}).items) nodes.push_back(planner::node_from(n));
+  for (const auto& n : client.list(kube::resources::kNodes, "", {"type=kwok", "", 500, {}}).items) nodes.push_back(planner::node_from(n));
   std::map<std::string, planner::Node> by_name;
   for (const auto& n : nodes) by_name[n.name] = n;
   ASSERT_TRUE(by_name.count("a100-spot-0") && by_name.count("mi250-od-0") && by_name.count("a100-mig-0"));

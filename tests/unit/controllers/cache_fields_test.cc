@@ -103,6 +103,14 @@ TEST(CacheFields, TheNodeReaderSeesTheSameInALeanNode) {
   EXPECT_EQ(a.taints.size(), b.taints.size());
 }
 
+TEST(CacheFields, TheInformersParseWhatLeanPodAndLeanNodeKeep) {
+  json pod = full_pod(), node = full_node();
+  lean_pod(pod);
+  lean_node(node);
+  EXPECT_EQ(pod_fields()->parse(full_pod().dump()), pod);
+  EXPECT_EQ(node_fields()->parse(full_node().dump()), node);
+}
+
 TEST(CacheFields, OddObjectsAreLeftAlone) {
   json not_an_object = json::array({1, 2});
   lean_pod(not_an_object);
