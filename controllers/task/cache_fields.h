@@ -5,9 +5,11 @@
 // objects).
 //   pods:  metadata (no annotations or managedFields), spec.nodeName, spec.affinity, the containers'
 //          and init containers' names and resources, status phase/reason/message/startTime/
-//          conditions and the container statuses' name, state, lastState, ready, restartCount;
+//          conditions and the container statuses' name, state, lastState (which state, its start,
+//          exit code, reason, message and end), ready, restartCount;
 //   nodes: metadata (no annotations or managedFields), spec (taints, unschedulable), status
-//          allocatable/capacity/conditions (no heartbeat times).
+//          allocatable/capacity/conditions;
+//   conditions: type, status, reason, message, lastTransitionTime (no probe or heartbeat times).
 // The masks are what the informers parse with (nothing else of a pod is ever built); lean_pod and
 // lean_node apply the same masks to an object already parsed.
 #pragma once

@@ -1059,7 +1059,12 @@ bool TaskController::reconcile(const std::string& key) {
   requests_->run_all(creations.size(), [&](size_t k) {
     Creation& c = creations[k];
     try {
-      const nlohmann::json made = client_.create(*c.resource, ns, c.object);
+      // Of the answer, only the identity the expectations need is built (a pod's is ~5 KB of JSON).
+      static const kube::FieldMask kIdentity = kube::FieldMask::only({{"metadata", kube::FieldMask::only({{"name", kube::FieldMask::all()},
+                                                                                                          {"namespace", kube::FieldMask::all()},
+                                                                                                          {"uid", kube::FieldMask::all()},
+                                                                                                          {"resourceVersion", kube::FieldMask::all()}})}});
+      const nlohmann::json made = client_.create(*c.resource, ns, c.object, &kIdentity);
       c.created = true;
       if (!c.id.empty()) expect(c.id, *c.resource, ns, made);
     } catch (const kube::KubeError& e) {

@@ -72,7 +72,7 @@ std::string patch_content_type(PatchType type) {
 Client::Client(ClusterConfig config, HttpOptions options) : http_(std::move(config), std::move(options)) {}
 
 json Client::call(const std::string& method, const std::string& path, const std::string& body,
-                  const std::string& content_type) {
+                  const std::string& content_type, const FieldMask* answer) {
   HttpRequest req;
   req.method = method;
   req.path = path;
@@ -81,7 +81,7 @@ json Client::call(const std::string& method, const std::string& path, const std:
   HttpResponse resp = http_.send(req);
   if (resp.status < 200 || resp.status >= 300) throw_status(method + " " + path, resp);
   if (resp.body.empty()) return json::object();
-  json parsed = json::parse(resp.body, nullptr, false);
+  json parsed = answer != nullptr ? answer->parse(resp.body) : json::parse(resp.body, nullptr, false);
   if (parsed.is_discarded()) throw KubeError(method + " " + path + ": the answer is not JSON", resp.status);
   return parsed;
 }
@@ -140,8 +140,8 @@ ListResult Client::list(const Resource& r, const std::string& ns, const ListOpti
   return result;
 }
 
-json Client::create(const Resource& r, const std::string& ns, const json& object) {
-  return create(r.collection(ns), object);
+json Client::create(const Resource& r, const std::string& ns, const json& object, const FieldMask* answer) {
+  return call("POST", r.collection(ns), object.dump(), "application/json", answer);
 }
 
 json Client::update(const Resource& r, const json& object, const std::string& subresource) {

@@ -64,7 +64,8 @@ class Client {
   // --- by Resource ---
   json get(const Resource& r, const std::string& ns, const std::string& name, const std::string& subresource = "");
   ListResult list(const Resource& r, const std::string& ns, const ListOptions& options = {});
-  json create(const Resource& r, const std::string& ns, const json& object);
+  // With `answer`, only what it keeps of the created object is built from the server's answer.
+  json create(const Resource& r, const std::string& ns, const json& object, const FieldMask* answer = nullptr);
   // PUT of the whole object (metadata.resourceVersion makes it conditional: 409 if stale).
   json update(const Resource& r, const json& object, const std::string& subresource = "");
   json update_status(const Resource& r, const json& object) { return update(r, object, "status"); }
@@ -99,7 +100,7 @@ class Client {
 
  private:
   json call(const std::string& method, const std::string& path, const std::string& body = {},
-            const std::string& content_type = "application/json");
+            const std::string& content_type = "application/json", const FieldMask* answer = nullptr);
 
   HttpClient http_;
 };

@@ -55,6 +55,17 @@ TEST_F(Rest, ListingMoreThan1500ObjectsFollowsContinueTokens) {
   EXPECT_EQ(result.items[0]["kind"], "ConfigMap");  // restored on list items
 }
 
+TEST_F(Rest, OnlyWhatTheAnswerMaskKeepsOfACreatedObjectIsBuilt) {
+  auto client = unlimited_admin();
+  const kube::FieldMask identity =
+      kube::FieldMask::only({{"metadata", kube::FieldMask::only({{"name", kube::FieldMask::all()}, {"uid", kube::FieldMask::all()}})}});
+  const json made = client->create(kConfigMaps, ns, config_map("masked"), &identity);
+  EXPECT_EQ(made["metadata"].size(), 2u);
+  EXPECT_EQ(made["metadata"]["name"], "masked");
+  EXPECT_EQ(made["metadata"]["uid"], client->get(kConfigMaps, ns, "masked")["metadata"]["uid"]);
+  EXPECT_EQ(made.size(), 1u);  // no data, kind or apiVersion
+}
+
 TEST_F(Rest, StaleUpdateIsAConflictAndRetryOnConflictConverges) {
   admin->create(kConfigMaps, ns, config_map("counter"));
   json a = admin->get(kConfigMaps, ns, "counter");

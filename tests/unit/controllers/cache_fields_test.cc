@@ -38,13 +38,15 @@ json full_pod() {
     "status": {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory.",
       "hostIP": "10.0.0.1", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}], "qosClass": "Burstable",
       "startTime": "2026-11-24T09:00:05Z",
-      "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI", "lastTransitionTime": "2026-11-24T09:29:00Z"},
+      "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI", "lastTransitionTime": "2026-11-24T09:29:00Z",
+                      "lastProbeTime": null, "observedGeneration": 1},
                      {"type": "Ready", "status": "False", "lastTransitionTime": "2026-11-24T09:29:00Z"}],
       "containerStatuses": [{"name": "worker", "image": "train:1", "imageID": "sha256:1", "containerID": "containerd://1", "ready": false,
         "restartCount": 0, "started": false,
         "state": {"terminated": {"exitCode": 137, "reason": "Error", "message": "checkpoint 1200", "startedAt": "2026-11-24T09:00:06Z",
                                  "finishedAt": "2026-11-24T09:29:30Z", "containerID": "containerd://1"}},
-        "lastState": {}}]}})");
+        "lastState": {"terminated": {"exitCode": 1, "startedAt": "2026-11-24T08:59:00Z", "finishedAt": "2026-11-24T09:00:04Z",
+                                     "containerID": "containerd://0"}}}]}})");
 }
 
 json full_node() {
@@ -72,6 +74,9 @@ TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
   EXPECT_FALSE(lean["metadata"].contains("annotations"));
   EXPECT_FALSE(lean["spec"].contains("volumes"));
   EXPECT_FALSE(lean["spec"]["containers"][0].contains("env"));
+  EXPECT_FALSE(lean["status"]["conditions"][0].contains("lastProbeTime"));
+  EXPECT_FALSE(lean["status"]["containerStatuses"][0]["state"]["terminated"].contains("containerID"));
+  EXPECT_EQ(lean["status"]["containerStatuses"][0]["lastState"]["terminated"]["startedAt"], "2026-11-24T08:59:00Z");
 
   const PodView a = view_pod(full), b = view_pod(lean);
   EXPECT_EQ(json({a.name, a.uid, a.role, a.resource_version, a.epoch, a.worker_index, a.phase, a.ready, a.deleting, a.exit_code.value_or(-1),
