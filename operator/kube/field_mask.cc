@@ -75,13 +75,18 @@ class Skimmer {
   bool value(const FieldMask* mask) {
     if (i_ >= s_.size()) return false;
     const char c = s_[i_];
-    if (mask->whole() || (c != '{' && c != '[')) {
+    // Deeper than any Kubernetes object nests, a value is kept whole rather than followed down
+    // recursively (the stack stays bounded; skip() keeps its own).
+    if (mask->whole() || (c != '{' && c != '[') || depth_ >= kMaxDepth) {
       const size_t from = i_;
       if (!skip()) return false;
       out_.append(s_.substr(from, i_ - from));
       return true;
     }
-    return c == '{' ? object(*mask) : array(*mask);
+    ++depth_;
+    const bool ok = c == '{' ? object(*mask) : array(*mask);
+    --depth_;
+    return ok;
   }
   bool array(const FieldMask& mask) {
     out_.push_back('[');
@@ -147,9 +152,11 @@ class Skimmer {
     return true;
   }
 
+  static constexpr int kMaxDepth = 256;
   std::string_view s_;
   std::string& out_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

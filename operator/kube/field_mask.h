@@ -35,7 +35,7 @@ class FieldMask {
 
   // Parses `text` keeping only what the mask keeps; what is dropped is skimmed over, never built.
   // Returns a discarded value (is_discarded()) when the text is not JSON; inside a dropped value only
-  // closed strings and matching brackets are checked.
+  // closed strings and matching brackets are checked. Values nested deeper than 256 are kept whole.
   nlohmann::json parse(std::string_view text) const;
 
  private:
