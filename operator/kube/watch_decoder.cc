@@ -13,8 +13,10 @@ bool WatchDecoder::decode_line(std::string_view line) {
   if (line.empty()) return true;
   nlohmann::json frame = frame_fields_ ? frame_fields_->parse(line) : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   // An ERROR frame carries a Status, which the object's mask was not made for: read it whole (rare).
-  if (frame_fields_ && frame.is_object() && frame.value("type", "") == "ERROR")
-    frame = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  // (A type that is not a string is a malformed frame, below: value() would throw on it.)
+  if (frame_fields_ && frame.is_object())
+    if (auto type = frame.find("type"); type != frame.end() && type->is_string() && *type == "ERROR")
+      frame = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!frame.is_object() || !frame.contains("type") || !frame["type"].is_string() || !frame.contains("object") ||
       !frame["object"].is_object()) {
     ++malformed_;

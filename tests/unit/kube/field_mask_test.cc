@@ -145,13 +145,15 @@ TEST(FieldMask, AWatchDecoderBuildsMaskedObjectsButErrorStatusesWhole) {
   decoder.feed(R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","annotations":{"x":"y"}},"status":{"phase":"Running"}}})"
                "\n"
                R"({"type":"ERROR","object":{"kind":"Status","status":"Failure","message":"too old","reason":"Expired","code":410}})"
-               "\n{not json}\n");
+               "\n{not json}\n"
+               R"({"type":{"ERROR":1},"object":{"kind":"Pod"}})"  // found by the fuzzer: a type that is no string
+               "\n");
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].object, json::parse(R"({"kind":"Pod","metadata":{"name":"a"}})"));
   EXPECT_EQ(events[1].type, "ERROR");
   EXPECT_EQ(events[1].object.value("code", 0), 410);
   EXPECT_EQ(events[1].object.value("reason", ""), "Expired");
-  EXPECT_EQ(decoder.malformed(), 1u);
+  EXPECT_EQ(decoder.malformed(), 2u);
 }
 
 }  // namespace
