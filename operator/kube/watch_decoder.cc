@@ -8,17 +8,25 @@ WatchDecoder::WatchDecoder(std::function<bool(WatchEvent&&)> on_event, std::shar
     frame_fields_ = std::make_unique<const FieldMask>(FieldMask::only({{"type", FieldMask::all()}, {"object", *object_fields}}));
 }
 
+namespace {
+
+// {"type": "<string>", "object": {...}}, as every watch frame is.
+bool well_formed(const nlohmann::json& frame) {
+  if (!frame.is_object()) return false;
+  auto type = frame.find("type"), object = frame.find("object");
+  return type != frame.end() && type->is_string() && object != frame.end() && object->is_object();
+}
+
+}  // namespace
+
 bool WatchDecoder::decode_line(std::string_view line) {
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
   if (line.empty()) return true;
   nlohmann::json frame = frame_fields_ ? frame_fields_->parse(line) : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   // An ERROR frame carries a Status, which the object's mask was not made for: read it whole (rare).
-  // (A type that is not a string is a malformed frame, below: value() would throw on it.)
-  if (frame_fields_ && frame.is_object())
-    if (auto type = frame.find("type"); type != frame.end() && type->is_string() && *type == "ERROR")
-      frame = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!frame.is_object() || !frame.contains("type") || !frame["type"].is_string() || !frame.contains("object") ||
-      !frame["object"].is_object()) {
+  if (frame_fields_ && well_formed(frame) && frame["type"] == "ERROR")
+    frame = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!well_formed(frame)) {
     ++malformed_;
     return true;
   }
