@@ -246,8 +246,9 @@ TEST_F(TenantTest, AdmissionRefusesAPriorityAboveTheTenantsMaximumAndANamespaceW
   EXPECT_EQ(refused(ns, spec, "at-max"), "");
   spec.erase("priority");
   EXPECT_EQ(refused(ns, spec, "unset"), "") << "no priority: the tenant's default applies";
-  // A namespace no tenant owns is refused, until a tenant takes it.
-  why = refused(other, spec, "homeless");
+  // A namespace no tenant owns is refused, until a tenant takes it. Each policy comes into force on its own
+  // (the API server loads policies and bindings asynchronously), so the second is waited for too.
+  EXPECT_TRUE(eventually([&] { return !(why = refused(other, spec, "homeless")).empty(); }, 30s));
   EXPECT_NE(why.find("namespace " + other + " belongs to no Tenant"), std::string::npos) << why;
   tenant(b, other, json::object());
   EXPECT_TRUE(eventually([&] { return refused(other, spec, "homed").empty(); }, 30s)) << operator_log();
