@@ -1,7 +1,8 @@
 // Cache memory per object: creates N pods (default 10,000) in a scratch namespace of the local
 // cluster, syncs an informer over them, and reports heap bytes held by the cache per pod
 // (mallinfo2, before vs after) next to the pod's JSON size: as the generic informer caches pods
-// (managedFields dropped) and as Valley's controller does (lean_pod). Deletes the namespace afterwards.
+// (managedFields dropped), as lean JSON (lean_pod: the fields Valley reads) and as Valley's
+// controller caches them (api::Pod, typed, parsed through the pod mask). Deletes the namespace afterwards.
 //   bench_informer_memory [kubeconfig] [pods]
 #include <malloc.h>
 
@@ -15,6 +16,7 @@
 
 #include "bench/kube/sample_pod.h"
 #include "operator/kube/error.h"
+#include "controllers/api/pod.h"
 #include "controllers/task/cache_fields.h"
 #include "operator/kube/informer.h"
 
@@ -63,13 +65,14 @@ int main(int argc, char** argv) {
     size_t cached = 0;
     double sync_s = 0, per_pod = 0, total_mb = 0;
   };
-  auto measure = [&](std::function<void(nlohmann::json&)> transform) {
+  auto measure = [&]<class T>(std::function<void(nlohmann::json&)> transform, std::shared_ptr<const kube::FieldMask> fields, T*) {
     Measured m;
     size_t before = heap_in_use();
     kube::InformerOptions io;
     io.ns = ns;
     if (transform) io.transform = std::move(transform);
-    kube::Informer informer(client, kube::resources::kPods, io);
+    io.fields = std::move(fields);
+    kube::BasicInformer<T> informer(client, kube::resources::kPods, io);
     auto s0 = std::chrono::steady_clock::now();
     informer.start();
     if (!informer.wait_for_sync(std::chrono::minutes(5))) return m;
@@ -81,15 +84,17 @@ int main(int argc, char** argv) {
     informer.stop();
     return m;
   };
-  const Measured plain = measure(nullptr);
-  const Measured lean = measure(task::lean_pod);
+  const Measured plain = measure(nullptr, nullptr, static_cast<nlohmann::json*>(nullptr));
+  const Measured lean = measure(task::lean_pod, nullptr, static_cast<nlohmann::json*>(nullptr));
+  const Measured typed = measure(nullptr, task::pod_fields(), static_cast<api::Pod*>(nullptr));
   std::printf("{\"benchmark\":\"informer_memory\",\"pods\":%zu,\"create_seconds\":%.1f,\"create_failures\":%d,"
               "\"list_and_sync_seconds\":%.2f,\"heap_bytes_per_cached_pod\":%.0f,\"pod_json_bytes\":%zu,"
               "\"pod_json_bytes_without_managed_fields\":%zu,\"cache_total_megabytes\":%.1f,"
-              "\"lean_list_and_sync_seconds\":%.2f,\"lean_heap_bytes_per_cached_pod\":%.0f,\"lean_cache_total_megabytes\":%.1f}\n",
+              "\"lean_list_and_sync_seconds\":%.2f,\"lean_heap_bytes_per_cached_pod\":%.0f,\"lean_cache_total_megabytes\":%.1f,"
+              "\"typed_list_and_sync_seconds\":%.2f,\"typed_heap_bytes_per_cached_pod\":%.0f,\"typed_cache_total_megabytes\":%.1f}\n",
               plain.cached, create_s, failed.load(), plain.sync_s, plain.per_pod, json_bytes, json_bytes_stripped, plain.total_mb,
-              lean.sync_s, lean.per_pod, lean.total_mb);
-  const size_t cached = std::min(plain.cached, lean.cached);
+              lean.sync_s, lean.per_pod, lean.total_mb, typed.sync_s, typed.per_pod, typed.total_mb);
+  const size_t cached = std::min({plain.cached, lean.cached, typed.cached});
   client.remove(kube::resources::kNamespaces, "", ns);
   return cached == static_cast<size_t>(pods) ? 0 : 1;
 }

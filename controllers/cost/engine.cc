@@ -22,8 +22,6 @@ const json& obj(const json& o, const char* key) { return kube::object_at(o, key)
 // field that is absent, null or of another type.
 int64_t i64(const json& o, const char* key, int64_t fallback = 0) { return kube::int_at(o, key).value_or(fallback); }
 
-std::optional<SystemTime> time_of(const json& o, const char* key) { return kube::time_at(o, key); }
-
 }  // namespace
 
 void Charge::subtract(const Charge& o) {
@@ -64,43 +62,37 @@ Charge charge_interval(const Policy& p, const NodeRate& rate, int64_t share_mill
 
 Micros apply_multiplier(Micros amount, int64_t multiplier_milli) { return rounded(i128{amount} * multiplier_milli, 1000); }
 
-PodUse pod_use(const json& pod) {
+PodUse pod_use(const api::Pod& pod) {
   PodUse u;
-  const json& meta = obj(pod, "metadata");
-  u.uid = kube::string_at(meta, "uid");
-  u.name = kube::string_at(meta, "name");
-  u.node = kube::string_at(obj(pod, "spec"), "nodeName");
+  u.uid = pod.uid;
+  u.name = pod.name;
+  u.node = pod.node_name;
   for (const auto& [resource, count] : planner::gpu_requests(pod)) u.share_milli += gpu::share_milli(resource, count);
-  const json& status = obj(pod, "status");
   bool all_terminated = true, any = false, ran_unstamped = false;
   std::optional<SystemTime> last_end;
-  for (const auto& cs : kube::array_at(status, "containerStatuses")) {
+  for (const auto& cs : pod.container_statuses) {
     any = true;
-    const json& state = obj(cs, "state");
     std::optional<SystemTime> started;
-    if (state.contains("running")) {
-      started = time_of(obj(state, "running"), "startedAt");
+    if (cs.running) {
+      started = cs.running_since;
       all_terminated = false;
-    } else if (state.contains("terminated")) {
-      const json& t = obj(state, "terminated");
-      started = time_of(t, "startedAt");
+    } else if (cs.terminated) {
+      started = cs.started;
       if (!started) ran_unstamped = true;
-      auto finished = time_of(t, "finishedAt");
-      if (finished && (!last_end || *finished > *last_end)) last_end = finished;
+      if (cs.finished && (!last_end || *cs.finished > *last_end)) last_end = cs.finished;
     } else {
       all_terminated = false;
     }
     if (started && (!u.start || *started < *u.start)) u.start = started;
     // A restarted container's running.startedAt is its latest start; the pod has held its GPUs
     // since the first, which lastState still shows.
-    if (auto before = time_of(obj(obj(cs, "lastState"), "terminated"), "startedAt"); before && (!u.start || *before < *u.start))
-      u.start = before;
+    if (const auto& before = cs.last_terminated_started; before && (!u.start || *before < *u.start)) u.start = before;
   }
   // Some runtimes (and kwok) leave terminated.startedAt empty: the pod's own start time stands in.
   // Only for a container that ran: one still waiting (its image pulling, its sandbox starting)
   // has not started, and charging it from startTime would make the charge depend on whether a
   // reconcile happened to see it waiting (a real node's e2e test found 1 GPU-second of 22 extra).
-  if (!u.start && ran_unstamped) u.start = time_of(status, "startTime");
+  if (!u.start && ran_unstamped) u.start = pod.start_time;
   if (any && all_terminated) u.end = last_end ? last_end : u.start;
   return u;
 }

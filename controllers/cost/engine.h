@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "controllers/cost/policy.h"
+#include "controllers/api/pod.h"
 #include "controllers/api/spec.h"
 
 namespace valley::cost {
@@ -39,7 +40,7 @@ struct PodUse {
   std::optional<SystemTime> start;   // first container started
   std::optional<SystemTime> end;     // all containers ended (or deleted while not running)
 };
-PodUse pod_use(const nlohmann::json& pod);
+PodUse pod_use(const api::Pod& pod);
 
 // Brings status.cost (as stored; empty for a new task) up to `now` for the task's pods. `rates`
 // holds the rate of every node that exists; a pod on a node gone since keeps the rate its ledger

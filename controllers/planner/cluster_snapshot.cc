@@ -13,46 +13,33 @@ std::string key_of(const json& object) {
 }
 
 // Where a pod holds GPUs: its node once bound, else the node its affinity pins it to.
-std::string node_of_pod(const json& pod) {
-  std::string node = kube::string_at(kube::object_at(pod, "spec"), "nodeName");
-  return node.empty() ? render::pinned_node(pod) : node;
-}
+const std::string& node_of_pod(const api::Pod& pod) { return pod.node_name.empty() ? pod.pinned : pod.node_name; }
 
 // "ns/task" when the pod is one of Valley's workers, else "".
-std::string worker_of(const json& pod, std::string* epoch) {
-  const json& meta = kube::object_at(pod, "metadata");
-  const json& labels = kube::object_at(meta, "labels");
-  if (kube::string_at(labels, render::label::kManagedBy) != "valley" || kube::string_at(labels, render::label::kRole) != "worker") return "";
-  *epoch = kube::string_at(labels, render::label::kEpoch);
-  return kube::string_at(meta, "namespace") + "/" + kube::string_at(labels, render::label::kTask);
-}
-
-// The UIDs of its owners (as the cache's owner index files it, tolerating malformed references).
-std::vector<std::string> owner_uids(const json& object) {
-  std::vector<std::string> out;
-  for (const auto& ref : kube::array_at(kube::object_at(object, "metadata"), "ownerReferences"))
-    if (ref.is_object()) out.push_back(kube::string_at(ref, "uid"));
-  return out;
+std::string worker_of(const api::Pod& pod, std::string* epoch) {
+  if (pod.label(render::label::kManagedBy) != "valley" || pod.label(render::label::kRole) != "worker") return "";
+  *epoch = pod.label(render::label::kEpoch);
+  return pod.ns + "/" + pod.label(render::label::kTask);
 }
 
 // The view's entry of a task from its object and pods (by name).
 std::shared_ptr<const SnapshotView::TaskEntry> task_entry(const std::string& key, const ObjectPtr& task,
-                                                          const std::shared_ptr<const api::ParsedTask>& parsed, std::vector<ObjectPtr> owned) {
+                                                          const std::shared_ptr<const api::ParsedTask>& parsed, std::vector<PodPtr> owned) {
   auto e = std::make_shared<SnapshotView::TaskEntry>();
   e->key = key;
   e->object = task;
   e->parsed = parsed;
   e->owned = std::move(owned);
-  std::vector<const json*> pods;
+  std::vector<const api::Pod*> pods;
   for (const auto& p : e->owned) {
     pods.push_back(p.get());
-    if (!kube::string_at(kube::object_at(*p, "spec"), "nodeName").empty()) continue;
-    SnapshotView::Waiting w{p, render::pinned_node(*p), std::nullopt, ""};
+    if (!p->node_name.empty()) continue;
+    SnapshotView::Waiting w{p, p->pinned, std::nullopt, ""};
     if (w.node.empty()) continue;
-    for (const auto& c : kube::array_at(kube::object_at(*p, "status"), "conditions")) {
-      if (kube::string_at(c, "type") != "PodScheduled" || kube::string_at(c, "status") != "False") continue;
-      w.refused_since = kube::parse_time(kube::string_at(c, "lastTransitionTime"));
-      w.refusal = kube::string_at(c, "message");
+    for (const auto& c : p->conditions) {
+      if (c.type != "PodScheduled" || c.status != "False") continue;
+      w.refused_since = c.last_transition;
+      w.refusal = c.message;
       break;
     }
     e->waiting.push_back(std::move(w));
@@ -93,8 +80,8 @@ void ClusterSnapshot::touch_owner(const std::string& uid) {
     if (auto entry = tasks_.find(t->second); entry != tasks_.end()) entry->second.view = nullptr;
 }
 
-void ClusterSnapshot::upsert_pod(const ObjectPtr& pod) {
-  const std::string key = key_of(*pod);
+void ClusterSnapshot::upsert_pod(const PodPtr& pod) {
+  const std::string key = pod->key();
   remove_pod(key);
   PodEntry p;
   p.object = pod;
@@ -102,7 +89,7 @@ void ClusterSnapshot::upsert_pod(const ObjectPtr& pod) {
   p.usage = gpu_usage(*pod);
   p.worker_of = worker_of(*pod, &p.epoch);
   hold(p, +1);
-  for (const auto& uid : owner_uids(*pod)) {
+  for (const auto& uid : pod->owner_uids) {
     pods_by_owner_[uid][key] = pod;
     touch_owner(uid);
   }
@@ -122,7 +109,7 @@ void ClusterSnapshot::remove_pod(const std::string& key) {
     w->second.view = nullptr;
     if (w->second.by_pod.empty()) workers_.erase(w);
   }
-  for (const auto& uid : owner_uids(*it->second.object)) {
+  for (const auto& uid : it->second.object->owner_uids) {
     if (auto owned = pods_by_owner_.find(uid); owned != pods_by_owner_.end()) {
       owned->second.erase(key);
       if (owned->second.empty()) pods_by_owner_.erase(owned);
@@ -166,7 +153,7 @@ SnapshotView ClusterSnapshot::view() {
   v.tasks.reserve(tasks_.size());
   for (auto& [key, t] : tasks_) {
     if (!t.view) {
-      std::vector<ObjectPtr> owned;
+      std::vector<PodPtr> owned;
       if (auto pods = pods_by_owner_.find(t.uid); pods != pods_by_owner_.end())
         for (const auto& [pod_key, pod] : pods->second) owned.push_back(pod);
       t.view = task_entry(key, t.object, t.parsed, std::move(owned));
@@ -184,14 +171,14 @@ SnapshotView ClusterSnapshot::view() {
   return v;
 }
 
-SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<ObjectPtr>& pods, const std::vector<ObjectPtr>& tasks,
+SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodPtr>& pods, const std::vector<ObjectPtr>& tasks,
                      const NodeFacts& facts) {
   SnapshotView v;
   std::map<std::string, std::vector<SnapshotView::Worker>> workers;
   std::map<std::string, Node> by_name;
   for (const auto& n : nodes) by_name[key_of(*n)] = node_from(*n, facts);
-  std::map<std::string, ObjectPtr> pods_by_key;
-  for (const auto& p : pods) pods_by_key[key_of(*p)] = p;
+  std::map<std::string, PodPtr> pods_by_key;
+  for (const auto& p : pods) pods_by_key[p->key()] = p;
   for (const auto& [key, p] : pods_by_key) {
     const std::string node = node_of_pod(*p);
     if (auto n = by_name.find(node); n != by_name.end())
@@ -207,9 +194,9 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<Obje
   for (const auto& t : tasks) tasks_by_key[key_of(*t)] = t;
   for (const auto& [key, t] : tasks_by_key) {
     const std::string uid = kube::string_at(kube::object_at(*t, "metadata"), "uid");
-    std::vector<ObjectPtr> owned;
+    std::vector<PodPtr> owned;
     for (const auto& [pod_key, p] : pods_by_key)
-      for (const auto& owner : owner_uids(*p))
+      for (const auto& owner : p->owner_uids)
         if (owner == uid) {
           owned.push_back(p);
           break;

@@ -25,6 +25,7 @@
 namespace valley::planner {
 
 using ObjectPtr = std::shared_ptr<const json>;
+using PodPtr = std::shared_ptr<const api::Pod>;
 
 bool operator==(const NodeFacts& a, const NodeFacts& b);
 
@@ -34,7 +35,7 @@ struct SnapshotView {
   std::vector<std::shared_ptr<const Node>> nodes;
   // A pod pinned to a node and not bound yet: kube-scheduler may be refusing it.
   struct Waiting {
-    ObjectPtr pod;
+    PodPtr pod;
     std::string node;  // the node it is pinned to
     // Since when its PodScheduled condition is False, and what it says (unset: not refused).
     std::optional<SystemTime> refused_since;
@@ -45,7 +46,7 @@ struct SnapshotView {
     ObjectPtr object;
     std::shared_ptr<const api::ParsedTask> parsed;
     std::shared_ptr<const Task> task;  // task_from(spec, object, owned); null when the spec is invalid
-    std::vector<ObjectPtr> owned;      // its pods (by owner UID), by name
+    std::vector<PodPtr> owned;         // its pods (by owner UID), by name
     // Of those, the ones pinned to a node and not bound yet.
     std::vector<Waiting> waiting;
   };
@@ -70,7 +71,7 @@ class ClusterSnapshot {
   void set_facts(const NodeFacts& facts);
   void upsert_node(const ObjectPtr& node);
   void remove_node(const std::string& name);
-  void upsert_pod(const ObjectPtr& pod);
+  void upsert_pod(const PodPtr& pod);
   void remove_pod(const std::string& key);  // namespace/name
   void upsert_task(const ObjectPtr& task);
   void remove_task(const std::string& key);
@@ -79,7 +80,7 @@ class ClusterSnapshot {
 
  private:
   struct PodEntry {
-    ObjectPtr object;
+    PodPtr object;
     std::string node;                      // bound, else pinned; "" if neither
     std::map<std::string, int64_t> usage;  // gpu_usage
     std::string worker_of;                 // "ns/task" of a Valley worker, else ""
@@ -107,14 +108,14 @@ class ClusterSnapshot {
   std::map<std::string, NodeEntry> nodes_;                             // by name
   std::map<std::string, std::map<std::string, int64_t>> held_;         // node -> resource -> units held
   std::map<std::string, PodEntry> pods_;                               // by namespace/name
-  std::map<std::string, std::map<std::string, ObjectPtr>> pods_by_owner_;  // owner UID -> pod key -> pod
+  std::map<std::string, std::map<std::string, PodPtr>> pods_by_owner_;  // owner UID -> pod key -> pod
   std::map<std::string, TaskWorkers> workers_;                         // by the task the labels name
   std::map<std::string, TaskEntry> tasks_;                             // by namespace/name
   std::map<std::string, std::string> task_by_uid_;                     // UID -> task key
 };
 
 // The view, computed from scratch from the objects (what ClusterSnapshot must always equal).
-SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<ObjectPtr>& pods, const std::vector<ObjectPtr>& tasks,
+SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodPtr>& pods, const std::vector<ObjectPtr>& tasks,
                      const NodeFacts& facts);
 
 }  // namespace valley::planner

@@ -13,17 +13,6 @@ namespace {
 
 const json& field(const json& o, const char* name) { return kube::object_at(o, name); }
 
-// Extended resources are plain integers; "8" or 8. Anything else (negative, fractional, too large)
-// counts as 0.
-int64_t quantity(const json& v) {
-  if (v.is_number_integer()) return v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), 1u << 30)) : std::max<int64_t>(0, v.get<int64_t>());
-  if (!v.is_string()) return 0;
-  const std::string& s = v.get_ref<const std::string&>();
-  if (s.empty() || s.size() > 12 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }))
-    return 0;
-  return std::stoll(s);
-}
-
 }  // namespace
 
 bool matches_pattern(const std::string& pattern, const std::string& name) {
@@ -54,7 +43,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
   n.labels = kube::labels_of(node);
   for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
     if (!gpu::is_gpu_resource(k)) continue;
-    int64_t units = quantity(v);
+    int64_t units = api::extended_quantity(v);
     if (units <= 0) continue;
     n.free[k] = units;
     n.capacity[k] = units;
@@ -105,45 +94,38 @@ Node node_from(const json& node, const NodeFacts& facts) {
   return n;
 }
 
-std::map<std::string, int64_t> gpu_usage(const json& pod) {
-  std::string phase = kube::string_at(field(pod, "status"), "phase");
-  if (phase == "Succeeded" || phase == "Failed") return {};
+std::map<std::string, int64_t> gpu_usage(const api::Pod& pod) {
+  if (pod.phase == "Succeeded" || pod.phase == "Failed") return {};
   return gpu_requests(pod);
 }
 
-std::map<std::string, int64_t> gpu_requests(const json& pod) {
+std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
   std::map<std::string, int64_t> out;
-  const json& spec = field(pod, "spec");
-  auto container_usage = [](const json& c) {
+  auto container_usage = [](const api::PodContainer& c) {
     std::map<std::string, int64_t> u;
-    const json& res = field(c, "resources");
-    const json& requests = field(res, "requests");
-    const json& limits = field(res, "limits");
-    for (const json* src : {&limits, &requests})  // requests win where both exist
-      for (const auto& [k, v] : src->items())
-        if (gpu::is_gpu_resource(k)) u[k] = quantity(v);
+    for (const auto* src : {&c.limits, &c.requests})  // requests win where both exist
+      for (const auto& [k, v] : *src)
+        if (gpu::is_gpu_resource(k)) u[k] = v;
     return u;
   };
-  if (auto cs = spec.find("containers"); cs != spec.end() && cs->is_array())
-    for (const auto& c : *cs)
-      for (const auto& [k, v] : container_usage(c)) out[k] += v;
-  if (auto ics = spec.find("initContainers"); ics != spec.end() && ics->is_array())
-    for (const auto& c : *ics)
-      for (const auto& [k, v] : container_usage(c)) out[k] = std::max(out[k], v);
+  for (const auto& c : pod.containers)
+    for (const auto& [k, v] : container_usage(c)) out[k] += v;
+  for (const auto& c : pod.init_containers)
+    for (const auto& [k, v] : container_usage(c)) out[k] = std::max(out[k], v);
   return out;
 }
 
-void subtract(Node& node, const json& pod) {
+void subtract(Node& node, const api::Pod& pod) {
   for (const auto& [k, v] : gpu_usage(pod)) node.free[k] -= v;
 }
 
-Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<json>& owned_pods) {
-  std::vector<const json*> pods;
+Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<api::Pod>& owned_pods) {
+  std::vector<const api::Pod*> pods;
   for (const auto& p : owned_pods) pods.push_back(&p);
   return task_with_pods(spec, task_object, pods);
 }
 
-Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const json*>& owned_pods) {
+Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const api::Pod*>& owned_pods) {
   Task t;
   t.key = spec.ns + "/" + spec.name;
   t.priority = spec.priority;
@@ -171,19 +153,18 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
   t.admitted = epoch > 0 && phase != "Succeeded" && phase != "Failed" && phase != "Suspended" && phase != "Pending";
   if (auto last = kube::parse_time(status.value("lastResizeTime", ""))) t.last_resize = *last;
   std::vector<std::pair<int, Task::Worker>> workers;
-  for (const json* owned : owned_pods) {
-    const json& pod = *owned;
-    const json& labels = field(field(pod, "metadata"), "labels");
-    if (kube::string_at(labels, render::label::kRole) != "worker") continue;
-    if (kube::string_at(labels, render::label::kEpoch) != std::to_string(epoch)) continue;
-    std::string node = kube::string_at(field(pod, "spec"), "nodeName");
+  for (const api::Pod* pod : owned_pods) {
+    if (pod->label(render::label::kRole) != "worker") continue;
+    if (pod->label(render::label::kEpoch) != std::to_string(epoch)) continue;
+    std::string node = pod->node_name;
     const bool bound = !node.empty();
-    if (!bound) node = render::pinned_node(pod);  // created but not bound yet: where it will be
-    auto usage = gpu_usage(pod);
+    if (!bound) node = pod->pinned;  // created but not bound yet: where it will be
+    auto usage = gpu_usage(*pod);
     if (node.empty() || usage.empty()) continue;  // not placed yet, or finished
     int index = 0;
     try {
-      index = std::stoi(kube::string_at(labels, render::label::kWorkerIndex, "0"));
+      const std::string& label = pod->label(render::label::kWorkerIndex);
+      index = std::stoi(label.empty() ? "0" : label);
     } catch (const std::exception&) {
     }
     workers.push_back({index, Task::Worker{node, usage.begin()->first, usage.begin()->second, bound, index}});
@@ -201,8 +182,8 @@ std::vector<Task::Worker> planned_workers(const std::vector<Task::Worker>& publi
 }
 
 namespace {
-// What of `object` a plan reads, or may read: all of it but its version, its managed fields, a
-// task's accrued cost and a pod's status short of whether it ended.
+// What of `object` (a node or a task) a plan reads, or may read: all of it but its version, its
+// managed fields and a task's accrued cost.
 json plan_relevant(const json& object) {
   json out = object;
   if (!out.is_object()) return out;
@@ -210,20 +191,21 @@ json plan_relevant(const json& object) {
     meta->erase("resourceVersion");
     meta->erase("managedFields");
   }
-  auto status = out.find("status");
-  if (status == out.end() || !status->is_object()) return out;
-  const json& spec = field(object, "spec");
-  const bool pod = spec.contains("containers") && spec["containers"].is_array();
-  if (pod) {
-    const std::string phase = kube::string_at(*status, "phase");
-    *status = json{{"ended", phase == "Succeeded" || phase == "Failed"}};
-  } else {
-    status->erase("cost");
-  }
+  if (auto status = out.find("status"); status != out.end() && status->is_object()) status->erase("cost");
   return out;
 }
 }  // namespace
 
 bool replan_needed(const json& before, const json& after) { return plan_relevant(before) != plan_relevant(after); }
+
+bool replan_needed(const api::Pod& before, const api::Pod& after) {
+  // What of a pod a plan reads: where it is (bound or pinned), what it asks for, whether it ended,
+  // whose it is, its labels; its progress (conditions, container states) is not among it.
+  auto ended = [](const api::Pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; };
+  return before.ns != after.ns || before.name != after.name || before.uid != after.uid || before.labels != after.labels ||
+         before.owner_uids != after.owner_uids || before.finalizers != after.finalizers || before.deleting != after.deleting ||
+         before.deletion_timestamp != after.deletion_timestamp || before.node_name != after.node_name || before.pinned != after.pinned ||
+         before.containers != after.containers || before.init_containers != after.init_containers || ended(before) != ended(after);
+}
 
 }  // namespace valley::planner

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "controllers/planner/planner.h"
+#include "controllers/api/pod.h"
 #include "controllers/api/spec.h"
 
 namespace valley::planner {
@@ -45,18 +46,18 @@ Node node_from(const json& node, const NodeFacts& facts = {});
 
 // The GPU resources a pod asks for (requests, else limits, summed over containers; init containers
 // count by their maximum, as the scheduler does), whatever its phase.
-std::map<std::string, int64_t> gpu_requests(const json& pod);
+std::map<std::string, int64_t> gpu_requests(const api::Pod& pod);
 // What it holds now: its requests, or nothing once it has finished.
-std::map<std::string, int64_t> gpu_usage(const json& pod);
+std::map<std::string, int64_t> gpu_usage(const api::Pod& pod);
 
 // Subtracts what `pod` holds from its node's free capacity.
-void subtract(Node& node, const json& pod);
+void subtract(Node& node, const api::Pod& pod);
 
 // The planner's view of a task: spec, whether it is admitted (has an epoch and has not ended) and
 // its live workers of the current epoch (node and GPU resource each holds).
-Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<json>& owned_pods);
+Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<api::Pod>& owned_pods);
 // The same over pods held elsewhere (the cluster snapshot keeps them as shared objects).
-Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const json*>& owned_pods);
+Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const api::Pod*>& owned_pods);
 
 // The workers an admitted task holds for the next plan: those the last plan published for it (by
 // worker index; its pods may not all exist yet), except where a live worker's pod is bound. There
@@ -70,5 +71,6 @@ std::vector<Task::Worker> planned_workers(const std::vector<Task::Worker>& publi
 // cache), a task's accrued cost (its only reader, reduceCost's work done, is not urgent). At a
 // thousand running tasks these are most events, and each woke a plan of the whole cluster.
 bool replan_needed(const json& before, const json& after);
+bool replan_needed(const api::Pod& before, const api::Pod& after);
 
 }  // namespace valley::planner

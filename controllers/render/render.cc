@@ -308,20 +308,3 @@ json ssh_secret(const TaskSpec& spec, const SshKeyPair& keys) {
 }
 
 }  // namespace valley::render
-
-namespace valley::render {
-
-std::string pinned_node(const json& pod) {
-  try {
-    const json& terms = pod.at("spec").at("affinity").at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution").at("nodeSelectorTerms");
-    for (const auto& term : terms)
-      for (const auto& f : kube::array_at(term, "matchFields"))  // read in place: every plan asks of every pod
-        if (kube::string_at(f, "key") == "metadata.name" && kube::string_at(f, "operator") == "In" && f.contains("values") &&
-            f["values"].is_array() && f["values"].size() == 1)
-          return f["values"][0].get<std::string>();
-  } catch (const json::exception&) {
-  }
-  return "";
-}
-
-}  // namespace valley::render

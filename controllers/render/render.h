@@ -63,9 +63,6 @@ struct Shape {
   int epoch = 1;
 };
 
-// The node a pod is pinned to by worker_pod's required node affinity ("" if none).
-std::string pinned_node(const json& pod);
-
 json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement);
 // An MPI launcher is created with its workers. Its last init container (kWaitForWorkers, the
 // launcher's image and ssh settings) waits until every worker in the hostfile answers over ssh, so

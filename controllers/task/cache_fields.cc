@@ -22,32 +22,30 @@ FieldMask condition() {
 
 const std::shared_ptr<const FieldMask>& pod_fields() {
   static const auto mask = [] {
-    const FieldMask container = FieldMask::only({{"name", FieldMask::all()}, {"resources", FieldMask::all()}});
-    // A container's state: which one it is, its start, and how it ended.
-    const FieldMask started = FieldMask::only({{"startedAt", FieldMask::all()}});
-    const FieldMask ended = FieldMask::only({{"exitCode", FieldMask::all()},
-                                             {"reason", FieldMask::all()},
-                                             {"message", FieldMask::all()},
-                                             {"startedAt", FieldMask::all()},
-                                             {"finishedAt", FieldMask::all()}});
-    const FieldMask state = FieldMask::only({{"running", started}, {"terminated", ended}, {"waiting", FieldMask::only({{"reason", FieldMask::all()}})}});
-    const FieldMask container_status = FieldMask::only({{"name", FieldMask::all()},
-                                                        {"state", state},
-                                                        {"lastState", state},
-                                                        {"ready", FieldMask::all()},
-                                                        {"restartCount", FieldMask::all()}});
+    const FieldMask all = FieldMask::all();
+    const FieldMask container = FieldMask::only({{"name", all}, {"resources", all}});
+    // A container's state: which one it is, its start, and how it ended; of the last one, its start.
+    const FieldMask started = FieldMask::only({{"startedAt", all}});
+    const FieldMask ended = FieldMask::only({{"exitCode", all}, {"reason", all}, {"message", all}, {"startedAt", all}, {"finishedAt", all}});
+    const FieldMask container_status = FieldMask::only({{"name", all},
+                                                        {"state", FieldMask::only({{"running", started}, {"terminated", ended}})},
+                                                        {"lastState", FieldMask::only({{"terminated", started}})}});
     return std::make_shared<const FieldMask>(FieldMask::only({
-        {"apiVersion", FieldMask::all()},
-        {"kind", FieldMask::all()},
-        {"metadata", lean_metadata()},
-        {"spec", FieldMask::only({{"nodeName", FieldMask::all()},
-                                  {"affinity", FieldMask::all()},
+        {"metadata", FieldMask::only({{"name", all},
+                                      {"namespace", all},
+                                      {"uid", all},
+                                      {"resourceVersion", all},
+                                      {"labels", all},
+                                      {"ownerReferences", FieldMask::only({{"uid", all}})},
+                                      {"finalizers", all},
+                                      {"deletionTimestamp", all}})},
+        {"spec", FieldMask::only({{"nodeName", all},
+                                  {"affinity", FieldMask::only({{"nodeAffinity", FieldMask::only({{"requiredDuringSchedulingIgnoredDuringExecution", all}})}})},
                                   {"containers", container},
                                   {"initContainers", container}})},
-        {"status", FieldMask::only({{"phase", FieldMask::all()},
-                                    {"reason", FieldMask::all()},
-                                    {"message", FieldMask::all()},
-                                    {"startTime", FieldMask::all()},
+        {"status", FieldMask::only({{"phase", all},
+                                    {"reason", all},
+                                    {"startTime", all},
                                     {"conditions", condition()},
                                     {"containerStatuses", container_status},
                                     {"initContainerStatuses", container_status}})},

@@ -3,15 +3,17 @@
 // the fields the reconciler, the planner, the cost engine and the metrics read; the rest is dropped
 // before the object is cached (see cache_fields_test for the readers held equal on full and lean
 // objects).
-//   pods:  metadata (no annotations or managedFields), spec.nodeName, spec.affinity, the containers'
-//          and init containers' names and resources, status phase/reason/message/startTime/
-//          conditions and the container statuses' name, state, lastState (which state, its start,
-//          exit code, reason, message and end), ready, restartCount;
+//   pods:  metadata name, namespace, uid, resourceVersion, labels, ownerReferences' UIDs, finalizers,
+//          deletionTimestamp; spec.nodeName, spec.affinity's required node affinity, the containers'
+//          and init containers' names and resources; status phase/reason/startTime/conditions and
+//          the container statuses' name, state (running's start; terminated's exit code, reason,
+//          message, start and end) and lastState's terminated start;
 //   nodes: metadata (no annotations or managedFields), spec (taints, unschedulable), status
 //          allocatable/capacity/conditions;
 //   conditions: type, status, reason, message, lastTransitionTime (no probe or heartbeat times).
 // The masks are what the informers parse with (nothing else of a pod is ever built); lean_pod and
-// lean_node apply the same masks to an object already parsed.
+// lean_node apply the same masks to an object already parsed. Pods are then cached typed
+// (controllers/api/pod.h: the same fields, less what no reader reads), nodes as the lean JSON.
 #pragma once
 
 #include <memory>

@@ -94,11 +94,12 @@ Metrics& m() {
 }  // namespace
 
 namespace {
-bool holds_accounting(const nlohmann::json& pod) {
-  for (const auto& f : kube::array_at(kube::object_at(pod, "metadata"), "finalizers"))
-    if (f.is_string() && f.get<std::string>() == render::kAccountingFinalizer) return true;
-  return false;
+bool holds_accounting(const api::Pod& pod) {
+  return std::find(pod.finalizers.begin(), pod.finalizers.end(), render::kAccountingFinalizer) != pod.finalizers.end();
 }
+
+// The pod cache's index of Valley's pods by the task their label names (namespace/task).
+constexpr const char* kByTask = "task";
 
 // How expectations name an object Valley creates.
 std::string expectation_id(const std::string& kind, const std::string& ns, const std::string& name) { return kind + " " + ns + "/" + name; }
@@ -142,7 +143,11 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   lean_pods.transform = nullptr;  // the mask drops managedFields too
   lean_nodes.fields = node_fields();
   lean_nodes.transform = nullptr;
-  pods_ = std::make_unique<kube::Informer>(client_, res::kPods, lean_pods);
+  pods_ = std::make_unique<kube::BasicInformer<api::Pod>>(client_, res::kPods, lean_pods);
+  pods_->store().add_index(kByTask, [](const api::Pod& p) {
+    const std::string& task = p.label(render::label::kTask);
+    return task.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.ns + "/" + task};
+  });
   nodes_ = std::make_unique<kube::Informer>(client_, res::kNodes, lean_nodes);
   services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned);
   configs_ = std::make_unique<kube::Informer>(client_, res::kConfigMaps, owned);
@@ -151,17 +156,18 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   namespaces_ = std::make_unique<kube::Informer>(client_, res::kNamespaces);
   // The planning snapshot follows the caches event by event (first, so that whatever these events
   // wake finds it up to date).
-  auto snapshot_handlers = [this](void (planner::ClusterSnapshot::*upsert)(const kube::ObjectPtr&),
-                                  void (planner::ClusterSnapshot::*remove)(const std::string&)) {
-    auto changed = [this, upsert](const kube::ObjectPtr& o) {
+  auto snapshot_handlers = [this]<class T>(void (planner::ClusterSnapshot::*upsert)(const std::shared_ptr<const T>&),
+                                           void (planner::ClusterSnapshot::*remove)(const std::string&)) {
+    using Ptr = std::shared_ptr<const T>;
+    auto changed = [this, upsert](const Ptr& o) {
       std::lock_guard lock(snapshot_mu_);
       (snapshot_.*upsert)(o);
     };
-    return kube::InformerHandlers{changed, [changed](const kube::ObjectPtr&, const kube::ObjectPtr& o) { changed(o); },
-                                  [this, remove](const kube::ObjectPtr& o) {
-                                    std::lock_guard lock(snapshot_mu_);
-                                    (snapshot_.*remove)(kube::object_key(*o));
-                                  }};
+    return kube::BasicInformerHandlers<T>{changed, [changed](const Ptr&, const Ptr& o) { changed(o); },
+                                          [this, remove](const Ptr& o) {
+                                            std::lock_guard lock(snapshot_mu_);
+                                            (snapshot_.*remove)(kube::ObjectTraits<T>::key(*o));
+                                          }};
   };
   tasks_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_task, &planner::ClusterSnapshot::remove_task));
   pods_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_pod, &planner::ClusterSnapshot::remove_pod));
@@ -192,7 +198,7 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
                           policy_changed});
 
   // An update wakes the planner only when it can change a plan (planner::replan_needed).
-  auto replan_if_needed = [this](const kube::ObjectPtr& before, const kube::ObjectPtr& o) {
+  auto replan_if_needed = [this](const auto& before, const auto& o) {
     if (planner::replan_needed(*before, *o)) mark_dirty();
   };
   auto enqueue_task = [this](const kube::ObjectPtr& o) {
@@ -209,22 +215,30 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
                           replan_if_needed(before, o);
                         },
                         task_came_or_went});
-  auto owner = [this](const kube::ObjectPtr& o) { enqueue_owner(o); };
-  kube::InformerHandlers owned_handlers{owner, [owner](const kube::ObjectPtr&, const kube::ObjectPtr& o) { owner(o); }, owner};
-  for (auto* inf : {pods_.get(), services_.get(), configs_.get()}) {
-    // What the informer shows meets the expectation of its creation (before the owner is reconciled).
-    auto seen = [this, kind = inf->resource().kind](const kube::ObjectPtr& o) {
-      const auto& meta = kube::object_at(*o, "metadata");
-      expectations_.observed(expectation_id(kind, kube::string_at(meta, "namespace"), kube::string_at(meta, "name")),
-                             kube::string_at(meta, "uid"));
+  // What the informer shows meets the expectation of its creation (before the owner is reconciled),
+  // and the owner is reconciled.
+  struct OwnedFacts {
+    std::string ns, name, uid, task;
+  };
+  auto owned_handlers = [this]<class T>(const std::string& kind, OwnedFacts (*facts)(const T&)) {
+    using Ptr = std::shared_ptr<const T>;
+    auto seen = [this, kind, facts](const Ptr& o) {
+      const OwnedFacts f = facts(*o);
+      expectations_.observed(expectation_id(kind, f.ns, f.name), f.uid);
+      enqueue_owner(f.ns, f.name, f.task);
     };
-    inf->add_handlers({seen, [seen](const kube::ObjectPtr&, const kube::ObjectPtr& o) { seen(o); }, seen});
-    inf->add_handlers(owned_handlers);
-  }
-  auto dirty = [this](const kube::ObjectPtr&) { mark_dirty(); };
-  kube::InformerHandlers capacity{dirty, replan_if_needed, dirty};
-  pods_->add_handlers(capacity);
-  nodes_->add_handlers(capacity);
+    return kube::BasicInformerHandlers<T>{seen, [seen](const Ptr&, const Ptr& o) { seen(o); }, seen};
+  };
+  pods_->add_handlers(owned_handlers(res::kPods.kind, +[](const api::Pod& p) { return OwnedFacts{p.ns, p.name, p.uid, p.label(render::label::kTask)}; }));
+  for (auto* inf : {services_.get(), configs_.get()})
+    inf->add_handlers(owned_handlers(inf->resource().kind, +[](const nlohmann::json& o) {
+      const auto& meta = kube::object_at(o, "metadata");
+      return OwnedFacts{kube::string_at(meta, "namespace"), kube::string_at(meta, "name"), kube::string_at(meta, "uid"),
+                        kube::string_at(kube::object_at(meta, "labels"), render::label::kTask)};
+    }));
+  auto dirty = [this](const auto&) { mark_dirty(); };
+  pods_->add_handlers({dirty, replan_if_needed, dirty});
+  nodes_->add_handlers({dirty, replan_if_needed, dirty});
 }
 
 // What the planner needs beyond the spec: the task's measured scaling, until when a reduceCost task
@@ -480,18 +494,14 @@ void TaskController::plan_once() {
 
 TaskController::~TaskController() { queue_.shut_down(); }
 
-void TaskController::enqueue_owner(const kube::ObjectPtr& object) {
-  const auto& meta = (*object)["metadata"];
+void TaskController::enqueue_owner(const std::string& ns, const std::string& name, const std::string& task_label) {
   // The published ownership changed or went (someone edited or deleted it): published again.
-  if (meta.value("name", "") == options_.ownership_name && meta.value("namespace", "") == options_.ownership_namespace)
-    queue_.add(kOwnershipKey);
-  auto labels = meta.value("labels", nlohmann::json::object());
-  std::string task = labels.value(render::label::kTask, "");
-  if (!task.empty()) queue_.add(meta.value("namespace", "") + "/" + task);
+  if (name == options_.ownership_name && ns == options_.ownership_namespace) queue_.add(kOwnershipKey);
+  if (!task_label.empty()) queue_.add(ns + "/" + task_label);
 }
 
 void TaskController::run(const std::atomic<bool>& stop) {
-  kube::Informer* informers[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), pricing_.get()};
+  kube::InformerBase* informers[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), pricing_.get()};
   for (auto* inf : informers) inf->start();
   for (auto* inf : informers) {
     while (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(1))) {
@@ -643,7 +653,7 @@ bool TaskController::reconcile_policy(const std::string& name) {
   return true;
 }
 
-nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force,
+nlohmann::json TaskController::price(const Observed& o, const std::vector<planner::PodPtr>& pods, bool finished, bool force,
                                      const std::set<std::string>& ended_now) {
   // status.cost is not declared in the CRD: read tolerantly.
   const nlohmann::json stored = kube::object_at(o.task["status"], "cost");
@@ -706,7 +716,7 @@ nlohmann::json TaskController::price(const Observed& o, const std::vector<kube::
 void TaskController::collect_metrics() {
   m().depth.set({"trainingtask"}, static_cast<double>(queue_.length()));
   m().delayed.set({"trainingtask"}, static_cast<double>(queue_.delayed()));
-  const std::pair<const char*, kube::Informer*> informers[] = {{"trainingtasks", tasks_.get()}, {"pods", pods_.get()},
+  const std::pair<const char*, kube::InformerBase*> informers[] = {{"trainingtasks", tasks_.get()}, {"pods", pods_.get()},
                                                                {"nodes", nodes_.get()}, {"services", services_.get()},
                                                                {"configmaps", configs_.get()},
                                                                {"pricingpolicies", pricing_.get()}};
@@ -751,10 +761,8 @@ void TaskController::collect_metrics() {
   }
   std::map<std::string, planner::Node> nodes_seen;
   for (const auto& p : pods_->store().list()) {
-    const auto labels = (*p)["metadata"].value("labels", nlohmann::json::object());
-    if (labels.value(render::label::kManagedBy, "") != "valley") continue;
-    if ((*p)["status"].value("phase", "") != "Running") continue;
-    std::string node = (*p)["spec"].value("nodeName", "");
+    if (p->label(render::label::kManagedBy) != "valley" || p->phase != "Running") continue;
+    const std::string& node = p->node_name;
     auto it = nodes_seen.find(node);
     if (it == nodes_seen.end()) {
       auto n = nodes_->store().get(node);
@@ -894,7 +902,7 @@ bool TaskController::reconcile(const std::string& key) {
   // brought up to date in this reconcile's status write, and then they are released. A pod being
   // deleted whose end no one will report (its node is lost, or its deletion is stuck) is charged
   // until now.
-  std::vector<std::pair<kube::ObjectPtr, bool>> accounted;  // pod, its end will never be reported
+  std::vector<std::pair<planner::PodPtr, bool>> accounted;  // pod, its end will never be reported
   std::set<std::string> ended_now;                          // the uids of those
   for (size_t k = 0; k < owned_pods.size(); ++k) {
     if (!holds_accounting(*owned_pods[k])) continue;
@@ -915,7 +923,7 @@ bool TaskController::reconcile(const std::string& key) {
   nlohmann::json stored_cost = kube::object_at(o.task["status"], "cost");
   // The final cost is written once the task has ended and none of its pods holds a GPU any more:
   // workers still running after the end (until the cleanup below deletes them) are still paid for.
-  const bool pods_hold_gpus = std::any_of(owned_pods.begin(), owned_pods.end(), [&](const kube::ObjectPtr& pod) {
+  const bool pods_hold_gpus = std::any_of(owned_pods.begin(), owned_pods.end(), [&](const planner::PodPtr& pod) {
     const cost::PodUse use = cost::pod_use(*pod);
     return use.share_milli > 0 && !use.end && !ended_now.count(use.uid);
   });
@@ -937,7 +945,7 @@ bool TaskController::reconcile(const std::string& key) {
     // (Pods without the accounting finalizer, from before it, vanish unpriced: closed now.)
     std::set<std::string> closing = ended_now;
     for (const auto& del : d.delete_pods)
-      if (auto pod = std::find_if(owned_pods.begin(), owned_pods.end(), [&](const kube::ObjectPtr& x) { return kube::string_at(kube::object_at(*x, "metadata"), "uid") == del.uid; });
+      if (auto pod = std::find_if(owned_pods.begin(), owned_pods.end(), [&](const planner::PodPtr& x) { return x->uid == del.uid; });
           pod != owned_pods.end() && !holds_accounting(**pod))
         closing.insert(del.uid);
     d.status["cost"] = price(now_view, owned_pods, false, true, closing);
@@ -1148,10 +1156,14 @@ void TaskController::expect(const std::string& id, const kube::Resource& r, cons
   const std::string uid = kube::string_at(meta, "uid");
   expectations_.expect(id, uid);
   // The watch may have shown it before the create's answer came back: then it is met already.
-  kube::Informer& informer = &r == &res::kPods ? *pods_ : &r == &res::kServices ? *services_ : *configs_;
-  if (auto cached = informer.store().get(ns + "/" + kube::string_at(meta, "name"));
-      cached && kube::string_at(kube::object_at(*cached, "metadata"), "uid") == uid)
-    expectations_.observed(id, uid);
+  const std::string key = ns + "/" + kube::string_at(meta, "name");
+  std::string cached_uid;
+  if (&r == &res::kPods) {
+    if (auto cached = pods_->store().get(key)) cached_uid = cached->uid;
+  } else if (auto cached = (&r == &res::kServices ? *services_ : *configs_).store().get(key)) {
+    cached_uid = kube::string_at(kube::object_at(*cached, "metadata"), "uid");
+  }
+  if (!uid.empty() && cached_uid == uid) expectations_.observed(id, uid);
 }
 
 std::chrono::milliseconds TaskController::coalesce_wait(const std::string& key) {
@@ -1346,19 +1358,18 @@ bool TaskController::publish_ownership() {
   return true;
 }
 
-bool TaskController::release_accounting(const nlohmann::json& pod) {
-  const auto& meta = kube::object_at(pod, "metadata");
-  const auto& finalizers = kube::array_at(meta, "finalizers");
+bool TaskController::release_accounting(const api::Pod& pod) {
+  const auto& finalizers = pod.finalizers;
   for (size_t k = 0; k < finalizers.size(); ++k) {
-    if (!finalizers[k].is_string() || finalizers[k].get<std::string>() != render::kAccountingFinalizer) continue;
+    if (finalizers[k] != render::kAccountingFinalizer) continue;
     const std::string path = "/metadata/finalizers/" + std::to_string(k);
     try {  // test first: the list may have changed since our cache saw it
-      client_.patch(res::kPods, kube::string_at(meta, "namespace"), kube::string_at(meta, "name"), kube::PatchType::JSON,
+      client_.patch(res::kPods, pod.ns, pod.name, kube::PatchType::JSON,
                     nlohmann::json::array({{{"op", "test"}, {"path", path}, {"value", render::kAccountingFinalizer}},
                                            {{"op", "remove"}, {"path", path}}}));
     } catch (const kube::KubeError& e) {
       if (e.http_status() == 404) return true;
-      spdlog::debug("{}/{}: release: {}", kube::string_at(meta, "namespace"), kube::string_at(meta, "name"), e.what());
+      spdlog::debug("{}/{}: release: {}", pod.ns, pod.name, e.what());
       return false;  // 422 (the test failed) or 409: the informer brings the fresh pod
     }
     return true;
@@ -1370,12 +1381,9 @@ bool TaskController::release_foreign_pods(const std::string& ns, const std::stri
   bool ok = true;
   // By the task label's index: every reconcile asks, and walking every pod in the cluster each time
   // made reconciles grow with the cluster (two thirds of the operator's CPU at 500 tasks).
-  for (const auto& pod : pods_->store().by_index(kube::index::kLabel, std::string(render::label::kTask) + "=" + task)) {
-    const auto& meta = kube::object_at(*pod, "metadata");
-    if (kube::string_at(meta, "namespace") != ns || !holds_accounting(*pod)) continue;
-    bool owned = false;
-    for (const auto& ref : kube::array_at(meta, "ownerReferences"))
-      if (!owner_uid.empty() && kube::string_at(ref, "uid") == owner_uid) owned = true;
+  for (const auto& pod : pods_->store().by_index(kByTask, ns + "/" + task)) {
+    if (!holds_accounting(*pod)) continue;
+    const bool owned = !owner_uid.empty() && std::count(pod->owner_uids.begin(), pod->owner_uids.end(), owner_uid) > 0;
     if (!owned) ok &= release_accounting(*pod);
   }
   return ok;

@@ -102,7 +102,8 @@ class TaskController {
   void collect_metrics();
 
  private:
-  void enqueue_owner(const kube::ObjectPtr& object);
+  // The task an owned object (pod, Service, ConfigMap) belongs to, by its labels, is reconciled.
+  void enqueue_owner(const std::string& ns, const std::string& name, const std::string& task_label);
   void mark_dirty();
   void planner_inputs(planner::Task& t, const api::TaskSpec& spec, const nlohmann::json& status) const;
   void planning_loop(const std::atomic<bool>& stop);
@@ -129,10 +130,10 @@ class TaskController {
   static planner::Node with_gpu_fault(planner::Node n, const std::string& fault);
   // status.cost brought up to date (accrual, estimate); `cost` is the stored one.
   // `ended_now`: pods whose end no one will report (their node is lost), closed at o.now.
-  nlohmann::json price(const Observed& o, const std::vector<kube::ObjectPtr>& pods, bool finished, bool force,
+  nlohmann::json price(const Observed& o, const std::vector<planner::PodPtr>& pods, bool finished, bool force,
                        const std::set<std::string>& ended_now = {});
   // Removes render::kAccountingFinalizer from the pod (a no-op if it is gone); false to retry.
-  bool release_accounting(const nlohmann::json& pod);
+  bool release_accounting(const api::Pod& pod);
   // Releases the pods of namespace/task that no live task owns (the task was deleted, or replaced
   // by a new one of the same name): their cost has no status to go to.
   bool release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid);
@@ -167,7 +168,9 @@ class TaskController {
   bool ssh_secret_exists(const std::string& ns, const std::string& task, const std::string& uid);
   void secret_created(const std::string& ns, const std::string& task, const std::string& uid);
 
-  std::unique_ptr<kube::Informer> tasks_, pods_, nodes_, services_, configs_, pricing_, tenants_, namespaces_;
+  std::unique_ptr<kube::Informer> tasks_, nodes_, services_, configs_, pricing_, tenants_, namespaces_;
+  // Pods typed (api::Pod): every pod of the cluster is cached, and a typed one is a tenth of its JSON.
+  std::unique_ptr<kube::BasicInformer<api::Pod>> pods_;
   std::mutex secrets_mu_;
   std::set<std::string> known_secrets_;  // ns/task@uid whose SSH key Secret exists
   mutable std::mutex policy_mu_;

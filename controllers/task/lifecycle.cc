@@ -694,64 +694,51 @@ int desired_workers(const api::TaskSpec& spec) {
   return std::clamp(spec.target_workers.value_or(spec.min_workers), spec.min_workers, spec.max_workers);
 }
 
-PodView view_pod(const json& pod) {
-  // Every field read tolerantly: optional fields of a pod status may be absent, null or mistyped
-  // (a terminated state without startedAt/finishedAt on some runtimes).
-  using kube::array_at;
-  using kube::object_at;
-  using kube::string_at;
+PodView view_pod(const api::Pod& pod) {
   PodView v;
-  const json& meta = object_at(pod, "metadata");
-  v.name = string_at(meta, "name");
-  v.uid = string_at(meta, "uid");
-  v.resource_version = string_at(meta, "resourceVersion");
-  v.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
-  const json& labels = object_at(meta, "labels");
-  v.role = string_at(labels, render::label::kRole);
+  v.name = pod.name;
+  v.uid = pod.uid;
+  v.resource_version = pod.resource_version;
+  v.deleting = pod.deleting;
+  v.role = pod.label(render::label::kRole);
   try {
-    v.epoch = std::stoi(string_at(labels, render::label::kEpoch, "0"));
-    v.worker_index = std::stoi(string_at(labels, render::label::kWorkerIndex, "-1"));
+    const std::string& epoch = pod.label(render::label::kEpoch);
+    const std::string& index = pod.label(render::label::kWorkerIndex);
+    v.epoch = std::stoi(epoch.empty() ? "0" : epoch);
+    v.worker_index = std::stoi(index.empty() ? "-1" : index);
   } catch (const std::exception&) {
     v.epoch = 0;  // a mangled label makes the pod stale: it is replaced
   }
-  const json& spec = object_at(pod, "spec");
-  v.node = string_at(spec, "nodeName");
-  v.pinned = render::pinned_node(pod);
-  if (v.deleting) v.deletion_deadline = kube::time_at(meta, "deletionTimestamp");
-  const json& status = object_at(pod, "status");
-  v.phase = string_at(status, "phase", "Pending");
-  for (const auto& c : array_at(status, "conditions")) {
-    if (string_at(c, "type") == "Ready") v.ready = string_at(c, "status") == "True";
-    if (string_at(c, "type") == "DisruptionTarget" && string_at(c, "status") == "True") v.disruption = string_at(c, "reason", "Disrupted");
+  v.node = pod.node_name;
+  v.pinned = pod.pinned;
+  if (v.deleting) v.deletion_deadline = pod.deletion_timestamp;
+  v.phase = pod.phase.empty() ? "Pending" : pod.phase;
+  for (const auto& c : pod.conditions) {
+    if (c.type == "Ready") v.ready = c.status == "True";
+    if (c.type == "DisruptionTarget" && c.status == "True") v.disruption = c.reason.empty() ? "Disrupted" : c.reason;
   }
   static const char* kEvictionReasons[] = {"Evicted", "Shutdown", "NodeShutdown", "Terminated", "NodeLost"};
-  const std::string reason = string_at(status, "reason");
   if (v.disruption.empty())
     for (const char* r : kEvictionReasons)
-      if (reason == r) v.disruption = reason;
+      if (pod.reason == r) v.disruption = pod.reason;
   // An init container that failed ends the pod before its containers start.
-  for (const auto& cs : array_at(status, "initContainerStatuses")) {
-    const json& t = object_at(object_at(cs, "state"), "terminated");
-    const auto code64 = kube::int_at(t, "exitCode");
-    if (!code64 || *code64 == 0) continue;
-    v.exit_code = static_cast<int>(std::clamp<int64_t>(*code64, INT32_MIN, INT32_MAX));
-    v.failed_init = string_at(cs, "name");
-    v.failed_init_message = string_at(t, "message");
+  for (const auto& cs : pod.init_container_statuses) {
+    if (!cs.exit_code || *cs.exit_code == 0) continue;
+    v.exit_code = static_cast<int>(std::clamp<int64_t>(*cs.exit_code, INT32_MIN, INT32_MAX));
+    v.failed_init = cs.name;
+    v.failed_init_message = cs.message;
     break;
   }
-  for (const auto& cs : array_at(status, "containerStatuses")) {
-    const json& t = object_at(object_at(cs, "state"), "terminated");
-    const auto code64 = kube::int_at(t, "exitCode");
-    if (!code64) continue;  // not terminated (or no exit code to go by)
-    const int code = static_cast<int>(std::clamp<int64_t>(*code64, INT32_MIN, INT32_MAX));
+  for (const auto& cs : pod.container_statuses) {
+    if (!cs.exit_code) continue;  // not terminated (or no exit code to go by)
+    const int code = static_cast<int>(std::clamp<int64_t>(*cs.exit_code, INT32_MIN, INT32_MAX));
     // The first non-zero exit among the containers explains the pod's failure.
     if (!v.exit_code || (*v.exit_code == 0 && code != 0)) {
       v.exit_code = code;
-      const std::string why = string_at(t, "reason");
-      v.exit_reason = why == "Error" || why == "Completed" ? "" : why;
+      v.exit_reason = cs.reason == "Error" || cs.reason == "Completed" ? "" : cs.reason;
     }
-    if (auto at = kube::time_at(t, "finishedAt"); at && (!v.finished_at || *at > *v.finished_at)) v.finished_at = at;
-    if (v.termination_message.empty()) v.termination_message = string_at(t, "message");
+    if (cs.finished && (!v.finished_at || *cs.finished > *v.finished_at)) v.finished_at = cs.finished;
+    if (v.termination_message.empty()) v.termination_message = cs.message;
   }
   return v;
 }

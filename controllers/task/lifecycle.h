@@ -67,7 +67,7 @@ struct PodView {
   // name and termination message; exit_code is then its exit code.
   std::string failed_init, failed_init_message;
 };
-PodView view_pod(const json& pod);
+PodView view_pod(const api::Pod& pod);
 
 // A node the task's pods are bound to. A node absent from Observed::nodes has been deleted.
 struct NodeView {

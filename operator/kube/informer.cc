@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <random>
-#include <unordered_set>
 
 #include "operator/kube/error.h"
 
@@ -13,21 +12,17 @@ void InformerOptions::strip_managed_fields(nlohmann::json& object) {
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) meta->erase("managedFields");
 }
 
-Informer::Informer(Client& client, Resource resource, InformerOptions options)
-    : client_(client), resource_(std::move(resource)), options_(std::move(options)) {
-  store_.add_standard_indexes();
-}
+InformerBase::InformerBase(Client& client, Resource resource, InformerOptions options)
+    : client_(client), resource_(std::move(resource)), options_(std::move(options)) {}
 
-Informer::~Informer() { stop(); }
+InformerBase::~InformerBase() { stop(); }
 
-void Informer::add_handlers(InformerHandlers handlers) { handlers_.push_back(std::move(handlers)); }
-
-void Informer::start() {
+void InformerBase::start() {
   thread_ = std::thread([this] { run(); });
   if (options_.resync.count() > 0) resync_thread_ = std::thread([this] { resync_loop(); });
 }
 
-void Informer::stop() {
+void InformerBase::stop() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
@@ -37,22 +32,22 @@ void Informer::stop() {
   if (resync_thread_.joinable()) resync_thread_.join();
 }
 
-bool Informer::wait_for_sync(std::chrono::milliseconds timeout) {
+bool InformerBase::wait_for_sync(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, timeout, [this] { return synced_.load() || stop_.load(); }) && synced_.load();
 }
 
-std::string Informer::last_resource_version() const {
+std::string InformerBase::last_resource_version() const {
   std::lock_guard lock(mu_);
   return last_rv_;
 }
 
-bool Informer::sleep_unless_stopped(std::chrono::milliseconds d) {
+bool InformerBase::sleep_unless_stopped(std::chrono::milliseconds d) {
   std::unique_lock lock(mu_);
   return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
 }
 
-void Informer::list_and_replace() {
+void InformerBase::list_and_replace() {
   ListOptions lo;
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
@@ -64,29 +59,7 @@ void Informer::list_and_replace() {
   };
   ListResult result = client_.list(resource_, options_.ns, lo);
   ++stats_.lists;
-
-  std::unordered_set<std::string> seen;
-  seen.reserve(result.items.size());
-  for (auto& item : result.items) {
-    std::string key = object_key(item);
-    seen.insert(key);
-    auto fresh = std::make_shared<const nlohmann::json>(std::move(item));
-    ObjectPtr old = store_.upsert(key, fresh);
-    if (!old) {
-      for (auto& h : handlers_)
-        if (h.on_add) h.on_add(fresh);
-    } else if (resource_version_of(*old) != resource_version_of(*fresh)) {
-      for (auto& h : handlers_)
-        if (h.on_update) h.on_update(old, fresh);
-    }
-  }
-  // Objects deleted while we were not watching.
-  for (const auto& key : store_.keys()) {
-    if (seen.count(key)) continue;
-    if (ObjectPtr gone = store_.erase(key))
-      for (auto& h : handlers_)
-        if (h.on_delete) h.on_delete(gone);
-  }
+  replace_all(std::move(result.items));
   {
     std::lock_guard lock(mu_);
     last_rv_ = result.resource_version;
@@ -95,7 +68,7 @@ void Informer::list_and_replace() {
   cv_.notify_all();
 }
 
-void Informer::apply_event(WatchEvent&& event) {
+void InformerBase::apply_event(WatchEvent&& event) {
   if (event.type == "ERROR") {
     // A Status inside the stream: 410 means our resourceVersion is gone from the watch cache.
     long code = event.object.value("code", 0L);
@@ -111,33 +84,12 @@ void Informer::apply_event(WatchEvent&& event) {
   ++stats_.events;
   if (options_.event_delay.count() > 0 && !sleep_unless_stopped(options_.event_delay)) return;  // stopping
   if (options_.transform) options_.transform(event.object);
-  std::string key = object_key(event.object);
-  if (event.type == "ADDED" || event.type == "MODIFIED") {
-    auto fresh = std::make_shared<const nlohmann::json>(std::move(event.object));
-    // Nothing the cache keeps changed (a node's heartbeat, fields the transform drops: at 1,000
-    // nodes most node events): the cache takes the new resourceVersion, no handler is called.
-    if (event.type == "MODIFIED" && store_.replace_if_same(key, fresh)) {
-      ++stats_.unchanged;
-      std::lock_guard lock(mu_);
-      if (!rv.empty()) last_rv_ = rv;
-      return;
-    }
-    ObjectPtr old = store_.upsert(key, fresh);
-    for (auto& h : handlers_) {
-      if (!old && h.on_add) h.on_add(fresh);
-      if (old && h.on_update) h.on_update(old, fresh);
-    }
-  } else if (event.type == "DELETED") {
-    ObjectPtr gone = store_.erase(key);
-    if (!gone) gone = std::make_shared<const nlohmann::json>(std::move(event.object));
-    for (auto& h : handlers_)
-      if (h.on_delete) h.on_delete(gone);
-  }
+  if (apply(event.type, std::move(event.object))) ++stats_.unchanged;
   std::lock_guard lock(mu_);
   if (!rv.empty()) last_rv_ = rv;
 }
 
-void Informer::watch_once() {
+void InformerBase::watch_once() {
   static thread_local std::mt19937 rng(std::random_device{}());
   WatchOptions wo;
   wo.resource_version = last_resource_version();
@@ -153,7 +105,7 @@ void Informer::watch_once() {
   }, &stop_);
 }
 
-void Informer::run() {
+void InformerBase::run() {
   std::chrono::milliseconds backoff(100);
   const std::chrono::milliseconds max_backoff(30000);
   bool need_list = true;
@@ -188,13 +140,10 @@ void Informer::run() {
   }
 }
 
-void Informer::resync_loop() {
+void InformerBase::resync_loop() {
   auto period = std::chrono::duration_cast<std::chrono::milliseconds>(options_.resync);
   while (sleep_unless_stopped(period)) {
-    if (!synced_.load()) continue;
-    for (const auto& obj : store_.list())
-      for (auto& h : handlers_)
-        if (h.on_update) h.on_update(obj, obj);
+    if (synced_.load()) resync();
   }
 }
 

@@ -13,18 +13,13 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "operator/kube/client.h"
 #include "operator/kube/store.h"
 
 namespace valley::kube {
-
-struct InformerHandlers {
-  std::function<void(const ObjectPtr&)> on_add;
-  std::function<void(const ObjectPtr& old_object, const ObjectPtr& new_object)> on_update;
-  std::function<void(const ObjectPtr&)> on_delete;
-};
 
 struct InformerOptions {
   std::string ns;  // "" = all namespaces
@@ -56,16 +51,13 @@ struct InformerStats {
   std::atomic<uint64_t> unchanged{0};       // MODIFIED with nothing cached changed: no handler called
 };
 
-class Informer {
+// What every informer does whatever it caches: the list and watch loop, the stats, start and stop.
+class InformerBase {
  public:
-  Informer(Client& client, Resource resource, InformerOptions options = {});
-  ~Informer();
-  Informer(const Informer&) = delete;
-  Informer& operator=(const Informer&) = delete;
-
-  // Before start().
-  void add_handlers(InformerHandlers handlers);
-  Store& store() { return store_; }
+  InformerBase(Client& client, Resource resource, InformerOptions options);
+  virtual ~InformerBase();
+  InformerBase(const InformerBase&) = delete;
+  InformerBase& operator=(const InformerBase&) = delete;
 
   void start();
   // Stops the threads (within about a second: a watch is cancelled between reads).
@@ -75,6 +67,14 @@ class Informer {
   const InformerStats& stats() const { return stats_; }
   const Resource& resource() const { return resource_; }
   std::string last_resource_version() const;
+
+ protected:
+  // The cache's side, on the informer's threads. A listing's items (masked and transformed) become
+  // the cache; an ADDED/MODIFIED/DELETED event's object (likewise) is applied, returning true when
+  // it changed nothing the cache keeps (no handler called); every cached object is re-delivered.
+  virtual void replace_all(std::vector<nlohmann::json>&& items) = 0;
+  virtual bool apply(const std::string& type, nlohmann::json&& object) = 0;
+  virtual void resync() = 0;
 
  private:
   void run();
@@ -88,8 +88,6 @@ class Informer {
   Client& client_;
   Resource resource_;
   InformerOptions options_;
-  Store store_;
-  std::vector<InformerHandlers> handlers_;
   InformerStats stats_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> synced_{false};
@@ -99,5 +97,93 @@ class Informer {
   std::thread thread_;
   std::thread resync_thread_;
 };
+
+template <class T>
+struct BasicInformerHandlers {
+  using Ptr = std::shared_ptr<const T>;
+  std::function<void(const Ptr&)> on_add;
+  std::function<void(const Ptr& old_object, const Ptr& new_object)> on_update;
+  std::function<void(const Ptr&)> on_delete;
+};
+
+// An informer whose cache holds T (ObjectTraits<T> in store.h: the JSON object, or a typed
+// projection made from it after the mask and transform).
+template <class T>
+class BasicInformer : public InformerBase {
+ public:
+  using Ptr = std::shared_ptr<const T>;
+  using Handlers = BasicInformerHandlers<T>;
+
+  BasicInformer(Client& client, Resource resource, InformerOptions options = {})
+      : InformerBase(client, std::move(resource), std::move(options)) {
+    ObjectTraits<T>::add_indexes(store_);
+  }
+  ~BasicInformer() override { stop(); }  // the threads use the store and handlers below
+
+  // Before start().
+  void add_handlers(Handlers handlers) { handlers_.push_back(std::move(handlers)); }
+  BasicStore<T>& store() { return store_; }
+
+ protected:
+  void replace_all(std::vector<nlohmann::json>&& items) override {
+    std::unordered_set<std::string> seen;
+    seen.reserve(items.size());
+    for (auto& item : items) {
+      auto fresh = std::make_shared<const T>(ObjectTraits<T>::from(std::move(item)));
+      std::string key = ObjectTraits<T>::key(*fresh);
+      seen.insert(key);
+      Ptr old = store_.upsert(key, fresh);
+      if (!old) {
+        for (auto& h : handlers_)
+          if (h.on_add) h.on_add(fresh);
+      } else if (ObjectTraits<T>::resource_version(*old) != ObjectTraits<T>::resource_version(*fresh)) {
+        for (auto& h : handlers_)
+          if (h.on_update) h.on_update(old, fresh);
+      }
+    }
+    // Objects deleted while we were not watching.
+    for (const auto& key : store_.keys()) {
+      if (seen.count(key)) continue;
+      if (Ptr gone = store_.erase(key))
+        for (auto& h : handlers_)
+          if (h.on_delete) h.on_delete(gone);
+    }
+  }
+
+  bool apply(const std::string& type, nlohmann::json&& object) override {
+    auto fresh = std::make_shared<const T>(ObjectTraits<T>::from(std::move(object)));
+    const std::string key = ObjectTraits<T>::key(*fresh);
+    if (type == "ADDED" || type == "MODIFIED") {
+      // Nothing the cache keeps changed (a node's heartbeat, fields the mask drops: at 1,000 nodes
+      // most node events): the cache takes the new resourceVersion, no handler is called.
+      if (type == "MODIFIED" && store_.replace_if_same(key, fresh)) return true;
+      Ptr old = store_.upsert(key, fresh);
+      for (auto& h : handlers_) {
+        if (!old && h.on_add) h.on_add(fresh);
+        if (old && h.on_update) h.on_update(old, fresh);
+      }
+    } else if (type == "DELETED") {
+      Ptr gone = store_.erase(key);
+      if (!gone) gone = fresh;
+      for (auto& h : handlers_)
+        if (h.on_delete) h.on_delete(gone);
+    }
+    return false;
+  }
+
+  void resync() override {
+    for (const auto& obj : store_.list())
+      for (auto& h : handlers_)
+        if (h.on_update) h.on_update(obj, obj);
+  }
+
+ private:
+  BasicStore<T> store_;
+  std::vector<Handlers> handlers_;
+};
+
+// The generic informer over JSON objects.
+using Informer = BasicInformer<nlohmann::json>;
+using InformerHandlers = BasicInformerHandlers<nlohmann::json>;
 
 }  // namespace valley::kube

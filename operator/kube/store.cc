@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "operator/kube/client.h"
+
 namespace valley::kube {
 
 using json = nlohmann::json;
@@ -46,45 +48,16 @@ std::vector<std::string> by_label(const json& object) {
 }
 }  // namespace index
 
-void Store::add_index(const std::string& name, IndexFunc func) {
-  std::unique_lock lock(mu_);
-  index_funcs_[name] = std::move(func);
-  indexes_[name];
+void add_standard_indexes(Store& store) {
+  store.add_index(index::kNamespace, index::by_namespace);
+  store.add_index(index::kOwnerUid, index::by_owner_uid);
+  store.add_index(index::kNodeName, index::by_node_name);
+  store.add_index(index::kLabel, index::by_label);
 }
 
-void Store::add_standard_indexes() {
-  add_index(index::kNamespace, index::by_namespace);
-  add_index(index::kOwnerUid, index::by_owner_uid);
-  add_index(index::kNodeName, index::by_node_name);
-  add_index(index::kLabel, index::by_label);
-}
-
-void Store::unindex(const std::string& key, const json& object) {
-  for (auto& [name, func] : index_funcs_) {
-    auto& idx = indexes_[name];
-    for (const auto& value : func(object)) {
-      auto it = idx.find(value);
-      if (it == idx.end()) continue;
-      it->second.erase(key);
-      if (it->second.empty()) idx.erase(it);
-    }
-  }
-}
-
-void Store::reindex(const std::string& key, const json& object) {
-  for (auto& [name, func] : index_funcs_)
-    for (const auto& value : func(object)) indexes_[name][value].insert(key);
-}
-
-ObjectPtr Store::upsert(const std::string& key, ObjectPtr object) {
-  std::unique_lock lock(mu_);
-  auto& slot = objects_[key];
-  ObjectPtr previous = std::move(slot);
-  if (previous) unindex(key, *previous);
-  reindex(key, *object);
-  slot = std::move(object);
-  return previous;
-}
+std::string ObjectTraits<json>::key(const json& o) { return object_key(o); }
+std::string ObjectTraits<json>::resource_version(const json& o) { return resource_version_of(o); }
+void ObjectTraits<json>::add_indexes(BasicStore<json>& store) { add_standard_indexes(store); }
 
 bool same_but_resource_version(const json& a, const json& b) {
   if (!a.is_object() || !b.is_object() || a.size() != b.size()) return a == b;
@@ -103,63 +76,6 @@ bool same_but_resource_version(const json& a, const json& b) {
     }
   }
   return true;
-}
-
-bool Store::replace_if_same(const std::string& key, const ObjectPtr& object) {
-  std::unique_lock lock(mu_);
-  auto it = objects_.find(key);
-  if (it == objects_.end() || !same_but_resource_version(*it->second, *object)) return false;
-  it->second = object;
-  return true;
-}
-
-ObjectPtr Store::erase(const std::string& key) {
-  std::unique_lock lock(mu_);
-  auto it = objects_.find(key);
-  if (it == objects_.end()) return nullptr;
-  ObjectPtr previous = std::move(it->second);
-  objects_.erase(it);
-  unindex(key, *previous);
-  return previous;
-}
-
-ObjectPtr Store::get(const std::string& key) const {
-  std::shared_lock lock(mu_);
-  auto it = objects_.find(key);
-  return it == objects_.end() ? nullptr : it->second;
-}
-
-std::vector<ObjectPtr> Store::list() const {
-  std::shared_lock lock(mu_);
-  std::vector<ObjectPtr> out;
-  out.reserve(objects_.size());
-  for (const auto& [k, v] : objects_) out.push_back(v);
-  return out;
-}
-
-std::vector<std::string> Store::keys() const {
-  std::shared_lock lock(mu_);
-  std::vector<std::string> out;
-  out.reserve(objects_.size());
-  for (const auto& [k, v] : objects_) out.push_back(k);
-  return out;
-}
-
-std::vector<ObjectPtr> Store::by_index(const std::string& index_name, const std::string& value) const {
-  std::shared_lock lock(mu_);
-  std::vector<ObjectPtr> out;
-  auto idx = indexes_.find(index_name);
-  if (idx == indexes_.end()) return out;
-  auto it = idx->second.find(value);
-  if (it == idx->second.end()) return out;
-  for (const auto& key : it->second)
-    if (auto obj = objects_.find(key); obj != objects_.end()) out.push_back(obj->second);
-  return out;
-}
-
-size_t Store::size() const {
-  std::shared_lock lock(mu_);
-  return objects_.size();
 }
 
 }  // namespace valley::kube

@@ -441,7 +441,7 @@ int cmd_estimate(const valley::Flags& flags, const std::vector<std::string>& arg
     try {
       for (const auto& pod : client->list(valley::kube::resources::kPods, "").items) {
         auto it = index.find(pod["spec"].value("nodeName", ""));
-        if (it != index.end()) planner::subtract(pn[it->second], pod);
+        if (it != index.end()) planner::subtract(pn[it->second], valley::api::pod_from(pod));
       }
     } catch (const valley::kube::KubeError& e) {
       std::cerr << "valleyctl: cannot list pods (" << e.what() << "); estimating as if the cluster were empty\n";

@@ -6,6 +6,7 @@
 #include <thread>
 #include <sstream>
 
+#include "controllers/api/pod.h"
 #include "controllers/render/render.h"
 #include "operator/kube/error.h"
 #include "tests/e2e/support.h"
@@ -429,7 +430,7 @@ TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods
   spec["worker"]["resources"] = {{"requests", {{"cpu", "10"}}}};
   auto pinned = [&](const std::string& task, int index) -> std::string {
     for (const auto& p : pods(task))
-      if (p["metadata"]["name"] == task + "-worker-" + std::to_string(index)) return render::pinned_node(p);
+      if (p["metadata"]["name"] == task + "-worker-" + std::to_string(index)) return api::pinned_node(p);
     return "";
   };
   // Where the plan puts worker-0 of such a gang (it is deterministic), learnt from a probe.

@@ -20,9 +20,9 @@ json dump(const SnapshotView& v) {
   for (const auto& entry : v.tasks) {
     const auto& t = *entry;
     json e = {{"key", t.key}, {"valid", t.parsed->spec.has_value()}, {"owned", json::array()}, {"waiting", json::array()}};
-    for (const auto& p : t.owned) e["owned"].push_back((*p)["metadata"]["name"]);
+    for (const auto& p : t.owned) e["owned"].push_back(p->name);
     for (const auto& w : t.waiting)
-      e["waiting"].push_back({(*w.pod)["metadata"]["name"], w.node, w.refused_since ? kube::format_time(*w.refused_since) : "", w.refusal});
+      e["waiting"].push_back({w.pod->name, w.node, w.refused_since ? kube::format_time(*w.refused_since) : "", w.refusal});
     if (t.task) {
       e["admitted"] = t.task->admitted;
       e["range"] = {t.task->min_workers, t.task->max_workers};
@@ -38,7 +38,8 @@ json dump(const SnapshotView& v) {
 // Random objects over a small name space, so that updates, deletions and re-creations collide.
 struct World {
   std::mt19937 rng{7};
-  std::map<std::string, ObjectPtr> nodes, pods, tasks;
+  std::map<std::string, ObjectPtr> nodes, tasks;
+  std::map<std::string, PodPtr> pods;
   int pick(int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); }
 
   ObjectPtr node() {
@@ -61,7 +62,7 @@ struct World {
     if (pick(2)) t["status"] = {{"phase", pick(2) ? "Running" : "Pending"}, {"epoch", pick(3)}};
     return std::make_shared<const json>(std::move(t));
   }
-  ObjectPtr pod() {
+  PodPtr pod() {
     const int task = pick(4), index = pick(3);
     json p = {{"metadata", {{"name", "t" + std::to_string(task) + "-worker-" + std::to_string(index)}, {"namespace", "ns"},
                             {"uid", "p" + std::to_string(rng())},
@@ -83,14 +84,16 @@ struct World {
                                                   {"message", "0/5 nodes are available: " + std::to_string(pick(3))}}});
     }
     if (pick(6) == 0) p["metadata"]["labels"].erase(render::label::kManagedBy);  // someone else's pod
-    return std::make_shared<const json>(std::move(p));
+    return std::make_shared<const api::Pod>(api::pod_from(p));
   }
   static std::string key(const ObjectPtr& o) {
     const auto& m = (*o)["metadata"];
     return m.contains("namespace") ? m["namespace"].get<std::string>() + "/" + m["name"].get<std::string>() : m["name"].get<std::string>();
   }
-  static std::vector<ObjectPtr> all(const std::map<std::string, ObjectPtr>& m) {
-    std::vector<ObjectPtr> out;
+  static std::string key(const PodPtr& p) { return p->key(); }
+  template <class Ptr>
+  static std::vector<Ptr> all(const std::map<std::string, Ptr>& m) {
+    std::vector<Ptr> out;
     for (const auto& [k, v] : m) out.push_back(v);
     return out;
   }
@@ -174,7 +177,7 @@ TEST(ClusterSnapshot, AViewSharesWhatDidNotChange) {
                             {"ownerReferences", json::array({{{"uid", "u" + std::to_string(i)}}})}}},
               {"spec", {{"nodeName", node}, {"containers", json::array({{{"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}},
               {"status", {{"phase", "Running"}}}};
-    return std::make_shared<const json>(std::move(p));
+    return std::make_shared<const api::Pod>(api::pod_from(p));
   };
   for (int i = 0; i < 2; ++i) {
     s.upsert_task(task(i));
@@ -206,9 +209,9 @@ TEST(ClusterSnapshot, FreeGpusAreAllocatableLessWhatPodsHoldOnlyWhileTheyRun) {
   s.upsert_node(std::make_shared<const json>(json::parse(
       R"({"metadata":{"name":"n0"},"status":{"allocatable":{"nvidia.com/gpu":"8"},"conditions":[{"type":"Ready","status":"True"}]}})")));
   auto pod = [](const std::string& name, const std::string& phase) {
-    return std::make_shared<const json>(json{{"metadata", {{"name", name}, {"namespace", "ns"}, {"uid", name}}},
+    return std::make_shared<const api::Pod>(api::pod_from(json{{"metadata", {{"name", name}, {"namespace", "ns"}, {"uid", name}}},
                                              {"spec", {{"nodeName", "n0"}, {"containers", json::array({{{"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}})}}},
-                                             {"status", {{"phase", phase}}}});
+                                             {"status", {{"phase", phase}}}}));
   };
   s.upsert_pod(pod("a", "Running"));
   s.upsert_pod(pod("b", "Pending"));

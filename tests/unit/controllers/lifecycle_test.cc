@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "controllers/api/pod.h"
+
 namespace valley::task {
 namespace {
 using namespace std::chrono_literals;
@@ -155,7 +157,7 @@ TEST(Lifecycle, AFailedLauncherInitContainerFailsTheTaskWithItsReason) {
                       {{{"name", "valley-wait-for-workers"},
                         {"state", {{"terminated", {{"exitCode", 1}, {"message", "valley: waiting for a\nvalley: worker t-worker-1.t-workers.ns.svc did not answer over ssh within 1800s\n"}}}}}}}},
                      {"containerStatuses", {{{"name", "launcher"}, {"state", {{"waiting", {{"reason", "PodInitializing"}}}}}}}}}}};
-  PodView v = view_pod(launcher);
+  PodView v = view_pod(api::pod_from(launcher));
   EXPECT_EQ(v.failed_init, "valley-wait-for-workers");
   ASSERT_TRUE(v.exit_code);
   EXPECT_EQ(*v.exit_code, 1);
@@ -425,16 +427,16 @@ TEST(Lifecycle, PodViewReadsLabelsPhaseReadinessAndExitCode) {
     "status":{"phase":"Failed","conditions":[{"type":"Ready","status":"False"}],
               "containerStatuses":[{"state":{"terminated":{"exitCode":0,"reason":"Completed"}}},
                                    {"state":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}})");
-  PodView v = view_pod(p);
+  PodView v = view_pod(api::pod_from(p));
   EXPECT_EQ(v.epoch, 3);
   EXPECT_EQ(v.worker_index, 1);
   EXPECT_EQ(v.exit_code, 137);
   EXPECT_EQ(v.exit_reason, "OOMKilled");  // the container whose exit explains the failure
   p["status"]["containerStatuses"][1]["state"]["terminated"]["reason"] = "Error";
-  EXPECT_EQ(view_pod(p).exit_reason, "") << "\"Error\" says nothing the exit code does not";
+  EXPECT_EQ(view_pod(api::pod_from(p)).exit_reason, "") << "\"Error\" says nothing the exit code does not";
   EXPECT_FALSE(v.ready);
   json bad = json::parse(R"({"metadata":{"name":"x","labels":{"valley.dev/epoch":"nope"}}})");
-  EXPECT_EQ(view_pod(bad).epoch, 0);
+  EXPECT_EQ(view_pod(api::pod_from(bad)).epoch, 0);
 }
 
 
@@ -447,7 +449,7 @@ TEST(Lifecycle, PodViewReadsNullAndMistypedOptionalFieldsAsAbsent) {
     "status":{"phase":"Succeeded","reason":null,"conditions":[{"type":null,"status":"True"},{"type":"Ready","status":null},7],
               "containerStatuses":[{"state":{"terminated":{"exitCode":0,"startedAt":null,"finishedAt":null,"message":null}}},
                                    {"state":{"terminated":{"exitCode":null}}},{"state":null},null]}})");
-  PodView v = view_pod(p);
+  PodView v = view_pod(api::pod_from(p));
   EXPECT_EQ(v.name, "s-worker-0");
   EXPECT_EQ(v.uid, "");
   EXPECT_EQ(v.node, "");
@@ -460,7 +462,7 @@ TEST(Lifecycle, PodViewReadsNullAndMistypedOptionalFieldsAsAbsent) {
   for (const char* text : {R"(null)", R"([])", R"({"metadata":null,"spec":[],"status":"x"})",
                            R"({"metadata":{"name":5,"labels":{"valley.dev/epoch":3}},"status":{"phase":1,"conditions":{},"containerStatuses":"x"}})",
                            R"({"status":{"containerStatuses":[{"state":{"terminated":{"exitCode":99999999999}}}]}})"})
-    EXPECT_NO_THROW(view_pod(json::parse(text))) << text;
+    EXPECT_NO_THROW(view_pod(api::pod_from(json::parse(text)))) << text;
   // And the task it belongs to finishes.
   json t = json::parse(R"({"metadata":{"name":"s","namespace":"ns","uid":"u"},"spec":{"taskType":"Single","image":"i"}})");
   t["status"] = decide(observe(t, {}, false)).status;
@@ -529,7 +531,7 @@ TEST(Disruption, SpotNoticeRestartsTheTaskFromItsCheckpointWithoutCountingAFailu
   o4.admission->placement[1].node = "n4";
   Decision d4 = decide(o4);
   ASSERT_EQ(created_names(d4), (std::vector<std::string>{"t-worker-0", "t-worker-1", "t-launcher"}));
-  EXPECT_EQ(render::pinned_node(d4.create[1]), "n4");
+  EXPECT_EQ(api::pinned_node(d4.create[1]), "n4");
   bool resume = false;
   for (const auto& e : d4.create[0]["spec"]["containers"][0]["env"])
     if (e["name"] == "VALLEY_RESUME") resume = e["value"] == "1";
@@ -738,14 +740,14 @@ TEST(Disruption, PodViewReadsDisruptionTargetDeletionAndTerminationMessage) {
     "status":{"phase":"Running","conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI"}],
       "containerStatuses":[{"state":{"terminated":{"exitCode":143,"finishedAt":"2026-11-22T06:00:10Z",
         "message":"{\"step\":12,\"time\":\"2026-11-22T06:00:09Z\"}"}}}]}})");
-  PodView v = view_pod(p);
+  PodView v = view_pod(api::pod_from(p));
   EXPECT_EQ(v.disruption, "EvictionByEvictionAPI");
   ASSERT_TRUE(v.deletion_deadline);
   EXPECT_EQ(kube::format_time(*v.deletion_deadline), "2026-11-22T06:00:30Z");
   ASSERT_TRUE(v.finished_at);
   EXPECT_NE(v.termination_message.find("\"step\":12"), std::string::npos);
   json evicted = json::parse(R"({"metadata":{"name":"a"},"status":{"phase":"Failed","reason":"Evicted"}})");
-  EXPECT_EQ(view_pod(evicted).disruption, "Evicted");
+  EXPECT_EQ(view_pod(api::pod_from(evicted)).disruption, "Evicted");
 }
 
 TEST(Disruption, ATerminationMessageCheckpointIsReported) {

@@ -89,12 +89,12 @@ TEST(Snapshot, PodUsageCountsRequestsOrLimitsAndNothingOnceFinished) {
       {"resources":{"limits":{"nvidia.com/gpu":"2"}}},
       {"resources":{"requests":{"nvidia.com/gpu":"1","cpu":"4"},"limits":{"nvidia.com/gpu":"1"}}}],
     "initContainers":[{"resources":{"limits":{"nvidia.com/gpu":"4"}}}]},"status":{"phase":"Running"}})");
-  EXPECT_EQ(gpu_usage(pod), (std::map<std::string, int64_t>{{"nvidia.com/gpu", 4}}));  // init max(4) over sum(3)
+  EXPECT_EQ(gpu_usage(api::pod_from(pod)), (std::map<std::string, int64_t>{{"nvidia.com/gpu", 4}}));  // init max(4) over sum(3)
   pod["status"]["phase"] = "Succeeded";
-  EXPECT_TRUE(gpu_usage(pod).empty());
+  EXPECT_TRUE(gpu_usage(api::pod_from(pod)).empty());
   Node n = node_from(node("a", json::object(), {{"nvidia.com/gpu", "8"}}));
   pod["status"]["phase"] = "Running";
-  subtract(n, pod);
+  subtract(n, api::pod_from(pod));
   EXPECT_EQ(n.free["nvidia.com/gpu"], 4);
 }
 
@@ -109,8 +109,9 @@ TEST(Snapshot, TaskWithItsLiveWorkersOfTheCurrentEpoch) {
                 {"spec", {{"nodeName", node}, {"containers", {{{"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}}},
                 {"status", {{"phase", phase}}}};
   };
-  std::vector<json> pods = {worker(1, 2, "n2", "Running"), worker(0, 2, "n1", "Running"), worker(0, 1, "old", "Running"),
-                            worker(2, 2, "n3", "Failed")};
+  std::vector<api::Pod> pods;
+  for (const json& p : {worker(1, 2, "n2", "Running"), worker(0, 2, "n1", "Running"), worker(0, 1, "old", "Running"), worker(2, 2, "n3", "Failed")})
+    pods.push_back(api::pod_from(p));
   Task t = task_from(spec, obj, pods);
   EXPECT_EQ(t.key, "ns/t");
   EXPECT_TRUE(t.admitted);
@@ -148,19 +149,19 @@ TEST(Snapshot, OnlyUpdatesThatCanMoveGpusWakeThePlanner) {
   progressed["metadata"]["resourceVersion"] = "2";
   progressed["status"] = json::parse(R"({"phase":"Running","conditions":[{"type":"Ready","status":"True"}],
     "containerStatuses":[{"name":"w","ready":true}]})");
-  EXPECT_FALSE(replan_needed(pod, progressed));  // Pending to Running, Ready flips: the same GPUs held
+  EXPECT_FALSE(replan_needed(api::pod_from(pod), api::pod_from(progressed)));  // Pending to Running, Ready flips: the same GPUs held
   json bound = pod;
   bound["spec"]["nodeName"] = "n1";
-  EXPECT_TRUE(replan_needed(pod, bound));
+  EXPECT_TRUE(replan_needed(api::pod_from(pod), api::pod_from(bound)));
   json ended = progressed;
   ended["status"]["phase"] = "Succeeded";
-  EXPECT_TRUE(replan_needed(progressed, ended));  // its GPUs are free
+  EXPECT_TRUE(replan_needed(api::pod_from(progressed), api::pod_from(ended)));  // its GPUs are free
   json deleting = progressed;
   deleting["metadata"]["deletionTimestamp"] = "2026-11-25T09:00:00Z";
-  EXPECT_TRUE(replan_needed(progressed, deleting));
+  EXPECT_TRUE(replan_needed(api::pod_from(progressed), api::pod_from(deleting)));
   json relabeled = pod;
   relabeled["metadata"]["labels"]["valley.dev/epoch"] = "2";
-  EXPECT_TRUE(replan_needed(pod, relabeled));
+  EXPECT_TRUE(replan_needed(api::pod_from(pod), api::pod_from(relabeled)));
 
   json gpus = {{"nvidia.com/gpu", "8"}};
   json n = node("a", json::object(), gpus);

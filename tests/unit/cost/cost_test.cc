@@ -10,6 +10,9 @@ namespace valley::cost {
 namespace {
 
 using namespace std::chrono_literals;
+
+// The tests write pods as the API server returns them; the engine reads them as the cache holds them.
+PodUse pod_use(const nlohmann::json& pod) { return cost::pod_use(api::pod_from(pod)); }
 using json = nlohmann::json;
 
 SystemTime at(const std::string& rfc3339) { return *kube::parse_time(rfc3339); }

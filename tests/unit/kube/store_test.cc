@@ -16,7 +16,7 @@ ObjectPtr pod(const std::string& ns, const std::string& name, const std::string&
 
 TEST(Store, IndexesFollowUpdatesAndDeletes) {
   Store s;
-  s.add_standard_indexes();
+  add_standard_indexes(s);
   s.upsert("a/p1", pod("a", "p1", "n1", "u1", {{"valley.dev/task", "t1"}}));
   s.upsert("a/p2", pod("a", "p2", "n1", "u1", {{"valley.dev/task", "t1"}}));
   s.upsert("b/p3", pod("b", "p3", "", "u2"));
@@ -43,7 +43,7 @@ TEST(Store, IndexesFollowUpdatesAndDeletes) {
 
 TEST(Store, MalformedObjectsAreCachedWithoutIndexEntries) {
   Store s;
-  s.add_standard_indexes();
+  add_standard_indexes(s);
   s.upsert("x", std::make_shared<const json>(json{{"metadata", "not an object"}, {"spec", 3}}));
   s.upsert("y", std::make_shared<const json>(json::object()));
   EXPECT_EQ(s.size(), 2u);
@@ -81,7 +81,7 @@ TEST(Store, AVersionThatChangesNothingButItsResourceVersionReplacesInPlace) {
   EXPECT_FALSE(same_but_resource_version(json::array(), a));
 
   Store s;
-  s.add_standard_indexes();
+  add_standard_indexes(s);
   s.upsert("n", std::make_shared<const json>(a));
   EXPECT_TRUE(s.replace_if_same("n", std::make_shared<const json>(b)));
   EXPECT_EQ(s.get("n")->at("metadata").at("resourceVersion"), "2");

@@ -1,0 +1,124 @@
+#include "controllers/api/pod.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "operator/kube/json_fields.h"
+
+namespace valley::api {
+namespace {
+
+using json = nlohmann::json;
+using kube::array_at;
+using kube::object_at;
+using kube::string_at;
+
+std::vector<std::pair<std::string, int64_t>> extended(const json& list) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& [k, v] : list.items())
+    if (k.find('/') != std::string::npos) out.emplace_back(k, extended_quantity(v));
+  return out;
+}
+
+std::vector<PodContainer> containers(const json& spec, const char* key) {
+  std::vector<PodContainer> out;
+  for (const auto& c : array_at(spec, key)) {
+    const json& res = object_at(c, "resources");
+    out.push_back({string_at(c, "name"), extended(object_at(res, "limits")), extended(object_at(res, "requests"))});
+  }
+  return out;
+}
+
+std::vector<PodContainerStatus> statuses(const json& status, const char* key) {
+  std::vector<PodContainerStatus> out;
+  for (const auto& cs : array_at(status, key)) {
+    PodContainerStatus s;
+    s.name = string_at(cs, "name");
+    const json& state = object_at(cs, "state");
+    s.running = state.contains("running");
+    s.running_since = kube::time_at(object_at(state, "running"), "startedAt");
+    s.terminated = state.contains("terminated");
+    const json& t = object_at(state, "terminated");
+    s.exit_code = kube::int_at(t, "exitCode");
+    s.reason = string_at(t, "reason");
+    s.message = string_at(t, "message");
+    s.started = kube::time_at(t, "startedAt");
+    s.finished = kube::time_at(t, "finishedAt");
+    s.last_terminated_started = kube::time_at(object_at(object_at(cs, "lastState"), "terminated"), "startedAt");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t extended_quantity(const json& v) {
+  if (v.is_number_integer()) return v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), 1u << 30)) : std::max<int64_t>(0, v.get<int64_t>());
+  if (!v.is_string()) return 0;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.empty() || s.size() > 12 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return 0;
+  return std::stoll(s);
+}
+
+std::string pinned_node(const json& pod) {
+  const json& terms = array_at(object_at(object_at(object_at(object_at(pod, "spec"), "affinity"), "nodeAffinity"),
+                                         "requiredDuringSchedulingIgnoredDuringExecution"),
+                               "nodeSelectorTerms");
+  for (const auto& term : terms)
+    for (const auto& f : array_at(term, "matchFields"))
+      if (string_at(f, "key") == "metadata.name" && string_at(f, "operator") == "In") {
+        const json& values = array_at(f, "values");
+        if (values.size() == 1 && values[0].is_string()) return values[0].get<std::string>();
+      }
+  return "";
+}
+
+const std::string& PodContent::label(const std::string& key) const {
+  static const std::string kNone;
+  for (const auto& [k, v] : labels)
+    if (k == key) return v;
+  return kNone;
+}
+
+Pod pod_from(const json& pod) {
+  Pod p;
+  const json& meta = object_at(pod, "metadata");
+  p.ns = string_at(meta, "namespace");
+  p.name = string_at(meta, "name");
+  p.uid = string_at(meta, "uid");
+  p.resource_version = string_at(meta, "resourceVersion");
+  for (const auto& [k, v] : object_at(meta, "labels").items())
+    if (v.is_string()) p.labels.emplace_back(k, v.get<std::string>());
+  for (const auto& ref : array_at(meta, "ownerReferences"))
+    if (ref.is_object()) p.owner_uids.push_back(string_at(ref, "uid"));
+  for (const auto& f : array_at(meta, "finalizers"))
+    if (f.is_string()) p.finalizers.push_back(f.get<std::string>());
+  p.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  p.deletion_timestamp = kube::time_at(meta, "deletionTimestamp");
+  const json& spec = object_at(pod, "spec");
+  p.node_name = string_at(spec, "nodeName");
+  p.pinned = pinned_node(pod);
+  p.containers = containers(spec, "containers");
+  p.init_containers = containers(spec, "initContainers");
+  const json& status = object_at(pod, "status");
+  p.phase = string_at(status, "phase");
+  p.reason = string_at(status, "reason");
+  p.start_time = kube::time_at(status, "startTime");
+  for (const auto& c : array_at(status, "conditions"))
+    p.conditions.push_back({string_at(c, "type"), string_at(c, "status"), string_at(c, "reason"), string_at(c, "message"),
+                            kube::time_at(c, "lastTransitionTime")});
+  p.container_statuses = statuses(status, "containerStatuses");
+  p.init_container_statuses = statuses(status, "initContainerStatuses");
+  return p;
+}
+
+}  // namespace valley::api
+
+namespace valley::kube {
+
+void ObjectTraits<api::Pod>::add_indexes(BasicStore<api::Pod>& store) {
+  store.add_index(index::kOwnerUid, [](const api::Pod& p) { return p.owner_uids; });
+}
+
+}  // namespace valley::kube
