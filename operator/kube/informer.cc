@@ -52,14 +52,18 @@ void InformerBase::list_and_replace() {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.page_size = options_.page_size;
-  // Page by page: the whole list is never held untransformed.
+  // Page by page, each item taken as the cache will hold it: the whole list is never held as JSON
+  // (what the list returns is left null).
   lo.item_transform = [this](nlohmann::json& item) {
     if (options_.fields) options_.fields->apply(item);
     if (options_.transform) options_.transform(item);
+    take_listed(std::move(item));
+    item = nullptr;
   };
+  discard_listed();
   ListResult result = client_.list(resource_, options_.ns, lo);
   ++stats_.lists;
-  replace_all(std::move(result.items));
+  replace_all_listed();
   {
     std::lock_guard lock(mu_);
     last_rv_ = result.resource_version;

@@ -69,10 +69,14 @@ class InformerBase {
   std::string last_resource_version() const;
 
  protected:
-  // The cache's side, on the informer's threads. A listing's items (masked and transformed) become
-  // the cache; an ADDED/MODIFIED/DELETED event's object (likewise) is applied, returning true when
-  // it changed nothing the cache keeps (no handler called); every cached object is re-delivered.
-  virtual void replace_all(std::vector<nlohmann::json>&& items) = 0;
+  // The cache's side, on the informer's threads. A listing's items (masked and transformed) are
+  // taken one by one as its pages come (made the cached type at once: a relist of 45,000 pods is
+  // never held as JSON), then become the cache; an ADDED/MODIFIED/DELETED event's object (likewise)
+  // is applied, returning true when it changed nothing the cache keeps (no handler called); every
+  // cached object is re-delivered.
+  virtual void take_listed(nlohmann::json&& item) = 0;
+  virtual void replace_all_listed() = 0;
+  virtual void discard_listed() = 0;  // what a listing that failed halfway had taken
   virtual bool apply(const std::string& type, nlohmann::json&& object) = 0;
   virtual void resync() = 0;
 
@@ -125,11 +129,16 @@ class BasicInformer : public InformerBase {
   BasicStore<T>& store() { return store_; }
 
  protected:
-  void replace_all(std::vector<nlohmann::json>&& items) override {
+  void take_listed(nlohmann::json&& item) override { listed_.push_back(std::make_shared<const T>(ObjectTraits<T>::from(std::move(item)))); }
+
+  void discard_listed() override { listed_.clear(); }
+
+  void replace_all_listed() override {
+    std::vector<Ptr> listed;
+    listed.swap(listed_);
     std::unordered_set<std::string> seen;
-    seen.reserve(items.size());
-    for (auto& item : items) {
-      auto fresh = std::make_shared<const T>(ObjectTraits<T>::from(std::move(item)));
+    seen.reserve(listed.size());
+    for (auto& fresh : listed) {
       std::string key = ObjectTraits<T>::key(*fresh);
       seen.insert(key);
       Ptr old = store_.upsert(key, fresh);
@@ -180,6 +189,7 @@ class BasicInformer : public InformerBase {
  private:
   BasicStore<T> store_;
   std::vector<Handlers> handlers_;
+  std::vector<Ptr> listed_;  // the listing being taken (the informer's thread only)
 };
 
 // The generic informer over JSON objects.
