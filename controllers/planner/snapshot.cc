@@ -199,13 +199,20 @@ json plan_relevant(const json& object) {
 bool replan_needed(const json& before, const json& after) { return plan_relevant(before) != plan_relevant(after); }
 
 bool replan_needed(const api::Pod& before, const api::Pod& after) {
-  // What of a pod a plan reads: where it is (bound or pinned), what it asks for, whether it ended,
-  // whose it is, its labels; its progress (conditions, container states) is not among it.
-  auto ended = [](const api::Pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; };
-  return before.ns != after.ns || before.name != after.name || before.uid != after.uid || before.labels != after.labels ||
-         before.owner_uids != after.owner_uids || before.finalizers != after.finalizers || before.deleting != after.deleting ||
-         before.deletion_timestamp != after.deletion_timestamp || before.node_name != after.node_name || before.pinned != after.pinned ||
-         before.containers != after.containers || before.init_containers != after.init_containers || ended(before) != ended(after);
+  // All of a pod a plan may read, less its version and its progress (conditions, container states,
+  // start, phase short of whether it ended): a field added to api::Pod counts unless named here.
+  auto plan_part = [](api::Pod p) {
+    const bool ended = p.phase == "Succeeded" || p.phase == "Failed";
+    p.resource_version.clear();
+    p.phase = ended ? "ended" : "";
+    p.reason.clear();
+    p.start_time.reset();
+    p.conditions.clear();
+    p.container_statuses.clear();
+    p.init_container_statuses.clear();
+    return p;
+  };
+  return !(plan_part(before) == plan_part(after));
 }
 
 }  // namespace valley::planner
