@@ -14,7 +14,9 @@
 #                                         BENCH_CP_SYSTEMS, BENCH_CP_OUT (bench/results/controlplane),
 #                                         BENCH_CP_TIMEOUT (600 s a run), BENCH_CP_VALLEY_ARGS (more
 #                                         valley-operator flags, e.g. "--workers=8"; recorded in the row),
-#                                         BENCH_CP_NODE_GRACE (10m: the node controller's grace; see below)
+#                                         BENCH_CP_NODE_GRACE (10m: the node controller's grace; see below),
+#                                         BENCH_CP_VALLEY_BIN (build/bin/valley-operator; e.g. a build
+#                                         with frame pointers to profile under perf)
 # Writes OUT/controlplane.json and OUT/controlplane.md. Figures are printed, never asserted.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -103,7 +105,7 @@ tick=$(getconf CLK_TCK)
 start_system() { # system kubeconfig logfile -> pid
   case $1 in
     valley)
-      setsid build/bin/valley-operator --kubeconfig "$2" --leader-elect-namespace=valley-bench \
+      setsid "${BENCH_CP_VALLEY_BIN:-build/bin/valley-operator}" --kubeconfig "$2" --leader-elect-namespace=valley-bench \
         --http-bind-address=127.0.0.1:18089 --kube-api-qps=$qps --kube-api-burst=$burst \
         --pricing-policy=default --node-not-ready-grace=300s "${valley_args[@]}" >"$3" 2>&1 </dev/null &
       echo $! ;;

@@ -43,6 +43,7 @@ bool EventAggregator::observe(const json& regarding, const std::string& type, co
   if (it != entries_.end() && now - it->second.last <= options_.series_window) {
     it->second.count++;
     it->second.last = now;
+    unwritten_.insert(key);
     return true;
   }
   // A new event: the object's bucket must allow it.
@@ -81,11 +82,16 @@ bool EventAggregator::observe(const json& regarding, const std::string& type, co
   entry.first = entry.last = now;
   entry.create_pending = true;
   entries_[key] = std::move(entry);
+  unwritten_.insert(key);
   evict(now);
   return true;
 }
 
 void EventAggregator::evict(SystemTime now) {
+  // The sweep for stale entries and full buckets looks at every one: once a second is soon enough
+  // (an entry outlives its window by at most that), unless the table is over its bound.
+  if (now - last_sweep_ < std::chrono::seconds(1) && now >= last_sweep_ && entries_.size() <= options_.max_tracked) return;
+  last_sweep_ = now;
   for (auto it = entries_.begin(); it != entries_.end();) {
     bool stale = now - it->second.last > options_.series_window && it->second.written_count == it->second.count;
     it = stale ? entries_.erase(it) : std::next(it);
@@ -105,7 +111,14 @@ void EventAggregator::evict(SystemTime now) {
 
 std::vector<PendingWrite> EventAggregator::take_due(SystemTime now) {
   std::vector<PendingWrite> out;
-  for (auto& [key, e] : entries_) {
+  for (auto k = unwritten_.begin(); k != unwritten_.end();) {
+    auto found = entries_.find(*k);
+    if (found == entries_.end()) {  // evicted meanwhile
+      k = unwritten_.erase(k);
+      continue;
+    }
+    const std::string& key = found->first;
+    Entry& e = found->second;
     if (e.create_pending) {
       json ev = e.event;
       if (e.count > 1) ev["series"] = {{"count", e.count}, {"lastObservedTime", format_micro_time(e.last)}};
@@ -124,6 +137,8 @@ std::vector<PendingWrite> EventAggregator::take_due(SystemTime now) {
       e.written_count = e.count;
       e.last_write = now;
     }
+    // Left for a later pass: a count whose series update is not due yet.
+    k = e.created && e.count != e.written_count ? std::next(k) : unwritten_.erase(k);
   }
   return out;
 }
@@ -132,6 +147,7 @@ void EventAggregator::create_failed(const std::string& key) {
   if (auto it = entries_.find(key); it != entries_.end()) {
     it->second.create_pending = true;
     it->second.created = false;
+    unwritten_.insert(key);
   }
 }
 

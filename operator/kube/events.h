@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "operator/kube/client.h"
@@ -73,6 +74,10 @@ class EventAggregator {
 
   EventOptions options_;
   std::unordered_map<std::string, Entry> entries_;
+  // Keys of entries with something the API has not seen (a create, a count): what take_due looks
+  // at, rather than every event of the series window (thousands at a burst of tasks).
+  std::unordered_set<std::string> unwritten_;
+  SystemTime last_sweep_{};  // of evict's sweep for stale entries, at most once a second
   std::unordered_map<std::string, Bucket> buckets_;  // per regarding object (uid or key)
   size_t dropped_ = 0;
   uint64_t sequence_ = 0;

@@ -18,9 +18,16 @@ void WorkQueue::add_locked(const std::string& key) {
   cv_.notify_one();
 }
 
+void WorkQueue::unwait_locked(const std::string& key) {
+  if (auto it = waiting_.find(key); it != waiting_.end()) {
+    due_order_.erase({it->second, key});
+    waiting_.erase(it);
+  }
+}
+
 void WorkQueue::add(const std::string& key) {
   std::lock_guard lock(mu_);
-  waiting_.erase(key);  // due now: any pending delay is moot
+  unwait_locked(key);  // due now: any pending delay is moot
   add_locked(key);
 }
 
@@ -30,8 +37,16 @@ void WorkQueue::add_after(const std::string& key, Clock::duration delay) {
   if (shutting_down_) return;
   auto due = Clock::now() + delay;
   auto [it, inserted] = waiting_.emplace(key, due);
-  if (!inserted && due < it->second) it->second = due;  // the earliest request wins
-  cv_.notify_all();  // a sleeping get() may need to wake earlier
+  if (!inserted) {
+    if (due >= it->second) return;  // the earliest request wins
+    due_order_.erase({it->second, key});
+    it->second = due;
+  }
+  // A sleeping get() waits until the earliest due time: only a new earliest may need one awake
+  // sooner (the one woken sleeps again until this key is due, and takes it).
+  const bool earliest = due_order_.empty() || due < due_order_.begin()->first;
+  due_order_.emplace(due, key);
+  if (earliest) cv_.notify_one();
 }
 
 void WorkQueue::add_rate_limited(const std::string& key) {
@@ -42,14 +57,11 @@ void WorkQueue::add_rate_limited(const std::string& key) {
 void WorkQueue::forget(const std::string& key) { backoff_.forget(key); }
 
 void WorkQueue::promote_due_locked(Clock::time_point now) {
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (it->second <= now) {
-      std::string key = it->first;
-      it = waiting_.erase(it);
-      add_locked(key);
-    } else {
-      ++it;
-    }
+  while (!due_order_.empty() && due_order_.begin()->first <= now) {
+    std::string key = due_order_.begin()->second;
+    due_order_.erase(due_order_.begin());
+    waiting_.erase(key);
+    add_locked(key);
   }
 }
 
@@ -59,12 +71,10 @@ std::optional<std::string> WorkQueue::get() {
     if (shutting_down_) return std::nullopt;
     promote_due_locked(Clock::now());
     if (!queue_.empty()) break;
-    if (waiting_.empty()) {
+    if (due_order_.empty()) {
       cv_.wait(lock);
     } else {
-      auto next = waiting_.begin()->second;
-      for (const auto& [k, due] : waiting_) next = std::min(next, due);
-      cv_.wait_until(lock, next);
+      cv_.wait_until(lock, due_order_.begin()->first);
     }
   }
   std::string key = std::move(queue_.front());

@@ -58,6 +58,7 @@ class WorkQueue {
  private:
   void add_locked(const std::string& key);
   void promote_due_locked(Clock::time_point now);
+  void unwait_locked(const std::string& key);
 
   WorkQueueOptions options_;
   ItemBackoff backoff_;
@@ -67,7 +68,10 @@ class WorkQueue {
   std::deque<std::string> queue_;
   std::set<std::string> dirty_;       // queued or to be re-queued after processing
   std::set<std::string> processing_;
-  std::map<std::string, Clock::time_point> waiting_;  // delayed keys and when they are due
+  // Delayed keys and when they are due, and the same ordered by due time: a get() looks only at the
+  // earliest, not at every delayed key (a thousand tasks each requeued for their next accrual).
+  std::map<std::string, Clock::time_point> waiting_;
+  std::set<std::pair<Clock::time_point, std::string>> due_order_;
   std::map<std::string, Clock::time_point> queued_at_;  // when each dirty key became ready
   bool shutting_down_ = false;
 };

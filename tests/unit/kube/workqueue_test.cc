@@ -5,6 +5,8 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 namespace valley::kube {
 namespace {
@@ -44,6 +46,31 @@ TEST(WorkQueue, DelayedKeysArriveAfterTheirDelayAndEarliestWins) {
   EXPECT_EQ(q.delayed(), 1u);
   EXPECT_EQ(q.get(), "late");
   EXPECT_GE(Clock::now() - start, 50ms);
+}
+
+TEST(WorkQueue, DelayedKeysComeOutInDueOrderAndANewEarliestWakesASleepingWorker) {
+  WorkQueue q;
+  q.add_after("third", 150ms);
+  q.add_after("first", 30ms);
+  q.add_after("second", 90ms);
+  q.add_after("third", 10s);  // a later request for a waiting key changes nothing
+  EXPECT_EQ(q.delayed(), 3u);
+  EXPECT_EQ(q.get(), "first");
+  EXPECT_EQ(q.get(), "second");
+  EXPECT_EQ(q.get(), "third");
+  EXPECT_EQ(q.delayed(), 0u);
+
+  // A worker asleep until a key due in an hour takes one added later but due sooner.
+  q.add_after("hour", 1h);
+  std::optional<std::string> taken;
+  std::thread worker([&] { taken = q.get(); });
+  std::this_thread::sleep_for(20ms);  // (if not asleep yet, it finds the key due anyway)
+  const auto start = Clock::now();
+  q.add_after("soon", 20ms);
+  worker.join();
+  EXPECT_EQ(taken, "soon");
+  EXPECT_LT(Clock::now() - start, 1h);
+  EXPECT_EQ(q.delayed(), 1u);
 }
 
 TEST(WorkQueue, AddMakesADelayedKeyDueNow) {
