@@ -104,10 +104,29 @@ constexpr size_t kNoNode = static_cast<size_t>(-1);
 // "what is free here" millions of times, and hashing names dominated it. Nodes are indexed in name
 // order (the order every scan goes in, so ties resolve as before); resources are interned per plan,
 // and each node's free units are one row of a flat table (cheap to copy for what-if rounds).
+// The tasks by index, whether the caller holds them by value or by pointer (the operator keeps each
+// task's planner input from plan to plan, and does not copy a thousand of them for every plan).
+class TaskRefs {
+ public:
+  explicit TaskRefs(std::vector<const Task*> tasks) : tasks_(std::move(tasks)) {}
+  const Task& operator[](size_t i) const { return *tasks_[i]; }
+  size_t size() const { return tasks_.size(); }
+
+ private:
+  std::vector<const Task*> tasks_;
+};
+
+std::vector<const Task*> refs(const std::vector<Task>& tasks) {
+  std::vector<const Task*> out;
+  out.reserve(tasks.size());
+  for (const auto& t : tasks) out.push_back(&t);
+  return out;
+}
+
 class Planner {
  public:
-  Planner(std::vector<const Node*> nodes, const Returned& returned, const std::vector<Task>& tasks, SystemTime now, const Config& config)
-      : tasks_(tasks), now_(now), config_(config), nodes_(std::move(nodes)) {
+  Planner(std::vector<const Node*> nodes, const Returned& returned, std::vector<const Task*> tasks, SystemTime now, const Config& config)
+      : tasks_(std::move(tasks)), now_(now), config_(config), nodes_(std::move(nodes)) {
     std::sort(nodes_.begin(), nodes_.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
     // Resources: the shapes' own (time-sliced replicas, MIG slices) first, then whatever nodes and
     // workers name (each vendor's whole GPU among them).
@@ -126,8 +145,8 @@ class Planner {
       }
       for (const auto& [r, units] : n->capacity) intern(r);
     }
-    for (const auto& t : tasks)
-      for (const auto& w : t.workers) intern(w.gpu_resource);
+    for (size_t i = 0; i < tasks_.size(); ++i)
+      for (const auto& w : tasks_[i].workers) intern(w.gpu_resource);
     width_ = names_.size();
     // A GPU share by resource id, so that the hot loops compare no resource names: seven units'
     // share, from which any count's is exact (MIG slices are sevenths).
@@ -159,9 +178,9 @@ class Planner {
       for (const auto& [name, tenant] : config_.tenants) quotas[name] = tenant.quota;
       quota_ = QuotaBook(std::move(quotas), std::move(capacity));
     }
-    eligible_.resize(tasks.size());
-    decisions_.resize(tasks.size());
-    for (size_t i = 0; i < tasks.size(); ++i) decisions_[i].key = tasks[i].key;
+    eligible_.resize(tasks_.size());
+    decisions_.resize(tasks_.size());
+    for (size_t i = 0; i < tasks_.size(); ++i) decisions_[i].key = tasks_[i].key;
   }
 
   std::vector<Decision> run() {
@@ -975,7 +994,7 @@ class Planner {
     return idx;
   }
 
-  const std::vector<Task>& tasks_;
+  TaskRefs tasks_;
   SystemTime now_;
   Config config_;
   std::vector<const Node*> nodes_;                    // by name
@@ -1069,10 +1088,15 @@ std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Tas
   std::vector<const Node*> shared;
   shared.reserve(nodes.size());
   for (const auto& n : nodes) shared.push_back(&n);
-  return Planner(std::move(shared), {}, tasks, now, config).run();
+  return Planner(std::move(shared), {}, refs(tasks), now, config).run();
 }
 
 std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<Task>& tasks,
+                           SystemTime now, const Config& config) {
+  return Planner(nodes, returned, refs(tasks), now, config).run();
+}
+
+std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<const Task*>& tasks,
                            SystemTime now, const Config& config) {
   return Planner(nodes, returned, tasks, now, config).run();
 }

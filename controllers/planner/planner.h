@@ -216,6 +216,9 @@ using Returned = std::map<std::string, std::map<std::string, int64_t>>;
 // are its `free` plus what `returned` gives back on it. Node names unique.
 std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<Task>& tasks,
                            SystemTime now, const Config& config = {});
+// The same over tasks the caller keeps (none null).
+std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<const Task*>& tasks,
+                           SystemTime now, const Config& config = {});
 
 // The GPU resource and count one worker of `gpu_milli` needs on a node of `vendor` whose free
 // resources are `free` (whole GPUs as "<vendor>.com/gpu"; a fraction as the smallest free MIG slice

@@ -347,10 +347,11 @@ void TaskController::plan_once() {
   const Tenancy tenancy = tenancy_now();
   std::map<std::string, const api::TenantSpec*> tenant_spec;
   for (const auto& t : tenancy.tenants) tenant_spec[t.spec.name] = &t.spec;
-  std::vector<planner::Task> tasks;
-  std::map<std::string, int> planned_epoch;  // task key -> epoch whose workers the plan accounts for
-  std::map<std::string, const api::TaskSpec*> specs;  // into the view
+  // The plan's tasks, kept from plan to plan (plan_tasks_), and each one's entry there.
+  std::vector<const planner::Task*> tasks;
+  std::vector<PlanTask*> planned;
   std::map<std::string, bool> namespace_going_now;
+  const auto now = std::chrono::system_clock::now();
   for (const auto& shared_entry : view.tasks) {
     const auto& entry = *shared_entry;
     const auto& obj = entry.object;
@@ -362,14 +363,30 @@ void TaskController::plan_once() {
     auto going = namespace_going_now.try_emplace(parsed.spec->ns, false);
     if (going.second) going.first->second = namespace_going(parsed.spec->ns);
     if (going.first->second) continue;
-    const nlohmann::json& status = kube::object_at(*obj, "status");
-    std::string phase = kube::string_at(status, "phase");
-    if (phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status) ||
-        idle_suspended(*parsed.spec, status))
-      continue;
+    auto [cached, added] = plan_tasks_.try_emplace(entry.key);
+    PlanTask& pt = cached->second;
+    pt.fresh = added || pt.entry != shared_entry || pt.pricing != pricing;
+    if (pt.fresh) {
+      const nlohmann::json& status = kube::object_at(*obj, "status");
+      const std::string phase = kube::string_at(status, "phase");
+      pt.entry = shared_entry;
+      pt.pricing = pricing;
+      pt.holds = !(phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status) ||
+                   idle_suspended(*parsed.spec, status));
+      pt.epoch = std::to_string(status.value("epoch", 0));
+      pt.task = *entry.task;
+      planner_inputs(pt.task, *parsed.spec, status);
+      pt.overlay_stale = true;
+    }
+    // Not in the last plan: what was published for it then may be gone.
+    if (pt.planned + 1 != round) pt.overlay_stale = true;
+    pt.seen = round;
+    if (!pt.holds) continue;
     // Its pods are refused until it or its namespace changes: it holds no capacity meanwhile.
     if (auto r = refusal_of(entry.key, *obj); r && r->blocking) continue;
-    planner::Task t = *entry.task;
+    planner::Task& t = pt.task;
+    t.tenant = entry.task->tenant;
+    t.priority = entry.task->priority;
     if (auto owner = tenancy.ownership.owner.find(parsed.spec->ns); owner != tenancy.ownership.owner.end()) {
       t.tenant = owner->second;
       bool capped = false;
@@ -377,18 +394,17 @@ void TaskController::plan_once() {
                                                tenant_spec[t.tenant], &capped);
       // Once per generation: the API server's policy (deploy/policies) refuses this up front where
       // installed; without it, the user learns here why the task ranks lower than it asked.
-      const std::string told = (*obj)["metadata"].value("uid", "") + "@" + std::to_string((*obj)["metadata"].value("generation", int64_t{0}));
-      if (capped && priority_capped_.insert(told).second)
+      if (capped &&
+          priority_capped_.insert((*obj)["metadata"].value("uid", "") + "@" + std::to_string((*obj)["metadata"].value("generation", int64_t{0})))
+              .second)
         events_.record(*obj, "Warning", "PriorityCapped", "Plan",
                        "spec.priority " + std::to_string(parsed.spec->priority) + " is above tenant " + t.tenant + "'s maxPriority; planned at " +
                            std::to_string(t.priority));
     }
-    const auto now = std::chrono::system_clock::now();
-    planner_inputs(t, *parsed.spec, status);
-    auto& avoid = avoid_[t.key];
     for (const auto& waiting : entry.waiting) {
       // Pinned, unbound and refused by kube-scheduler for longer than the timeout.
       const auto& since = waiting.refused_since;
+      auto& avoid = avoid_[t.key];
       if (since && now - *since >= options_.unschedulable_timeout && !avoid.count(waiting.node)) {
         avoid[waiting.node] = now + options_.avoid_for;
         spdlog::info("{}: node {} did not take its worker for {}s ({}); planning around it", t.key, waiting.node,
@@ -396,25 +412,36 @@ void TaskController::plan_once() {
         mark_dirty();
       }
     }
-    for (auto it = avoid.begin(); it != avoid.end();) it = it->second <= now ? avoid.erase(it) : std::next(it);
-    for (const auto& [node, until] : avoid) t.avoid_nodes.push_back(node);
-    // What we published counts as taken until the pods show it (bound ones show where they are).
-    if (auto it = published.find(t.key); it != published.end() && it->second.admitted) {
-      t.admitted = true;
-      std::vector<planner::Task::Worker> planned;
-      for (const auto& w : it->second.placement) planned.push_back({w.node, w.gpu_resource, w.gpu_count});
-      t.workers = planner::planned_workers(planned, t.workers);
+    t.avoid_nodes = entry.task->avoid_nodes;
+    if (auto avoiding = avoid_.find(t.key); avoiding != avoid_.end()) {
+      auto& avoid = avoiding->second;
+      for (auto it = avoid.begin(); it != avoid.end();) it = it->second <= now ? avoid.erase(it) : std::next(it);
+      for (const auto& [node, until] : avoid) t.avoid_nodes.push_back(node);
+      if (avoid.empty()) avoid_.erase(avoiding);
     }
-    planned_epoch[t.key] = status.value("epoch", 0);
-    specs[t.key] = &*parsed.spec;
-    tasks.push_back(std::move(t));
+    // What we published counts as taken until the pods show it (bound ones show where they are).
+    if (pt.overlay_stale) {
+      t.admitted = entry.task->admitted;
+      t.workers = entry.task->workers;
+      if (auto it = published.find(t.key); it != published.end() && it->second.admitted) {
+        t.admitted = true;
+        std::vector<planner::Task::Worker> placed;
+        for (const auto& w : it->second.placement) placed.push_back({w.node, w.gpu_resource, w.gpu_count});
+        t.workers = planner::planned_workers(placed, t.workers);
+      }
+      pt.overlay_stale = false;
+    }
+    pt.planned = round;
+    tasks.push_back(&t);
+    planned.push_back(&pt);
   }
+  std::erase_if(plan_tasks_, [round](const auto& kv) { return kv.second.seen != round; });
   // The current workers of the tasks planned here hold nothing for the plan: it places them itself.
   planner::Returned returned;
   for (const auto& [task_key, workers] : view.workers) {
-    auto pe = planned_epoch.find(task_key);
-    if (pe == planned_epoch.end()) continue;
-    const std::string epoch = std::to_string(pe->second);
+    auto pt = plan_tasks_.find(task_key);
+    if (pt == plan_tasks_.end() || pt->second.planned != round) continue;
+    const std::string& epoch = pt->second.epoch;
     for (const auto& w : *workers) {
       if (w.epoch != epoch || !plan_nodes_.count(w.node)) continue;
       for (const auto& [resource, units] : w.usage)
@@ -423,13 +450,11 @@ void TaskController::plan_once() {
   }
   planner::Config config = options_.planner;
   config.node_not_ready_grace = options_.disruption.node_not_ready_grace;
-  const auto now = std::chrono::system_clock::now();
   if (pricing) config = cost::planner_config(*pricing, nodes, now, config);
   for (const auto& t : tenancy.tenants)
     config.tenants[t.spec.name] = tenancy::planner_tenant(t, pricing.get(), now, options_.usage_half_life);
   config.usage_mean_life_hours = static_cast<double>(options_.usage_half_life.count()) / 3600.0 / std::log(2.0);
   auto decisions = planner::plan(nodes, returned, tasks, now, config);
-  std::map<std::string, Admission> next;
   // Where a task may run, for its estimate: NVIDIA nodes, and AMD ones too when it allows them.
   // Two lists for every task rather than one per task, each rate once (in the order of the first
   // node that has it: the estimate takes the first of equally cheap ones), so a thousand waiting
@@ -454,41 +479,49 @@ void TaskController::plan_once() {
     auto it = plan_nodes_.find(node);
     return it == plan_nodes_.end() ? std::string() : it->second.node.vendor;
   };
+  // What changed is published; a placed task whose decision, entry and nodes are as in the last
+  // plan keeps its admission as it is (its estimate basis starts when it was placed, not at every
+  // plan), so a plan of a thousand running tasks rebuilds none of them.
+  std::vector<std::pair<const std::string*, Admission>> updates;
+  std::vector<std::string> changed;
   for (size_t i = 0; i < decisions.size(); ++i) {
     const auto& d = decisions[i];
+    const planner::Task& task = *tasks[i];
+    PlanTask& pt = *planned[i];
+    auto old = published.find(d.key);
+    bool same = old != published.end() && old->second.admitted == (d.workers > 0) && old->second.workers == d.workers &&
+                old->second.reason == d.reason && old->second.queue_position == d.queue_position &&
+                old->second.expected_start == d.expected_start && old->second.placement.size() == d.placement.size();
+    for (size_t k = 0; k < d.placement.size() && same; ++k) same = old->second.placement[k].node == d.placement[k].node;
+    if (same && old->second.admitted && !pt.fresh && !nodes_changed && pt.published_priority == task.priority) continue;
+    pt.published_priority = task.priority;  // (the estimate's size follows it)
     Admission a;
     a.admitted = d.workers > 0;
     a.workers = d.workers;
     a.reason = d.reason;
     a.queue_position = d.queue_position;
     a.expected_start = d.expected_start;
-    a.cheap_until = tasks[i].cheap_until;
+    a.cheap_until = task.cheap_until;
     if (pricing) {
-      if (auto spec = specs.find(d.key); spec != specs.end()) {
-        a.estimate_basis =
-            cost::estimate_basis(*spec->second, tasks[i], d, config, rate_of, spec->second->amd_support ? any_rates_ : nvidia_rates_, now);
-      }
+      const api::TaskSpec& spec = *pt.entry->parsed->spec;
+      a.estimate_basis = cost::estimate_basis(spec, task, d, config, rate_of, spec.amd_support ? any_rates_ : nvidia_rates_, now);
     }
     for (const auto& w : d.placement) a.placement.push_back({vendor_of(w.node), w.gpu_resource, static_cast<int>(w.count), w.node});
-    next[d.key] = std::move(a);
+    if (!same) changed.push_back(d.key);
+    updates.emplace_back(&d.key, std::move(a));
+    pt.overlay_stale = true;  // laid over its input anew at the next plan
   }
-  std::vector<std::string> changed;
-  for (const auto& [key, a] : next) {
-    auto old = published.find(key);
-    bool same = old != published.end() && old->second.admitted == a.admitted && old->second.workers == a.workers &&
-                old->second.reason == a.reason && old->second.queue_position == a.queue_position &&
-                old->second.expected_start == a.expected_start;
-    if (same) {
-      same = old->second.placement.size() == a.placement.size();
-      for (size_t k = 0; k < a.placement.size() && same; ++k) same = old->second.placement[k].node == a.placement[k].node;
-    }
-    if (!same) changed.push_back(key);
-  }
-  admitted_tasks_ = static_cast<size_t>(std::count_if(next.begin(), next.end(), [](const auto& kv) { return kv.second.admitted; }));
+  size_t admitted = 0;
   {
     std::lock_guard lock(plan_mu_);
-    admissions_ = std::move(next);
+    for (auto& [key, a] : updates) admissions_.insert_or_assign(*key, std::move(a));
+    std::erase_if(admissions_, [&](const auto& kv) {
+      auto pt = plan_tasks_.find(kv.first);
+      return pt == plan_tasks_.end() || pt->second.planned != round;
+    });
+    for (const auto& [key, a] : admissions_) admitted += a.admitted ? 1 : 0;
   }
+  admitted_tasks_ = admitted;
   for (const auto& key : changed) queue_.add(key);
 }
 

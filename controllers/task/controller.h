@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "controllers/cost/engine.h"
 #include "controllers/planner/cluster_snapshot.h"
@@ -198,6 +199,25 @@ class TaskController {
     uint64_t seen = 0;    // the last plan that saw it
   };
   std::map<std::string, PlanNode> plan_nodes_;
+  // Each task as the last plan saw it: what the plan derives from its snapshot entry alone (whether
+  // it holds capacity, its planner input with planner_inputs applied), made anew only when the
+  // entry (the task or one of its pods) or the pricing policy changed; its tenant and priority, the
+  // nodes it avoids and the admission published for it are laid over that at each plan. At 1,000
+  // running tasks, re-reading every status and copying every planner input each plan was most of
+  // the planning thread's allocations. The planning thread's only.
+  struct PlanTask {
+    std::shared_ptr<const planner::SnapshotView::TaskEntry> entry;
+    std::shared_ptr<const cost::Policy> pricing;
+    bool holds = false;         // not ended, suspended, over its budget or suspended while idle
+    std::string epoch;          // status.epoch, as its pods' labels say it
+    planner::Task task;         // the plan's input
+    bool fresh = true;          // made anew in this plan
+    bool overlay_stale = true;  // the published admission changed since it was laid over `task`
+    uint64_t seen = 0;          // the last plan that saw the task
+    uint64_t planned = 0;       // the last plan it was part of (it holds capacity)
+    int published_priority = 0; // task.priority when its admission was last made
+  };
+  std::unordered_map<std::string, PlanTask> plan_tasks_;
   uint64_t plans_ = 0;
   // The distinct rates of the nodes (NVIDIA ones; NVIDIA and AMD), each once, in the order of the
   // first node that has it: where a task may run, for its estimate. Recomputed when a node changes.
