@@ -91,6 +91,22 @@ EOF
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+# CPU seconds by thread name since the process started ({} if it has none): Valley names its
+# threads (planner, reconcile, requests, watch-<resource>, events), so a row says where it went.
+cpu_by_thread() {
+  python3 - "$1" "$(getconf CLK_TCK)" <<'PY' 2>/dev/null || echo '{}'
+import json, os, sys
+pid, tick, out = sys.argv[1], int(sys.argv[2]), {}
+for t in os.listdir(f"/proc/{pid}/task"):
+    try:
+        comm = open(f"/proc/{pid}/task/{t}/comm").read().strip()
+        fields = open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    out[comm] = round(out.get(comm, 0) + (int(fields[11]) + int(fields[12])) / tick, 2)
+print(json.dumps(out, sort_keys=True))
+PY
+}
 apiserver_requests() { K get --raw /metrics | awk '/^apiserver_request_total\{/ {s += $NF} END {printf "%d\n", s}'; }
 audit_lines() { [ -f .valley/run/audit.log ] && wc -l < .valley/run/audit.log || echo 0; }
 audited_requests() { # user, from-line
@@ -230,9 +246,11 @@ EOF
       python3 bench/controlplane/stragglers.py "${lists[@]}" > "$stuck" 2>&1 || true
       log "stragglers: $stuck"; head -40 "$stuck" >&2
     fi
+    threads='{}'
     if [ -n "$pid" ]; then
       cpu=$(echo "scale=2; ($(cpu_ticks "$pid") - $cpu_before) / $tick" | bc)
       rss=$(peak_rss_kb "$pid")
+      threads=$(cpu_by_thread "$pid")
     else
       cpu=$(python3 -c "import json; print(round(json.load(open('$scratch/apply.json'))['cpuSeconds'], 2))")
       rss=$(python3 -c "import json; print(json.load(open('$scratch/apply.json'))['maxRssKb'])")
@@ -247,6 +265,7 @@ row = {"system": "$system", "tasks": $n, "workers": $workers, "pods": $n * ($wor
        "cpuSeconds": float("$cpu"), "peakRssMiB": round(int("$rss") / 1024, 1),
        "apiRequests": int("$requests"), "apiServerRequests": int("$api_total")}
 if "$system" == "valley" and "${valley_args[*]}": row["valleyArgs"] = "${valley_args[*]}"
+if "$system" == "valley": row["cpuByThread"] = json.loads('$threads')
 row["nodeGrace"] = "$node_grace"
 if w.get("timedOut"):
     row.update({"timedOut": True, "timeoutSeconds": $timeout, "podsRunning": w["podsRunning"], "tasksRunning": w["tasksRunning"]})

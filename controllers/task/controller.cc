@@ -22,6 +22,7 @@
 #include "controllers/render/ssh_keys.h"
 #include "controllers/task/lifecycle.h"
 #include "operator/kube/error.h"
+#include "operator/kube/thread_name.h"
 #include "operator/logging.h"
 #include "operator/metrics/registry.h"
 
@@ -553,9 +554,18 @@ void TaskController::run(const std::atomic<bool>& stop) {
   // in a reconcile without it would never be charged for them (the chaos campaign found new
   // leaders pricing nothing until the policy's own turn in the queue came).
   if (!stop.load()) reconcile_policy(options_.pricing_policy);
-  std::thread planner([this, &stop] { planning_loop(stop); });
-  std::thread checkpoint_reader([this, &stop] { checkpoints_.run(stop); });
-  std::thread gpu_reader([this, &stop] { gpu_.run(stop); });
+  std::thread planner([this, &stop] {
+    kube::name_this_thread("planner");
+    planning_loop(stop);
+  });
+  std::thread checkpoint_reader([this, &stop] {
+    kube::name_this_thread("checkpoints");
+    checkpoints_.run(stop);
+  });
+  std::thread gpu_reader([this, &stop] {
+    kube::name_this_thread("gpu-metrics");
+    gpu_.run(stop);
+  });
   auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) {
     LogContext context(key.rfind('@', 0) == 0 ? key.substr(1) : key);
     const auto start = std::chrono::steady_clock::now();

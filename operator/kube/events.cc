@@ -7,6 +7,7 @@
 #include <random>
 
 #include "operator/kube/error.h"
+#include "operator/kube/thread_name.h"
 
 namespace valley::kube {
 
@@ -153,7 +154,10 @@ void EventAggregator::create_failed(const std::string& key) {
 
 EventRecorder::EventRecorder(Client& client, EventOptions options)
     : client_(client), options_(options), aggregator_(std::move(options)) {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("events");
+    loop();
+  });
 }
 
 EventRecorder::~EventRecorder() {

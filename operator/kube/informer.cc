@@ -5,6 +5,7 @@
 #include <random>
 
 #include "operator/kube/error.h"
+#include "operator/kube/thread_name.h"
 
 namespace valley::kube {
 
@@ -18,8 +19,15 @@ InformerBase::InformerBase(Client& client, Resource resource, InformerOptions op
 InformerBase::~InformerBase() { stop(); }
 
 void InformerBase::start() {
-  thread_ = std::thread([this] { run(); });
-  if (options_.resync.count() > 0) resync_thread_ = std::thread([this] { resync_loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("watch-" + resource_.plural);  // e.g. watch-pods, watch-trainingtas(ks)
+    run();
+  });
+  if (options_.resync.count() > 0)
+    resync_thread_ = std::thread([this] {
+      name_this_thread("resync-" + resource_.plural);
+      resync_loop();
+    });
 }
 
 void InformerBase::stop() {

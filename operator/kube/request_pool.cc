@@ -2,10 +2,16 @@
 
 #include <algorithm>
 
+#include "operator/kube/thread_name.h"
+
 namespace valley::kube {
 
 RequestPool::RequestPool(int threads) {
-  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { work(); });
+  for (int i = 0; i < std::max(1, threads); ++i)
+    threads_.emplace_back([this] {
+      name_this_thread("requests");
+      work();
+    });
 }
 
 RequestPool::~RequestPool() {

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "operator/kube/thread_name.h"
+
 namespace valley::kube {
 
 WorkQueue::WorkQueue(WorkQueueOptions options)
@@ -127,6 +129,7 @@ std::vector<std::thread> run_workers(WorkQueue& queue, int workers, std::functio
   std::vector<std::thread> threads;
   for (int i = 0; i < workers; ++i) {
     threads.emplace_back([&queue, reconcile] {
+      name_this_thread("reconcile");
       while (auto key = queue.get()) {
         bool ok = false;
         try {
