@@ -31,6 +31,7 @@ struct NodeRate {
   std::string vendor, product, capacity_class = "on-demand";
   Micros gpu_per_hour = 0;
   int watts = 0;
+  bool operator==(const NodeRate&) const = default;
 };
 NodeRate rate_for(const Policy& p, const std::string& vendor, const std::map<std::string, std::string>& labels);
 

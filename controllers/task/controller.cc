@@ -322,7 +322,9 @@ void TaskController::plan_once() {
   }
   const auto pricing = policy();
   const uint64_t round = ++plans_;
-  bool nodes_changed = false;
+  // A node's price changed, or one came or went: the rates waiting tasks' estimates look at, and
+  // the estimates of placed tasks, are made anew (a node that only changed what its pods hold keeps them).
+  bool rates_changed = false;
   std::vector<const planner::Node*> nodes;
   nodes.reserve(view.nodes.size());
   for (const auto& source : view.nodes) {
@@ -334,16 +336,17 @@ void TaskController::plan_once() {
       pn.pricing = pricing;
       pn.fault = fault;
       pn.node = with_gpu_fault(*source, fault);
-      pn.rate = {};
-      if (pricing && !pn.node.vendor.empty()) pn.rate = cost::price_node(*pricing, pn.node);
-      nodes_changed = true;
+      cost::NodeRate rate;
+      if (pricing && !pn.node.vendor.empty()) rate = cost::price_node(*pricing, pn.node);
+      if (added || !(rate == pn.rate)) rates_changed = true;
+      pn.rate = std::move(rate);
     }
     pn.seen = round;
     nodes.push_back(&pn.node);
   }
   if (plan_nodes_.size() != nodes.size()) {
     std::erase_if(plan_nodes_, [round](const auto& entry) { return entry.second.seen != round; });
-    nodes_changed = true;
+    rates_changed = true;
   }
   const Tenancy tenancy = tenancy_now();
   std::map<std::string, const api::TenantSpec*> tenant_spec;
@@ -356,7 +359,6 @@ void TaskController::plan_once() {
   for (const auto& shared_entry : view.tasks) {
     const auto& entry = *shared_entry;
     const auto& obj = entry.object;
-    if ((*obj)["metadata"].contains("deletionTimestamp")) continue;  // going away: holds nothing
     const api::ParsedTask& parsed = *entry.parsed;
     if (!parsed.spec || !entry.task) continue;
     // Its namespace is being deleted: the task goes with it, and its pods hold their GPUs until
@@ -372,8 +374,9 @@ void TaskController::plan_once() {
       const std::string phase = kube::string_at(status, "phase");
       pt.entry = shared_entry;
       pt.pricing = pricing;
-      pt.holds = !(phase == "Succeeded" || phase == "Failed" || parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status) ||
-                   idle_suspended(*parsed.spec, status));
+      // Going away (deletionTimestamp), ended, suspended, over its budget or idle: holds nothing.
+      pt.holds = !(kube::object_at(*obj, "metadata").contains("deletionTimestamp") || phase == "Succeeded" || phase == "Failed" ||
+                   parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status) || idle_suspended(*parsed.spec, status));
       pt.epoch = std::to_string(status.value("epoch", 0));
       pt.task = *entry.task;
       planner_inputs(pt.task, *parsed.spec, status);
@@ -460,7 +463,7 @@ void TaskController::plan_once() {
   // Two lists for every task rather than one per task, each rate once (in the order of the first
   // node that has it: the estimate takes the first of equally cheap ones), so a thousand waiting
   // tasks look at the cluster's few pools rather than at a thousand nodes each.
-  if (nodes_changed) {
+  if (rates_changed) {
     nvidia_rates_.clear();
     any_rates_.clear();
     std::set<std::tuple<std::string, std::string, std::string, decltype(cost::NodeRate::gpu_per_hour), int>> seen_rates;
@@ -494,7 +497,7 @@ void TaskController::plan_once() {
                 old->second.reason == d.reason && old->second.queue_position == d.queue_position &&
                 old->second.expected_start == d.expected_start && old->second.placement.size() == d.placement.size();
     for (size_t k = 0; k < d.placement.size() && same; ++k) same = old->second.placement[k].node == d.placement[k].node;
-    if (same && old->second.admitted && !pt.fresh && !nodes_changed && pt.published_priority == task.priority) continue;
+    if (same && old->second.admitted && !pt.fresh && !rates_changed && pt.published_priority == task.priority) continue;
     pt.published_priority = task.priority;  // (the estimate's size follows it)
     Admission a;
     a.admitted = d.workers > 0;
