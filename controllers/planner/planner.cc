@@ -100,10 +100,6 @@ int whole_gpus(int gpu_milli) { return (gpu_milli + 999) / 1000; }
 
 constexpr size_t kNoNode = static_cast<size_t>(-1);
 
-// The plan works on node and resource indexes, not names: a plan of 1,000 nodes and 500 tasks asks
-// "what is free here" millions of times, and hashing names dominated it. Nodes are indexed in name
-// order (the order every scan goes in, so ties resolve as before); resources are interned per plan,
-// and each node's free units are one row of a flat table (cheap to copy for what-if rounds).
 // The tasks by index, whether the caller holds them by value or by pointer (the operator keeps each
 // task's planner input from plan to plan, and does not copy a thousand of them for every plan).
 class TaskRefs {
@@ -123,6 +119,10 @@ std::vector<const Task*> refs(const std::vector<Task>& tasks) {
   return out;
 }
 
+// The plan works on node and resource indexes, not names: a plan of 1,000 nodes and 500 tasks asks
+// "what is free here" millions of times, and hashing names dominated it. Nodes are indexed in name
+// order (the order every scan goes in, so ties resolve as before); resources are interned per plan,
+// and each node's free units are one row of a flat table (cheap to copy for what-if rounds).
 class Planner {
  public:
   Planner(std::vector<const Node*> nodes, const Returned& returned, std::vector<const Task*> tasks, SystemTime now, const Config& config)
@@ -1093,7 +1093,7 @@ std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Tas
 
 std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<Task>& tasks,
                            SystemTime now, const Config& config) {
-  return Planner(nodes, returned, refs(tasks), now, config).run();
+  return plan(nodes, returned, refs(tasks), now, config);
 }
 
 std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<const Task*>& tasks,
