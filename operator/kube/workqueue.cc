@@ -76,7 +76,10 @@ std::optional<std::string> WorkQueue::get() {
     if (due_order_.empty()) {
       cv_.wait(lock);
     } else {
-      cv_.wait_until(lock, due_order_.begin()->first);
+      // By value: wait_until reads its deadline after re-locking, when another thread may have
+      // erased that set entry (found by AddressSanitizer in CI).
+      const Clock::time_point due = due_order_.begin()->first;
+      cv_.wait_until(lock, due);
     }
   }
   std::string key = std::move(queue_.front());
