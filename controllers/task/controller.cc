@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -42,6 +43,9 @@ struct Metrics {
                                                           {"controller", "result"});
   metrics::Family& reconcile_seconds = metrics::registry().histogram("valley_reconcile_duration_seconds",
                                                                     "Time one reconcile takes.", {"controller"});
+  // Against reconcile_seconds: what is left is waiting (on the API server, the create limit, locks).
+  metrics::Family& reconcile_cpu_seconds = metrics::registry().histogram(
+      "valley_reconcile_cpu_seconds", "CPU time one reconcile uses on its own thread.", {"controller"});
   metrics::Family& depth = metrics::registry().gauge("valley_workqueue_depth", "Keys ready to be reconciled.", {"queue"});
   metrics::Family& delayed = metrics::registry().gauge("valley_workqueue_delayed", "Keys waiting for a delay or backoff.", {"queue"});
   metrics::Family& queue_seconds = metrics::registry().histogram("valley_workqueue_queue_duration_seconds",
@@ -74,6 +78,8 @@ struct Metrics {
   metrics::Family& status_conflicts = metrics::registry().counter(
       "valley_status_conflicts_total", "TrainingTask status writes the API server refused as based on an old version (409).", {});
   metrics::Family& plan_seconds = metrics::registry().histogram("valley_plan_duration_seconds", "Time one capacity plan takes.", {});
+  metrics::Family& plan_input_mismatches = metrics::registry().counter(
+      "valley_plan_input_mismatches_total", "--debug-verify-plan-inputs: decisions the kept plan inputs made that a rebuild did not.", {});
   // Tenants, from the status Valley keeps on each.
   metrics::Family& tenant_gpus = metrics::registry().gauge(
       "valley_tenant_gpus", "A tenant's GPUs per pool: used, nominal (guaranteed), borrowed (beyond nominal), lent (of its idle nominal).",
@@ -274,6 +280,27 @@ void TaskController::planner_inputs(planner::Task& t, const api::TaskSpec& spec,
                                              t.max_workers, prior);
 }
 
+namespace {
+// What the current workers of the planned tasks hold, by node: returned to the plan, which places
+// them itself. A worker counts when its task is planned (epoch_of gives the task's current epoch)
+// and its pod is of that epoch, on a node the plan knows.
+planner::Returned returned_by_planned(const planner::SnapshotView& view,
+                                      const std::function<const std::string*(const std::string&)>& epoch_of,
+                                      const std::function<bool(const std::string&)>& node_known) {
+  planner::Returned returned;
+  for (const auto& [task_key, workers] : view.workers) {
+    const std::string* epoch = epoch_of(task_key);
+    if (!epoch) continue;
+    for (const auto& w : *workers) {
+      if (w.epoch != *epoch || !node_known(w.node)) continue;
+      for (const auto& [resource, units] : w.usage)
+        if (units != 0) returned[w.node][resource] += units;
+    }
+  }
+  return returned;
+}
+}  // namespace
+
 void TaskController::mark_dirty() {
   {
     std::lock_guard lock(plan_mu_);
@@ -283,7 +310,9 @@ void TaskController::mark_dirty() {
 }
 
 void TaskController::planning_loop(const std::atomic<bool>& stop) {
-  std::chrono::steady_clock::duration last_plan{};
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_start{};
+  Clock::duration last_plan{};
   while (!stop.load()) {
     {
       std::unique_lock lock(plan_mu_);
@@ -293,20 +322,101 @@ void TaskController::planning_loop(const std::atomic<bool>& stop) {
       dirty_ = false;
     }
     // Let a burst of changes (a gang of pods appearing) settle into one plan; under a long burst
-    // (hundreds of tasks applied at once, each pod's binding a change) plan at most a tenth of the
-    // time: a plan admits every waiting task that fits, so the ones that follow while the pods
-    // start mostly confirm it, and at a third of the time (before) they were half of Valley's CPU
-    // at 1,000 tasks while the reconcilers carrying the plans out waited for it.
-    std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50), 9 * last_plan));
+    // (hundreds of tasks applied at once, each pod's binding a change) start plans at most every
+    // plan_interval and spend at most a tenth of the time planning. At 1,000 tasks, planning as
+    // soon as a tenth of the time allowed made cheaper plans only mean more plans: the planning
+    // thread stayed a third of Valley's CPU while its plans mostly confirmed the last one.
+    const auto earliest = std::max(Clock::now() + std::chrono::milliseconds(50),
+                                   last_start + std::max<Clock::duration>(options_.plan_interval, 10 * last_plan));
+    std::this_thread::sleep_until(earliest);
     try {
-      const auto start = std::chrono::steady_clock::now();
+      last_start = Clock::now();
       plan_once();
-      last_plan = std::chrono::steady_clock::now() - start;
+      last_plan = Clock::now() - last_start;
       m().plan_seconds.observe({}, std::chrono::duration<double>(last_plan).count());
     } catch (const std::exception& e) {
       spdlog::error("planner: {}", e.what());
     }
   }
+}
+
+void TaskController::make_plan_task(PlanTask& pt, const std::shared_ptr<const planner::SnapshotView::TaskEntry>& entry,
+                                    const std::shared_ptr<const cost::Policy>& pricing) const {
+  const nlohmann::json& obj = *entry->object;
+  const api::TaskSpec& spec = *entry->parsed->spec;
+  const nlohmann::json& status = kube::object_at(obj, "status");
+  const std::string phase = kube::string_at(status, "phase");
+  pt.entry = entry;
+  pt.pricing = pricing;
+  // Going away (deletionTimestamp), ended, suspended, over its budget or idle: holds nothing.
+  pt.holds = !(kube::object_at(obj, "metadata").contains("deletionTimestamp") || phase == "Succeeded" || phase == "Failed" ||
+               spec.run_policy.suspend || over_budget(spec, status) || idle_suspended(spec, status));
+  pt.epoch = std::to_string(status.value("epoch", 0));
+  pt.task = *entry->task;
+  planner_inputs(pt.task, spec, status);
+  pt.overlay_stale = true;
+}
+
+void TaskController::lay_published(planner::Task& t, const planner::Task& observed, const std::map<std::string, Admission>& published) {
+  t.admitted = observed.admitted;
+  t.workers = observed.workers;
+  if (auto it = published.find(t.key); it != published.end() && it->second.admitted) {
+    t.admitted = true;
+    std::vector<planner::Task::Worker> placed;
+    for (const auto& w : it->second.placement) placed.push_back({w.node, w.gpu_resource, w.gpu_count});
+    t.workers = planner::planned_workers(placed, t.workers);
+  }
+}
+
+void TaskController::verify_plan_inputs(const std::vector<PlanTask*>& planned, const std::map<std::string, Admission>& published,
+                                        const std::vector<const planner::Node*>& nodes, const planner::SnapshotView& view,
+                                        const planner::Config& config, kube::SystemTime now, const std::vector<planner::Decision>& kept) {
+  // Every input made anew from its entry, the per-plan parts (tenant, priority, nodes avoided)
+  // taken as this plan laid them, the published admission laid over afresh.
+  std::vector<PlanTask> scratch(planned.size());
+  std::vector<const planner::Task*> tasks;
+  size_t differ = 0;
+  std::map<std::string, const std::string*> epoch_of;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const PlanTask& pt = *planned[i];
+    PlanTask& s = scratch[i];
+    make_plan_task(s, pt.entry, pt.pricing);
+    s.task.tenant = pt.task.tenant;
+    s.task.priority = pt.task.priority;
+    s.task.avoid_nodes = pt.task.avoid_nodes;
+    lay_published(s.task, *pt.entry->task, published);
+    tasks.push_back(&s.task);
+    epoch_of[s.task.key] = &s.epoch;
+    if (!s.holds) {
+      ++differ;
+      spdlog::error("plan inputs differ from a rebuild: {} holds capacity only in the kept input", s.task.key);
+    }
+  }
+  std::set<std::string> node_names;
+  for (const planner::Node* n : nodes) node_names.insert(n->name);
+  const planner::Returned returned = returned_by_planned(
+      view,
+      [&](const std::string& key) -> const std::string* {
+        auto e = epoch_of.find(key);
+        return e == epoch_of.end() ? nullptr : e->second;
+      },
+      [&](const std::string& node) { return node_names.count(node) > 0; });
+  const auto rebuilt = planner::plan(nodes, returned, tasks, now, config);
+  auto describe = [](const planner::Decision& d) {
+    std::string out = d.key + " action=" + std::to_string(static_cast<int>(d.action)) + " workers=" + std::to_string(d.workers) +
+                      " reason=" + d.reason + " queue=" + std::to_string(d.queue_position) + " node=" + d.expected_node +
+                      " price=" + std::to_string(d.price_micros) + " placement=";
+    for (const auto& w : d.placement) out += w.node + ":" + w.gpu_resource + "x" + std::to_string(w.count) + ",";
+    return out;
+  };
+  if (rebuilt.size() != kept.size()) ++differ;
+  for (size_t i = 0; i < std::min(rebuilt.size(), kept.size()); ++i) {
+    const std::string a = describe(kept[i]), b = describe(rebuilt[i]);
+    if (a == b && kept[i].expected_start == rebuilt[i].expected_start) continue;
+    ++differ;
+    spdlog::error("plan inputs differ from a rebuild: kept [{}] rebuilt [{}]", a, b);
+  }
+  if (differ) m().plan_input_mismatches.inc({}, static_cast<double>(differ));
 }
 
 void TaskController::plan_once() {
@@ -369,19 +479,7 @@ void TaskController::plan_once() {
     auto [cached, added] = plan_tasks_.try_emplace(entry.key);
     PlanTask& pt = cached->second;
     pt.fresh = added || pt.entry != shared_entry || pt.pricing != pricing;
-    if (pt.fresh) {
-      const nlohmann::json& status = kube::object_at(*obj, "status");
-      const std::string phase = kube::string_at(status, "phase");
-      pt.entry = shared_entry;
-      pt.pricing = pricing;
-      // Going away (deletionTimestamp), ended, suspended, over its budget or idle: holds nothing.
-      pt.holds = !(kube::object_at(*obj, "metadata").contains("deletionTimestamp") || phase == "Succeeded" || phase == "Failed" ||
-                   parsed.spec->run_policy.suspend || over_budget(*parsed.spec, status) || idle_suspended(*parsed.spec, status));
-      pt.epoch = std::to_string(status.value("epoch", 0));
-      pt.task = *entry.task;
-      planner_inputs(pt.task, *parsed.spec, status);
-      pt.overlay_stale = true;
-    }
+    if (pt.fresh) make_plan_task(pt, shared_entry, pricing);
     // Not in the last plan: what was published for it then may be gone.
     if (pt.planned + 1 != round) pt.overlay_stale = true;
     pt.seen = round;
@@ -425,14 +523,7 @@ void TaskController::plan_once() {
     }
     // What we published counts as taken until the pods show it (bound ones show where they are).
     if (pt.overlay_stale) {
-      t.admitted = entry.task->admitted;
-      t.workers = entry.task->workers;
-      if (auto it = published.find(t.key); it != published.end() && it->second.admitted) {
-        t.admitted = true;
-        std::vector<planner::Task::Worker> placed;
-        for (const auto& w : it->second.placement) placed.push_back({w.node, w.gpu_resource, w.gpu_count});
-        t.workers = planner::planned_workers(placed, t.workers);
-      }
+      lay_published(t, *entry.task, published);
       pt.overlay_stale = false;
     }
     pt.planned = round;
@@ -441,17 +532,13 @@ void TaskController::plan_once() {
   }
   std::erase_if(plan_tasks_, [round](const auto& kv) { return kv.second.seen != round; });
   // The current workers of the tasks planned here hold nothing for the plan: it places them itself.
-  planner::Returned returned;
-  for (const auto& [task_key, workers] : view.workers) {
-    auto pt = plan_tasks_.find(task_key);
-    if (pt == plan_tasks_.end() || pt->second.planned != round) continue;
-    const std::string& epoch = pt->second.epoch;
-    for (const auto& w : *workers) {
-      if (w.epoch != epoch || !plan_nodes_.count(w.node)) continue;
-      for (const auto& [resource, units] : w.usage)
-        if (units != 0) returned[w.node][resource] += units;
-    }
-  }
+  const planner::Returned returned = returned_by_planned(
+      view,
+      [&](const std::string& key) -> const std::string* {
+        auto pt = plan_tasks_.find(key);
+        return pt == plan_tasks_.end() || pt->second.planned != round ? nullptr : &pt->second.epoch;
+      },
+      [&](const std::string& node) { return plan_nodes_.count(node) > 0; });
   planner::Config config = options_.planner;
   config.node_not_ready_grace = options_.disruption.node_not_ready_grace;
   if (pricing) config = cost::planner_config(*pricing, nodes, now, config);
@@ -459,6 +546,7 @@ void TaskController::plan_once() {
     config.tenants[t.spec.name] = tenancy::planner_tenant(t, pricing.get(), now, options_.usage_half_life);
   config.usage_mean_life_hours = static_cast<double>(options_.usage_half_life.count()) / 3600.0 / std::log(2.0);
   auto decisions = planner::plan(nodes, returned, tasks, now, config);
+  if (options_.verify_plan_inputs) verify_plan_inputs(planned, published, nodes, view, config, now, decisions);
   // Where a task may run, for its estimate: NVIDIA nodes, and AMD ones too when it allows them.
   // Two lists for every task rather than one per task, each rate once (in the order of the first
   // node that has it: the estimate takes the first of equally cheap ones), so a thousand waiting
@@ -572,6 +660,7 @@ void TaskController::run(const std::atomic<bool>& stop) {
   auto threads = kube::run_workers(queue_, options_.workers, [this](const std::string& key) {
     LogContext context(key.rfind('@', 0) == 0 ? key.substr(1) : key);
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = kube::thread_cpu_seconds();
     bool ok = false;
     try {
       ok = reconcile(key);
@@ -581,6 +670,7 @@ void TaskController::run(const std::atomic<bool>& stop) {
     }
     m().reconciles.inc({"trainingtask", ok ? "success" : "error"});
     m().reconcile_seconds.observe({"trainingtask"}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    m().reconcile_cpu_seconds.observe({"trainingtask"}, kube::thread_cpu_seconds() - cpu_start);
     return ok;
   });
   running_ = true;

@@ -47,6 +47,14 @@ struct ControllerOptions {
   // "waiting for the planner") is held this long for a change worth writing at once (longer with many
   // tasks admitted: progress_writes_per_second); 0: never held.
   std::chrono::milliseconds status_coalesce{2000};
+  // Under a stream of changes (a burst of binds), plans start at most this often: a plan admits
+  // every waiting task that fits, and the ones that follow while pods start mostly confirm it, so
+  // their number (and the planning thread's CPU) is bounded by time, not by what a plan costs. A
+  // change after a quiet spell is planned 50ms later (Volcano schedules every second, always).
+  std::chrono::milliseconds plan_interval{1000};
+  // Tests: each plan also rebuilds every task's plan input from its snapshot entry, plans again and
+  // logs ("plan inputs differ from a rebuild") and counts any decision that differs.
+  bool verify_plan_inputs = false;
   // Tests only: TrainingTask watch events reach the cache this much later than pods' (the window in
   // which a reconcile sees a task from before its own status write).
   std::chrono::milliseconds task_watch_delay{0};
@@ -218,6 +226,16 @@ class TaskController {
     int published_priority = 0; // task.priority when its admission was last made
   };
   std::unordered_map<std::string, PlanTask> plan_tasks_;
+  // A task's plan input from its snapshot entry alone (PlanTask: holds, epoch, task).
+  void make_plan_task(PlanTask& pt, const std::shared_ptr<const planner::SnapshotView::TaskEntry>& entry,
+                      const std::shared_ptr<const cost::Policy>& pricing) const;
+  // What the task runs as observed, or as published when an admission was published for it (taken
+  // until the pods show it).
+  static void lay_published(planner::Task& t, const planner::Task& observed, const std::map<std::string, Admission>& published);
+  // ControllerOptions::verify_plan_inputs.
+  void verify_plan_inputs(const std::vector<PlanTask*>& planned, const std::map<std::string, Admission>& published,
+                          const std::vector<const planner::Node*>& nodes, const planner::SnapshotView& view, const planner::Config& config,
+                          kube::SystemTime now, const std::vector<planner::Decision>& kept);
   uint64_t plans_ = 0;
   // The distinct rates of the nodes (NVIDIA ones; NVIDIA and AMD), each once, in the order of the
   // first node that has it: where a task may run, for its estimate. Recomputed when a node changes.

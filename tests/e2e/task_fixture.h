@@ -19,6 +19,9 @@ class TaskTest : public ClusterTest {
   }
   void TearDown() override {
     stop_operator();
+    // Every plan was also made from rebuilt inputs (--debug-verify-plan-inputs): the inputs kept
+    // from plan to plan decided the same, through whatever this test's events were.
+    for (const auto& [file, log] : logs_) EXPECT_EQ(log.find("plan inputs differ"), std::string::npos) << file;
     // A failed test shows what the operator did: what CI keeps of a run is its output.
     if (HasFailure())
       for (const auto& [file, log] : logs_) {
@@ -28,8 +31,10 @@ class TaskTest : public ClusterTest {
     ClusterTest::TearDown();
   }
   void start_operator() {
+    auto flags = operator_flags();
+    flags.push_back("--debug-verify-plan-inputs");
     op_ = std::make_unique<ChildProcess>(
-        operator_argv(ns, operator_flags()),
+        operator_argv(ns, flags),
         ::testing::TempDir() + "/operator-" + ns + "-" + std::to_string(++starts_) + ".log");
   }
   virtual std::vector<std::string> operator_flags() const {
