@@ -40,9 +40,9 @@
 namespace valley::task {
 
 struct ControllerOptions {
-  int workers = 4;
+  int workers = 8;  // reconciles at once: one is ~99% waiting on the API server (BENCHMARKS.md 1b)
   // Creates in flight at once, across all tasks (a task's launcher and workers go out together).
-  int max_concurrent_creates = 16;
+  int max_concurrent_creates = 32;
   // A status change that only updates counts, the accrued cost or utilization (or a new task's
   // "waiting for the planner") is held this long for a change worth writing at once (longer with many
   // tasks admitted: progress_writes_per_second); 0: never held.

@@ -146,7 +146,9 @@ TEST_F(TaskTest, RetryableFailuresAreRetriedUpToTheBackoffLimit) {
   json st = task()["status"];
   EXPECT_EQ(st["reason"], "BackoffLimitExceeded");
   EXPECT_EQ(st["restarts"]["failures"], 2);
-  EXPECT_EQ(st["epoch"], 3);
+  // Seen once in CI (0e8fdb9): epoch 4 with failures 2, another restart of no recorded cause; the
+  // status (restarts, lastDisruption, conditions) says which path made it.
+  EXPECT_EQ(st["epoch"], 3) << st.dump(2);
 }
 
 TEST_F(TaskTest, PermanentFailureFailsAtOnce) {
