@@ -23,7 +23,7 @@
 #include "controllers/render/ssh_keys.h"
 #include "controllers/task/lifecycle.h"
 #include "operator/kube/error.h"
-#include "operator/kube/thread_name.h"
+#include "operator/kube/this_thread.h"
 #include "operator/logging.h"
 #include "operator/metrics/registry.h"
 

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "operator/kube/error.h"
-#include "operator/kube/thread_name.h"
+#include "operator/kube/this_thread.h"
 
 namespace valley::kube {
 

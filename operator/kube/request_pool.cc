@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "operator/kube/thread_name.h"
+#include "operator/kube/this_thread.h"
 
 namespace valley::kube {
 

@@ -1,4 +1,4 @@
-#include "operator/kube/thread_name.h"
+#include "operator/kube/this_thread.h"
 
 #include <pthread.h>
 #include <time.h>

@@ -1,4 +1,4 @@
-#include "operator/kube/thread_name.h"
+#include "operator/kube/this_thread.h"
 
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
@@ -19,7 +19,7 @@ std::string comm_of_this_thread() {
   return name;
 }
 
-TEST(ThreadName, NamesTheCallingThreadAndCutsAt15Characters) {
+TEST(ThisThread, NamesTheCallingThreadAndCutsAt15Characters) {
   std::string short_name, long_name;
   std::thread([&] {
     name_this_thread("planner");
@@ -31,7 +31,7 @@ TEST(ThreadName, NamesTheCallingThreadAndCutsAt15Characters) {
   EXPECT_EQ(long_name, "watch-trainingt");
 }
 
-TEST(ThreadName, CpuSecondsGrowWithWorkAndNotWithSleep) {
+TEST(ThisThread, CpuSecondsGrowWithWorkAndNotWithSleep) {
   double busy = 0, asleep = 0;
   std::thread([&] {
     const double a = thread_cpu_seconds();
