@@ -96,6 +96,7 @@ Pod pod_from(const json& pod) {
     if (f.is_string()) p.finalizers.push_back(f.get<std::string>());
   p.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   p.deletion_timestamp = kube::time_at(meta, "deletionTimestamp");
+  p.hostfile = string_at(object_at(meta, "annotations"), kHostfileAnnotation);
   const json& spec = object_at(pod, "spec");
   p.node_name = string_at(spec, "nodeName");
   p.pinned = pinned_node(pod);

@@ -6,7 +6,7 @@
 // reads as absent ("" / nullopt / false / empty).
 // Kept:
 //   metadata: namespace, name, uid, resourceVersion, labels (string values), owner UIDs, finalizers,
-//             deletionTimestamp (whether present, and its time);
+//             deletionTimestamp (whether present, and its time), the kHostfileAnnotation annotation;
 //   spec:     nodeName; the node a required node affinity pins it to (a matchFields term
 //             metadata.name In [one node], as render writes it); per container and init container
 //             the extended resources (names with a '/', e.g. nvidia.com/gpu) of limits and requests;
@@ -30,6 +30,10 @@
 namespace valley::api {
 
 using kube::SystemTime;
+
+// An MPI launcher's hostfile, in the annotation its downward-API volume mounts as
+// /etc/mpi/hostfile (controllers/render): Valley rewrites it when the task is resized in place.
+inline constexpr const char* kHostfileAnnotation = "valley.dev/hostfile";
 
 struct PodCondition {
   std::string type, status, reason, message;
@@ -67,6 +71,7 @@ struct PodContent {
   std::vector<std::string> finalizers;
   bool deleting = false;                         // metadata.deletionTimestamp present
   std::optional<SystemTime> deletion_timestamp;  // ... and its time
+  std::string hostfile;                          // metadata.annotations[kHostfileAnnotation]
   std::string node_name;                         // spec.nodeName
   std::string pinned;                            // the node its required affinity names, "" if none
   std::vector<PodContainer> containers, init_containers;

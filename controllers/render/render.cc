@@ -1,5 +1,6 @@
 #include "controllers/render/render.h"
 
+#include "controllers/api/pod.h"
 #include "controllers/gpu/resources.h"
 #include "operator/kube/base64.h"
 #include "operator/kube/json_fields.h"
@@ -9,7 +10,17 @@ namespace valley::render {
 namespace {
 
 constexpr const char* kHostfilePath = "/etc/mpi/hostfile";
-constexpr const char* kConfigMount = "/etc/mpi";
+constexpr const char* kHostsMount = "/etc/mpi";
+constexpr const char* kDiscoverHostsAnnotation = "valley.dev/discover-hosts";
+// Horovod's elastic mode asks this script which hosts are up ("host:slots" per line). It reads them
+// from the hostfile (plain sh: any launcher image runs it), so it never changes, and the launcher's
+// annotations, which may hold 256 KiB in all, hold the list of hosts once.
+constexpr const char* kDiscoverHostsScript =
+    "#!/bin/sh\n"
+    "while read -r host slots; do\n"
+    "  [ -n \"$host\" ] && echo \"$host:${slots#slots=}\"\n"
+    "done < \"${OMPI_MCA_orte_default_hostfile:-/etc/mpi/hostfile}\"\n"
+    "exit 0\n";
 constexpr const char* kSshMount = "/root/.ssh";  // Baseline: root's own keys, as MPI images expect
 constexpr const char* kRestrictedSshMount = "/etc/valley/ssh";
 
@@ -75,9 +86,8 @@ json contract_env(const TaskSpec& spec, const std::string& role, const Shape& sh
                       env("VALLEY_RESUME", shape.epoch > 1 ? "1" : "0")});
 }
 
-// The environment mpirun and the image's sshd read (OpenMPI's hostfile and ssh settings).
+// The environment mpirun and the image's sshd read (OpenMPI's ssh settings).
 void mpi_env(const TaskSpec& spec, json& envs) {
-  envs.push_back(env("OMPI_MCA_orte_default_hostfile", kHostfilePath));
   // The hostfile's names resolve only as written (<worker>.<service>.<ns>.svc); OpenMPI 4 would
   // shorten them to their first label and then fail to resolve them.
   envs.push_back(env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"));
@@ -91,7 +101,7 @@ void mpi_env(const TaskSpec& spec, json& envs) {
                                                                     : std::string())));
 }
 
-// The task's SSH keys and its hostfile ConfigMap.
+// The task's SSH keys.
 void mpi_volumes(const TaskSpec& spec, json& volumes) {
   volumes.push_back({{"name", "valley-ssh"},
                      {"secret",
@@ -103,7 +113,6 @@ void mpi_volumes(const TaskSpec& spec, json& volumes) {
                         {{{"key", "ssh-privatekey"}, {"path", "id_ecdsa"}},
                          {{"key", "ssh-publickey"}, {"path", "id_ecdsa.pub"}},
                          {{"key", "ssh-publickey"}, {"path", "authorized_keys"}}}}}}});
-  volumes.push_back({{"name", "valley-mpi"}, {"configMap", {{"name", config_name(spec.name)}, {"defaultMode", 0755}}}});
 }
 
 // The user's PodTemplateSpec is the base; Valley's own fields win where both say something.
@@ -122,9 +131,9 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   json& ps = pod["spec"];
   ps["restartPolicy"] = "Never";  // Valley restarts whole epochs; a pod never restarts in place
   ps["hostname"] = name;
-  // MPI wiring (the headless Service's name, the hostfile and SSH keys, OpenMPI's settings) only for
-  // MPI tasks: a Single task has no Service, ConfigMap or Secret, and a pod mounting them would
-  // never start on a real kubelet.
+  // MPI wiring (the headless Service's name, the SSH keys, OpenMPI's settings) only for MPI tasks:
+  // a Single task has no Service or Secret, and a pod mounting them would never start on a real
+  // kubelet.
   const bool mpi = spec.type == api::TaskType::MPI;
   if (mpi) ps["subdomain"] = service_name(spec.name);
 
@@ -159,7 +168,6 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   json mounts = container.value("volumeMounts", json::array());
   if (mpi) {
     mounts.push_back({{"name", "valley-ssh"}, {"mountPath", ssh_dir(spec)}, {"readOnly", true}});
-    mounts.push_back({{"name", "valley-mpi"}, {"mountPath", kConfigMount}, {"readOnly", true}});
   }
   if (location && location->scheme == storage::Location::Scheme::Pvc)
     mounts.push_back({{"name", "valley-checkpoint"}, {"mountPath", storage::pvc_mount_path(*location)}});
@@ -184,7 +192,6 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
 std::string launcher_name(const std::string& task) { return task + "-launcher"; }
 std::string worker_name(const std::string& task, int index) { return task + "-worker-" + std::to_string(index); }
 std::string service_name(const std::string& task) { return task + "-workers"; }
-std::string config_name(const std::string& task) { return task + "-mpi"; }
 std::string ssh_secret_name(const std::string& task) { return task + "-ssh"; }
 std::string task_selector(const std::string& task) { return std::string(label::kTask) + "=" + task; }
 
@@ -252,6 +259,19 @@ std::string wait_for_workers_script() {
 json launcher_pod(const TaskSpec& spec, const Shape& shape) {
   json pod = pod_from_template(spec, spec.launcher, launcher_name(spec.name), "launcher", shape);
   json& ps = pod["spec"];
+  // The hosts: mpirun and the wait below read the hostfile, horovodrun the discovery script. Only
+  // the launcher reads them, from its own annotations.
+  pod["metadata"]["annotations"][api::kHostfileAnnotation] = hostfile(spec, shape.workers);
+  pod["metadata"]["annotations"][kDiscoverHostsAnnotation] = kDiscoverHostsScript;
+  auto annotation = [](const char* key) { return json{{"fieldRef", {{"fieldPath", std::string("metadata.annotations['") + key + "']"}}}}; };
+  json hostfile_item = annotation(api::kHostfileAnnotation), discover_item = annotation(kDiscoverHostsAnnotation);
+  hostfile_item["path"] = "hostfile";
+  discover_item["path"] = "discover_hosts.sh";
+  discover_item["mode"] = 0755;
+  ps["volumes"].push_back({{"name", "valley-hosts"}, {"downwardAPI", {{"defaultMode", 0644}, {"items", {hostfile_item, discover_item}}}}});
+  json& main = ps["containers"][0];
+  main["volumeMounts"].push_back({{"name", "valley-hosts"}, {"mountPath", kHostsMount}, {"readOnly", true}});
+  main["env"].push_back(env("OMPI_MCA_orte_default_hostfile", kHostfilePath));
   // The launcher's own container, minus what only the long-running process needs.
   json wait = ps["containers"][0];
   wait["name"] = kWaitForWorkers;
@@ -277,26 +297,33 @@ json headless_service(const TaskSpec& spec) {
             {"ports", json::array({{{"name", "ssh"}, {"port", ssh_port(spec)}, {"targetPort", ssh_port(spec)}}})}}}};
 }
 
+namespace {
+std::string hostfile_line(const TaskSpec& spec, int index) {
+  return worker_name(spec.name, index) + "." + service_name(spec.name) + "." + spec.ns + ".svc slots=" +
+         std::to_string(spec.slots_per_worker) + "\n";
+}
+}  // namespace
+
 std::string hostfile(const TaskSpec& spec, int workers) {
   std::string out;
-  for (int i = 0; i < workers; ++i)
-    out += worker_name(spec.name, i) + "." + service_name(spec.name) + "." + spec.ns + ".svc slots=" +
-           std::to_string(spec.slots_per_worker) + "\n";
+  for (int i = 0; i < workers; ++i) out += hostfile_line(spec, i);
   return out;
 }
 
-json mpi_config(const TaskSpec& spec, const Shape& shape) {
-  // Horovod's elastic mode asks this script which hosts are up ("host:slots" per line).
-  std::string discover = "#!/bin/sh\n";
-  for (int i = 0; i < shape.workers; ++i)
-    discover += "echo " + worker_name(spec.name, i) + "." + service_name(spec.name) + "." + spec.ns + ".svc:" +
-                std::to_string(spec.slots_per_worker) + "\n";
-  json cm = {{"apiVersion", "v1"},
-             {"kind", "ConfigMap"},
-             {"metadata", metadata(spec, config_name(spec.name), "", 0)},
-             {"data", {{"hostfile", hostfile(spec, shape.workers)}, {"discover_hosts.sh", discover}}}};
-  cm["metadata"]["annotations"] = {{"valley.dev/epoch", std::to_string(shape.epoch)}};
-  return cm;
+std::optional<std::string> launcher_too_large(const TaskSpec& spec) {
+  if (spec.type != api::TaskType::MPI) return std::nullopt;
+  const int workers = std::max(spec.max_workers, 1);
+  size_t others = 0;  // all the launcher's annotations but the hostfile, as render writes them
+  const json launcher = launcher_pod(spec, {1, 1});
+  for (const auto& [k, v] : launcher["metadata"]["annotations"].items())
+    others += k.size() + (k == api::kHostfileAnnotation ? 0 : (v.is_string() ? v.get<std::string>().size() : v.dump().size()));
+  // The last line is the longest: so many of it bound the hostfile without writing it out.
+  if (others + hostfile_line(spec, workers - 1).size() * static_cast<size_t>(workers) <= kMaxAnnotationBytes) return std::nullopt;
+  const size_t bytes = others + hostfile(spec, workers).size();
+  if (bytes <= kMaxAnnotationBytes) return std::nullopt;
+  return "spec.replicas.max: the launcher's hostfile for " + std::to_string(workers) + " workers would make its annotations " +
+         std::to_string(bytes) + " bytes; the API server takes at most " + std::to_string(kMaxAnnotationBytes) +
+         " (fewer workers, or a shorter task or namespace name)";
 }
 
 json ssh_secret(const TaskSpec& spec, const SshKeyPair& keys) {

@@ -1,9 +1,11 @@
 // TrainingTask -> the Kubernetes objects that run it. Pure: same inputs, same objects.
 //
 // Names are deterministic so a restarted operator finds what it made: <task>-launcher,
-// <task>-worker-<i>, <task>-workers (headless Service for worker DNS), <task>-mpi (hostfile and
-// discover_hosts.sh), <task>-ssh (key pair). Every object carries Valley's labels and a controller
-// owner reference to the task, so deleting the task deletes everything.
+// <task>-worker-<i>, <task>-workers (headless Service for worker DNS), <task>-ssh (key pair). Every
+// object carries Valley's labels and a controller owner reference to the task, so deleting the task
+// deletes everything. The launcher carries its hostfile and discover_hosts.sh in annotations that a
+// downward-API volume mounts at /etc/mpi (no ConfigMap a task: one object fewer to create, and a
+// resize in place is one patch of the launcher).
 //
 // Workload contract (env in every pod): VALLEY_TASK, VALLEY_ROLE, VALLEY_WORLD_SIZE (MPI ranks =
 // workers x slots), VALLEY_WORKERS, VALLEY_SLOTS_PER_WORKER, VALLEY_EPOCH, VALLEY_CHECKPOINT_URI,
@@ -12,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 #include "controllers/render/ssh_keys.h"
@@ -39,7 +42,6 @@ inline constexpr const char* kAccountingFinalizer = "valley.dev/accounting";
 std::string launcher_name(const std::string& task);
 std::string worker_name(const std::string& task, int index);
 std::string service_name(const std::string& task);
-std::string config_name(const std::string& task);
 std::string ssh_secret_name(const std::string& task);
 // "valley.dev/task=<name>": the label selector of all the task's pods (status.selector).
 std::string task_selector(const std::string& task);
@@ -70,11 +72,18 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
 // env, default kWorkersWaitSeconds) it fails the pod, naming the worker.
 inline constexpr const char* kWaitForWorkers = "valley-wait-for-workers";
 inline constexpr int kWorkersWaitSeconds = 1800;
+// It mounts /etc/mpi/hostfile and /etc/mpi/discover_hosts.sh from its annotations: the hostfile
+// (api::kHostfileAnnotation), which a merge patch rewrites on a running launcher (the kubelet then
+// rewrites the file), and Horovod elastic's discovery script, which reads the hostfile.
 json launcher_pod(const TaskSpec& spec, const Shape& shape);
 json headless_service(const TaskSpec& spec);
 // The hostfile has one line per worker: "<worker>.<service>.<ns>.svc slots=<n>".
-json mpi_config(const TaskSpec& spec, const Shape& shape);
 std::string hostfile(const TaskSpec& spec, int workers);
+// The API server takes at most this many bytes of annotations (keys and values) on an object.
+inline constexpr size_t kMaxAnnotationBytes = 256 * 1024;
+// Why an MPI task's launcher could not carry its hostfile at spec.replicas.max workers (its
+// annotations, the user's template's included, would pass kMaxAnnotationBytes); nullopt if it can.
+std::optional<std::string> launcher_too_large(const TaskSpec& spec);
 json ssh_secret(const TaskSpec& spec, const SshKeyPair& keys);
 
 }  // namespace valley::render

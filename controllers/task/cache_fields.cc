@@ -2,6 +2,8 @@
 
 #include <initializer_list>
 
+#include "controllers/api/pod.h"
+
 namespace valley::task {
 namespace {
 
@@ -38,7 +40,8 @@ const std::shared_ptr<const FieldMask>& pod_fields() {
                                       {"labels", all},
                                       {"ownerReferences", FieldMask::only({{"uid", all}})},
                                       {"finalizers", all},
-                                      {"deletionTimestamp", all}})},
+                                      {"deletionTimestamp", all},
+                                      {"annotations", FieldMask::only({{api::kHostfileAnnotation, all}})}})},
         {"spec", FieldMask::only({{"nodeName", all},
                                   {"affinity", FieldMask::only({{"nodeAffinity", FieldMask::only({{"requiredDuringSchedulingIgnoredDuringExecution", all}})}})},
                                   {"containers", container},

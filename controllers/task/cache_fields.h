@@ -4,7 +4,7 @@
 // before the object is cached (see cache_fields_test for the readers held equal on full and lean
 // objects).
 //   pods:  metadata name, namespace, uid, resourceVersion, labels, ownerReferences' UIDs, finalizers,
-//          deletionTimestamp; spec.nodeName, spec.affinity's required node affinity, the containers'
+//          deletionTimestamp, the launcher's hostfile annotation; spec.nodeName, spec.affinity's required node affinity, the containers'
 //          and init containers' names and resources; status phase/reason/startTime/conditions and
 //          the container statuses' name, state (running's start; terminated's exit code, reason,
 //          message, start and end) and lastState's terminated start;

@@ -157,7 +157,14 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
   });
   nodes_ = std::make_unique<kube::Informer>(client_, res::kNodes, lean_nodes);
   services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned);
-  configs_ = std::make_unique<kube::Informer>(client_, res::kConfigMaps, owned);
+  // Of ConfigMaps, only the namespace ownership Valley publishes (a task has none: its launcher
+  // carries its hostfile).
+  kube::InformerOptions ownership = owned;
+  if (!options_.ownership_name.empty()) {
+    ownership.ns = options_.ownership_namespace;
+    ownership.field_selector = "metadata.name=" + options_.ownership_name;
+  }
+  configs_ = std::make_unique<kube::Informer>(client_, res::kConfigMaps, ownership);
   pricing_ = std::make_unique<kube::Informer>(client_, res::kPricingPolicies);
   tenants_ = std::make_unique<kube::Informer>(client_, res::kTenants);
   namespaces_ = std::make_unique<kube::Informer>(client_, res::kNamespaces);
@@ -237,12 +244,11 @@ TaskController::TaskController(kube::Client& client, kube::EventRecorder& events
     return kube::BasicInformerHandlers<T>{seen, [seen](const Ptr&, const Ptr& o) { seen(o); }, seen};
   };
   pods_->add_handlers(owned_handlers(res::kPods.kind, +[](const api::Pod& p) { return OwnedFacts{p.ns, p.name, p.uid, p.label(render::label::kTask)}; }));
-  for (auto* inf : {services_.get(), configs_.get()})
-    inf->add_handlers(owned_handlers(inf->resource().kind, +[](const nlohmann::json& o) {
-      const auto& meta = kube::object_at(o, "metadata");
-      return OwnedFacts{kube::string_at(meta, "namespace"), kube::string_at(meta, "name"), kube::string_at(meta, "uid"),
-                        kube::string_at(kube::object_at(meta, "labels"), render::label::kTask)};
-    }));
+  services_->add_handlers(owned_handlers(res::kServices.kind, +[](const nlohmann::json& o) {
+    const auto& meta = kube::object_at(o, "metadata");
+    return OwnedFacts{kube::string_at(meta, "namespace"), kube::string_at(meta, "name"), kube::string_at(meta, "uid"),
+                      kube::string_at(kube::object_at(meta, "labels"), render::label::kTask)};
+  }));
   auto dirty = [this](const auto&) { mark_dirty(); };
   pods_->add_handlers({dirty, replan_if_needed, dirty});
   nodes_->add_handlers({dirty, replan_if_needed, dirty});
@@ -1022,10 +1028,6 @@ bool TaskController::reconcile(const std::string& key) {
   }
   if (!checkpoint_error.empty()) events_.warning(o.task, "CheckpointUnreadable", "ReadCheckpoint", checkpoint_error);
   o.service_exists = services_->store().get(ns + "/" + render::service_name(name)) != nullptr;
-  if (auto cm = configs_->store().get(ns + "/" + render::config_name(name))) {
-    o.config_exists = true;
-    if ((*cm).contains("data")) o.config_hostfile = (*cm)["data"].value("hostfile", "");
-  }
   // Asked only once the task was admitted at some point: the status records an epoch before anything
   // is created, so a task without one owns no Secret yet (a stale cache fails its status write first).
   o.secret_exists = kube::int_at(kube::object_at(o.task, "status"), "epoch").value_or(0) > 0 && ssh_secret_exists(ns, name, uid);
@@ -1195,9 +1197,13 @@ bool TaskController::reconcile(const std::string& key) {
     creations.push_back({&res::kSecrets, render::ssh_secret(*o.parsed.spec, render::generate_ssh_key_pair(name)), "", false, {}});
   for (const auto& object : d.create) {
     const std::string kind = object.value("kind", "");
-    const kube::Resource* r = kind == "Pod" ? &res::kPods : kind == "Service" ? &res::kServices : &res::kConfigMaps;
-    std::string id = expectation_id(kind, ns, object["metadata"].value("name", ""));
-    if (expectations_.pending(id)) continue;  // created a moment ago: on its way to the cache
+    const kube::Resource* r = kind == "Pod" ? &res::kPods : &res::kServices;
+    const std::string object_name = object["metadata"].value("name", "");
+    std::string id = expectation_id(kind, ns, object_name);
+    // Created a moment ago and on its way to the cache, or come into the cache since this reconcile
+    // read it (the watch met the expectation meanwhile). In that order: the informer stores an
+    // object before it meets its expectation.
+    if (expectations_.pending(id) || !cached_uid(*r, ns, object_name).empty()) continue;
     creations.push_back({r, object, std::move(id), false, {}});
   }
   requests_->run_all(creations.size(), [&](size_t k) {
@@ -1270,13 +1276,15 @@ bool TaskController::reconcile(const std::string& key) {
       ok = true;
     }
   }
-  if (d.replace_config) {
+  if (d.launcher_hostfile) {
     try {
-      client_.patch(res::kConfigMaps, ns, render::config_name(name), kube::PatchType::Merge,
-                    {{"data", (*d.replace_config)["data"]}, {"metadata", {{"annotations", (*d.replace_config)["metadata"]["annotations"]}}}});
+      client_.patch(res::kPods, ns, render::launcher_name(name), kube::PatchType::Merge,
+                    {{"metadata", {{"annotations", {{api::kHostfileAnnotation, *d.launcher_hostfile}}}}}});
     } catch (const kube::KubeError& e) {
-      spdlog::warn("{}: update hostfile: {}", key, e.what());
-      ok = false;
+      if (e.http_status() != 404) {  // gone meanwhile: the next reconcile makes another
+        spdlog::warn("{}: update the launcher's hostfile: {}", key, e.what());
+        ok = false;
+      }
     }
   }
   if (namespace_going) {
@@ -1292,14 +1300,17 @@ void TaskController::expect(const std::string& id, const kube::Resource& r, cons
   const std::string uid = kube::string_at(meta, "uid");
   expectations_.expect(id, uid);
   // The watch may have shown it before the create's answer came back: then it is met already.
-  const std::string key = ns + "/" + kube::string_at(meta, "name");
-  std::string cached_uid;
+  if (!uid.empty() && cached_uid(r, ns, kube::string_at(meta, "name")) == uid) expectations_.observed(id, uid);
+}
+
+std::string TaskController::cached_uid(const kube::Resource& r, const std::string& ns, const std::string& name) const {
+  const std::string key = ns + "/" + name;
   if (&r == &res::kPods) {
-    if (auto cached = pods_->store().get(key)) cached_uid = cached->uid;
-  } else if (auto cached = (&r == &res::kServices ? *services_ : *configs_).store().get(key)) {
-    cached_uid = kube::string_at(kube::object_at(*cached, "metadata"), "uid");
+    auto cached = pods_->store().get(key);
+    return cached ? cached->uid : "";
   }
-  if (!uid.empty() && cached_uid == uid) expectations_.observed(id, uid);
+  auto cached = services_->store().get(key);
+  return cached ? kube::string_at(kube::object_at(*cached, "metadata"), "uid") : "";
 }
 
 std::chrono::milliseconds TaskController::coalesce_wait(const std::string& key) {

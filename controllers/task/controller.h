@@ -159,6 +159,8 @@ class TaskController {
   kube::WrittenObjects written_;  // task statuses written, until the informer shows them
   // Expects the object just created (`made`: the API server's answer), unless its informer shows it already.
   void expect(const std::string& id, const kube::Resource& r, const std::string& ns, const nlohmann::json& made);
+  // The UID of a pod or Service the informers hold now ("" if none).
+  std::string cached_uid(const kube::Resource& r, const std::string& ns, const std::string& name) const;
   std::mutex coalesce_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> coalescing_;  // task -> first held change
   // How much longer the task's held status change may wait (0: write it now).

@@ -76,7 +76,9 @@ class Decider {
     status_["selector"] = render::task_selector(name);
     status_["observedGeneration"] = generation_;
     if (!o_.parsed.spec) {
-      invalid();
+      invalid(join(o_.parsed.errors, "; "));
+    } else if (auto why = render::launcher_too_large(*o_.parsed.spec)) {
+      invalid(*why);
     } else {
       spec_ = &*o_.parsed.spec;
       live();
@@ -179,8 +181,7 @@ class Decider {
     stop_pods([](const PodView&) { return true; });
   }
 
-  void invalid() {
-    std::string message = join(o_.parsed.errors, "; ");
+  void invalid(const std::string& message) {
     if (phase_ != kFailed || status_.value("reason", "") != "InvalidSpec")
       event("Warning", "InvalidSpec", "Validate", message.substr(0, 1000));
     set_phase(kFailed, "InvalidSpec", message);
@@ -588,12 +589,6 @@ class Decider {
     render::Shape shape{workers, epoch_};
     if (mpi) {
       if (!o_.service_exists) d_.create.push_back(render::headless_service(*spec_));
-      json config = render::mpi_config(*spec_, shape);
-      if (!o_.config_exists) {
-        d_.create.push_back(config);
-      } else if (o_.config_hostfile != config["data"]["hostfile"].get<std::string>()) {
-        d_.replace_config = config;
-      }
       if (!o_.secret_exists) d_.create_ssh_secret = true;
     }
 
@@ -634,6 +629,10 @@ class Decider {
         // its init container holds mpirun until it can reach every worker (render::launcher_pod).
         if (!older_epoch_alive) d_.create.push_back(render::launcher_pod(*spec_, shape));
       } else {
+        // A launcher of this epoch lists the workers of this size (a resize in place changes it).
+        const PodView& launcher = *it->second;
+        if (std::string hosts = render::hostfile(*spec_, workers); launcher.epoch == epoch_ && !launcher.deleting && launcher.hostfile != hosts)
+          d_.launcher_hostfile = std::move(hosts);
         // Running: the launcher runs and, to get there, every worker is Ready. (On a kubelet the
         // launcher's wait implies it; a simulated node runs the launcher at once. Once Running, a
         // worker briefly not Ready does not take the task back.)
@@ -711,6 +710,7 @@ PodView view_pod(const api::Pod& pod) {
   }
   v.node = pod.node_name;
   v.pinned = pod.pinned;
+  v.hostfile = pod.hostfile;
   if (v.deleting) v.deletion_deadline = pod.deletion_timestamp;
   v.phase = pod.phase.empty() ? "Pending" : pod.phase;
   for (const auto& c : pod.conditions) {

@@ -56,6 +56,7 @@ struct PodView {
   std::string exit_reason;  // the kubelet's word for that exit when it says more than "Error" (OOMKilled)
   std::string node;    // spec.nodeName once bound
   std::string pinned;  // the node its affinity requires ("" if none)
+  std::string hostfile;  // a launcher's: the hostfile its annotation holds
   // Why Kubernetes is taking the pod away: the DisruptionTarget condition's reason when it is True
   // (EvictionByEvictionAPI, DeletionByTaintManager, PreemptionByScheduler, TerminationByKubelet),
   // else an eviction-like status.reason (Evicted, Shutdown, NodeShutdown, Terminated, NodeLost).
@@ -113,8 +114,6 @@ struct Observed {
   api::ParsedTask parsed;
   std::vector<PodView> pods;  // owned by the task
   bool service_exists = false;
-  bool config_exists = false;
-  std::string config_hostfile;  // data.hostfile of <task>-mpi
   bool secret_exists = false;
   // nullopt: no plan yet (the planner has not run). A waiting task then stays Pending and an
   // admitted one keeps its size.
@@ -140,9 +139,11 @@ struct EventSpec {
 struct Decision {
   json status;  // the whole desired status
   bool status_changed = false;
-  std::vector<json> create;               // pods, Service, ConfigMap
+  std::vector<json> create;               // pods, Service
   bool create_ssh_secret = false;          // keys are made by the caller (randomness is not pure)
-  std::optional<json> replace_config;      // the <task>-mpi ConfigMap, when its content is outdated
+  // The hostfile for the launcher of this epoch, when its own lists other workers (a resize in
+  // place): written to its api::kHostfileAnnotation.
+  std::optional<std::string> launcher_hostfile;
   struct PodDeletion {
     std::string name, uid;
     bool force = false;  // gracePeriodSeconds 0: its node is gone, or it is stuck past its grace

@@ -146,7 +146,8 @@ TASKS += [
     ("name-dash-last", "a name ending in '-'", R, "metadata.name must start with a lowercase letter", task(name="train-")),
     # Accepted by the API server; Valley reports what it cannot do.
     ("gpus-999", "999 GPUs per worker: no node has that many", "phase=Pending", "", task({"worker": {"gpus": "999"}})),
-    ("gang-too-large", "a minimum gang of 10000 workers of 8 GPUs", "phase=Pending", "", task({"replicas": {"min": 10000, "max": 10000}, "worker": {"gpus": "8"}})),
+    ("gang-too-large", "a minimum gang of 1000 workers of 8 GPUs", "phase=Pending", "", task({"replicas": {"min": 1000, "max": 1000}, "worker": {"gpus": "8"}})),
+    ("hostfile-too-large", "a maximum of 10000 workers, more than its launcher's hostfile annotation holds", "phase=Failed", "the launcher's hostfile for 10000 workers", task({"replicas": {"min": 1, "max": 10000}})),
     ("selector-matches-nothing", "a worker template selecting no node", "phase=Pending", "", task({"worker": {"template": {"spec": {"nodeSelector": {"valley.dev/no-such-label": "x"}}}}})),
     ("image-leading-space", "an image with a leading space: the API server refuses its pods", "event=CreateFailed", "must not have leading or trailing whitespace", task({"worker": {"image": " valley.dev/examples/worker:1"}})),
     ("image-trailing-space", "a launcher image with a trailing space", "event=CreateFailed", "must not have leading or trailing whitespace", task({"master": {"image": "valley.dev/examples/launcher:1 "}})),

@@ -61,8 +61,10 @@ TEST_F(TaskTest, ApplyExpandsIntoLauncherWorkersServiceHostfileAndKeys) {
   json svc = admin->get(kServices, ns, "job-workers");
   EXPECT_EQ(svc["spec"]["clusterIP"], "None");
   EXPECT_EQ(svc["metadata"]["ownerReferences"][0]["uid"], uid);
-  json cm = admin->get(kConfigMaps, ns, "job-mpi");
-  std::istringstream hostfile(cm["data"]["hostfile"].get<std::string>());
+  // No ConfigMap: the launcher carries the hostfile it mounts.
+  EXPECT_THROW(admin->get(kConfigMaps, ns, "job-mpi"), kube::KubeError);
+  json launcher = admin->get(kPods, ns, "job-launcher");
+  std::istringstream hostfile(launcher["metadata"]["annotations"].value("valley.dev/hostfile", ""));
   int lines = 0;
   for (std::string line; std::getline(hostfile, line); ++lines) {
     EXPECT_EQ(line, "job-worker-" + std::to_string(lines) + ".job-workers." + ns + ".svc slots=2");
@@ -231,9 +233,10 @@ TEST_F(TaskTest, HotElasticTaskResizesWithoutRestartingTheLauncher) {
   EXPECT_EQ(st["phase"], "Running");
   EXPECT_EQ(st["restarts"]["resizes"], 1);
   EXPECT_EQ(admin->get(kPods, ns, "job-launcher")["metadata"]["uid"], launcher_uid);
-  std::string discover = admin->get(kConfigMaps, ns, "job-mpi")["data"]["discover_hosts.sh"];
-  EXPECT_NE(discover.find("job-worker-1"), std::string::npos);
-  EXPECT_EQ(discover.find("job-worker-2"), std::string::npos);
+  // Its hostfile (which discover_hosts.sh reads) lists the two workers left.
+  auto hosts = [&] { return admin->get(kPods, ns, "job-launcher")["metadata"]["annotations"].value("valley.dev/hostfile", ""); };
+  EXPECT_TRUE(eventually([&] { return hosts() == "job-worker-0.job-workers." + ns + ".svc slots=2\njob-worker-1.job-workers." + ns + ".svc slots=2\n"; }, 30s))
+      << hosts();
 }
 
 TEST_F(TaskTest, FinishedTaskIsDeletedAfterItsTtl) {

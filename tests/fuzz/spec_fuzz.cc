@@ -1,6 +1,7 @@
 // libFuzzer target: a TrainingTask object as the API server could hand it over (any JSON). parse_task
 // must return a spec or errors, never both, never throw; a spec it accepts must hold its invariants
 // and render into pods, Service and hostfile whose names Kubernetes accepts.
+#include "controllers/api/pod.h"
 #include "controllers/api/spec.h"
 #include "controllers/render/render.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -37,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_REQUIRE(dns_label(launcher["metadata"]["name"].get<std::string>()), launcher["metadata"].dump());
     auto service = render::headless_service(s);
     FUZZ_REQUIRE(dns_label(service["metadata"]["name"].get<std::string>()), service["metadata"].dump());
-    (void)render::mpi_config(s, shape);
+    FUZZ_REQUIRE(launcher["metadata"]["annotations"].value(api::kHostfileAnnotation, "") == render::hostfile(s, shape.workers),
+                 launcher["metadata"].dump());
   }
   return 0;
 }

@@ -21,7 +21,7 @@ json full_pod() {
       "creationTimestamp": "2026-11-24T09:00:00Z", "deletionTimestamp": "2026-11-24T09:30:00Z", "deletionGracePeriodSeconds": 30,
       "labels": {"app.kubernetes.io/managed-by": "valley", "valley.dev/task": "t", "valley.dev/role": "worker",
                  "valley.dev/epoch": "2", "valley.dev/worker-index": "1"},
-      "annotations": {"kwok.x-k8s.io/node": "fake", "checksum": "abc"},
+      "annotations": {"kwok.x-k8s.io/node": "fake", "checksum": "abc", "valley.dev/hostfile": "t-worker-0.t-workers.ns.svc slots=1\n"},
       "ownerReferences": [{"apiVersion": "valley.dev/v1alpha1", "kind": "TrainingTask", "name": "t", "uid": "u-1", "controller": true}],
       "finalizers": ["valley.dev/accounting"],
       "managedFields": [{"manager": "valley", "fieldsV1": {"f:spec": {}}}]},
@@ -71,7 +71,7 @@ TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
   json lean = full;
   lean_pod(lean);
   EXPECT_LT(lean.dump().size(), full.dump().size() * 2 / 3);
-  EXPECT_FALSE(lean["metadata"].contains("annotations"));
+  EXPECT_EQ(lean["metadata"]["annotations"], json({{"valley.dev/hostfile", "t-worker-0.t-workers.ns.svc slots=1\n"}}));
   EXPECT_FALSE(lean["spec"].contains("volumes"));
   EXPECT_FALSE(lean["spec"]["containers"][0].contains("env"));
   EXPECT_FALSE(lean["status"]["conditions"][0].contains("lastProbeTime"));
@@ -92,6 +92,7 @@ TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
   EXPECT_TRUE(a.deleting);
   EXPECT_EQ(a.deletion_timestamp, kube::parse_time("2026-11-24T09:30:00Z"));
   EXPECT_EQ(a.pinned, "a100-1");
+  EXPECT_EQ(a.hostfile, "t-worker-0.t-workers.ns.svc slots=1\n");
   ASSERT_EQ(a.containers.size(), 1u);
   EXPECT_EQ(a.containers[0].requests, (std::vector<std::pair<std::string, int64_t>>{{"nvidia.com/gpu", 2}})) << "cpu is not an extended resource";
   ASSERT_EQ(a.conditions.size(), 2u);
@@ -103,6 +104,7 @@ TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
   const PodView v = view_pod(a);
   EXPECT_EQ(json({v.role, v.epoch, v.worker_index, v.phase, v.ready, v.exit_code.value_or(-1), v.node, v.disruption, v.termination_message}),
             json({"worker", 2, 1, "Failed", false, 137, "a100-1", "EvictionByEvictionAPI", "checkpoint 1200"}));
+  EXPECT_EQ(v.hostfile, a.hostfile);
   EXPECT_EQ(v.finished_at, kube::parse_time("2026-11-24T09:29:30Z"));
   const cost::PodUse u = cost::pod_use(a);
   EXPECT_EQ(u.share_milli, 2000);  // the init container's 1 GPU is within the worker's 2

@@ -39,12 +39,13 @@ Observed observe(const json& task, std::vector<PodView> pods = {}, bool objects 
   o.task = task;
   o.parsed = api::parse_task(task);
   o.pods = std::move(pods);
-  o.service_exists = o.config_exists = o.secret_exists = objects;
-  if (objects) {
+  o.service_exists = o.secret_exists = objects;
+  if (objects) {  // the launcher lists the workers of the status's size
     int workers = task.contains("status") ? task["status"].value("epochReplicas", 2) : 2;
     std::string h;
     for (int i = 0; i < workers; ++i) h += "t-worker-" + std::to_string(i) + ".t-workers.ns.svc slots=1\n";
-    o.config_hostfile = h;
+    for (auto& p : o.pods)
+      if (p.role == "launcher") p.hostfile = h;
   }
   o.now = kNow;
   if (o.parsed.spec) {  // the planner admits the task at its pinned size or its minimum
@@ -88,7 +89,7 @@ TEST(Lifecycle, NewTaskIsAdmittedAndGetsItsObjectsWorkersAndLauncherAtOnce) {
   EXPECT_EQ(d.status["epoch"], 1);
   EXPECT_EQ(d.status["selector"], "valley.dev/task=t");
   EXPECT_TRUE(d.create_ssh_secret);
-  EXPECT_EQ(created_names(d), (std::vector<std::string>{"t-workers", "t-mpi", "t-worker-0", "t-worker-1", "t-launcher"}));
+  EXPECT_EQ(created_names(d), (std::vector<std::string>{"t-workers", "t-worker-0", "t-worker-1", "t-launcher"}));
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_EQ(d.events[0].reason, "Admitted");
 }
@@ -265,8 +266,23 @@ TEST(Lifecycle, ResizeIsANewEpochAtTheNewWorldSize) {
   EXPECT_EQ(d.status["reason"], "Resizing");
   ASSERT_EQ(d.delete_pods.size(), 1u);  // the launcher first: it checkpoints before the workers go
   EXPECT_EQ(d.delete_pods[0].name, "t-launcher");
-  ASSERT_TRUE(d.replace_config.has_value());
-  EXPECT_NE((*d.replace_config)["data"]["hostfile"].get<std::string>().find("t-worker-2"), std::string::npos);
+  // The launcher of the next epoch lists the new workers; the stopping one is not rewritten.
+  EXPECT_FALSE(d.launcher_hostfile.has_value());
+}
+
+TEST(Lifecycle, ALauncherIsRewrittenOnlyWhenItsHostfileListsOtherWorkers) {
+  Decision steady = decide(observe(task_object({}, running_status()), running_pods()));
+  EXPECT_FALSE(steady.launcher_hostfile.has_value());
+  // A launcher made before its hostfile was an annotation (or edited by hand) gets it.
+  auto pods = running_pods();
+  Observed o = observe(task_object({}, running_status()), pods);
+  o.pods.back().hostfile = "";
+  Decision d = decide(o);
+  ASSERT_TRUE(d.launcher_hostfile.has_value());
+  EXPECT_EQ(*d.launcher_hostfile, render::hostfile(*o.parsed.spec, 2));
+  // Nor is a launcher on its way out.
+  o.pods.back().deleting = true;
+  EXPECT_FALSE(decide(o).launcher_hostfile.has_value());
 }
 
 TEST(Lifecycle, HotElasticResizeKeepsTheLauncherAndTheEpoch) {
@@ -277,8 +293,9 @@ TEST(Lifecycle, HotElasticResizeKeepsTheLauncherAndTheEpoch) {
   EXPECT_EQ(d.status["phase"], "Running");
   EXPECT_TRUE(d.delete_pods.empty());
   EXPECT_EQ(created_names(d), std::vector<std::string>{"t-worker-2"});
-  ASSERT_TRUE(d.replace_config.has_value());
-  EXPECT_NE((*d.replace_config)["data"]["discover_hosts.sh"].get<std::string>().find("t-worker-2"), std::string::npos);
+  // The running launcher's hostfile (which its discovery script reads) now lists the third worker.
+  ASSERT_TRUE(d.launcher_hostfile.has_value());
+  EXPECT_NE(d.launcher_hostfile->find("t-worker-2.t-workers.ns.svc slots=1"), std::string::npos);
   // Shrinking in place removes the highest workers only.
   Decision down = decide(observe(task_object({{"elasticity", "Hot"}, {"replicas", {{"target", 2}}}}, running_status(1, 3)), running_pods(1, 3)));
   ASSERT_EQ(down.delete_pods.size(), 1u);
@@ -324,6 +341,24 @@ TEST(Lifecycle, InvalidSpecFailsWithTheProblemsListed) {
   EXPECT_TRUE(decide(observe(t, {}, false)).events.empty());
 }
 
+// The launcher carries its hostfile in an annotation: a maximum size whose hostfile the API server
+// would refuse there fails the task at once, before anything is created, rather than at a resize.
+TEST(Lifecycle, AMaximumSizeTheLaunchersHostfileCannotHoldIsInvalid) {
+  // "t-worker-9999.t-workers.ns.svc slots=1\n" is 39 bytes: 6,000 of them fit in 256 KiB, 7,000 do not.
+  Decision fits = decide(observe(task_object({{"replicas", {{"max", 6000}}}}), {}, false));
+  EXPECT_EQ(fits.status["phase"], "Admitted") << fits.status.dump();
+  Decision d = decide(observe(task_object({{"replicas", {{"max", 7000}}}}), {}, false));
+  EXPECT_EQ(d.status["phase"], "Failed");
+  EXPECT_EQ(d.status["reason"], "InvalidSpec");
+  EXPECT_NE(d.status["message"].get<std::string>().find("spec.replicas.max: the launcher's hostfile for 7000 workers"), std::string::npos)
+      << d.status["message"];
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_FALSE(d.create_ssh_secret);
+  // A Single task has no hostfile.
+  json single = json::parse(R"({"metadata":{"name":"s","namespace":"ns","uid":"u"},"spec":{"taskType":"Single","image":"i"}})");
+  EXPECT_NE(decide(observe(single, {}, false)).status["phase"], "Failed");
+}
+
 TEST(Lifecycle, SingleTaskRunsOnePodThatDecides) {
   json t = json::parse(R"({"metadata":{"name":"s","namespace":"ns","uid":"u"},"spec":{"taskType":"Single","image":"i"}})");
   Decision d = decide(observe(t, {}, false));
@@ -361,9 +396,9 @@ TEST(Lifecycle, PlannedPlacementPinsWorkersToNodes) {
   Observed o = observe(task_object(), {}, false);
   o.admission->placement[1].node = "a100-od-1";
   Decision d = decide(o);
-  ASSERT_EQ(d.create.size(), 5u);  // Service, ConfigMap, two workers, the launcher
-  EXPECT_FALSE(d.create[2]["spec"].contains("affinity"));
-  EXPECT_EQ(d.create[3]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+  ASSERT_EQ(d.create.size(), 4u);  // Service, two workers, the launcher
+  EXPECT_FALSE(d.create[1]["spec"].contains("affinity"));
+  EXPECT_EQ(d.create[2]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
                      ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0],
             "a100-od-1");
 }

@@ -1,9 +1,12 @@
 #include "controllers/render/render.h"
 
+#include "controllers/api/pod.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace valley::render {
@@ -93,8 +96,7 @@ TEST(Render, RestrictedPodsRunNonRootWithoutPrivilegesAndSshOnAHighPort) {
   EXPECT_EQ(headless_service(spec())["spec"]["ports"][0]["port"], 22);
 }
 
-// A Single task has no headless Service, hostfile ConfigMap or SSH Secret: its pod must not name
-// them (a real kubelet never starts a pod whose Secret volume does not exist; kwok did).
+// A Single task has no headless Service or SSH Secret: its pod must not name them (a real kubelet never starts a pod whose Secret volume does not exist; kwok did).
 TEST(Render, ASingleTasksPodHasNoMpiVolumesEnvOrSubdomain) {
   auto parsed = api::parse_task(json::parse(R"({"metadata":{"name":"one","namespace":"team-a","uid":"u-2"},
     "spec":{"taskType":"Single","image":"i:1","command":["python","train.py"],"worker":{"gpus":"1"}}})"));
@@ -107,11 +109,13 @@ TEST(Render, ASingleTasksPodHasNoMpiVolumesEnvOrSubdomain) {
   EXPECT_EQ(env_of(pod, "OMPI_MCA_orte_default_hostfile"), "<unset>");
   EXPECT_EQ(env_of(pod, "VALLEY_SSH_PORT"), "<unset>");
   EXPECT_EQ(env_of(pod, "VALLEY_WORLD_SIZE"), "1");
-  // An MPI worker has them all.
+  // An MPI worker has them all but the hostfile, which only the launcher reads.
   json mpi = worker_pod(spec(), 0, {2, 1}, default_placement(spec()));
   EXPECT_EQ(mpi["spec"]["subdomain"], "resnet-workers");
-  EXPECT_EQ(mpi["spec"]["volumes"].size(), 2u);
-  EXPECT_EQ(env_of(mpi, "OMPI_MCA_orte_default_hostfile"), "/etc/mpi/hostfile");
+  ASSERT_EQ(mpi["spec"]["volumes"].size(), 1u);
+  EXPECT_EQ(mpi["spec"]["volumes"][0]["name"], "valley-ssh");
+  EXPECT_EQ(env_of(mpi, "VALLEY_SSH_PORT"), "22");
+  EXPECT_EQ(env_of(mpi, "OMPI_MCA_orte_default_hostfile"), "<unset>");
 }
 
 TEST(Render, FirstEpochDoesNotResume) {
@@ -153,6 +157,45 @@ TEST(Render, LauncherMergesTheUserTemplate) {
   bool ssh = false;
   for (const auto& v : pod["spec"]["volumes"]) ssh |= v["name"] == "valley-ssh" && v["secret"]["defaultMode"] == 0600;
   EXPECT_TRUE(ssh);
+}
+
+// The launcher carries its hosts in annotations and mounts them at /etc/mpi through the downward
+// API (no ConfigMap a task); Horovod's discovery script reads the hostfile, run here as horovodrun
+// would run it.
+TEST(Render, TheLauncherMountsItsHostsFromItsAnnotations) {
+  json pod = launcher_pod(spec(), {3, 1});
+  EXPECT_EQ(pod["metadata"]["annotations"][api::kHostfileAnnotation], hostfile(spec(), 3));
+  EXPECT_EQ(env_of(pod, "OMPI_MCA_orte_default_hostfile"), "/etc/mpi/hostfile");
+  const json* hosts = nullptr;
+  for (const auto& v : pod["spec"]["volumes"])
+    if (v["name"] == "valley-hosts") hosts = &v;
+  ASSERT_NE(hosts, nullptr) << pod["spec"]["volumes"].dump();
+  std::map<std::string, json> items;
+  for (const auto& item : (*hosts)["downwardAPI"]["items"]) items[item["path"]] = item;
+  ASSERT_EQ(items.size(), 2u);
+  const std::string hostfile_field = items["hostfile"]["fieldRef"]["fieldPath"];
+  EXPECT_EQ(hostfile_field, "metadata.annotations['valley.dev/hostfile']");
+  EXPECT_EQ(items["discover_hosts.sh"]["mode"], 0755);
+  // Both the launcher and its wait for the workers read the hostfile.
+  for (const json* c : {&pod["spec"]["containers"][0], &pod["spec"]["initContainers"].back()}) {
+    bool mounted = false;
+    for (const auto& m : (*c)["volumeMounts"]) mounted |= m["name"] == "valley-hosts" && m["mountPath"] == "/etc/mpi";
+    EXPECT_TRUE(mounted) << (*c)["name"];
+  }
+  // The discovery script, as the kubelet would write it from the annotation its fieldRef names.
+  const std::string field = items["discover_hosts.sh"]["fieldRef"]["fieldPath"];
+  const std::string key = field.substr(field.find("['") + 2, field.find("']") - field.find("['") - 2);
+  const std::string dir = ::testing::TempDir() + "/discover-hosts";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+  std::ofstream(dir + "/hostfile") << pod["metadata"]["annotations"][api::kHostfileAnnotation].get<std::string>();
+  std::ofstream(dir + "/discover_hosts.sh") << pod["metadata"]["annotations"][key].get<std::string>();
+  ASSERT_EQ(std::system(("cd " + dir + " && OMPI_MCA_orte_default_hostfile=" + dir + "/hostfile sh discover_hosts.sh > out").c_str()), 0);
+  std::stringstream out;
+  out << std::ifstream(dir + "/out").rdbuf();
+  EXPECT_EQ(out.str(),
+            "resnet-worker-0.resnet-workers.team-a.svc:4\n"
+            "resnet-worker-1.resnet-workers.team-a.svc:4\n"
+            "resnet-worker-2.resnet-workers.team-a.svc:4\n");
 }
 
 // The launcher's init container, run as the pod would run it (sh -c, the launcher's environment)
@@ -206,9 +249,6 @@ TEST(Render, HostfileHasOneLinePerWorkerWithSlots) {
             "resnet-worker-0.resnet-workers.team-a.svc slots=4\n"
             "resnet-worker-1.resnet-workers.team-a.svc slots=4\n"
             "resnet-worker-2.resnet-workers.team-a.svc slots=4\n");
-  json cm = mpi_config(spec(), {3, 1});
-  EXPECT_NE(cm["data"]["discover_hosts.sh"].get<std::string>().find("echo resnet-worker-2.resnet-workers.team-a.svc:4"),
-            std::string::npos);
 }
 
 TEST(Render, HeadlessServiceSelectsTheTasksPodsBeforeTheyAreReady) {
