@@ -310,13 +310,27 @@ std::string hostfile(const TaskSpec& spec, int workers) {
   return out;
 }
 
+namespace {
+// The bytes of the launcher's annotations but its hostfile's value, as launcher_pod writes them
+// (the template's own, then Valley's two), without rendering the pod: asked at every reconcile.
+size_t launcher_annotation_bytes_but_hosts(const TaskSpec& spec) {
+  size_t bytes = std::string(api::kHostfileAnnotation).size() + std::string(kDiscoverHostsAnnotation).size() +
+                 std::string(kDiscoverHostsScript).size();
+  const json& annotations = kube::object_at(kube::object_at(spec.launcher.pod_template, "metadata"), "annotations");
+  for (const auto& [k, v] : annotations.items())
+    if (k != api::kHostfileAnnotation && k != kDiscoverHostsAnnotation) bytes += k.size() + (v.is_string() ? v.get<std::string>().size() : v.dump().size());
+  return bytes;
+}
+}  // namespace
+
+size_t launcher_annotation_bytes(const TaskSpec& spec, int workers) {
+  return launcher_annotation_bytes_but_hosts(spec) + hostfile(spec, workers).size();
+}
+
 std::optional<std::string> launcher_too_large(const TaskSpec& spec) {
   if (spec.type != api::TaskType::MPI) return std::nullopt;
   const int workers = std::max(spec.max_workers, 1);
-  size_t others = 0;  // all the launcher's annotations but the hostfile, as render writes them
-  const json launcher = launcher_pod(spec, {1, 1});
-  for (const auto& [k, v] : launcher["metadata"]["annotations"].items())
-    others += k.size() + (k == api::kHostfileAnnotation ? 0 : (v.is_string() ? v.get<std::string>().size() : v.dump().size()));
+  const size_t others = launcher_annotation_bytes_but_hosts(spec);
   // The last line is the longest: so many of it bound the hostfile without writing it out.
   if (others + hostfile_line(spec, workers - 1).size() * static_cast<size_t>(workers) <= kMaxAnnotationBytes) return std::nullopt;
   const size_t bytes = others + hostfile(spec, workers).size();

@@ -84,6 +84,8 @@ inline constexpr size_t kMaxAnnotationBytes = 256 * 1024;
 // Why an MPI task's launcher could not carry its hostfile at spec.replicas.max workers (its
 // annotations, the user's template's included, would pass kMaxAnnotationBytes); nullopt if it can.
 std::optional<std::string> launcher_too_large(const TaskSpec& spec);
+// The bytes (keys and values) of the annotations launcher_pod writes for `workers` workers.
+size_t launcher_annotation_bytes(const TaskSpec& spec, int workers);
 json ssh_secret(const TaskSpec& spec, const SshKeyPair& keys);
 
 }  // namespace valley::render

@@ -251,6 +251,22 @@ TEST(Render, HostfileHasOneLinePerWorkerWithSlots) {
             "resnet-worker-2.resnet-workers.team-a.svc slots=4\n");
 }
 
+// launcher_too_large counts the annotations without rendering the pod: the count is the rendered
+// pod's, the user's template's annotations included.
+TEST(Render, TheLaunchersAnnotationBytesAreCountedAsRendered) {
+  for (int workers : {1, 3, 40}) {
+    json pod = launcher_pod(spec(), {workers, 1});
+    size_t bytes = 0;
+    for (const auto& [k, v] : pod["metadata"]["annotations"].items()) bytes += k.size() + (v.is_string() ? v.get<std::string>().size() : v.dump().size());
+    EXPECT_EQ(launcher_annotation_bytes(spec(), workers), bytes) << workers;
+  }
+  EXPECT_FALSE(launcher_too_large(spec()).has_value());
+  TaskSpec big = spec();
+  big.max_workers = 10000;
+  ASSERT_TRUE(launcher_too_large(big).has_value());
+  EXPECT_NE(launcher_too_large(big)->find(std::to_string(launcher_annotation_bytes(big, 10000)) + " bytes"), std::string::npos);
+}
+
 TEST(Render, HeadlessServiceSelectsTheTasksPodsBeforeTheyAreReady) {
   json svc = headless_service(spec());
   EXPECT_EQ(svc["metadata"]["name"], "resnet-workers");
