@@ -15,12 +15,14 @@ constexpr const char* kDiscoverHostsAnnotation = "valley.dev/discover-hosts";
 // Horovod's elastic mode asks this script which hosts are up ("host:slots" per line). It reads them
 // from the hostfile (plain sh: any launcher image runs it), so it never changes, and the launcher's
 // annotations, which may hold 256 KiB in all, hold the list of hosts once.
-constexpr const char* kDiscoverHostsScript =
-    "#!/bin/sh\n"
-    "while read -r host slots; do\n"
-    "  [ -n \"$host\" ] && echo \"$host:${slots#slots=}\"\n"
-    "done < \"${OMPI_MCA_orte_default_hostfile:-/etc/mpi/hostfile}\"\n"
-    "exit 0\n";
+const std::string& discover_hosts_script() {
+  static const std::string script = std::string("#!/bin/sh\n"
+                                                "while read -r host slots; do\n"
+                                                "  [ -n \"$host\" ] && echo \"$host:${slots#slots=}\"\n"
+                                                "done < \"${OMPI_MCA_orte_default_hostfile:-") +
+                                    kHostfilePath + "}\"\nexit 0\n";
+  return script;
+}
 constexpr const char* kSshMount = "/root/.ssh";  // Baseline: root's own keys, as MPI images expect
 constexpr const char* kRestrictedSshMount = "/etc/valley/ssh";
 
@@ -262,7 +264,7 @@ json launcher_pod(const TaskSpec& spec, const Shape& shape) {
   // The hosts: mpirun and the wait below read the hostfile, horovodrun the discovery script. Only
   // the launcher reads them, from its own annotations.
   pod["metadata"]["annotations"][api::kHostfileAnnotation] = hostfile(spec, shape.workers);
-  pod["metadata"]["annotations"][kDiscoverHostsAnnotation] = kDiscoverHostsScript;
+  pod["metadata"]["annotations"][kDiscoverHostsAnnotation] = discover_hosts_script();
   auto annotation = [](const char* key) { return json{{"fieldRef", {{"fieldPath", std::string("metadata.annotations['") + key + "']"}}}}; };
   json hostfile_item = annotation(api::kHostfileAnnotation), discover_item = annotation(kDiscoverHostsAnnotation);
   hostfile_item["path"] = "hostfile";
@@ -315,7 +317,7 @@ namespace {
 // (the template's own, then Valley's two), without rendering the pod: asked at every reconcile.
 size_t launcher_annotation_bytes_but_hosts(const TaskSpec& spec) {
   size_t bytes = std::string(api::kHostfileAnnotation).size() + std::string(kDiscoverHostsAnnotation).size() +
-                 std::string(kDiscoverHostsScript).size();
+                 discover_hosts_script().size();
   const json& annotations = kube::object_at(kube::object_at(spec.launcher.pod_template, "metadata"), "annotations");
   for (const auto& [k, v] : annotations.items())
     if (k != api::kHostfileAnnotation && k != kDiscoverHostsAnnotation) bytes += k.size() + (v.is_string() ? v.get<std::string>().size() : v.dump().size());
