@@ -14,17 +14,20 @@ build/bin/bench_watch_decode 1000 > "$out/watch_decode.json"
 build/bin/bench_informer_memory .valley/kubeconfig 50 > "$out/informer_memory.json"
 bench/task_startup.sh 2 > "$out/task_startup.json"
 
-echo "bench-smoke: control plane, 3 tasks x (1 + 2) pods per system"
+echo "bench-smoke: control plane, 3 tasks x (1 + 2) pods per system (the floor twice: before and after the operators)"
 BENCH_CP_OUT="$out" BENCH_CP_WORKERS=2 BENCH_CP_TIMEOUT=300 bench/controlplane/run.sh "3" > /dev/null
 python3 - "$out/controlplane.json" <<'PY' || fail "control-plane results incomplete"
 import json, sys
 runs = json.load(open(sys.argv[1]))["runs"]
 systems = {r["system"] for r in runs}
-assert systems == {"floor", "mpi-operator", "valley"}, systems
+assert systems == {"floor", "mpi-operator", "valley", "floor-after"}, systems
 for r in runs:
     assert not r.get("timedOut"), r
     assert r["secondsToPodsRunning"] > 0 and r["secondsToTasksRunning"] > 0, r
     assert r["apiRequests"] > 0 and r["peakRssMiB"] > 0, r
+    # The breakdown is of the same requests: by verb, resource and code, summing to the count.
+    assert sum(r["apiRequestsBy"].values()) == r["apiRequests"], r
+    assert any(k.startswith("create pods ") for k in r["apiRequestsBy"]), r
 PY
 
 echo "bench-smoke: trace replay, 40 jobs, every policy and the LP bound"

@@ -18,16 +18,21 @@ def ratio(a, b, k):
     if k not in b:  # the peer did not get there before the timeout: an upper bound
         return f"< {round(a[k] / b['timeoutSeconds'], 2)}" if b.get("timedOut") and k.startswith("seconds") else None
     return round(a[k] / b[k], 2) if b[k] else None
+# Against the floor measured first and, when it ran, the floor measured again after the operators
+# (floorAfterOverFloor: how much the cluster drifted over the run).
 ratios = []
 for n in sorted({r["tasks"] for r in rows}):
-    v, m, f = by.get((n, "valley")), by.get((n, "mpi-operator")), by.get((n, "floor"))
+    v, m, f, fa = by.get((n, "valley")), by.get((n, "mpi-operator")), by.get((n, "floor")), by.get((n, "floor-after"))
     for k in ("secondsToPodsRunning", "secondsToTasksRunning", "cpuSeconds", "peakRssMiB", "apiRequests", "apiServerRequests"):
-        ratios.append({"tasks": n, "figure": k, "valleyOverMpiOperator": ratio(v, m, k), "valleyOverFloor": ratio(v, f, k)})
+        q = {"tasks": n, "figure": k, "valleyOverMpiOperator": ratio(v, m, k), "valleyOverFloor": ratio(v, f, k)}
+        if fa and k.startswith("seconds"):
+            q["valleyOverFloorAfter"], q["floorAfterOverFloor"] = ratio(v, fa, k), ratio(fa, f, k)
+        ratios.append(q)
 # Time per task: how each system's time to all pods Running grows with N (flat = scales linearly).
 per_task = []
 for n in sorted({r["tasks"] for r in rows}):
     row = {"tasks": n}
-    for system in ("floor", "mpi-operator", "valley"):
+    for system in ("floor", "mpi-operator", "valley", "floor-after"):
         r = by.get((n, system))
         if r and "secondsToPodsRunning" in r:  # reached even when its tasks timed out
             row[system] = round(1000 * r["secondsToPodsRunning"] / n, 1)
@@ -44,14 +49,22 @@ for r in rows:
     system = r["system"] + (f" ({r['valleyArgs']})" if r.get("valleyArgs") else "")
     md.append(f"| {r['tasks']} x (1+{r['workers']}) | {system} | {r.get('secondsToPodsRunning', late)} | "
               f"{r.get('secondsToTasksRunning', late)} | {r['cpuSeconds']} | {r['peakRssMiB']} | {r['apiRequests']} | {r['apiServerRequests']} |")
-md += ["", "| tasks | figure | Valley / MPI Operator | Valley / floor |", "| --- | --- | ---: | ---: |"]
+md += ["", "| tasks | figure | Valley / MPI Operator | Valley / floor | Valley / floor after | floor after / floor |",
+       "| --- | --- | ---: | ---: | ---: | ---: |"]
 shown = lambda v: "-" if v is None else v  # a system that did not get there before its timeout
 for q in ratios:
-    md.append(f"| {q['tasks']} | {q['figure']} | {shown(q['valleyOverMpiOperator'])} | {shown(q['valleyOverFloor'])} |")
+    md.append(f"| {q['tasks']} | {q['figure']} | {shown(q['valleyOverMpiOperator'])} | {shown(q['valleyOverFloor'])} | "
+              f"{shown(q.get('valleyOverFloorAfter'))} | {shown(q.get('floorAfterOverFloor'))} |")
 md += ["", "Time per task to all pods Running (ms; Valley's growth against its time per task at the first N >= 200):", "",
-       "| tasks | floor | mpi-operator | valley | valley growth |", "| ---: | ---: | ---: | ---: | ---: |"]
+       "| tasks | floor | mpi-operator | valley | floor after | valley growth |", "| ---: | ---: | ---: | ---: | ---: | ---: |"]
 for r in per_task:
-    md.append(f"| {r['tasks']} | {r.get('floor', '-')} | {r.get('mpi-operator', '-')} | {r.get('valley', '-')} | {r.get('valleyOverItsFirstFrom200', '-')} |")
+    md.append(f"| {r['tasks']} | {r.get('floor', '-')} | {r.get('mpi-operator', '-')} | {r.get('valley', '-')} | {r.get('floor-after', '-')} | "
+              f"{r.get('valleyOverItsFirstFrom200', '-')} |")
+# What each system's own requests are made of (verb, resource, response code), when recorded.
+for r in rows:
+    if r.get("apiRequestsBy"):
+        md += ["", f"Own API requests of {r['system']} at N={r['tasks']}: " +
+               ", ".join(f"{what} {count}" for what, count in r["apiRequestsBy"].items()) + "."]
 md += ["", f"Commit: {commit}."]
 (out / "controlplane.md").write_text("\n".join(md) + "\n")
 print("\n".join(md))

@@ -5,6 +5,9 @@
 #   floor         the objects an operator would create, created directly by a parallel creator
 #   mpi-operator  the Kubeflow MPI Operator (v2beta1 MPIJobs), built from its pinned module
 #   valley        Valley's operator (TrainingTasks)
+#   floor-after   the floor again, after the operators: the cluster slows over a run (etcd's history,
+#                 the machine), and the floor measured first on a fresh cluster flatters it; the two
+#                 floor runs bracket the operators' and their spread says how much the cluster drifted
 # each in its own namespace, one after the other, same cluster. Per run: seconds from the first
 # create to all pods Running and to all tasks Running, the system's CPU seconds and peak RSS, the
 # API requests it made (counted by user in the API server's audit log: each runs as its own
@@ -22,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 sizes=${1:-"20 200 1000"}
 workers=${BENCH_CP_WORKERS:-8}
-systems=${BENCH_CP_SYSTEMS:-"floor mpi-operator valley"}
+systems=${BENCH_CP_SYSTEMS:-"floor mpi-operator valley floor-after"}
 out=${BENCH_CP_OUT:-bench/results/controlplane}
 scratch=bench/out/controlplane
 mkdir -p "$out" "$scratch"
@@ -109,8 +112,28 @@ PY
 }
 apiserver_requests() { K get --raw /metrics | awk '/^apiserver_request_total\{/ {s += $NF} END {printf "%d\n", s}'; }
 audit_lines() { [ -f .valley/run/audit.log ] && wc -l < .valley/run/audit.log || echo 0; }
-audited_requests() { # user, from-line
-  tail -n +"$(($2 + 1))" .valley/run/audit.log | grep -c "\"username\":\"system:serviceaccount:valley-bench:$1\"" || true
+audited_requests() { # user, from-line, to-line
+  [ "$3" -gt "$2" ] || { echo 0; return; }
+  sed -n "$(($2 + 1)),$3p" .valley/run/audit.log | grep -c "\"username\":\"system:serviceaccount:valley-bench:$1\"" || true
+}
+# The same requests by verb, resource and response code ({"create pods 201": 9000, ...}), so a row
+# says what its count is made of.
+audited_breakdown() { # user, from-line, to-line
+  [ "$3" -gt "$2" ] || { echo '{}'; return; }
+  sed -n "$(($2 + 1)),$3p" .valley/run/audit.log | python3 -c '
+import json, sys
+user, out = "system:serviceaccount:valley-bench:" + sys.argv[1], {}
+for line in sys.stdin:
+    if user not in line: continue
+    try: e = json.loads(line)
+    except ValueError: continue
+    if e.get("user", {}).get("username") != user: continue
+    ref = e.get("objectRef", {})
+    what = ref.get("resource", e.get("requestURI", "?")) + ("/" + ref["subresource"] if ref.get("subresource") else "")
+    code = e.get("responseStatus", {}).get("code", "-")
+    key = "%s %s %s" % (e.get("verb"), what, code)
+    out[key] = out.get(key, 0) + 1
+print(json.dumps(dict(sorted(out.items(), key=lambda kv: -kv[1]))))' "$1" 2>/dev/null || echo '{}'
 }
 tick=$(getconf CLK_TCK)
 
@@ -212,6 +235,7 @@ EOF
   log "N=$n: $nodes nodes x 8 GPUs, $((n * (workers + 1))) pods per system"
   tests/cluster/cluster.sh nodes "$profile" >/dev/null
   for system in $systems; do
+    kind=${system%-after}  # floor-after is the floor
     ns="cp-$system-$n" run_ns="cp-$system-$n"
     delete_namespace "$ns"
     K create namespace "$ns" >/dev/null
@@ -219,7 +243,7 @@ EOF
     logfile="$scratch/$system-$n.log"
     pid=""
     user=floor
-    if [ "$system" != floor ]; then
+    if [ "$kind" != floor ]; then
       kc=$valley_kc; user=valley-operator
       [ "$system" = mpi-operator ] && { kc=$mpi_kc; user=mpi-operator; }
       pid=$(start_system "$system" "$kc" "$logfile")
@@ -229,12 +253,12 @@ EOF
     api_before=$(apiserver_requests)
     cpu_before=0; [ -n "$pid" ] && cpu_before=$(cpu_ticks "$pid")
     rm -f "$scratch/ready"
-    build/bin/bench_controlplane watch --kubeconfig .valley/kubeconfig -n "$ns" --system "$system" \
+    build/bin/bench_controlplane watch --kubeconfig .valley/kubeconfig -n "$ns" --system "$kind" \
       --tasks "$n" --workers "$workers" --ready-file "$scratch/ready" --timeout "$timeout" > "$scratch/watch.json" &
     watcher=$!
     until [ -f "$scratch/ready" ]; do kill -0 $watcher 2>/dev/null || { log "watcher failed"; exit 1; }; sleep 0.05; done
-    apply_kc=.valley/kubeconfig; [ "$system" = floor ] && apply_kc=$floor_kc
-    build/bin/bench_controlplane apply --kubeconfig "$apply_kc" -n "$ns" --system "$system" \
+    apply_kc=.valley/kubeconfig; [ "$kind" = floor ] && apply_kc=$floor_kc
+    build/bin/bench_controlplane apply --kubeconfig "$apply_kc" -n "$ns" --system "$kind" \
       --tasks "$n" --workers "$workers" --parallel 32 > "$scratch/apply.json"
     if ! wait $watcher; then
       log "$system N=$n did not finish: $(cat "$scratch/watch.json")"
@@ -256,14 +280,17 @@ EOF
       rss=$(python3 -c "import json; print(json.load(open('$scratch/apply.json'))['maxRssKb'])")
     fi
     sleep 1  # the audit log is written as requests complete
-    requests=$(audited_requests "$user" "$audit_from")
+    audit_to=$(audit_lines)  # one snapshot for the count and its breakdown (an operator still runs)
+    requests=$(audited_requests "$user" "$audit_from" "$audit_to")
+    breakdown=$(audited_breakdown "$user" "$audit_from" "$audit_to")
     api_total=$(( $(apiserver_requests) - api_before ))
     python3 - "$scratch/apply.json" "$scratch/watch.json" >> "$results" <<PY
 import json, sys
 a = json.load(open(sys.argv[1])); w = json.load(open(sys.argv[2]))
 row = {"system": "$system", "tasks": $n, "workers": $workers, "pods": $n * ($workers + 1), "nodes": $nodes,
        "cpuSeconds": float("$cpu"), "peakRssMiB": round(int("$rss") / 1024, 1),
-       "apiRequests": int("$requests"), "apiServerRequests": int("$api_total")}
+       "apiRequests": int("$requests"), "apiServerRequests": int("$api_total"),
+       "apiRequestsBy": json.loads('$breakdown')}
 if "$system" == "valley" and "${valley_args[*]}": row["valleyArgs"] = "${valley_args[*]}"
 if "$system" == "valley": row["cpuByThread"] = json.loads('$threads')
 row["nodeGrace"] = "$node_grace"
