@@ -132,16 +132,6 @@ class SpotTest : public TaskTest {
     EXPECT_EQ(st["lastDisruption"]["node"], node);
     EXPECT_EQ(st["lastDisruption"]["checkpointStep"], 1200);
   }
-  std::string events_text() {
-    std::string out;
-    for (const auto& e : admin->list(kube::resources::kEvents, ns).items) out += e.value("reason", "") + ": " + e.value("note", "") + "\n";
-    return out;
-  }
-  // Events are written after the status that caused them (and may be batched by the recorder),
-  // so a test that saw the status waits briefly for the Event rather than reading it once.
-  bool has_event(const std::string& words) {
-    return eventually([&] { return events_text().find(words) != std::string::npos; }, 15s);
-  }
 
   std::unique_ptr<testing::VersityGw> gw_;
   std::string pool_;

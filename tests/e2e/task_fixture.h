@@ -68,6 +68,18 @@ class TaskTest : public ClusterTest {
   }
   json cost(const std::string& name = "job") { return task(name).value("status", json::object()).value("cost", json::object()); }
   std::string operator_log() const { return op_ ? op_->output() : ""; }
+  // The namespace's Events, "Reason: note" a line.
+  std::string events_text() {
+    std::string out;
+    for (const auto& e : admin->list(kube::resources::kEvents, ns).items) out += e.value("reason", "") + ": " + e.value("note", "") + "\n";
+    return out;
+  }
+  // Events are written after the status that caused them (and may be batched by the recorder),
+  // so a test that saw the status waits briefly for the Event rather than reading it once. Every
+  // line starts with "\n" for the search: "\nReason: " finds a reason exactly.
+  bool has_event(const std::string& words) {
+    return eventually([&] { return ("\n" + events_text()).find(words) != std::string::npos; }, 15s);
+  }
 
   std::unique_ptr<ChildProcess> op_;
   int starts_ = 0;

@@ -101,14 +101,7 @@ TEST_F(TaskTest, LauncherSuccessMeansTaskSuccessAndRunningWorkersAreCleanedUp) {
     auto left = pods();
     return left.size() == 1 && left[0]["metadata"]["name"] == "job-launcher";  // cleanPodPolicy Running
   }, 30s));
-  // Events follow the status writes that caused them: wait for them rather than read once.
-  std::set<std::string> reasons;
-  EXPECT_TRUE(eventually([&] {
-    reasons.clear();
-    for (const auto& e : admin->list(kube::resources::kEvents, ns).items) reasons.insert(e.value("reason", ""));
-    return reasons.count("Admitted") && reasons.count("Running") && reasons.count("Succeeded");
-  }, 15s));
-  for (const char* r : {"Admitted", "Running", "Succeeded"}) EXPECT_TRUE(reasons.count(r)) << r;
+  for (const char* r : {"Admitted", "Running", "Succeeded"}) EXPECT_TRUE(has_event("\n" + std::string(r) + ": ")) << r << "\n" << events_text();
 }
 
 // Deleting a namespace takes its tasks with it. The namespace controller deletes the pods first: the
