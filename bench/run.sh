@@ -10,6 +10,8 @@ pods=${BENCH_INFORMER_PODS:-10000}
 
 echo "bench: planner decision time, 1,000 nodes x 500 pending tasks"
 build/bin/bench_planner 1000 500 3 | tee "$results/planner.json"
+echo "bench: one plan while a burst of N tasks runs (bench/controlplane's cluster), N = 200 1000 2000 5000"
+for n in 200 1000 2000 5000; do build/bin/bench_planner running "$n" 3; done | tee "$results/planner_running.jsonl"
 echo "bench: watch stream decoding"
 build/bin/bench_watch_decode 50000 | tee "$results/watch_decode.json"
 echo "bench: informer cache memory with $pods pods on the local cluster"

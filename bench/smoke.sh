@@ -10,6 +10,9 @@ fail() { echo "bench-smoke: $*" >&2; exit 1; }
 
 echo "bench-smoke: planner, watch decoding, informer memory, task start-up"
 build/bin/bench_planner 50 20 1 > "$out/planner.json"
+build/bin/bench_planner running 20 1 > "$out/planner_running.json"
+python3 -c "import json, sys; r = json.load(open(sys.argv[1])); assert r['kept'] == r['tasks'] == 20, r" "$out/planner_running.json" ||
+  fail "a re-plan of 20 running tasks did not keep them all"
 build/bin/bench_watch_decode 1000 > "$out/watch_decode.json"
 build/bin/bench_informer_memory .valley/kubeconfig 50 > "$out/informer_memory.json"
 bench/task_startup.sh 2 > "$out/task_startup.json"

@@ -127,7 +127,10 @@ class Planner {
  public:
   Planner(std::vector<const Node*> nodes, const Returned& returned, std::vector<const Task*> tasks, SystemTime now, const Config& config)
       : tasks_(std::move(tasks)), now_(now), config_(config), nodes_(std::move(nodes)) {
-    std::sort(nodes_.begin(), nodes_.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
+    // The operator's snapshot hands them over in name order already: checking costs N compares,
+    // sorting again N log N.
+    auto by_name = [](const Node* a, const Node* b) { return a->name < b->name; };
+    if (!std::is_sorted(nodes_.begin(), nodes_.end(), by_name)) std::sort(nodes_.begin(), nodes_.end(), by_name);
     // Resources: the shapes' own (time-sliced replicas, MIG slices) first, then whatever nodes and
     // workers name (each vendor's whole GPU among them).
     time_sliced_ = intern(kTimeSliced);
@@ -145,14 +148,21 @@ class Planner {
       }
       for (const auto& [r, units] : n->capacity) intern(r);
     }
+    // Workers mostly name the same resource as the one before: a compare instead of a hash each.
+    const std::string* last_interned = nullptr;
     for (size_t i = 0; i < tasks_.size(); ++i)
-      for (const auto& w : tasks_[i].workers) intern(w.gpu_resource);
+      for (const auto& w : tasks_[i].workers)
+        if (!last_interned || w.gpu_resource != *last_interned) {
+          intern(w.gpu_resource);
+          last_interned = &w.gpu_resource;
+        }
     width_ = names_.size();
     // A GPU share by resource id, so that the hot loops compare no resource names: seven units'
     // share, from which any count's is exact (MIG slices are sevenths).
     for (const auto& name : names_) share7_.push_back(gpu::share_milli(name, 7));
     free_.assign(nodes_.size() * width_, 0);
     info_.resize(nodes_.size());
+    by_name_.reserve(nodes_.size());
     std::map<std::string, int64_t> capacity;  // pool -> thousandths of a GPU
     for (size_t k = 0; k < nodes_.size(); ++k) {
       const Node* n = nodes_[k];
@@ -188,7 +198,7 @@ class Planner {
     admit_waiting();
     grow();
     by_worker_index();
-    return decisions_;
+    return std::move(decisions_);
   }
 
  private:
@@ -210,7 +220,12 @@ class Planner {
     if (added) names_.push_back(name);
     return it->second;
   }
-  int resource_id(const std::string& name) const { return resource_ids_.at(name); }
+  // By name, asked once or more for every worker of every task; a gang's workers mostly name the
+  // node and resource the one before did, so the last answer is checked (a compare) before hashing.
+  int resource_id(const std::string& name) const {
+    if (last_resource_ >= 0 && names_[last_resource_] == name) return last_resource_;
+    return last_resource_ = resource_ids_.at(name);
+  }
   int vendor_id(const std::string& vendor) {
     auto it = std::find(vendors_.begin(), vendors_.end(), vendor);
     if (it != vendors_.end()) return static_cast<int>(it - vendors_.begin());
@@ -223,8 +238,10 @@ class Planner {
   int64_t* row(size_t k) { return &free_[k * width_]; }
   const int64_t* row(size_t k) const { return &free_[k * width_]; }
   size_t node_at(const std::string& name) const {
+    if (last_node_ != kNoNode && nodes_[last_node_]->name == name) return last_node_;
     auto it = by_name_.find(name);
-    return it == by_name_.end() ? kNoNode : it->second;
+    if (it == by_name_.end()) return kNoNode;
+    return last_node_ = it->second;
   }
 
   // One worker of `gpu_milli` on node k, whose free units are `units` (a row of the table).
@@ -253,7 +270,9 @@ class Planner {
       const Task& t = tasks_[i];
       Decision& d = decisions_[i];
       bool lost = false;
+      d.placement.reserve(t.workers.size());
       std::vector<size_t> kept;  // the worker indexes kept, in order
+      kept.reserve(t.workers.size());
       for (size_t x = 0; x < t.workers.size(); ++x) {
         const auto& w = t.workers[x];
         const size_t k = node_at(w.node);
@@ -986,12 +1005,25 @@ class Planner {
     }
     std::vector<int> priority(tasks_.size());
     for (size_t i : idx) priority[i] = effective_priority(tasks_[i], now_, config_);
-    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-      const Task &x = tasks_[a], &y = tasks_[b];
-      return std::tie(priority[b], x.created, x.key) < std::tie(priority[a], y.created, y.key);
-    });
+    const std::vector<size_t>& age = age_rank();
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return std::tie(priority[b], age[a]) < std::tie(priority[a], age[b]); });
     idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
     return idx;
+  }
+
+  // Each task's place by age, then key (the order among equal priorities): sorted once a plan,
+  // so the orderings by priority compare integers, not keys.
+  const std::vector<size_t>& age_rank() const {
+    if (age_rank_.size() != tasks_.size()) {
+      std::vector<size_t> by_age(tasks_.size());
+      for (size_t i = 0; i < by_age.size(); ++i) by_age[i] = i;
+      std::sort(by_age.begin(), by_age.end(), [&](size_t a, size_t b) {
+        return std::tie(tasks_[a].created, tasks_[a].key) < std::tie(tasks_[b].created, tasks_[b].key);
+      });
+      age_rank_.resize(by_age.size());
+      for (size_t r = 0; r < by_age.size(); ++r) age_rank_[by_age[r]] = r;
+    }
+    return age_rank_;
   }
 
   TaskRefs tasks_;
@@ -1000,6 +1032,8 @@ class Planner {
   std::vector<const Node*> nodes_;                    // by name
   std::vector<NodeInfo> info_;                        // by node index
   std::unordered_map<std::string, size_t> by_name_;   // node name -> index
+  mutable size_t last_node_ = kNoNode;                // node_at's last answer
+  mutable int last_resource_ = -1;                    // resource_id's last answer
   std::vector<std::string> names_;                    // resource id -> name
   std::vector<int64_t> share7_;                       // resource id -> thousandths of a GPU in 7 units
   std::vector<std::string> vendors_;                  // the nodes' vendors (NodeInfo::vendor)
@@ -1018,6 +1052,7 @@ class Planner {
   std::map<size_t, std::vector<size_t>> kept_index_;  // tasks that lost workers: the indexes of those kept
   bool spot_only_ = false;
   std::vector<size_t> waiting_;
+  mutable std::vector<size_t> age_rank_;  // age_rank()
 };
 
 }  // namespace

@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -210,7 +211,7 @@ std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Tas
 
 // GPUs a node's `free` does not count that the plan may use anyway: what the current workers of the
 // tasks being planned hold (the plan places those workers itself). Node name -> resource -> units.
-using Returned = std::map<std::string, std::map<std::string, int64_t>>;
+using Returned = std::unordered_map<std::string, std::map<std::string, int64_t>>;
 
 // The same over nodes shared with others (the operator's planning snapshot): each node's free GPUs
 // are its `free` plus what `returned` gives back on it. Node names unique.

@@ -294,15 +294,26 @@ planner::Returned returned_by_planned(const planner::SnapshotView& view,
                                       const std::function<const std::string*(const std::string&)>& epoch_of,
                                       const std::function<bool(const std::string&)>& node_known) {
   planner::Returned returned;
+  returned.reserve(view.workers.size());
+  // A gang's workers mostly share nodes with the worker before: asked of the node once for them.
+  const std::string* last_node = nullptr;
+  std::map<std::string, int64_t>* last_given = nullptr;  // null: the last node is not known
   for (const auto& [task_key, workers] : view.workers) {
     const std::string* epoch = epoch_of(task_key);
     if (!epoch) continue;
     for (const auto& w : *workers) {
-      if (w.epoch != *epoch || !node_known(w.node)) continue;
+      if (w.epoch != *epoch) continue;
+      if (!last_node || w.node != *last_node) {
+        last_node = &w.node;
+        last_given = node_known(w.node) ? &returned[w.node] : nullptr;
+      }
+      if (!last_given) continue;
       for (const auto& [resource, units] : w.usage)
-        if (units != 0) returned[w.node][resource] += units;
+        if (units != 0) (*last_given)[resource] += units;
     }
   }
+  // A node known whose workers gave back nothing (all usage zero) is left out, as before.
+  std::erase_if(returned, [](const auto& entry) { return entry.second.empty(); });
   return returned;
 }
 }  // namespace
@@ -443,9 +454,15 @@ void TaskController::plan_once() {
   bool rates_changed = false;
   std::vector<const planner::Node*> nodes;
   nodes.reserve(view.nodes.size());
+  // The view's nodes come by name, as plan_nodes_ keeps them: walked side by side (a compare a
+  // node rather than a search).
+  auto next = plan_nodes_.begin();
   for (const auto& source : view.nodes) {
     const std::string fault = gpu_fault_of(*source);
-    auto [it, added] = plan_nodes_.try_emplace(source->name);
+    while (next != plan_nodes_.end() && next->first < source->name) ++next;
+    const bool added = next == plan_nodes_.end() || next->first != source->name;
+    if (added) next = plan_nodes_.emplace_hint(next, source->name, PlanNode{});
+    auto it = next++;
     PlanNode& pn = it->second;
     if (added || pn.source != source || pn.pricing != pricing || pn.fault != fault) {
       pn.source = source;

@@ -71,7 +71,9 @@ class BadInputsTest : public TaskTest {
     }
     return out;
   }
-  static bool has_event(const std::vector<std::pair<std::string, std::string>>& events, const std::string& reason, const std::string& text) {
+  // Whether one of `events` has `reason` and a note containing `text` (the fixture's has_event waits
+  // on the namespace's Events instead).
+  static bool names_event(const std::vector<std::pair<std::string, std::string>>& events, const std::string& reason, const std::string& text) {
     return std::any_of(events.begin(), events.end(),
                        [&](const auto& e) { return e.first == reason && e.second.find(text) != std::string::npos; });
   }
@@ -91,7 +93,7 @@ class BadInputsTest : public TaskTest {
     if (c.expect.rfind("event=", 0) == 0) {
       auto events = events_about("TrainingTask", name, ns);
       seen += "; events:\n" + describe(events);
-      return has_event(events, c.expect.substr(6), c.message);
+      return names_event(events, c.expect.substr(6), c.message);
     }
     seen = "unknown expectation " + c.expect;
     return false;
@@ -274,7 +276,7 @@ TEST_F(BadInputsTest, EveryCaseHasItsOutcomeAndNothingElseSuffers) {
       std::vector<std::pair<std::string, std::string>> events;
       EXPECT_TRUE(eventually([&] {
         events = events_about("PricingPolicy", ns, "default");
-        return has_event(events, c.expect.substr(6), c.message);
+        return names_event(events, c.expect.substr(6), c.message);
       }, 20s)) << "policies/" << c.file << " (" << c.description << "): expected " << c.expect << " with \"" << c.message
                << "\", events:\n" << describe(events);
     }
