@@ -1,5 +1,8 @@
 #include "controllers/planner/cluster_snapshot.h"
 
+#include <algorithm>
+#include <unordered_map>
+
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
 
@@ -169,6 +172,47 @@ SnapshotView ClusterSnapshot::view() {
     v.workers.emplace_hint(v.workers.end(), task, w.view);
   }
   return v;
+}
+
+Returned returned_by_planned(const SnapshotView& view, const std::function<std::optional<PlannedTask>(const std::string&)>& planned_of,
+                             const std::function<bool(const std::string&)>& node_known) {
+  Returned returned;
+  returned.reserve(view.workers.size());
+  // What the plan's input has the task take, by node and resource, less what was given back so far.
+  struct Room {
+    const std::string* node;
+    const std::string* resource;
+    int64_t units;
+  };
+  std::vector<Room> room;
+  std::unordered_map<std::string, bool> known;  // node_known, asked once a node
+  for (const auto& [task_key, workers] : view.workers) {
+    const auto planned = planned_of(task_key);
+    if (!planned) continue;
+    room.clear();
+    for (const auto& w : *planned->workers) {
+      auto same = std::find_if(room.begin(), room.end(), [&](const Room& x) { return *x.node == w.node && *x.resource == w.gpu_resource; });
+      if (same == room.end())
+        room.push_back({&w.node, &w.gpu_resource, w.count});
+      else
+        same->units += w.count;
+    }
+    for (const auto& w : *workers) {
+      if (w.epoch != *planned->epoch) continue;
+      auto [k, added] = known.try_emplace(w.node, false);
+      if (added) k->second = node_known(w.node);
+      if (!k->second) continue;
+      for (const auto& [resource, units] : w.usage) {
+        if (units == 0) continue;
+        auto r = std::find_if(room.begin(), room.end(), [&](const Room& x) { return *x.node == w.node && *x.resource == resource; });
+        if (r == room.end() || r->units <= 0) continue;
+        const int64_t given = std::min(units, r->units);
+        r->units -= given;
+        returned[w.node][resource] += given;
+      }
+    }
+  }
+  return returned;
 }
 
 SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodPtr>& pods, const std::vector<ObjectPtr>& tasks,

@@ -12,6 +12,7 @@
 // Not thread-safe: the caller serializes updates and views.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -113,6 +114,22 @@ class ClusterSnapshot {
   std::map<std::string, TaskEntry> tasks_;                             // by namespace/name
   std::map<std::string, std::string> task_by_uid_;                     // UID -> task key
 };
+
+// A task the plan is given: its current epoch and its workers as the plan's input has them (its
+// live ones, or where its published admission put them; planned_workers).
+struct PlannedTask {
+  const std::string* epoch;
+  const std::vector<Task::Worker>* workers;
+};
+
+// What the current-epoch workers of the planned tasks hold, by node: given back to the plan, which
+// places those workers itself (a node's free units in the view count every pod there). A task's
+// live workers give back no more on a node than its plan input takes there: a worker the plan
+// moved before its pod was bound still holds its old node until the pod is deleted (kube-scheduler
+// may bind it there meanwhile), and a worker beyond a lowered size holds its node until it goes.
+// planned_of: nullopt for a task not planned; node_known: whether the plan has the node.
+Returned returned_by_planned(const SnapshotView& view, const std::function<std::optional<PlannedTask>(const std::string&)>& planned_of,
+                             const std::function<bool(const std::string&)>& node_known);
 
 // The view, computed from scratch from the objects (what ClusterSnapshot must always equal).
 SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodPtr>& pods, const std::vector<ObjectPtr>& tasks,

@@ -286,37 +286,6 @@ void TaskController::planner_inputs(planner::Task& t, const api::TaskSpec& spec,
                                              t.max_workers, prior);
 }
 
-namespace {
-// What the current workers of the planned tasks hold, by node: returned to the plan, which places
-// them itself. A worker counts when its task is planned (epoch_of gives the task's current epoch)
-// and its pod is of that epoch, on a node the plan knows.
-planner::Returned returned_by_planned(const planner::SnapshotView& view,
-                                      const std::function<const std::string*(const std::string&)>& epoch_of,
-                                      const std::function<bool(const std::string&)>& node_known) {
-  planner::Returned returned;
-  returned.reserve(view.workers.size());
-  // A gang's workers mostly share nodes with the worker before: asked of the node once for them.
-  const std::string* last_node = nullptr;
-  std::map<std::string, int64_t>* last_given = nullptr;  // null: the last node is not known
-  for (const auto& [task_key, workers] : view.workers) {
-    const std::string* epoch = epoch_of(task_key);
-    if (!epoch) continue;
-    for (const auto& w : *workers) {
-      if (w.epoch != *epoch) continue;
-      if (!last_node || w.node != *last_node) {
-        last_node = &w.node;
-        last_given = node_known(w.node) ? &returned[w.node] : nullptr;
-      }
-      if (!last_given) continue;
-      for (const auto& [resource, units] : w.usage)
-        if (units != 0) (*last_given)[resource] += units;
-    }
-  }
-  // A node known whose workers gave back nothing (all usage zero) is left out, as before.
-  std::erase_if(returned, [](const auto& entry) { return entry.second.empty(); });
-  return returned;
-}
-}  // namespace
 
 void TaskController::mark_dirty() {
   {
@@ -393,7 +362,7 @@ void TaskController::verify_plan_inputs(const std::vector<PlanTask*>& planned, c
   std::vector<PlanTask> scratch(planned.size());
   std::vector<const planner::Task*> tasks;
   size_t differ = 0;
-  std::map<std::string, const std::string*> epoch_of;
+  std::map<std::string, std::pair<const std::string*, const std::vector<planner::Task::Worker>*>> planned_by_key;
   for (size_t i = 0; i < planned.size(); ++i) {
     const PlanTask& pt = *planned[i];
     PlanTask& s = scratch[i];
@@ -403,7 +372,7 @@ void TaskController::verify_plan_inputs(const std::vector<PlanTask*>& planned, c
     s.task.avoid_nodes = pt.task.avoid_nodes;
     lay_published(s.task, *pt.entry->task, published);
     tasks.push_back(&s.task);
-    epoch_of[s.task.key] = &s.epoch;
+    planned_by_key[s.task.key] = {&s.epoch, &s.task.workers};
     if (!s.holds) {
       ++differ;
       spdlog::error("plan inputs differ from a rebuild: {} holds capacity only in the kept input", s.task.key);
@@ -411,11 +380,12 @@ void TaskController::verify_plan_inputs(const std::vector<PlanTask*>& planned, c
   }
   std::set<std::string> node_names;
   for (const planner::Node* n : nodes) node_names.insert(n->name);
-  const planner::Returned returned = returned_by_planned(
+  const planner::Returned returned = planner::returned_by_planned(
       view,
-      [&](const std::string& key) -> const std::string* {
-        auto e = epoch_of.find(key);
-        return e == epoch_of.end() ? nullptr : e->second;
+      [&](const std::string& key) -> std::optional<planner::PlannedTask> {
+        auto e = planned_by_key.find(key);
+        if (e == planned_by_key.end()) return std::nullopt;
+        return planner::PlannedTask{e->second.first, e->second.second};
       },
       [&](const std::string& node) { return node_names.count(node) > 0; });
   const auto rebuilt = planner::plan(nodes, returned, tasks, now, config);
@@ -555,11 +525,12 @@ void TaskController::plan_once() {
   }
   std::erase_if(plan_tasks_, [round](const auto& kv) { return kv.second.seen != round; });
   // The current workers of the tasks planned here hold nothing for the plan: it places them itself.
-  const planner::Returned returned = returned_by_planned(
+  const planner::Returned returned = planner::returned_by_planned(
       view,
-      [&](const std::string& key) -> const std::string* {
+      [&](const std::string& key) -> std::optional<planner::PlannedTask> {
         auto pt = plan_tasks_.find(key);
-        return pt == plan_tasks_.end() || pt->second.planned != round ? nullptr : &pt->second.epoch;
+        if (pt == plan_tasks_.end() || pt->second.planned != round) return std::nullopt;
+        return planner::PlannedTask{&pt->second.epoch, &pt->second.task.workers};
       },
       [&](const std::string& node) { return plan_nodes_.count(node) > 0; });
   planner::Config config = options_.planner;

@@ -222,5 +222,93 @@ TEST(ClusterSnapshot, FreeGpusAreAllocatableLessWhatPodsHoldOnlyWhileTheyRun) {
   EXPECT_EQ(s.view().nodes.at(0)->free.at("nvidia.com/gpu"), 8);
 }
 
+
+// A task's live workers as the view has them: n of `gpus` each on `node`, in epoch "1".
+std::shared_ptr<const std::vector<SnapshotView::Worker>> live_workers(const std::string& node, int n, int64_t gpus = 1) {
+  return std::make_shared<const std::vector<SnapshotView::Worker>>(
+      std::vector<SnapshotView::Worker>(static_cast<size_t>(n), SnapshotView::Worker{node, {{"nvidia.com/gpu", gpus}}, "1"}));
+}
+std::vector<Task::Worker> planned_on(const std::string& node, int n) {
+  return std::vector<Task::Worker>(static_cast<size_t>(n), Task::Worker{node, "nvidia.com/gpu", 1});
+}
+
+TEST(ReturnedByPlanned, GivesBackWhatThePlanInputTakesAgainAndNoMore) {
+  SnapshotView view;
+  view.workers["ns/same"] = live_workers("n1", 8);    // where its plan input has them
+  view.workers["ns/moved"] = live_workers("n2", 8);   // pinned to n2, not bound; the plan moved them to n3
+  view.workers["ns/shrunk"] = live_workers("n4", 4);  // four pods left, its plan input keeps two
+  view.workers["ns/waiting"] = live_workers("n5", 2); // not planned
+  view.workers["ns/gone"] = live_workers("n9", 2);    // on a node the plan does not have
+  const std::string epoch = "1";
+  std::map<std::string, std::vector<Task::Worker>> input = {{"ns/same", planned_on("n1", 8)}, {"ns/moved", planned_on("n3", 8)},
+                                                            {"ns/shrunk", planned_on("n4", 2)}, {"ns/gone", planned_on("n9", 2)}};
+  const Returned returned = returned_by_planned(
+      view,
+      [&](const std::string& key) -> std::optional<PlannedTask> {
+        auto it = input.find(key);
+        if (it == input.end()) return std::nullopt;
+        return PlannedTask{&epoch, &it->second};
+      },
+      [](const std::string& node) { return node != "n9"; });
+  EXPECT_EQ(returned.at("n1").at("nvidia.com/gpu"), 8);
+  EXPECT_EQ(returned.count("n2"), 0u);  // its pods hold n2 until they are deleted: kube-scheduler may bind them there
+  EXPECT_EQ(returned.count("n3"), 0u);  // nothing of it is there yet
+  EXPECT_EQ(returned.at("n4").at("nvidia.com/gpu"), 2);
+  EXPECT_EQ(returned.count("n5"), 0u);
+  EXPECT_EQ(returned.count("n9"), 0u);
+  EXPECT_EQ(returned.size(), 2u);
+
+  // Another epoch's pods are not the task's current workers: they give nothing back.
+  const std::string next = "2";
+  const Returned later = returned_by_planned(
+      view, [&](const std::string&) -> std::optional<PlannedTask> { return PlannedTask{&next, &input["ns/same"]}; },
+      [](const std::string&) { return true; });
+  EXPECT_TRUE(later.empty());
+}
+
+// The N=5,000 run of 2026-11-26: a gang whose pods were pinned to a node, not bound yet, was moved
+// by the plan (its node NotReady past the grace); until the reconciler deleted those pods, their
+// node was given back to the plan as free, another task was placed there, and kube-scheduler then
+// bound the first gang's pods there and refused the second's (Insufficient nvidia.com/gpu).
+TEST(ReturnedByPlanned, AGangMovedBeforeItWasBoundStillHoldsItsOldNode) {
+  Node n1, n2;
+  n1.name = "n1";
+  n2.name = "n2";
+  for (Node* n : {&n1, &n2}) {
+    n->vendor = "nvidia";
+    n->capacity = {{"nvidia.com/gpu", 8}};
+  }
+  n1.free = {{"nvidia.com/gpu", 0}};  // the moved gang's eight pods, pinned there, count in the view
+  n2.free = {{"nvidia.com/gpu", 8}};
+  const auto now = SystemTime(std::chrono::seconds(1795316645));
+  Task moved, waiting;
+  moved.key = "ns/moved";
+  moved.min_workers = moved.max_workers = 8;
+  moved.gpu_milli = 1000;
+  moved.admitted = true;
+  moved.created = now - std::chrono::minutes(30);
+  moved.workers = planned_on("n2", 8);  // its published admission: placement on n2
+  waiting.key = "ns/waiting";
+  waiting.min_workers = waiting.max_workers = 8;
+  waiting.gpu_milli = 1000;
+  waiting.created = now - std::chrono::minutes(1);
+  SnapshotView view;
+  view.workers["ns/moved"] = live_workers("n1", 8);
+  const std::string epoch = "1";
+  const Returned returned = returned_by_planned(
+      view,
+      [&](const std::string& key) -> std::optional<PlannedTask> {
+        if (key != moved.key) return std::nullopt;
+        return PlannedTask{&epoch, &moved.workers};
+      },
+      [](const std::string&) { return true; });
+  const auto decisions = plan(std::vector<const Node*>{&n1, &n2}, returned, std::vector<Task>{moved, waiting}, now);
+  ASSERT_EQ(decisions.size(), 2u);
+  EXPECT_EQ(decisions[0].workers, 8);
+  for (const auto& w : decisions[0].placement) EXPECT_EQ(w.node, "n2");
+  EXPECT_EQ(decisions[1].workers, 0) << "placed on GPUs the moved gang's pods still hold: " << decisions[1].reason;
+  EXPECT_EQ(decisions[1].action, Action::Wait);
+}
+
 }  // namespace
 }  // namespace valley::planner
