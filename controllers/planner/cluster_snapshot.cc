@@ -202,7 +202,9 @@ Returned returned_by_planned(const SnapshotView& view, const std::function<std::
       auto [k, added] = known.try_emplace(w.node, false);
       if (added) k->second = node_known(w.node);
       if (!k->second) continue;
-      for (const auto& [resource, units] : w.usage) {
+      for (const auto& used : w.usage) {  // (not a structured binding: clang's lambdas cannot capture one)
+        const std::string& resource = used.first;
+        const int64_t units = used.second;
         if (units == 0) continue;
         auto r = std::find_if(room.begin(), room.end(), [&](const Room& x) { return *x.node == w.node && *x.resource == resource; });
         if (r == room.end() || r->units <= 0) continue;
