@@ -1,7 +1,6 @@
 #include "controllers/planner/cluster_snapshot.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
@@ -185,7 +184,9 @@ Returned returned_by_planned(const SnapshotView& view, const std::function<std::
     int64_t units;
   };
   std::vector<Room> room;
-  std::unordered_map<std::string, bool> known;  // node_known, asked once a node
+  // A gang's workers mostly share the node of the worker before: node_known asked once for them.
+  const std::string* last_node = nullptr;
+  bool last_known = false;
   for (const auto& [task_key, workers] : view.workers) {
     const auto planned = planned_of(task_key);
     if (!planned) continue;
@@ -199,9 +200,11 @@ Returned returned_by_planned(const SnapshotView& view, const std::function<std::
     }
     for (const auto& w : *workers) {
       if (w.epoch != *planned->epoch) continue;
-      auto [k, added] = known.try_emplace(w.node, false);
-      if (added) k->second = node_known(w.node);
-      if (!k->second) continue;
+      if (!last_node || w.node != *last_node) {
+        last_node = &w.node;
+        last_known = node_known(w.node);
+      }
+      if (!last_known) continue;
       for (const auto& used : w.usage) {  // (not a structured binding: clang's lambdas cannot capture one)
         const std::string& resource = used.first;
         const int64_t units = used.second;

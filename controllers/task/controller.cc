@@ -362,7 +362,7 @@ void TaskController::verify_plan_inputs(const std::vector<PlanTask*>& planned, c
   std::vector<PlanTask> scratch(planned.size());
   std::vector<const planner::Task*> tasks;
   size_t differ = 0;
-  std::map<std::string, std::pair<const std::string*, const std::vector<planner::Task::Worker>*>> planned_by_key;
+  std::map<std::string, planner::PlannedTask> planned_by_key;
   for (size_t i = 0; i < planned.size(); ++i) {
     const PlanTask& pt = *planned[i];
     PlanTask& s = scratch[i];
@@ -372,7 +372,7 @@ void TaskController::verify_plan_inputs(const std::vector<PlanTask*>& planned, c
     s.task.avoid_nodes = pt.task.avoid_nodes;
     lay_published(s.task, *pt.entry->task, published);
     tasks.push_back(&s.task);
-    planned_by_key[s.task.key] = {&s.epoch, &s.task.workers};
+    planned_by_key[s.task.key] = planner::PlannedTask{&s.epoch, &s.task.workers};
     if (!s.holds) {
       ++differ;
       spdlog::error("plan inputs differ from a rebuild: {} holds capacity only in the kept input", s.task.key);
@@ -384,8 +384,7 @@ void TaskController::verify_plan_inputs(const std::vector<PlanTask*>& planned, c
       view,
       [&](const std::string& key) -> std::optional<planner::PlannedTask> {
         auto e = planned_by_key.find(key);
-        if (e == planned_by_key.end()) return std::nullopt;
-        return planner::PlannedTask{e->second.first, e->second.second};
+        return e == planned_by_key.end() ? std::nullopt : std::optional(e->second);
       },
       [&](const std::string& node) { return node_names.count(node) > 0; });
   const auto rebuilt = planner::plan(nodes, returned, tasks, now, config);
