@@ -171,7 +171,7 @@ args_of() {
         --authorization-kubeconfig="$PKI/scheduler.kubeconfig" \
         --bind-address=127.0.0.1 --secure-port=$SCHEDULER_PORT \
         --leader-elect=false --kube-api-qps=200 --kube-api-burst=400 --v=1 ;;
-    kwok) echo --kubeconfig="$PKI/kwok.kubeconfig" --config="$here/kwok-stages.yaml" ;;
+    kwok) echo --kubeconfig="$PKI/kwok.kubeconfig" --config="$here/kwok-stages.yaml" ${VALLEY_KWOK_ARGS:-} ;;
     *) node_args_of "$1" ;;
   esac
 }
