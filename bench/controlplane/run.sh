@@ -17,7 +17,7 @@
 #                                         BENCH_CP_SYSTEMS, BENCH_CP_OUT (bench/results/controlplane),
 #                                         BENCH_CP_TIMEOUT (600 s a run), BENCH_CP_VALLEY_ARGS (more
 #                                         valley-operator flags, e.g. "--workers=8"; recorded in the row),
-#                                         BENCH_CP_NODE_GRACE (10m: the node controller's grace; see below),
+#                                         BENCH_CP_NODE_GRACE (the node controller's grace: 10m, a minute per 100 nodes above 1,000; see below),
 #                                         BENCH_CP_VALLEY_BIN (build/bin/valley-operator; e.g. a build
 #                                         with frame pointers to profile under perf)
 # Writes OUT/controlplane.json and OUT/controlplane.md. Figures are printed, never asserted.
@@ -214,8 +214,13 @@ trap on_interrupt INT TERM
 # On two busy cores kwok renews a thousand node leases late; the node controller then calls nodes
 # Unknown and marks their pods not Ready, again and again, and the run measures kwok's lag rather
 # than the systems (BENCHMARKS.md 1b, 2026-11-25). The bench's controller-manager waits
-# BENCH_CP_NODE_GRACE before it calls a node lost; the usual one comes back at the end.
-node_grace=${BENCH_CP_NODE_GRACE:-10m}
+# BENCH_CP_NODE_GRACE before it calls a node lost; the usual one comes back at the end. By default
+# a minute per 100 nodes of the largest size, at least 10: at 5,001 nodes renewals came over ten
+# minutes late even with the longer lease below (2026-11-27 00:21, 185 nodes Unknown 10 minutes
+# into the run), and lost nodes restart tasks, which measures kwok, not the control plane.
+max_nodes=0
+for n in $sizes; do m=$(( (n * workers + 7) / 8 + 1 )); [ "$m" -gt "$max_nodes" ] && max_nodes=$m; done
+node_grace=${BENCH_CP_NODE_GRACE:-$(( max_nodes / 100 > 10 ? max_nodes / 100 : 10 ))m}
 VALLEY_KCM_ARGS="--node-monitor-grace-period=$node_grace" tests/cluster/cluster.sh restart controller-manager >/dev/null
 # kwok renews every node's lease each quarter of its duration, four renewals in flight. With the
 # usual 40 s lease a 5,001-node cluster asks 500 renewals a second, which two busy cores do not
