@@ -13,6 +13,8 @@
 # State lives in $VALLEY_HOME (default: <repo>/.valley): bin/ (links into the build cache), pki/,
 # kubeconfig (admin), etcd/, logs/, run/. The API server listens on 127.0.0.1 only, with TLS, client
 # certificates, service-account tokens and RBAC authorization.
+# VALLEY_KCM_ARGS and VALLEY_KWOK_ARGS add flags to kube-controller-manager and kwok when they start
+# (bench/controlplane sets the node controller's grace and kwok's node lease for large clusters).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
