@@ -218,8 +218,9 @@ trap on_interrupt INT TERM
 # a minute per 100 nodes of the largest size, at least 10: at 5,001 nodes renewals came over ten
 # minutes late even with the longer lease below (2026-11-27 00:21, 185 nodes Unknown 10 minutes
 # into the run), and lost nodes restart tasks, which measures kwok, not the control plane.
+nodes_for() { echo $(( ($1 * workers + 7) / 8 + 1 )); }  # tasks -> kwok nodes of 8 GPUs (one spare)
 max_nodes=0
-for n in $sizes; do m=$(( (n * workers + 7) / 8 + 1 )); [ "$m" -gt "$max_nodes" ] && max_nodes=$m; done
+for n in $sizes; do m=$(nodes_for "$n"); [ "$m" -gt "$max_nodes" ] && max_nodes=$m; done
 node_grace=${BENCH_CP_NODE_GRACE:-$(( max_nodes / 100 > 10 ? max_nodes / 100 : 10 ))m}
 VALLEY_KCM_ARGS="--node-monitor-grace-period=$node_grace" tests/cluster/cluster.sh restart controller-manager >/dev/null
 # kwok renews every node's lease each quarter of its duration, four renewals in flight. With the
@@ -227,19 +228,20 @@ VALLEY_KCM_ARGS="--node-monitor-grace-period=$node_grace" tests/cluster/cluster.
 # serve: at N=5,000 (2026-11-26) nodes went unrenewed for over ten minutes, were called lost and
 # their tasks restarted. The bench keeps renewals near the 100 a second a 1,000-node cluster asks:
 # lease max(40 s, nodes/25 s), 200 s at N=5,000, under the node controller's grace above. Sizes up
-# to N=1,000 keep the usual 40 s lease, so their figures compare with earlier runs.
-kwok_lease=""
+# to N=1,000 (1,001 nodes) keep the usual 40 s lease, so their figures compare with earlier runs.
+usual_lease=40  # tests/cluster/kwok-stages.yaml's nodeLeaseDurationSeconds
+kwok_lease=$usual_lease
 kwok_lease_for() { # nodes -> lease seconds
-  local s=$(( ($1 + 24) / 25 )); [ "$s" -lt 40 ] && s=40; echo "$s"
+  local s=$(( $1 / 25 )); [ "$s" -lt $usual_lease ] && s=$usual_lease; echo "$s"
 }
 restore_cluster() {
   tests/cluster/cluster.sh restart controller-manager >/dev/null 2>&1 || true
-  [ -z "$kwok_lease" ] || [ "$kwok_lease" = 40 ] || tests/cluster/cluster.sh restart kwok >/dev/null 2>&1 || true
+  [ "$kwok_lease" = $usual_lease ] || tests/cluster/cluster.sh restart kwok >/dev/null 2>&1 || true
 }
 trap restore_cluster EXIT  # also when a step fails (set -e)
 
 for n in $sizes; do
-  nodes=$(( (n * workers + 7) / 8 + 1 ))
+  nodes=$(nodes_for "$n")
   profile="$scratch/nodes-$n.yaml"
   cat > "$profile" <<EOF
 pools:
@@ -251,7 +253,7 @@ pools:
   capacity: {cpu: "96", memory: 1152Gi, ephemeral-storage: 8Ti, pods: "110", nvidia.com/gpu: "8"}
 EOF
   lease=$(kwok_lease_for "$nodes")
-  if [ "$lease" != "${kwok_lease:-40}" ]; then
+  if [ "$lease" != "$kwok_lease" ]; then
     VALLEY_KWOK_ARGS="--node-lease-duration-seconds=$lease" tests/cluster/cluster.sh restart kwok >/dev/null
   fi
   kwok_lease=$lease
