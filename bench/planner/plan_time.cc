@@ -5,7 +5,7 @@
 //   bench_planner running N [repeats=5]: the cluster of bench/controlplane once all is admitted: N
 //   nodes of 8 GPUs and N tasks of 8 one-GPU workers, each task on a node of its own, re-planned
 //   (what every plan of the operator costs while a burst of N tasks runs; its growth with N): the
-//   GPUs the live workers give back (returned_by_planned, returned_ms), then the plan (plan_ms).
+//   GPUs the live workers give back (held_by_planned, returned_ms), then the plan (plan_ms).
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -30,7 +30,7 @@ int running(int n, int repeats) {
     node.vendor = "nvidia";
     node.capacity_class = "on-demand";
     node.capacity = {{"nvidia.com/gpu", 8}};
-    node.free = {{"nvidia.com/gpu", 0}};  // its task's workers hold all 8 (given back: returned_by_planned)
+    node.free = {{"nvidia.com/gpu", 0}};  // its task's workers hold all 8 (given back: held_by_planned)
     nodes.push_back(node);
     Task t;
     t.key = "cp/t" + std::to_string(i);
@@ -57,7 +57,7 @@ int running(int n, int repeats) {
   size_t kept = 0;
   for (int r = 0; r < repeats; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    const Returned returned = returned_by_planned(
+    const HeldByPlanned returned = held_by_planned(
         view, [&](const std::string& key) { return std::optional(PlannedTask{&epoch, &by_key.at(key)->workers}); },
         [&](const std::string& node) { return node_names.count(node) > 0; });
     auto t1 = std::chrono::steady_clock::now();

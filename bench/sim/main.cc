@@ -135,64 +135,204 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
   return j;
 }
 
+using Options = std::map<std::string, std::string>;
+
+// --name value pairs over the defaults; --no-bound sets "no-bound".
+Options parse_args(int argc, char** argv) {
+  std::map<std::string, std::string> opt = {{"policy", "naive,backfill,valley-v1,valley"}, {"profile-drop", ""},
+                                            {"duration-error", "50"}, {"label", ""}, {"out", "bench/out/sim"}, {"scratch", "bench/out/sim-lp"},
+                                            {"solver", "glpsol"},  {"slot-seconds", "3600"},
+                                            {"from-hour", "0"},    {"to-hour", "1000000"},
+                                            {"max-jobs", "0"},     {"tenancy", "none"},
+                                            {"load", "0"},         {"usage-half-life-hours", "168"}};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--no-bound") {
+      opt["no-bound"] = "1";
+      continue;
+    }
+    if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw InputError("usage: see the comment at the top of bench/sim/main.cc; bad argument " + a);
+    opt[a.substr(2)] = argv[++i];
+  }
+  for (const char* required : {"trace", "cluster", "pricing", "workload", "profiles"})
+    if (!opt.count(required)) throw InputError(std::string("--") + required + " is required");
+  return opt;
+}
+
+// The trace slice, cluster, workload, pricing and profiles the options name; *kept: the share of
+// jobs a --load sample kept.
+Inputs read_inputs(Options& opt, double* kept_share) {
+  Inputs in;
+  auto hours = [&](const std::string& k) { return static_cast<int64_t>(std::stod(opt[k]) * 3600); };
+  const std::string trace = kube::read_file(opt["trace"], "trace");
+  in.cluster = parse_cluster(kube::read_file(opt["cluster"], "cluster spec"), opt.count("spot") ? kube::read_file(opt["spot"], "spot model") : "");
+  double& kept = *kept_share;
+  kept = 1;
+  if (is_philly(trace)) {
+    auto all = parse_philly(trace);
+    in.jobs = slice_jobs(all, hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
+    auto entitled = gpu_hours_by_tenant(all);
+    for (const auto& j : in.jobs) in.tenant_weights[j.tenant] = entitled[j.tenant];
+  } else {
+    in.jobs = parse_trace(trace, hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
+  }
+  if (opt["to-hour"] != "1000000") in.window_seconds = hours("to-hour") - hours("from-hour");
+  if (double load = std::stod(opt["load"]); load > 0) {
+    int gpus = 0;
+    for (const auto& p : in.cluster.pools) gpus += p.nodes * p.gpus_per_node;
+    in.jobs = sample_to_load(in.jobs, in.window_seconds > 0 ? in.window_seconds : (in.jobs.empty() ? 0 : in.jobs.back().submit + 1), gpus, load, &kept);
+    std::map<std::string, double> present;  // tenants left in the sample
+    for (const auto& j : in.jobs) present[j.tenant] = in.tenant_weights[j.tenant];
+    if (!in.tenant_weights.empty()) in.tenant_weights = present;
+  }
+  in.usage_half_life = std::chrono::seconds(static_cast<int64_t>(std::stod(opt["usage-half-life-hours"]) * 3600));
+  in.workload = parse_workload(kube::read_file(opt["workload"], "workload"));
+  in.pricing = read_policy(opt["pricing"]);
+  std::set<int> drop;
+  for (const auto& n : split_list(opt["profile-drop"])) drop.insert(std::stoi(n));
+  for (const auto& app : in.workload.apps)
+    in.speedups.emplace(app, Speedup::from_placements(kube::read_file(opt["profiles"] + "/" + app + "/placements.csv", "speedup profile"), drop));
+  in.duration_error_percent = std::stoi(opt["duration-error"]);
+  return in;
+}
+
+struct Bounds {
+  std::optional<Bound> over_valley, over_all;  // over Valley's makespan; over the latest finish of any policy
+  std::string error;
+  int64_t horizon = 0, valley_makespan = 0, slot = 0;
+};
+
+Bounds solve_bounds(const Inputs& in, const std::vector<Result>& results, Options& opt) {
+  // Two bounds: over Valley's own makespan (what Valley's cost is judged against: the same time to
+  // do the work in), and over the latest finish of any policy (more time to defer work to cheap
+  // capacity, so lower).
+  Bounds b;
+  int64_t& horizon = b.horizon;
+  int64_t& valley_makespan = b.valley_makespan;
+  for (const auto& r : results) {
+    horizon = std::max(horizon, r.makespan);
+    if (r.policy == PolicyKind::Valley && r.tenancy == Tenancy::None) valley_makespan = r.makespan;
+  }
+  if (valley_makespan == 0) valley_makespan = horizon;
+  b.slot = std::stoll(opt["slot-seconds"]);
+  const int64_t slot = b.slot;
+  if (!opt.count("no-bound")) {
+    std::filesystem::create_directories(opt["scratch"]);
+    b.over_valley = solve_bound(in, valley_makespan, slot, opt["scratch"], opt["solver"], &b.error);
+    if (!b.over_valley) std::cerr << "valley-sim: no lower bound: " << b.error << "\n";
+    if (horizon != valley_makespan) b.over_all = solve_bound(in, horizon, slot, opt["scratch"], opt["solver"], &b.error);
+    else b.over_all = b.over_valley;
+  }
+  return b;
+}
+
+// sim.json and sim.md (printed too) under `out`; returns the policies' rows.
+json write_figures(const Inputs& in, const std::vector<Result>& results, const Bounds& bounds, Options& opt, double kept) {
+  const std::string out = opt["out"];
+  const std::optional<Bound>& bound = bounds.over_valley;
+  const std::optional<Bound>& bound_all = bounds.over_all;
+  const std::string& bound_error = bounds.error;
+  const int64_t horizon = bounds.horizon, valley_makespan = bounds.valley_makespan, slot = bounds.slot;
+  const bool no_bound = opt.count("no-bound") > 0;
+  json runs = json::array();
+  // Figures.
+  const std::string currency = in.pricing.currency;
+  for (const auto& r : results) {
+    runs.push_back(result_json(r, bound, currency));
+    if (bound_all && bound_all->cost > 0)
+      runs.back()["costOverBoundLatestFinish"] = std::round(static_cast<double>(r.cost) / static_cast<double>(bound_all->cost) * 1000) / 1000;
+  }
+  json doc = {{"benchmark", "trace-replay"},
+              {"label", opt["label"]},
+              {"trace", opt["trace"]},
+              {"slice", {{"fromHour", std::stod(opt["from-hour"])}, {"toHour", std::stod(opt["to-hour"])}, {"jobs", in.jobs.size()},
+                         {"load", std::stod(opt["load"])}, {"sampled", std::round(kept * 1000) / 1000}}},
+              {"usageHalfLifeHours", std::stod(opt["usage-half-life-hours"])},
+              {"cluster", opt["cluster"]},
+              {"spot", opt.count("spot") ? opt["spot"] : ""},
+              {"pricing", opt["pricing"]},
+              {"workload", opt["workload"]},
+              {"profileDrop", opt["profile-drop"]},
+              {"restartSeconds", in.workload.restart_seconds},
+              {"policies", runs}};
+  auto bound_json = [&](const std::optional<Bound>& b, int64_t h) {
+    return json{{"cost", money(b->cost)}, {"costMicros", b->cost}, {"status", b->status}, {"variables", b->variables},
+                {"constraints", b->constraints}, {"slotSeconds", slot}, {"horizonHours", static_cast<double>(h) / 3600},
+                {"solver", opt["solver"]}};
+  };
+  if (bound) {
+    doc["lowerBound"] = bound_json(bound, valley_makespan);
+    doc["lowerBound"]["over"] = "valley's makespan";
+  } else if (!no_bound) {
+    doc["lowerBound"] = {{"error", bound_error}};
+  }
+  if (bound_all) {
+    doc["lowerBoundLatestFinish"] = bound_json(bound_all, horizon);
+    doc["lowerBoundLatestFinish"]["over"] = "the latest finish of any policy";
+  }
+  std::ofstream(out + "/sim.json") << doc.dump(2) << "\n";
+  std::ostringstream md;
+  md << "| policy | cost (" << currency << ") | / bound | mean JCT (h) | p95 JCT (h) | GPU-h by pool | "
+        "estimate error (median) | finals in range | range width (median) | same, durations +-" << in.duration_error_percent
+     << "% | preemptions | restarts | unfinished |\n"
+     << "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n";
+  auto pct = [](double v) { return fixed(v * 100, 1) + "%"; };
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const auto& j = runs[k];
+    const auto& r = results[k];
+    std::string pools;
+    for (const auto& [pool, held] : r.pool_gpu_hours) pools += (pools.empty() ? "" : ", ") + pool + " " + fixed(held, 0);
+    md << "| " << j["policy"].get<std::string>() << " | " << j["totalCost"].get<std::string>() << " | "
+       << (j.contains("costOverBound") ? fixed(j["costOverBound"].get<double>(), 2) : "n/a") << " | " << j["meanJctHours"] << " | "
+       << j["p95JctHours"] << " | " << pools << " | " << pct(r.estimates.median_error) << " | " << pct(r.estimates.inside) << " | "
+       << pct(r.estimates.median_width) << " | " << pct(r.estimates_off.median_error) << " / " << pct(r.estimates_off.inside) << " / "
+       << pct(r.estimates_off.median_width) << " | " << j["preemptions"] << " | " << j["restarts"] << " | " << j["jobsUnfinished"] << " |\n";
+  }
+  if (bound)
+    md << "| LP bound over valley's makespan (" << bound->status << ") | " << money(bound->cost) << " | 1.00 | | | | | | | | | | |\n";
+  if (bound_all && horizon != valley_makespan)
+    md << "| LP bound over the latest finish | " << money(bound_all->cost) << " | | | | | | | | | | | |\n";
+  std::ofstream(out + "/sim.md") << md.str();
+  std::cout << md.str();
+  return runs;
+}
+
+// policies.dat and allocation.dat under `out`, for bench/sim/plot.gp.
+void write_plot_data(const std::vector<Result>& results, const json& runs, const std::optional<Bound>& bound, const std::string& out) {
+  // Plot data: one row per policy; GPU allocation per hour, one column per policy.
+  std::ofstream pol(out + "/policies.dat");
+  pol << "# policy cost costPerUsefulGpuHour meanJctH p50JctH p99JctH meanQueueH bound\n";
+  for (const auto& j : runs)
+    pol << j["policy"].get<std::string>() << " " << static_cast<double>(j["totalCostMicros"].get<int64_t>()) / 1e6 << " "
+        << j["costPerUsefulGpuHour"].get<std::string>() << " " << j["meanJctHours"] << " " << j["p50JctHours"] << " "
+        << j["p99JctHours"] << " " << j["meanQueueHours"] << " " << (bound ? static_cast<double>(bound->cost) / 1e6 : 0) << "\n";
+  std::ofstream alloc(out + "/allocation.dat");
+  alloc << "hour";
+  size_t hours_max = 0;
+  for (size_t k = 0; k < results.size(); ++k) {
+    const auto& r = results[k];
+    alloc << " " << runs[k]["policy"].get<std::string>();
+    hours_max = std::max(hours_max, r.hourly_allocation_percent.size());
+  }
+  alloc << "\n";
+  for (size_t h = 0; h < hours_max; ++h) {
+    alloc << h;
+    for (const auto& r : results)
+      alloc << " " << (h < r.hourly_allocation_percent.size() ? fixed(r.hourly_allocation_percent[h], 1) : "NaN");
+    alloc << "\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    std::map<std::string, std::string> opt = {{"policy", "naive,backfill,valley-v1,valley"}, {"profile-drop", ""},
-                                              {"duration-error", "50"}, {"label", ""}, {"out", "bench/out/sim"}, {"scratch", "bench/out/sim-lp"},
-                                              {"solver", "glpsol"},  {"slot-seconds", "3600"},
-                                              {"from-hour", "0"},    {"to-hour", "1000000"},
-                                              {"max-jobs", "0"},     {"tenancy", "none"},
-                                              {"load", "0"},         {"usage-half-life-hours", "168"}};
-    bool no_bound = false;
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a == "--no-bound") {
-        no_bound = true;
-        continue;
-      }
-      if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw InputError("usage: see the comment at the top of bench/sim/main.cc; bad argument " + a);
-      opt[a.substr(2)] = argv[++i];
-    }
-    for (const char* required : {"trace", "cluster", "pricing", "workload", "profiles"})
-      if (!opt.count(required)) throw InputError(std::string("--") + required + " is required");
-
-    Inputs in;
-    auto hours = [&](const std::string& k) { return static_cast<int64_t>(std::stod(opt[k]) * 3600); };
-    const std::string trace = kube::read_file(opt["trace"], "trace");
-    in.cluster = parse_cluster(kube::read_file(opt["cluster"], "cluster spec"), opt.count("spot") ? kube::read_file(opt["spot"], "spot model") : "");
+    Options opt = parse_args(argc, argv);
     double kept = 1;
-    if (is_philly(trace)) {
-      auto all = parse_philly(trace);
-      in.jobs = slice_jobs(all, hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
-      auto entitled = gpu_hours_by_tenant(all);
-      for (const auto& j : in.jobs) in.tenant_weights[j.tenant] = entitled[j.tenant];
-    } else {
-      in.jobs = parse_trace(trace, hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
-    }
-    if (opt["to-hour"] != "1000000") in.window_seconds = hours("to-hour") - hours("from-hour");
-    if (double load = std::stod(opt["load"]); load > 0) {
-      int gpus = 0;
-      for (const auto& p : in.cluster.pools) gpus += p.nodes * p.gpus_per_node;
-      in.jobs = sample_to_load(in.jobs, in.window_seconds > 0 ? in.window_seconds : (in.jobs.empty() ? 0 : in.jobs.back().submit + 1), gpus, load, &kept);
-      std::map<std::string, double> present;  // tenants left in the sample
-      for (const auto& j : in.jobs) present[j.tenant] = in.tenant_weights[j.tenant];
-      if (!in.tenant_weights.empty()) in.tenant_weights = present;
-    }
-    in.usage_half_life = std::chrono::seconds(static_cast<int64_t>(std::stod(opt["usage-half-life-hours"]) * 3600));
-    in.workload = parse_workload(kube::read_file(opt["workload"], "workload"));
-    in.pricing = read_policy(opt["pricing"]);
-    std::set<int> drop;
-    for (const auto& n : split_list(opt["profile-drop"])) drop.insert(std::stoi(n));
-    for (const auto& app : in.workload.apps)
-      in.speedups.emplace(app, Speedup::from_placements(kube::read_file(opt["profiles"] + "/" + app + "/placements.csv", "speedup profile"), drop));
-    in.duration_error_percent = std::stoi(opt["duration-error"]);
-
+    Inputs in = read_inputs(opt, &kept);
     const std::string out = opt["out"];
     std::filesystem::create_directories(out);
     std::vector<Result> results;
-    json runs = json::array();
     for (const auto& name : split_list(opt["policy"]))
       for (const auto& tenancy : split_list(opt["tenancy"])) {
         in.tenancy = tenancy_from(tenancy);
@@ -203,109 +343,9 @@ int main(int argc, char** argv) {
                   << " s (" << results.back().plan_calls << " planner calls)\n";
       }
 
-    // Two bounds: over Valley's own makespan (what Valley's cost is judged against: the same time to
-    // do the work in), and over the latest finish of any policy (more time to defer work to cheap
-    // capacity, so lower).
-    std::optional<Bound> bound, bound_all;
-    std::string bound_error;
-    int64_t horizon = 0, valley_makespan = 0;
-    for (const auto& r : results) {
-      horizon = std::max(horizon, r.makespan);
-      if (r.policy == PolicyKind::Valley && r.tenancy == Tenancy::None) valley_makespan = r.makespan;
-    }
-    if (valley_makespan == 0) valley_makespan = horizon;
-    int64_t slot = std::stoll(opt["slot-seconds"]);
-    if (!no_bound) {
-      std::filesystem::create_directories(opt["scratch"]);
-      bound = solve_bound(in, valley_makespan, slot, opt["scratch"], opt["solver"], &bound_error);
-      if (!bound) std::cerr << "valley-sim: no lower bound: " << bound_error << "\n";
-      if (horizon != valley_makespan) bound_all = solve_bound(in, horizon, slot, opt["scratch"], opt["solver"], &bound_error);
-      else bound_all = bound;
-    }
-
-    // Figures.
-    const std::string currency = in.pricing.currency;
-    for (const auto& r : results) {
-      runs.push_back(result_json(r, bound, currency));
-      if (bound_all && bound_all->cost > 0)
-        runs.back()["costOverBoundLatestFinish"] = std::round(static_cast<double>(r.cost) / static_cast<double>(bound_all->cost) * 1000) / 1000;
-    }
-    json doc = {{"benchmark", "trace-replay"},
-                {"label", opt["label"]},
-                {"trace", opt["trace"]},
-                {"slice", {{"fromHour", std::stod(opt["from-hour"])}, {"toHour", std::stod(opt["to-hour"])}, {"jobs", in.jobs.size()},
-                           {"load", std::stod(opt["load"])}, {"sampled", std::round(kept * 1000) / 1000}}},
-                {"usageHalfLifeHours", std::stod(opt["usage-half-life-hours"])},
-                {"cluster", opt["cluster"]},
-                {"spot", opt.count("spot") ? opt["spot"] : ""},
-                {"pricing", opt["pricing"]},
-                {"workload", opt["workload"]},
-                {"profileDrop", opt["profile-drop"]},
-                {"restartSeconds", in.workload.restart_seconds},
-                {"policies", runs}};
-    auto bound_json = [&](const std::optional<Bound>& b, int64_t h) {
-      return json{{"cost", money(b->cost)}, {"costMicros", b->cost}, {"status", b->status}, {"variables", b->variables},
-                  {"constraints", b->constraints}, {"slotSeconds", slot}, {"horizonHours", static_cast<double>(h) / 3600},
-                  {"solver", opt["solver"]}};
-    };
-    if (bound) {
-      doc["lowerBound"] = bound_json(bound, valley_makespan);
-      doc["lowerBound"]["over"] = "valley's makespan";
-    } else if (!no_bound) {
-      doc["lowerBound"] = {{"error", bound_error}};
-    }
-    if (bound_all) {
-      doc["lowerBoundLatestFinish"] = bound_json(bound_all, horizon);
-      doc["lowerBoundLatestFinish"]["over"] = "the latest finish of any policy";
-    }
-    std::ofstream(out + "/sim.json") << doc.dump(2) << "\n";
-
-    std::ostringstream md;
-    md << "| policy | cost (" << currency << ") | / bound | mean JCT (h) | p95 JCT (h) | GPU-h by pool | "
-          "estimate error (median) | finals in range | range width (median) | same, durations +-" << in.duration_error_percent
-       << "% | preemptions | restarts | unfinished |\n"
-       << "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n";
-    auto pct = [](double v) { return fixed(v * 100, 1) + "%"; };
-    for (size_t k = 0; k < runs.size(); ++k) {
-      const auto& j = runs[k];
-      const auto& r = results[k];
-      std::string pools;
-      for (const auto& [pool, held] : r.pool_gpu_hours) pools += (pools.empty() ? "" : ", ") + pool + " " + fixed(held, 0);
-      md << "| " << j["policy"].get<std::string>() << " | " << j["totalCost"].get<std::string>() << " | "
-         << (j.contains("costOverBound") ? fixed(j["costOverBound"].get<double>(), 2) : "n/a") << " | " << j["meanJctHours"] << " | "
-         << j["p95JctHours"] << " | " << pools << " | " << pct(r.estimates.median_error) << " | " << pct(r.estimates.inside) << " | "
-         << pct(r.estimates.median_width) << " | " << pct(r.estimates_off.median_error) << " / " << pct(r.estimates_off.inside) << " / "
-         << pct(r.estimates_off.median_width) << " | " << j["preemptions"] << " | " << j["restarts"] << " | " << j["jobsUnfinished"] << " |\n";
-    }
-    if (bound)
-      md << "| LP bound over valley's makespan (" << bound->status << ") | " << money(bound->cost) << " | 1.00 | | | | | | | | | | |\n";
-    if (bound_all && horizon != valley_makespan)
-      md << "| LP bound over the latest finish | " << money(bound_all->cost) << " | | | | | | | | | | | |\n";
-    std::ofstream(out + "/sim.md") << md.str();
-    std::cout << md.str();
-
-    // Plot data: one row per policy; GPU allocation per hour, one column per policy.
-    std::ofstream pol(out + "/policies.dat");
-    pol << "# policy cost costPerUsefulGpuHour meanJctH p50JctH p99JctH meanQueueH bound\n";
-    for (const auto& j : runs)
-      pol << j["policy"].get<std::string>() << " " << static_cast<double>(j["totalCostMicros"].get<int64_t>()) / 1e6 << " "
-          << j["costPerUsefulGpuHour"].get<std::string>() << " " << j["meanJctHours"] << " " << j["p50JctHours"] << " "
-          << j["p99JctHours"] << " " << j["meanQueueHours"] << " " << (bound ? static_cast<double>(bound->cost) / 1e6 : 0) << "\n";
-    std::ofstream alloc(out + "/allocation.dat");
-    alloc << "hour";
-    size_t hours_max = 0;
-    for (size_t k = 0; k < results.size(); ++k) {
-      const auto& r = results[k];
-      alloc << " " << runs[k]["policy"].get<std::string>();
-      hours_max = std::max(hours_max, r.hourly_allocation_percent.size());
-    }
-    alloc << "\n";
-    for (size_t h = 0; h < hours_max; ++h) {
-      alloc << h;
-      for (const auto& r : results)
-        alloc << " " << (h < r.hourly_allocation_percent.size() ? fixed(r.hourly_allocation_percent[h], 1) : "NaN");
-      alloc << "\n";
-    }
+    const Bounds b = solve_bounds(in, results, opt);
+    const json runs = write_figures(in, results, b, opt, kept);
+    write_plot_data(results, runs, b.over_valley, out);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "valley-sim: " << e.what() << "\n";

@@ -138,28 +138,11 @@ std::optional<IdlePolicy> parse_idle_policy(const json& o, const std::string& pa
   return p;
 }
 
-ParsedTask parse_task(const json& object) {
-  ParsedTask result;
-  Reader r(result.errors);
-  TaskSpec s;
-  if (!object.is_object()) {
-    result.errors.push_back("the object is not a JSON object");
-    return result;
-  }
-  if (const json* meta = r.object(object, "metadata", "metadata")) {
-    s.name = r.str(*meta, "name", "metadata.name").value_or("");
-    s.ns = r.str(*meta, "namespace", "metadata.namespace").value_or("");
-    s.uid = r.str(*meta, "uid", "metadata.uid").value_or("");
-    s.generation = kube::int_at(*meta, "generation").value_or(0);
-  }
-  if (s.name.empty()) r.error("metadata.name: missing");
-  if (s.name.size() > 50) r.error("metadata.name: must be at most 50 characters");
-  const json* spec = r.object(object, "spec", "spec");
-  if (spec == nullptr) {
-    r.error("spec: missing");
-    return result;
-  }
+namespace {
 
+// Sections of spec, each adding to s and reporting through r.
+// What runs: the type, priority, replicas, elasticity, the worker and launcher containers.
+void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
   std::string type = r.str(*spec, "taskType", "spec.taskType").value_or("MPI");
   if (type == "MPI") {
     s.type = TaskType::MPI;
@@ -214,8 +197,12 @@ ParsedTask parse_task(const json& object) {
   }
   if (!s.worker.amd_image.empty() && !s.amd_support) r.error("spec.worker.amdImage: only used with spec.amdSupport true");
 
+}
+
+// How it runs: idle policy, Pod Security, checkpoints.
+void parse_policies(Reader& r, const json* spec, TaskSpec& s, std::vector<std::string>* errors) {
   if (const json* ip = r.object(*spec, "idlePolicy", "spec.idlePolicy")) {
-    if (auto p = parse_idle_policy(*ip, "spec.idlePolicy", &result.errors)) s.idle_policy = *p;
+    if (auto p = parse_idle_policy(*ip, "spec.idlePolicy", errors)) s.idle_policy = *p;
   }
   if (const json* ps = r.object(*spec, "podSecurity", "spec.podSecurity")) {
     if (auto level = r.str(*ps, "level", "spec.podSecurity.level")) {
@@ -242,6 +229,10 @@ ParsedTask parse_task(const json& object) {
     if (const json* ref = r.object(*c, "secretRef", "spec.checkpoint.secretRef"))
       s.checkpoint_secret = r.str(*ref, "name", "spec.checkpoint.secretRef.name").value_or("");
   }
+}
+
+// What it may take: estimated duration, deadline, budget, run policy.
+void parse_limits(Reader& r, const json* spec, TaskSpec& s) {
   if (auto d = r.str(*spec, "estimatedDuration", "spec.estimatedDuration")) {
     s.estimated_duration = parse_duration(*d);
     if (!s.estimated_duration) r.error("spec.estimatedDuration: \"" + *d + "\" is not a duration like 6h or 90m");
@@ -268,6 +259,34 @@ ParsedTask parse_task(const json& object) {
     else r.error("spec.runPolicy.cleanPodPolicy: must be Running, All or None");
     s.run_policy.suspend = r.boolean(*rp, "suspend", "spec.runPolicy.suspend").value_or(false);
   }
+}
+
+}  // namespace
+
+ParsedTask parse_task(const json& object) {
+  ParsedTask result;
+  Reader r(result.errors);
+  TaskSpec s;
+  if (!object.is_object()) {
+    result.errors.push_back("the object is not a JSON object");
+    return result;
+  }
+  if (const json* meta = r.object(object, "metadata", "metadata")) {
+    s.name = r.str(*meta, "name", "metadata.name").value_or("");
+    s.ns = r.str(*meta, "namespace", "metadata.namespace").value_or("");
+    s.uid = r.str(*meta, "uid", "metadata.uid").value_or("");
+    s.generation = kube::int_at(*meta, "generation").value_or(0);
+  }
+  if (s.name.empty()) r.error("metadata.name: missing");
+  if (s.name.size() > 50) r.error("metadata.name: must be at most 50 characters");
+  const json* spec = r.object(object, "spec", "spec");
+  if (spec == nullptr) {
+    r.error("spec: missing");
+    return result;
+  }
+  parse_shape(r, spec, s);
+  parse_policies(r, spec, s, &result.errors);
+  parse_limits(r, spec, s);
   if (result.errors.empty()) result.spec = std::move(s);
   return result;
 }

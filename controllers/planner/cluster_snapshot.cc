@@ -70,6 +70,19 @@ void ClusterSnapshot::upsert_node(const ObjectPtr& node) {
 
 void ClusterSnapshot::remove_node(const std::string& name) { nodes_.erase(name); }
 
+std::optional<Node> ClusterSnapshot::node(const std::string& name) const {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return std::nullopt;
+  return it->second.node;
+}
+
+std::vector<Node> ClusterSnapshot::nodes() const {
+  std::vector<Node> out;
+  out.reserve(nodes_.size());
+  for (const auto& [name, entry] : nodes_) out.push_back(entry.node);
+  return out;
+}
+
 void ClusterSnapshot::hold(const PodEntry& p, int sign) {
   if (p.node.empty()) return;
   auto& held = held_[p.node];
@@ -173,9 +186,9 @@ SnapshotView ClusterSnapshot::view() {
   return v;
 }
 
-Returned returned_by_planned(const SnapshotView& view, const std::function<std::optional<PlannedTask>(const std::string&)>& planned_of,
+HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std::optional<PlannedTask>(const std::string&)>& planned_of,
                              const std::function<bool(const std::string&)>& node_known) {
-  Returned returned;
+  HeldByPlanned returned;
   returned.reserve(view.workers.size());
   // What the plan's input has the task take, by node and resource, less what was given back so far.
   struct Room {

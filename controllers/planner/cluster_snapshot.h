@@ -1,6 +1,5 @@
 // The planner's inputs kept up to date from informer events instead of rebuilt from the caches for
-// every plan (at 1,000 tasks and 9,000 pods the rebuild parsed every task and walked every pod's
-// JSON each time). Kept per object, and recomputed only when that object (or, for a task, one of its
+// every plan (a rebuild parses every task and walks every pod each time). Kept per object, and recomputed only when that object (or, for a task, one of its
 // pods) changed:
 // - each node as the planner sees it (node_from) and what all pods bound or pinned to it hold;
 // - each task's parsed spec and its planner::Task (task_from over its pods);
@@ -52,7 +51,7 @@ struct SnapshotView {
     std::vector<Waiting> waiting;
   };
   // By key. Shared with the snapshot and between views: an entry is made anew only when its task or
-  // one of its pods changed, so a view of 1,000 tasks copies 1,000 pointers.
+  // one of its pods changed, so a view copies a pointer a task.
   std::vector<std::shared_ptr<const TaskEntry>> tasks;
   // Valley worker pods by the task their labels name ("ns/task"): the node they hold GPUs on (bound
   // or pinned), what they hold, and their epoch label; by pod name. Shared likewise.
@@ -78,6 +77,10 @@ class ClusterSnapshot {
   void remove_task(const std::string& key);
 
   SnapshotView view();
+  // A node as node_from read it under the current facts (allocatable, not less what pods hold);
+  // nullopt when unknown. nodes(): all of them, by name.
+  std::optional<Node> node(const std::string& name) const;
+  std::vector<Node> nodes() const;
 
  private:
   struct PodEntry {
@@ -128,7 +131,7 @@ struct PlannedTask {
 // moved before its pod was bound still holds its old node until the pod is deleted (kube-scheduler
 // may bind it there meanwhile), and a worker beyond a lowered size holds its node until it goes.
 // planned_of: nullopt for a task not planned; node_known: whether the plan has the node.
-Returned returned_by_planned(const SnapshotView& view, const std::function<std::optional<PlannedTask>(const std::string&)>& planned_of,
+HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std::optional<PlannedTask>(const std::string&)>& planned_of,
                              const std::function<bool(const std::string&)>& node_known);
 
 // The view, computed from scratch from the objects (what ClusterSnapshot must always equal).

@@ -211,14 +211,14 @@ std::vector<Decision> plan(const std::vector<Node>& nodes, const std::vector<Tas
 
 // GPUs a node's `free` does not count that the plan may use anyway: what the current workers of the
 // tasks being planned hold (the plan places those workers itself). Node name -> resource -> units.
-using Returned = std::unordered_map<std::string, std::map<std::string, int64_t>>;
+using HeldByPlanned = std::unordered_map<std::string, std::map<std::string, int64_t>>;
 
 // The same over nodes shared with others (the operator's planning snapshot): each node's free GPUs
-// are its `free` plus what `returned` gives back on it. Node names unique.
-std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<Task>& tasks,
+// are its `free` plus what `held` gives back on it. Node names unique.
+std::vector<Decision> plan(const std::vector<const Node*>& nodes, const HeldByPlanned& held, const std::vector<Task>& tasks,
                            SystemTime now, const Config& config = {});
 // The same over tasks the caller keeps (none null).
-std::vector<Decision> plan(const std::vector<const Node*>& nodes, const Returned& returned, const std::vector<const Task*>& tasks,
+std::vector<Decision> plan(const std::vector<const Node*>& nodes, const HeldByPlanned& held, const std::vector<const Task*>& tasks,
                            SystemTime now, const Config& config = {});
 
 // The GPU resource and count one worker of `gpu_milli` needs on a node of `vendor` whose free

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "controllers/gpu/resources.h"
 #include "controllers/tenancy/usage.h"
 #include "operator/kube/json_fields.h"
 
@@ -220,6 +221,28 @@ std::map<std::string, std::string> published_ownership(const std::vector<TenantO
     if (spec == by_name.end()) continue;
     out[ns] = tenant;
     out[ns + ".maxPriority"] = std::to_string(spec->second->max_priority);
+  }
+  return out;
+}
+
+PoolUse pool_use(const std::vector<planner::Node>& nodes, std::vector<TaskPods> tasks, const Ownership& ownership) {
+  PoolUse out;
+  std::map<std::string, std::string> pool_of;  // node -> pool
+  for (const auto& n : nodes) {
+    if (n.vendor.empty()) continue;
+    const std::string pool = planner::pool_of(n);
+    pool_of[n.name] = pool;
+    for (const auto& [resource, units] : n.capacity) out.capacity[pool] += gpu::share_milli(resource, units);
+  }
+  for (auto& t : tasks) {
+    auto owner = ownership.owner.find(t.ns);
+    const std::string tenant = owner == ownership.owner.end() ? "" : owner->second;
+    for (const auto& [node, milli] : t.running)
+      if (auto pool = pool_of.find(node); pool != pool_of.end()) {
+        t.use.held_milli[pool->second] += milli;
+        out.used[tenant][pool->second] += milli;
+      }
+    out.tasks[tenant].push_back(std::move(t.use));
   }
   return out;
 }

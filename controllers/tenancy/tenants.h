@@ -53,6 +53,21 @@ struct TaskUse {
   std::map<std::string, int64_t> held_milli;
   bool waiting = false;  // not admitted (Pending)
 };
+// A task as the tenant usage counts it: its namespace, accrued cost, whether it waits, and the GPU
+// thousandths each of its running pods holds on its node.
+struct TaskPods {
+  std::string ns;
+  TaskUse use;  // held_milli left empty: pool_use fills it
+  std::vector<std::pair<std::string, int64_t>> running;  // node, thousandths
+};
+// What every tenant's tasks hold per pool, the capacity of each pool, and each tenant's tasks.
+struct PoolUse {
+  std::map<std::string, std::map<std::string, int64_t>> used;  // tenant ("" for none) -> pool -> thousandths
+  std::map<std::string, int64_t> capacity;                      // pool -> thousandths, of the GPU nodes
+  std::map<std::string, std::vector<TaskUse>> tasks;            // tenant ("" for none) -> its tasks
+};
+PoolUse pool_use(const std::vector<planner::Node>& nodes, std::vector<TaskPods> tasks, const Ownership& ownership);
+
 // What `tenant` lends now, per pool, in thousandths of a GPU. Others' use beyond their nominal is
 // served first by capacity no tenant is guaranteed, then by the tenants' idle nominal (within their
 // lending limits) in proportion to how much each has idle. `used`: tenant -> pool -> thousandths,

@@ -28,7 +28,7 @@ struct ListOptions {
   std::string field_selector;
   int64_t page_size = 500;  // `limit` per request; pages are followed with `continue`
   // Applied to each item as its page arrives, so that a large list is held only in the form the
-  // caller keeps (an informer's cache transform) and never whole: 45,000 full pods are ~750 MB.
+  // caller keeps (an informer's cache transform), never the whole list of full objects.
   std::function<void(json&)> item_transform;
 };
 

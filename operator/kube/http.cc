@@ -25,9 +25,8 @@ void ensure_curl_global() { static CurlGlobal global; }
 
 // curl has OpenSSL free a connection's read and write buffers whenever they are empty
 // (SSL_MODE_RELEASE_BUFFERS): each read of a busy watch stream then allocated a fresh 16 KiB
-// buffer, and glibc consolidated the thread's freed small chunks for every such allocation (a sixth
-// of the pod and node informers' CPU at 1,000 tasks). Valley holds a few dozen connections: their
-// buffers stay.
+// buffer, and glibc consolidated the thread's freed small chunks for every such allocation. Valley
+// holds a few dozen connections: their buffers stay.
 CURLcode keep_tls_buffers(CURL*, void* ssl_ctx, void*) {
   SSL_CTX_clear_mode(static_cast<SSL_CTX*>(ssl_ctx), SSL_MODE_RELEASE_BUFFERS);
   return CURLE_OK;

@@ -70,8 +70,8 @@ class InformerBase {
 
  protected:
   // The cache's side, on the informer's threads. A listing's items (masked and transformed) are
-  // taken one by one as its pages come (made the cached type at once: a relist of 45,000 pods is
-  // never held as JSON), then become the cache; an ADDED/MODIFIED/DELETED event's object (likewise)
+  // taken one by one as its pages come (made the cached type at once: a relist is never held as
+  // JSON), then become the cache; an ADDED/MODIFIED/DELETED event's object (likewise)
   // is applied, returning true when it changed nothing the cache keeps (no handler called); every
   // cached object is re-delivered.
   virtual void take_listed(nlohmann::json&& item) = 0;
@@ -163,8 +163,8 @@ class BasicInformer : public InformerBase {
     auto fresh = std::make_shared<const T>(ObjectTraits<T>::from(std::move(object)));
     const std::string key = ObjectTraits<T>::key(*fresh);
     if (type == "ADDED" || type == "MODIFIED") {
-      // Nothing the cache keeps changed (a node's heartbeat, fields the mask drops: at 1,000 nodes
-      // most node events): the cache takes the new resourceVersion, no handler is called.
+      // Nothing the cache keeps changed (a node's heartbeat, fields the mask drops: most node
+      // events): the cache takes the new resourceVersion, no handler is called.
       if (type == "MODIFIED" && store_.replace_if_same(key, fresh)) return true;
       Ptr old = store_.upsert(key, fresh);
       for (auto& h : handlers_) {

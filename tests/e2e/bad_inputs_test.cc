@@ -161,134 +161,152 @@ class BadInputsTest : public TaskTest {
   }
 };
 
-TEST_F(BadInputsTest, EveryCaseHasItsOutcomeAndNothingElseSuffers) {
+// The catalogue, one kind of input at a time: each case's outcome is awaited, then its tasks go.
+class BadInputsCatalogue : public BadInputsTest {
+ protected:
+  void task_cases() {
+    // TrainingTasks.
+    std::map<std::string, Case> accepted;
+    for (const auto& c : cases("tasks")) {
+      json object = json::parse(c.body);
+      if (object["metadata"]["name"] == "case") object["metadata"]["name"] = c.file;
+      if (c.expect == "rejected") {
+        ++rejected_;
+        expect_rejected(c, [&] { admin->create(kTrainingTasks, ns, object); });
+      } else {
+        ASSERT_NO_THROW(admin->create(kTrainingTasks, ns, object)) << c.file;
+        accepted[object["metadata"]["name"]] = c;
+      }
+    }
+
+    expect_outcomes(accepted, 120s);
+    remove_tasks(accepted);
+    taken_ += accepted.size();
+  }
+  void checkpoint_cases(testing::VersityGw& s3) {
+    std::map<std::string, Case> accepted;
+    // Checkpoint records: a checkpointing task per case, its latest.json written as the case says.
+    json secret = {{"metadata", {{"name", "s3"}}}, {"stringData", s3.env()}};
+    admin->create(kSecrets, ns, secret);
+    std::map<std::string, std::string> records;
+    for (const auto& c : cases("checkpoints")) {
+      const std::string name = "ckpt-" + c.file;
+      running_task(name, {{"checkpoint", {{"uri", std::string("s3://") + testing::VersityGw::kBucket + "/" + ns + "/" + name}, {"secretRef", {{"name", "s3"}}}}}});
+      records[name] = c.body;
+      accepted[name] = c;
+    }
+    ASSERT_TRUE(all_running(records)) << "the checkpointing tasks did not start";
+    for (const auto& [name, body] : records) s3.store(ns + "/" + name)->put(storage::kLatestKey, body);
+    expect_outcomes(accepted, 120s);
+    remove_tasks(accepted);
+    taken_ += accepted.size();
+  }
+  void pod_cases() {
+    std::map<std::string, Case> accepted;
+    // Pod states: a running task per case, its worker's status patched as a kubelet could write it.
+    std::map<std::string, Case> pod_cases;
+    for (const auto& c : cases("pods")) {
+      const std::string name = "pod-" + c.file;
+      running_task(name);
+      pod_cases[name] = c;
+    }
+    ASSERT_TRUE(all_running(pod_cases)) << "the pod-state tasks did not start";
+    for (const auto& [name, c] : pod_cases) {
+      auto patch = [&, name = name, body = c.body] {
+        admin->patch(kube::resources::kPods, ns, name + "-worker-0", kube::PatchType::Merge, json::parse(body), "status");
+      };
+      if (c.expect == "rejected") {
+        ++rejected_;
+        expect_rejected(c, patch);
+      } else {
+        ASSERT_NO_THROW(patch()) << c.file;
+        accepted[name] = c;
+      }
+    }
+    std::this_thread::sleep_for(5s);  // what is still Running then stays so
+    expect_outcomes(accepted, 120s);
+    remove_tasks(accepted);
+    taken_ += accepted.size();
+  }
+  void store_cases(testing::VersityGw& s3) {
+    std::map<std::string, Case> accepted;
+    // Failing checkpoint stores: each case's Secret (placeholders filled in) and a task using it.
+    Proxy slow_s3("127.0.0.1", std::stoi(s3.endpoint().substr(s3.endpoint().rfind(':') + 1)));
+    slow_s3.set_delay(3s);
+    auto fill = [&](std::string text) {
+      const std::map<std::string, std::string> values = {{"${S3}", s3.endpoint()}, {"${SLOW_S3}", "http://127.0.0.1:" + std::to_string(slow_s3.port())},
+                                                         {"${ACCESS}", testing::VersityGw::kAccess}, {"${SECRET}", testing::VersityGw::kSecret}};
+      for (const auto& [key, value] : values)
+        for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+      return text;
+    };
+    for (const auto& c : cases("stores")) {
+      const std::string name = "store-" + c.file;
+      json body = json::parse(fill(c.body));
+      json checkpoint = body["checkpoint"];
+      if (checkpoint.contains("secretRef") && checkpoint["secretRef"]["name"] == "store") checkpoint["secretRef"]["name"] = name;
+      if (body["secret"].is_object()) admin->create(kSecrets, ns, {{"metadata", {{"name", name}}}, {"stringData", body["secret"]}});
+      running_task(name, {{"checkpoint", checkpoint}});
+      accepted[name] = c;
+    }
+    expect_outcomes(accepted, 120s);
+    remove_tasks(accepted);
+    taken_ += accepted.size();
+  }
+  void policy_cases() {
+    // PricingPolicies: each case in turn as the policy the operator reads.
+    for (const auto& c : cases("policies")) {
+      json object = json::parse(c.body);
+      admin->remove(kPricingPolicies, "", ns);
+      ASSERT_TRUE(eventually([&] {
+        try {
+          admin->get(kPricingPolicies, "", ns);
+          return false;
+        } catch (const kube::KubeError&) {
+          return true;
+        }
+      }, 10s));
+      ++policy_cases_;
+      if (c.expect == "rejected") {
+        expect_rejected(c, [&] { create_policy(object["spec"]); });
+      } else {
+        create_policy(object["spec"]);
+        std::vector<std::pair<std::string, std::string>> events;
+        EXPECT_TRUE(eventually([&] {
+          events = events_about("PricingPolicy", ns, "default");
+          return names_event(events, c.expect.substr(6), c.message);
+        }, 20s)) << "policies/" << c.file << " (" << c.description << "): expected " << c.expect << " with \"" << c.message
+                 << "\", events:\n" << describe(events);
+      }
+    }
+  }
+  int rejected_ = 0, policy_cases_ = 0;
+  size_t taken_ = 0;
+};
+
+TEST_F(BadInputsCatalogue, EveryCaseHasItsOutcomeAndNothingElseSuffers) {
   wait_until_no_valley_pods(*admin);
   create_policy(json::parse(R"({"gpu":[{"match":{"vendor":"nvidia"},"onDemand":"3.60","spot":"1.80"},{"onDemand":"2.00"}]})"));
   // The bystander: a healthy task that must finish while all this goes on.
   apply(mpi_spec(1, 2, {{"valley.dev/sim-run-time", "90s"}}), "bystander");
-
-  // TrainingTasks.
-  std::map<std::string, Case> accepted;
-  int rejected = 0;
-  for (const auto& c : cases("tasks")) {
-    json object = json::parse(c.body);
-    if (object["metadata"]["name"] == "case") object["metadata"]["name"] = c.file;
-    if (c.expect == "rejected") {
-      ++rejected;
-      expect_rejected(c, [&] { admin->create(kTrainingTasks, ns, object); });
-    } else {
-      ASSERT_NO_THROW(admin->create(kTrainingTasks, ns, object)) << c.file;
-      accepted[object["metadata"]["name"]] = c;
-    }
-  }
-
-  expect_outcomes(accepted, 120s);
-  remove_tasks(accepted);
-  size_t taken = accepted.size();
-  accepted.clear();
-
-  // Checkpoint records: a checkpointing task per case, its latest.json written as the case says.
+  task_cases();
+  if (HasFatalFailure()) return;
   testing::VersityGw s3;
-  json secret = {{"metadata", {{"name", "s3"}}}, {"stringData", s3.env()}};
-  admin->create(kSecrets, ns, secret);
-  std::map<std::string, std::string> records;
-  for (const auto& c : cases("checkpoints")) {
-    const std::string name = "ckpt-" + c.file;
-    running_task(name, {{"checkpoint", {{"uri", std::string("s3://") + testing::VersityGw::kBucket + "/" + ns + "/" + name}, {"secretRef", {{"name", "s3"}}}}}});
-    records[name] = c.body;
-    accepted[name] = c;
-  }
-  ASSERT_TRUE(all_running(records)) << "the checkpointing tasks did not start";
-  for (const auto& [name, body] : records) s3.store(ns + "/" + name)->put(storage::kLatestKey, body);
-  expect_outcomes(accepted, 120s);
-  remove_tasks(accepted);
-  taken += accepted.size();
-  accepted.clear();
-
-  // Pod states: a running task per case, its worker's status patched as a kubelet could write it.
-  std::map<std::string, Case> pod_cases;
-  for (const auto& c : cases("pods")) {
-    const std::string name = "pod-" + c.file;
-    running_task(name);
-    pod_cases[name] = c;
-  }
-  ASSERT_TRUE(all_running(pod_cases)) << "the pod-state tasks did not start";
-  for (const auto& [name, c] : pod_cases) {
-    auto patch = [&, name = name, body = c.body] {
-      admin->patch(kube::resources::kPods, ns, name + "-worker-0", kube::PatchType::Merge, json::parse(body), "status");
-    };
-    if (c.expect == "rejected") {
-      ++rejected;
-      expect_rejected(c, patch);
-    } else {
-      ASSERT_NO_THROW(patch()) << c.file;
-      accepted[name] = c;
-    }
-  }
-  std::this_thread::sleep_for(5s);  // what is still Running then stays so
-  expect_outcomes(accepted, 120s);
-  remove_tasks(accepted);
-  taken += accepted.size();
-  accepted.clear();
-
-  // Failing checkpoint stores: each case's Secret (placeholders filled in) and a task using it.
-  Proxy slow_s3("127.0.0.1", std::stoi(s3.endpoint().substr(s3.endpoint().rfind(':') + 1)));
-  slow_s3.set_delay(3s);
-  auto fill = [&](std::string text) {
-    const std::map<std::string, std::string> values = {{"${S3}", s3.endpoint()}, {"${SLOW_S3}", "http://127.0.0.1:" + std::to_string(slow_s3.port())},
-                                                       {"${ACCESS}", testing::VersityGw::kAccess}, {"${SECRET}", testing::VersityGw::kSecret}};
-    for (const auto& [key, value] : values)
-      for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
-    return text;
-  };
-  for (const auto& c : cases("stores")) {
-    const std::string name = "store-" + c.file;
-    json body = json::parse(fill(c.body));
-    json checkpoint = body["checkpoint"];
-    if (checkpoint.contains("secretRef") && checkpoint["secretRef"]["name"] == "store") checkpoint["secretRef"]["name"] = name;
-    if (body["secret"].is_object()) admin->create(kSecrets, ns, {{"metadata", {{"name", name}}}, {"stringData", body["secret"]}});
-    running_task(name, {{"checkpoint", checkpoint}});
-    accepted[name] = c;
-  }
-  expect_outcomes(accepted, 120s);
-  remove_tasks(accepted);
-  taken += accepted.size();
-  accepted.clear();
-
-  // PricingPolicies: each case in turn as the policy the operator reads.
-  int policy_cases = 0;
-  for (const auto& c : cases("policies")) {
-    json object = json::parse(c.body);
-    admin->remove(kPricingPolicies, "", ns);
-    ASSERT_TRUE(eventually([&] {
-      try {
-        admin->get(kPricingPolicies, "", ns);
-        return false;
-      } catch (const kube::KubeError&) {
-        return true;
-      }
-    }, 10s));
-    ++policy_cases;
-    if (c.expect == "rejected") {
-      expect_rejected(c, [&] { create_policy(object["spec"]); });
-    } else {
-      create_policy(object["spec"]);
-      std::vector<std::pair<std::string, std::string>> events;
-      EXPECT_TRUE(eventually([&] {
-        events = events_about("PricingPolicy", ns, "default");
-        return names_event(events, c.expect.substr(6), c.message);
-      }, 20s)) << "policies/" << c.file << " (" << c.description << "): expected " << c.expect << " with \"" << c.message
-               << "\", events:\n" << describe(events);
-    }
-  }
-
+  checkpoint_cases(s3);
+  if (HasFatalFailure()) return;
+  pod_cases();
+  if (HasFatalFailure()) return;
+  store_cases(s3);
+  if (HasFatalFailure()) return;
+  policy_cases();
+  if (HasFatalFailure()) return;
   EXPECT_TRUE(wait_phase("Succeeded", 180s, "bystander")) << "the bystander task: " << phase("bystander");
   ASSERT_TRUE(op_);
   EXPECT_EQ(op_->wait(1ms), -1) << "the operator exited:\n" << operator_log();
-  const auto total = rejected + taken + static_cast<size_t>(policy_cases);
+  const auto total = rejected_ + taken_ + static_cast<size_t>(policy_cases_);
   EXPECT_GE(total, 200u);
-  std::cout << "bad inputs: " << total << " cases, " << rejected << " refused by the API server, " << taken
-            << " taken and reported, " << policy_cases << " pricing policies\n";
+  std::cout << "bad inputs: " << total << " cases, " << rejected_ << " refused by the API server, " << taken_
+            << " taken and reported, " << policy_cases_ << " pricing policies\n";
   admin->remove(kPricingPolicies, "", ns);
 }
 

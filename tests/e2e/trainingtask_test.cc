@@ -266,11 +266,14 @@ TEST_F(TaskTest, HalfAGpuSharesATimeSlicedGpu) {
   spec["worker"]["gpus"] = "0.5";
   apply(spec);
   ASSERT_TRUE(wait_phase("Running")) << task().dump(2);
+  int workers = 0;
   for (const auto& p : pods()) {
     if (p["metadata"]["labels"]["valley.dev/role"] != "worker") continue;
+    ++workers;
     EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu.shared"], "1");
     EXPECT_EQ(p["spec"]["nodeName"], "t4-shared-0");
   }
+  EXPECT_EQ(workers, 2) << "both workers of the minimum gang run on the time-sliced GPU";
 }
 
 TEST_F(TaskTest, OperatorKilledMidExpansionConvergesWithoutDuplicatesOrOrphans) {

@@ -10,7 +10,7 @@
 #include "controllers/planner/cluster_snapshot.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/task/cache_fields.h"
-#include "controllers/task/lifecycle.h"
+#include "controllers/lifecycle/lifecycle.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   json node = input->value("node", json::object());
 
   const auto now = kube::SystemTime(std::chrono::seconds(1795316645));
-  task::Observed observed;
+  lifecycle::Observed observed;
   observed.task = task;
   observed.parsed = api::parse_task(task);
   observed.now = now;
@@ -59,9 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     task::lean_pod(lean);
     const api::Pod pod = api::pod_from(p);
     if (!(pod == api::pod_from(lean))) __builtin_trap();
-    auto view = task::view_pod(pod);
+    auto view = lifecycle::view_pod(pod);
     snapshot.upsert_pod(std::make_shared<const api::Pod>(pod));
-    if (!view.node.empty()) observed.nodes[view.node] = task::NodeView{};
+    if (!view.node.empty()) observed.nodes[view.node] = lifecycle::NodeView{};
     observed.pods.push_back(view);
     uses.push_back(cost::pod_use(pod));
     (void)planner::gpu_requests(pod);
@@ -72,17 +72,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const json status = task.value("status", json::object());
   if (observed.parsed.spec) {
     const auto& spec = *observed.parsed.spec;
-    task::Admission admission;
+    lifecycle::Admission admission;
     admission.admitted = true;
-    admission.workers = task::desired_workers(spec);
+    admission.workers = lifecycle::desired_workers(spec);
     admission.placement.assign(admission.workers, render::default_placement(spec));
     observed.admission = admission;
-    (void)task::decide(observed);
+    (void)lifecycle::decide(observed);
     (void)planner::task_from(spec, task, typed);
-    (void)task::over_budget(spec, status);
+    (void)lifecycle::over_budget(spec, status);
   }
   observed.admission.reset();
-  (void)task::decide(observed);
+  (void)lifecycle::decide(observed);
   (void)snapshot.view();
 
   cost::Policy policy;

@@ -5,7 +5,7 @@
 #include "controllers/cost/engine.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/api/pod.h"
-#include "controllers/task/lifecycle.h"
+#include "controllers/lifecycle/lifecycle.h"
 
 namespace valley::task {
 namespace {
@@ -101,7 +101,7 @@ TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
   EXPECT_TRUE(a.container_statuses[0].terminated);
   EXPECT_FALSE(a.container_statuses[0].running);
   EXPECT_EQ(a.container_statuses[0].exit_code, 137);
-  const PodView v = view_pod(a);
+  const lifecycle::PodView v = lifecycle::view_pod(a);
   EXPECT_EQ(json({v.role, v.epoch, v.worker_index, v.phase, v.ready, v.exit_code.value_or(-1), v.node, v.disruption, v.termination_message}),
             json({"worker", 2, 1, "Failed", false, 137, "a100-1", "EvictionByEvictionAPI", "checkpoint 1200"}));
   EXPECT_EQ(v.hostfile, a.hostfile);

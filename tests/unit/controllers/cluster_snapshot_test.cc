@@ -232,7 +232,7 @@ std::vector<Task::Worker> planned_on(const std::string& node, int n) {
   return std::vector<Task::Worker>(static_cast<size_t>(n), Task::Worker{node, "nvidia.com/gpu", 1});
 }
 
-TEST(ReturnedByPlanned, GivesBackWhatThePlanInputTakesAgainAndNoMore) {
+TEST(HeldByPlanned, GivesBackWhatThePlanInputTakesAgainAndNoMore) {
   SnapshotView view;
   view.workers["ns/same"] = live_workers("n1", 8);    // where its plan input has them
   view.workers["ns/moved"] = live_workers("n2", 8);   // pinned to n2, not bound; the plan moved them to n3
@@ -242,7 +242,7 @@ TEST(ReturnedByPlanned, GivesBackWhatThePlanInputTakesAgainAndNoMore) {
   const std::string epoch = "1";
   std::map<std::string, std::vector<Task::Worker>> input = {{"ns/same", planned_on("n1", 8)}, {"ns/moved", planned_on("n3", 8)},
                                                             {"ns/shrunk", planned_on("n4", 2)}, {"ns/gone", planned_on("n9", 2)}};
-  const Returned returned = returned_by_planned(
+  const HeldByPlanned returned = held_by_planned(
       view,
       [&](const std::string& key) -> std::optional<PlannedTask> {
         auto it = input.find(key);
@@ -260,7 +260,7 @@ TEST(ReturnedByPlanned, GivesBackWhatThePlanInputTakesAgainAndNoMore) {
 
   // Another epoch's pods are not the task's current workers: they give nothing back.
   const std::string next = "2";
-  const Returned later = returned_by_planned(
+  const HeldByPlanned later = held_by_planned(
       view, [&](const std::string&) -> std::optional<PlannedTask> { return PlannedTask{&next, &input["ns/same"]}; },
       [](const std::string&) { return true; });
   EXPECT_TRUE(later.empty());
@@ -270,7 +270,7 @@ TEST(ReturnedByPlanned, GivesBackWhatThePlanInputTakesAgainAndNoMore) {
 // by the plan (its node NotReady past the grace); until the reconciler deleted those pods, their
 // node was given back to the plan as free, another task was placed there, and kube-scheduler then
 // bound the first gang's pods there and refused the second's (Insufficient nvidia.com/gpu).
-TEST(ReturnedByPlanned, AGangMovedBeforeItWasBoundStillHoldsItsOldNode) {
+TEST(HeldByPlanned, AGangMovedBeforeItWasBoundStillHoldsItsOldNode) {
   Node n1, n2;
   n1.name = "n1";
   n2.name = "n2";
@@ -295,7 +295,7 @@ TEST(ReturnedByPlanned, AGangMovedBeforeItWasBoundStillHoldsItsOldNode) {
   SnapshotView view;
   view.workers["ns/moved"] = live_workers("n1", 8);
   const std::string epoch = "1";
-  const Returned returned = returned_by_planned(
+  const HeldByPlanned returned = held_by_planned(
       view,
       [&](const std::string& key) -> std::optional<PlannedTask> {
         if (key != moved.key) return std::nullopt;

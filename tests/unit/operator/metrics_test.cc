@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <thread>
 
 #include "operator/http_server.h"
@@ -49,7 +54,27 @@ TEST(Logging, JsonQuoting) {
   EXPECT_EQ(json_quote("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
 }
 
-TEST(HttpServer, BindsAFreePortAndStops) {
+// One plain HTTP/1.0 GET to 127.0.0.1:port; "" when nothing accepts the connection.
+std::string http_get(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST(HttpServer, ServesProbesAndMetricsOnAFreePortAndStops) {
   bool ready = false;
   HttpEndpoints e;
   e.metrics = [] { return std::string("x 1\n"); };
@@ -57,8 +82,23 @@ TEST(HttpServer, BindsAFreePortAndStops) {
     *why = "nope";
     return ready;
   };
-  HttpServer server("127.0.0.1:0", e);
-  EXPECT_GT(server.port(), 0);
+  int port = 0;
+  {
+    HttpServer server("127.0.0.1:0", e);
+    port = server.port();
+    ASSERT_GT(port, 0);
+    const std::string metrics = http_get(port, "/metrics");
+    EXPECT_NE(metrics.find(" 200 "), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("x 1\n"), std::string::npos) << metrics;
+    const std::string not_ready = http_get(port, "/readyz");
+    EXPECT_NE(not_ready.find(" 503 "), std::string::npos) << not_ready;
+    EXPECT_NE(not_ready.find("nope"), std::string::npos) << not_ready;
+    ready = true;
+    EXPECT_NE(http_get(port, "/readyz").find(" 200 "), std::string::npos);
+    EXPECT_NE(http_get(port, "/healthz").find(" 200 "), std::string::npos);
+  }
+  // Stopped: nothing listens on the port any more.
+  EXPECT_EQ(http_get(port, "/healthz"), "");
   EXPECT_THROW(HttpServer("nonsense", e), std::invalid_argument);
 }
 

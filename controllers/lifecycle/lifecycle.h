@@ -40,7 +40,7 @@
 #include "operator/kube/timefmt.h"
 #include "operator/storage/checkpoint_record.h"
 
-namespace valley::task {
+namespace valley::lifecycle {
 
 using json = nlohmann::json;
 
@@ -159,6 +159,9 @@ struct Decision {
 
 Decision decide(const Observed& observed);
 
+// A task in this phase has ended (Succeeded or Failed).
+bool finished(const std::string& phase);
+
 // spec.maxCost is set and status.cost.accrued has reached it: the task is suspended until raised.
 bool over_budget(const api::TaskSpec& spec, const json& status);
 
@@ -182,4 +185,4 @@ std::chrono::milliseconds status_hold(std::chrono::milliseconds window, size_t a
 // Without a planner (tests, or a cluster without GPUs): replicas.target if pinned, else min.
 int desired_workers(const api::TaskSpec& spec);
 
-}  // namespace valley::task
+}  // namespace valley::lifecycle

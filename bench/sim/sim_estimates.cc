@@ -1,0 +1,71 @@
+// The trace replay's estimates at submission, as the operator makes them (sim_state.h).
+#include "bench/sim/sim_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+namespace valley::sim::detail {
+
+// --- estimates at submission, as the operator makes them ------------------------------------
+api::TaskSpec Simulator::spec_of(const SimJob& j, int64_t duration_seconds) const {
+  api::TaskSpec spec;
+  spec.name = j.trace.id;
+  spec.priority = j.traits.priority;
+  spec.min_workers = j.traits.min_workers;
+  spec.max_workers = j.traits.max_workers;
+  spec.reduce_cost = j.traits.reduce_cost;
+  spec.amd_support = j.traits.amd;
+  spec.checkpoint_uri = "s3://sim/" + j.trace.id;
+  spec.estimated_duration = std::chrono::seconds(std::max<int64_t>(1, duration_seconds));
+  return spec;
+}
+
+// The user's estimatedDuration off by up to +-duration_error_percent (a stable hash of the id).
+int64_t Simulator::off_duration(const SimJob& j) const {
+  double e = (percentile_of(j.trace.id, "duration-error") - 50) / 50.0 * in_.duration_error_percent / 100.0;
+  return static_cast<int64_t>(std::llround(static_cast<double>(j.trace.duration) * (1 + e)));
+}
+
+std::vector<cost::NodeRate> Simulator::candidates_of(const SimJob& j) const {
+  std::vector<cost::NodeRate> out;
+  for (const auto& n : nodes_)
+    if (n.pool->vendor == "nvidia" || (n.pool->vendor == "amd" && j.traits.amd)) out.push_back(n.rate);
+  return out;
+}
+
+void Simulator::record_estimate(SimJob& j, const cost::EstimateBasis& basis) {
+  j.needs_estimate = false;
+  auto exact = cost::estimate(in_.pricing, spec_of(j, j.trace.duration), basis);
+  auto off = cost::estimate(in_.pricing, spec_of(j, off_duration(j)), basis);
+  if (!exact || !off) return;
+  j.result.estimated = true;
+  j.result.estimate = exact->expected;
+  j.result.low = exact->low;
+  j.result.high = exact->high;
+  j.result.estimate_off = off->expected;
+  j.result.low_off = off->low;
+  j.result.high_off = off->high;
+}
+
+// The peers' jobs (and Valley before this change) at their full size on the pool they got, or
+// the cheapest on-demand pool they may use.
+cost::EstimateBasis Simulator::fixed_basis(const SimJob& j, const planner::Decision* d) const {
+  cost::EstimateBasis b;
+  b.start = at(now_);
+  b.workers = j.traits.max_workers;
+  std::optional<cost::NodeRate> placed;
+  if (d && !d->placement.empty()) placed = node(d->placement.front().node).rate;
+  if (auto r = cost::likely_rate(spec_of(j, j.trace.duration), candidates_of(j), placed)) b.rate = *r;
+  return b;
+}
+
+void Simulator::estimate(SimJob& j, const planner::Decision& d, const planner::Config& config) {
+  if (policy_ != PolicyKind::Valley) return record_estimate(j, fixed_basis(j, &d));
+  std::map<std::string, cost::NodeRate> rates;
+  for (const auto& n : nodes_) rates[n.node.name] = n.rate;
+  planner::Task t = task_of(j);
+  record_estimate(j, cost::estimate_basis(spec_of(j, j.trace.duration), t, d, config, rates, candidates_of(j), at(now_)));
+}
+
+}  // namespace valley::sim::detail

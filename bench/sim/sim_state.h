@@ -1,0 +1,158 @@
+// The trace replay's state and steps (simulator.h's simulate()): internal to bench/sim.
+// simulator.cc holds the clock, arrivals, segments and spot events; sim_planning.cc what the
+// planner is given and what its decisions do; sim_estimates.cc the estimates made at submission;
+// sim_tenants.cc tenants' quotas and fair share; sim_summary.cc the figures.
+#pragma once
+
+#include "bench/sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "controllers/cost/candidates.h"
+#include "controllers/cost/engine.h"
+#include "controllers/cost/planner_config.h"
+#include "controllers/planner/planner.h"
+#include "controllers/planner/scaling.h"
+#include "controllers/tenancy/usage.h"
+
+namespace valley::sim::detail {
+
+using kube::SystemTime;
+
+
+
+
+inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+inline constexpr const char* kNoticeTaint = "aws-node-termination-handler/spot-itn";
+
+struct SimNode {
+  planner::Node node;
+  const Pool* pool = nullptr;
+  cost::NodeRate rate;
+  bool alive = true;
+  int64_t notice_at = kNever, kill_at = kNever, back_at = kNever;
+  std::mt19937_64 rng;
+};
+
+enum class State { Future, Pending, Running, Done, Rejected };
+
+struct SimJob {
+  TraceJob trace;
+  JobTraits traits;
+  const Speedup* speedup = nullptr;
+  State state = State::Future;
+  double work_total = 0, work_done = 0;
+  // The running segment: placement, since when (cost), from when it progresses (after the
+  // restart), and the work it started from (what a kill without notice falls back to, with the
+  // periodic checkpoints taken since).
+  std::vector<planner::Task::Worker> workers;
+  int64_t segment_start = 0, progress_from = 0;
+  double segment_work = 0;
+  std::optional<int64_t> last_resize;
+  bool resumed = false;  // has run before: a start restores a checkpoint
+  planner::Scaling scaling;  // what Valley learned from its progress records
+  int segment_records = 0;   // progress records (latest.json) written in the running segment
+  bool needs_estimate = true;
+  std::string last_wait_reason;  // the planner's, while it waits
+  cost::Charge charge;
+  JobResult result;
+
+  int gpus() const {
+    int n = 0;
+    for (const auto& w : workers) n += static_cast<int>(w.count);
+    return n;
+  }
+  double rate() const { return speedup ? speedup->at(gpus()) : gpus(); }
+};
+
+inline bool same_placement(std::vector<planner::Task::Worker> a, std::vector<planner::Task::Worker> b) {
+  auto key = [](const planner::Task::Worker& w) { return std::tie(w.node, w.gpu_resource, w.count); };
+  auto less = [&](const auto& x, const auto& y) { return key(x) < key(y); };
+  std::sort(a.begin(), a.end(), less);
+  std::sort(b.begin(), b.end(), less);
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [&](const auto& x, const auto& y) { return key(x) == key(y); });
+}
+
+class Simulator {
+ public:
+  Simulator(const Inputs& in, PolicyKind policy);
+  Result run();
+
+ private:
+  SystemTime at(int64_t t) const { return SystemTime{} + std::chrono::seconds(in_.workload.start_epoch + t); }
+  // Each tenant's nominal quota in every pool, and its fair-share weight: its normalized weight.
+  // Strict: nothing may be borrowed (what rounding leaves over stays idle).
+  void setup_tenants();
+  bool tenants_planned() const { return in_.tenancy != Tenancy::None && !tenants_.empty(); }
+  // GPUs of running jobs on each node.
+  std::map<std::string, int64_t> used_by_node() const;
+  // A job arriving when its gang fits in its tenant's unused nominal quota of a pool it may use
+  // (quotas are per pool, as the planner keeps them), while that pool has not enough GPUs free: the
+  // tenant's quota there is held by others, and must come back.
+  bool claims_nominal(const SimJob& j) const;
+  // Over [from, to) nothing changes: decays each tenant's usage and, inside the window, takes the
+  // fairness figures (weighted max-min fair shares of the live GPUs by demand: what runs plus what
+  // waits at its full size).
+  void measure_tenants(int64_t from, int64_t to);
+  void schedule_interruption(SimNode& n, int64_t from);
+  int64_t completion(const SimJob& j) const;
+  // Moves the clock to t: progress, and GPU-seconds held and alive for the allocation figure.
+  void advance(int64_t t);
+  void arrive(SimJob& j);
+  bool usable_by(const planner::Task& t, const SimNode& n) const;
+  // Ends the running segment: charges it (GPUs held, restart time included) and takes the GPUs back.
+  void end_segment(SimJob& j);
+  // Progress records: the workload writes latest.json {step, time} at each periodic checkpoint; two
+  // records of one segment give its rate at that size (what the operator folds into status.scaling).
+  void learn();
+  void start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart);
+  void finish(SimJob& j);
+  // What a kill without a checkpoint leaves: the segment's start plus its periodic checkpoints.
+  void lose_work(SimJob& j);
+  SimNode& node(const std::string& name);
+  const SimNode& node(const std::string& name) const;
+  void spot_events();
+  planner::Task task_of(const SimJob& j) const;
+  double growth_prior() const;
+  planner::Config config_now(std::vector<planner::Node>& nodes) const;
+  void replan();
+  std::vector<planner::Decision> plan(const std::vector<planner::Node>& nodes, const std::vector<SimJob*>& jobs,
+                                      const planner::Config& config);
+  // --- estimates at submission, as the operator makes them ------------------------------------
+  api::TaskSpec spec_of(const SimJob& j, int64_t duration_seconds) const;
+  // The user's estimatedDuration off by up to +-duration_error_percent (a stable hash of the id).
+  int64_t off_duration(const SimJob& j) const;
+  std::vector<cost::NodeRate> candidates_of(const SimJob& j) const;
+  void record_estimate(SimJob& j, const cost::EstimateBasis& basis);
+  // The peers' jobs (and Valley before this change) at their full size on the pool they got, or
+  // the cheapest on-demand pool they may use.
+  cost::EstimateBasis fixed_basis(const SimJob& j, const planner::Decision* d) const;
+  void estimate_naive(SimJob& j) { record_estimate(j, fixed_basis(j, nullptr)); }
+  void estimate(SimJob& j, const planner::Decision& d, const planner::Config& config);
+  // Carries out decisions; true if some waiting job started.
+  bool apply(const std::vector<planner::Decision>& decisions, const std::vector<SimJob*>& jobs, const planner::Config& config);
+  Result summarize();
+
+  const Inputs& in_;
+  PolicyKind policy_;
+  std::vector<SimNode> nodes_;
+  std::vector<SimJob> jobs_;
+  int64_t now_ = 0;
+  int interruptions_ = 0, plan_calls_ = 0;
+  std::map<std::string, int64_t> pool_gpu_seconds_;
+  std::vector<double> held_hourly_, alive_hourly_;
+  // Tenants (with weights): the planner's view, the window the figures cover, and the figures.
+  std::map<std::string, planner::Tenant> tenants_;
+  int64_t window_end_ = 0;
+  std::map<std::string, Result::TenantFigures> figures_;
+  double jain_weighted_ = 0, jain_seconds_ = 0;
+  std::vector<std::map<std::string, double>> tenant_hourly_;
+};
+
+}  // namespace valley::sim::detail

@@ -1,0 +1,112 @@
+// The trace replay's figures (sim_state.h).
+#include "bench/sim/sim_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+namespace valley::sim::detail {
+
+Result Simulator::summarize() {
+  Result r;
+  r.policy = policy_;
+  r.tenancy = in_.tenancy;
+  std::vector<double> jct, jct_not_reduce_cost, queue;
+  for (auto& j : jobs_) {
+    if (j.state == State::Rejected) {
+      ++r.rejected;
+      continue;
+    }
+    if (j.state != State::Done) {
+      if (j.state == State::Running) {
+        end_segment(j);
+        j.result.cost = cost::apply_multiplier(j.charge.gpu + j.charge.energy, cost::multiplier_milli(in_.pricing, j.traits.priority));
+      }
+      ++r.unfinished;
+    } else {
+      jct.push_back(static_cast<double>(j.result.end - j.result.submit));
+      if (!j.traits.reduce_cost) jct_not_reduce_cost.push_back(static_cast<double>(j.result.end - j.result.submit));
+      queue.push_back(static_cast<double>(j.result.start - j.result.submit));
+      r.useful_gpu_hours += static_cast<double>(j.trace.duration) * j.trace.gpus / 3600.0;
+      r.makespan = std::max(r.makespan, j.result.end);
+    }
+    r.cost += j.result.cost;
+    r.gpu_cost += j.charge.gpu;
+    r.energy_cost += j.charge.energy;
+    r.held_gpu_hours += static_cast<double>(j.result.gpu_seconds) / 3600.0;
+    r.preemptions += j.result.preemptions;
+    r.restarts += j.result.restarts;
+    r.work_lost_gpu_hours += j.result.work_lost_gpu_seconds / 3600.0;
+    r.jobs.push_back(j.result);
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  };
+  const auto& pct = percentile;
+  r.mean_jct = mean(jct);
+  r.mean_jct_not_reduce_cost = mean(jct_not_reduce_cost);
+  r.p50_jct = pct(jct, 50);
+  r.p95_jct = pct(jct, 95);
+  for (const auto& [pool, secs] : pool_gpu_seconds_) r.pool_gpu_hours[pool] = static_cast<double>(secs) / 3600.0;
+  auto fit = [&](bool off) {
+    std::vector<double> errors, widths;
+    int inside = 0;
+    for (const auto& j : r.jobs) {
+      if (!j.estimated || j.end < 0 || j.cost <= 0) continue;
+      const double est = static_cast<double>(off ? j.estimate_off : j.estimate);
+      const double lo = static_cast<double>(off ? j.low_off : j.low), hi = static_cast<double>(off ? j.high_off : j.high);
+      const double fin = static_cast<double>(j.cost);
+      errors.push_back(std::abs(fin - est) / fin);
+      widths.push_back(est > 0 ? (hi - lo) / est : 0);
+      inside += fin >= lo && fin <= hi;
+    }
+    Result::EstimateFit f;
+    f.median_error = pct(errors, 50);
+    f.median_width = pct(widths, 50);
+    f.inside = errors.empty() ? 0 : static_cast<double>(inside) / static_cast<double>(errors.size());
+    return f;
+  };
+  r.estimates = fit(false);
+  r.estimates_off = fit(true);
+  r.p99_jct = pct(jct, 99);
+  r.mean_queue = mean(queue);
+  r.p99_queue = pct(queue, 99);
+  double held = 0, alive = 0;
+  for (size_t h = 0; h < held_hourly_.size(); ++h) {
+    if (static_cast<int64_t>(h) * 3600 >= r.makespan) break;
+    held += held_hourly_[h];
+    alive += alive_hourly_[h];
+    r.hourly_allocation_percent.push_back(alive_hourly_[h] > 0 ? 100.0 * held_hourly_[h] / alive_hourly_[h] : 0.0);
+  }
+  r.allocation_percent = alive > 0 ? 100.0 * held / alive : 0;
+  double window_held = 0, window_alive = 0;
+  for (size_t h = 0; h < held_hourly_.size() && static_cast<int64_t>(h) * 3600 < window_end_; ++h) {
+    window_held += held_hourly_[h];
+    window_alive += alive_hourly_[h];
+  }
+  r.window_allocation_percent = window_alive > 0 ? 100.0 * window_held / window_alive : 0;
+  for (const auto& [name, t] : tenants_) {
+    auto f = figures_[name];
+    f.weight = t.weight;
+    for (const auto& [pool, q] : t.quota) f.nominal_gpus += static_cast<double>(q.nominal_milli) / 1000.0;
+    if (f.backlogged_hours > 0) {  // time sums to means
+      f.share /= f.backlogged_hours * 3600;
+      f.fair_share /= f.backlogged_hours * 3600;
+    }
+    r.tenants[name] = f;
+  }
+  for (const auto& j : r.jobs) {
+    if (auto it = r.tenants.find(j.tenant); it != r.tenants.end()) ++it->second.jobs;
+    if (j.claim) r.claim_waits.push_back(static_cast<double>(j.claim_wait >= 0 ? j.claim_wait : now_ - j.submit));
+  }
+  r.jain = jain_seconds_ > 0 ? jain_weighted_ / jain_seconds_ : 0;
+  r.jain_hours = jain_seconds_ / 3600;
+  r.hourly_tenant_gpus = tenant_hourly_;
+  r.interruptions = interruptions_;
+  r.plan_calls = plan_calls_;
+  return r;
+}
+
+}  // namespace valley::sim::detail

@@ -1,0 +1,221 @@
+#include "cmd/valley-operator/options.h"
+
+#include <cstdlib>
+
+#include "operator/duration.h"
+#include "operator/metrics/registry.h"
+
+namespace valley::op {
+
+Flags make_flags() {
+  return valley::Flags({
+      {"kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG, in-cluster, then ~/.kube/config"},
+      {"context", "", "kubeconfig context to use; empty: the current context"},
+      {"log-level", "info", "trace, debug, info, warn or error"},
+      {"log-format", "text", "text or json (one object a line, with the task key when there is one)"},
+      {"http-bind-address", ":8080", "where /healthz and /readyz (and /metrics, unless --metrics-bind-address) are served; empty: nowhere"},
+      {"metrics-bind-address", "", "serve /metrics here instead, on its own port (so a NetworkPolicy can open it to Prometheus only)"},
+      {"kube-api-qps", "50", "client-side limit on requests per second to the API server"},
+      {"kube-api-burst", "100", "requests allowed above kube-api-qps in a burst"},
+      {"workers", "8", "TrainingTask reconciles at once (a reconcile mostly waits on the API server)"},
+      {"status-coalesce-window", "2s",
+       "hold a status change that only updates counts, cost or utilization this long for the next change worth writing (0: write each)"},
+      {"debug-task-watch-delay", "0s", "testing only: apply TrainingTask watch events this much later than they arrive"},
+      {"debug-verify-plan-inputs", "false",
+       "testing only: each plan also rebuilds every task's plan input and plans again; a different decision is logged and counted", true},
+      {"max-concurrent-creates", "32",
+       "object creates in flight at once across all tasks (a task's pods go out together; kube-api-qps still applies)"},
+      {"plan-interval", "1s",
+       "while changes keep coming, plan at most this often (and spend at most a tenth of the time planning); a change after a quiet spell is planned within 50ms"},
+      {"planner-min-resize-interval", "5m", "a running task is resized at most this often (checkpoint-restarts cost time)"},
+      {"planner-min-gain-workers", "1", "grow a running task only by at least this many workers"},
+      {"planner-min-gain-fraction", "0.25", "... and by at least this fraction of its current size"},
+      {"planner-aging-step", "10m", "a waiting task gains one priority point per this much waiting"},
+      {"unschedulable-timeout", "60s", "re-plan a worker its planned node has not bound after this long"},
+      {"disruption-taints", "aws-node-termination-handler/spot-itn,karpenter.sh/disrupted,cloud.google.com/impending-node-termination",
+       "node taint keys that announce a node is going away (comma-separated): its tasks checkpoint and move"},
+      {"prometheus-url", "", "Prometheus (http://host:9090) holding DCGM-exporter's metrics: GPU faults there (XIDs, ECC, row remaps, heat) move tasks too; empty: not read"},
+      {"gpu-health-interval", "15s", "how often the GPU health queries run against --prometheus-url"},
+      {"gpu-utilization-interval", "60s", "how often a running task's status.utilization takes in a new reading of its GPUs"},
+      {"gpu-health-window", "5m", "a DCGM signal counts while it showed within this window (a temperature: for all of it)"},
+      {"gpu-fault-xids", "48,64,74,79,94,95,119,120", "XID codes that mean the GPU, not the program, failed"},
+      {"gpu-temperature-limit", "90", "degrees C: a GPU at or above it for the whole --gpu-health-window is a fault"},
+      {"gpu-fault-conditions", "Gpu*Watch,SysLogsXIDError,SysLogsSXIDError,SysLogsGPUFallenOff,NVSwitchFatalError,NVSwitchDown",
+       "node condition types ('*' matches any run) that report a GPU fault while True (NVSentinel's defaults; add Node Problem Detector's): its workers checkpoint and move"},
+      {"gpu-fault-taints", "nvidia.com/gpu-xid-error,nvidia.com/gpu-nvlink-error,nvidia.com/syslog-xid-error,nvidia.com/gpu-error",
+       "node taint keys that report a GPU fault (comma-separated): its workers checkpoint and move"},
+      {"spot-labels", "karpenter.sh/capacity-type=spot,eks.amazonaws.com/capacityType=SPOT,cloud.google.com/gke-spot=true,cloud.google.com/gke-preemptible=true",
+       "node labels (key=value, comma-separated) that mark spot/preemptible capacity"},
+      {"node-not-ready-grace", "30s", "a node NotReady/Unknown this long is lost: its tasks restart elsewhere"},
+      {"failure-settle", "10s", "wait this long after a launcher's permanent-looking exit for a disruption that explains it"},
+      {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
+      {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
+      {"pod-security", "Baseline",
+       "the Pod Security level (Baseline or Restricted) Valley renders pods for when a task sets no spec.podSecurity.level"},
+      {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
+      {"progress-writes-per-second", "5",
+       "at most this many status writes a second across all admitted tasks that only bring progress up to date (accrued cost, counts, utilization): with more tasks than cost-interval x this many, each task's are written less often; 0: no limit"},
+      {"usage-half-life", "168h", "tenants' fair share: how fast past GPU usage stops counting (Slurm's PriorityDecayHalfLife)"},
+      {"tenant-interval", "10s", "how often a Tenant's status (usage, share, spend) is brought up to date at least"},
+      {"cost-settle", "15s", "a running pod is charged up to this long ago: its end may reach Valley late, and the accrued cost never goes down"},
+      {"leader-elect", "true", "run controllers only while holding the leader Lease", true},
+      {"leader-elect-namespace", "", "namespace of the leader Lease; empty: the service account's namespace"},
+      {"tenancy-configmap", "valley-tenancy",
+       "ConfigMap (name, or namespace/name; default namespace: the leader Lease's) where namespace -> tenant ownership is published for deploy/policies; empty: none"},
+      {"leader-elect-name", "valley-operator", "name of the leader Lease"},
+      {"leader-elect-identity", "", "this process's identity in the Lease; empty: hostname_random"},
+      {"leader-elect-lease-duration", "15s", "how long a lease stays valid after its last renewal"},
+      {"leader-elect-renew-deadline", "10s", "how long the leader keeps trying to renew before stepping down"},
+      {"leader-elect-retry-period", "2s", "time between attempts to acquire or renew"},
+      {"version", "false", "print the version and exit", true},
+      {"help", "false", "print this help and exit", true},
+  });
+}
+
+namespace {
+
+std::chrono::milliseconds duration_flag(const Flags& flags, const std::string& name) {
+  auto d = parse_duration(flags.get(name));
+  if (!d) throw std::invalid_argument("--" + name + "=" + flags.get(name) + " is not a duration like 15s or 1m");
+  return *d;
+}
+
+kube::HttpOptions http_options(const Flags& flags) {
+  kube::HttpOptions http;
+  http.qps = std::stod(flags.get("kube-api-qps"));
+  {
+    auto& requests = metrics::registry().counter("valley_api_requests_total", "Requests to the API server by verb and HTTP code.",
+                                                         {"verb", "code"});
+    auto& latency = metrics::registry().histogram("valley_api_request_duration_seconds",
+                                                          "API server request latency by verb and HTTP code (0: no answer).", {"verb", "code"});
+    http.observer = [&requests, &latency](const std::string& verb, long code, std::chrono::nanoseconds took) {
+      requests.inc({verb, std::to_string(code)});
+      latency.observe({verb, std::to_string(code)}, std::chrono::duration<double>(took).count());
+    };
+  }
+  http.burst = std::stoi(flags.get("kube-api-burst"));
+  return http;
+}
+
+// The GPU health signals (DCGM-exporter through Prometheus, node conditions and taints) and spot labels.
+void node_signal_options(const Flags& flags, task::ControllerOptions& o) {
+  auto seconds = [&](const char* name) { return std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, name)); };
+  o.node_facts.disruption_taints = split_list(flags.get("disruption-taints"));
+  o.node_facts.gpu_fault_conditions = split_list(flags.get("gpu-fault-conditions"));
+  o.node_facts.gpu_fault_taints = split_list(flags.get("gpu-fault-taints"));
+  o.prometheus_url = flags.get("prometheus-url");
+  o.gpu_health_interval = seconds("gpu-health-interval");
+  o.utilization_interval = seconds("gpu-utilization-interval");
+  o.gpu_health.window = seconds("gpu-health-window");
+  o.gpu_health.critical_xids.clear();
+  for (const auto& x : split_list(flags.get("gpu-fault-xids"))) {
+    char* end = nullptr;
+    const long code = std::strtol(x.c_str(), &end, 10);
+    if (end == x.c_str() || *end != '\0' || code <= 0 || code > 100000)
+      throw std::invalid_argument("--gpu-fault-xids: \"" + x + "\" is not an XID code");
+    o.gpu_health.critical_xids.insert(static_cast<int>(code));
+  }
+  {
+    char* end = nullptr;
+    const std::string limit = flags.get("gpu-temperature-limit");
+    o.gpu_health.temperature_limit = std::strtod(limit.c_str(), &end);
+    if (end == limit.c_str() || *end != '\0' || o.gpu_health.temperature_limit <= 0)
+      throw std::invalid_argument("--gpu-temperature-limit=" + limit + " is not a temperature in degrees C");
+  }
+  if (o.gpu_health_interval.count() < 1 || o.gpu_health.window.count() < 1)
+    throw std::invalid_argument("--gpu-health-interval and --gpu-health-window must be at least 1s");
+  o.node_facts.spot_labels.clear();
+  for (const auto& kv : split_list(flags.get("spot-labels"))) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--spot-labels: \"" + kv + "\" is not key=value");
+    o.node_facts.spot_labels.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+  }
+}
+
+task::ControllerOptions controller_options(const Flags& flags) {
+  task::ControllerOptions o;
+  o.workers = std::stoi(flags.get("workers"));
+  o.planner.min_resize_interval =
+      std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "planner-min-resize-interval"));
+  o.planner.min_gain_workers = std::stoi(flags.get("planner-min-gain-workers"));
+  o.planner.min_gain_fraction = std::stod(flags.get("planner-min-gain-fraction"));
+  o.unschedulable_timeout =
+      std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "unschedulable-timeout"));
+  o.planner.aging_step = std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, "planner-aging-step"));
+  if (o.workers < 1) throw std::invalid_argument("--workers must be at least 1");
+  o.max_concurrent_creates = std::stoi(flags.get("max-concurrent-creates"));
+  o.plan_interval = std::chrono::duration_cast<std::chrono::milliseconds>(duration_flag(flags, "plan-interval"));
+  if (o.plan_interval.count() < 0) throw std::invalid_argument("--plan-interval must not be negative");
+  o.status_hold_window = std::chrono::duration_cast<std::chrono::milliseconds>(duration_flag(flags, "status-coalesce-window"));
+  o.verify_plan_inputs = flags.get_bool("debug-verify-plan-inputs");
+  o.task_watch_delay = std::chrono::duration_cast<std::chrono::milliseconds>(duration_flag(flags, "debug-task-watch-delay"));
+  if (o.max_concurrent_creates < 1) throw std::invalid_argument("--max-concurrent-creates must be at least 1");
+  auto seconds = [&](const char* name) {
+    return std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, name));
+  };
+  o.disruption.node_not_ready_grace = seconds("node-not-ready-grace");
+  o.disruption.failure_settle = seconds("failure-settle");
+  o.checkpoint_poll = seconds("checkpoint-poll-interval");
+  o.pricing_policy = flags.get("pricing-policy");
+  if (flags.get("pod-security") == "Restricted") o.pod_security = api::PodSecurityLevel::Restricted;
+  else if (flags.get("pod-security") != "Baseline")
+    throw std::invalid_argument("--pod-security=" + flags.get("pod-security") + " must be Baseline or Restricted");
+  o.cost_interval = seconds("cost-interval");
+  if (o.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");
+  try {
+    o.progress_writes_per_second = std::stod(flags.get("progress-writes-per-second"));
+  } catch (const std::exception&) {
+    o.progress_writes_per_second = -1;
+  }
+  if (!(o.progress_writes_per_second >= 0))
+    throw std::invalid_argument("--progress-writes-per-second=" + flags.get("progress-writes-per-second") + " must be a number >= 0");
+  o.cost_settle = seconds("cost-settle");
+  o.usage_half_life = seconds("usage-half-life");
+  o.tenant_interval = seconds("tenant-interval");
+  if (o.usage_half_life.count() < 60) throw std::invalid_argument("--usage-half-life must be at least 1m");
+  if (o.tenant_interval.count() < 1) throw std::invalid_argument("--tenant-interval must be at least 1s");
+  if (o.cost_settle.count() < 0 || o.cost_settle > std::chrono::minutes(10))
+    throw std::invalid_argument("--cost-settle must be from 0s to 10m");
+  if (o.checkpoint_poll.count() < 1) throw std::invalid_argument("--checkpoint-poll-interval must be at least 1s");
+  node_signal_options(flags, o);
+  return o;
+}
+
+ManagerOptions manager_options(const Flags& flags) {
+  ManagerOptions options;
+  options.leader_elect = flags.get_bool("leader-elect");
+  auto& le = options.leader_election;
+  le.lease_name = flags.get("leader-elect-name");
+  le.identity = flags.get("leader-elect-identity");
+  if (le.identity.empty()) le.identity = kube::default_identity();
+  le.lease_duration = duration_flag(flags, "leader-elect-lease-duration");
+  le.renew_deadline = duration_flag(flags, "leader-elect-renew-deadline");
+  le.retry_period = duration_flag(flags, "leader-elect-retry-period");
+  if (le.lease_duration <= le.renew_deadline || le.renew_deadline.count() <= le.retry_period.count() * 1.2)
+    throw std::invalid_argument("leader election needs lease-duration > renew-deadline > 1.2 x retry-period");
+  return options;
+}
+
+}  // namespace
+
+OperatorOptions parse_options(const Flags& flags) {
+  OperatorOptions o;
+  o.http = http_options(flags);
+  o.controllers = controller_options(flags);
+  o.manager = manager_options(flags);
+  return o;
+}
+
+void with_namespace(OperatorOptions& o, const Flags& flags, const std::string& default_namespace) {
+  if (o.manager.leader_election.lease_namespace = flags.get("leader-elect-namespace"); o.manager.leader_election.lease_namespace.empty())
+    o.manager.leader_election.lease_namespace = default_namespace;
+  if (const std::string cm = flags.get("tenancy-configmap"); cm.find('/') != std::string::npos) {
+    o.controllers.ownership_namespace = cm.substr(0, cm.find('/'));
+    o.controllers.ownership_name = cm.substr(cm.find('/') + 1);
+  } else {
+    o.controllers.ownership_namespace = o.manager.leader_election.lease_namespace;
+    o.controllers.ownership_name = cm;
+  }
+}
+
+}  // namespace valley::op

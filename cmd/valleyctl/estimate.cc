@@ -1,0 +1,187 @@
+// valleyctl estimate: what a task would cost, planned as the operator would plan it now.
+#include "cmd/valleyctl/common.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "controllers/cost/candidates.h"
+#include "controllers/cost/engine.h"
+#include "controllers/cost/planner_config.h"
+#include "controllers/cost/report.h"
+#include "controllers/planner/scaling.h"
+#include "controllers/planner/snapshot.h"
+#include "controllers/api/seed.h"
+#include "controllers/api/spec.h"
+#include "controllers/api/tenant.h"
+#include "controllers/tenancy/tenants.h"
+#include "operator/kube/json_fields.h"
+#include "operator/duration.h"
+#include "operator/kube/resource.h"
+#include "operator/yaml_json.h"
+
+#include "operator/flags.h"
+#include "operator/kube/client.h"
+#include "operator/kube/error.h"
+#include "valley/version.h"
+
+namespace valley::ctl {
+
+namespace {
+
+namespace planner = valley::planner;
+namespace cost = valley::cost;
+
+// The PricingPolicy (--policy FILE, else the cluster's) and the cluster's nodes when reachable;
+// nullopt after telling the user why there is no policy.
+struct Market {
+  json policy_object;
+  std::vector<json> nodes;
+  std::unique_ptr<kube::Client> client;  // null offline
+};
+std::optional<Market> read_market(const Flags& flags) {
+  Market m;
+  std::string error;
+  if (!flags.get("policy").empty()) {
+    auto doc = read_document(flags.get("policy"), &error);
+    if (!doc) {
+      std::cerr << "valleyctl: " << error << "\n";
+      return std::nullopt;
+    }
+    m.policy_object = doc->value;
+  }
+  try {
+    m.client = std::make_unique<kube::Client>(kube::load_default(flags.get("kubeconfig"), flags.get("context")));
+    if (m.policy_object.is_null()) m.policy_object = m.client->get(kube::resources::kPricingPolicies, "", flags.get("pricing-policy"));
+    m.nodes = m.client->list(kube::resources::kNodes, "").items;
+  } catch (const kube::KubeError& e) {
+    if (m.policy_object.is_null()) {
+      std::cerr << "valleyctl: no PricingPolicy: " << e.what() << " (pass --policy FILE to estimate offline)\n";
+      return std::nullopt;
+    }
+  }
+  return m;
+}
+
+// Offline: every GPU price in the policy the task may use, on demand and spot.
+std::vector<cost::NodeRate> policy_rates(const cost::Policy& policy, const api::TaskSpec& spec) {
+  std::vector<cost::NodeRate> out;
+  for (const auto& g : policy.gpu) {
+    if (g.vendor == "amd" && !spec.amd_support) continue;
+    std::map<std::string, std::string> labels;
+    if (!g.product.empty()) labels[g.vendor == "amd" ? "amd.com/gpu.product-name" : "nvidia.com/gpu.product"] = g.product;
+    const std::string vendor = g.vendor.empty() ? "nvidia" : g.vendor;
+    out.push_back(cost::rate_for(policy, vendor, labels));
+    labels[policy.spot_labels.front().first] = policy.spot_labels.front().second;
+    out.push_back(cost::rate_for(policy, vendor, labels));
+  }
+  return out;
+}
+
+// The cluster's GPU nodes less what its pods hold (nothing offline or when pods cannot be listed).
+std::vector<planner::Node> free_nodes(const Market& m) {
+  std::vector<planner::Node> pn;
+  std::map<std::string, size_t> index;
+  for (const auto& n : m.nodes) {
+    index[n["metadata"].value("name", "")] = pn.size();
+    pn.push_back(planner::node_from(n));
+  }
+  if (!m.client || pn.empty()) return pn;
+  try {
+    for (const auto& pod : m.client->list(kube::resources::kPods, "").items) {
+      auto it = index.find(pod["spec"].value("nodeName", ""));
+      if (it != index.end()) planner::subtract(pn[it->second], api::pod_from(pod));
+    }
+  } catch (const kube::KubeError& e) {
+    std::cerr << "valleyctl: cannot list pods (" << e.what() << "); estimating as if the cluster were empty\n";
+  }
+  return pn;
+}
+
+void print_estimate(const api::TaskSpec& spec, const cost::Policy& policy, const cost::Estimate& e, const json& out,
+                    const planner::Decision& d, bool offline, kube::SystemTime now) {
+  std::cout << "task        " << spec.name << " (" << (spec.type == api::TaskType::MPI ? "MPI" : "Single") << ", priority "
+            << spec.priority << ", " << spec.min_workers << "-" << spec.max_workers << " workers x " << api::format_milli(spec.gpus.milli)
+            << " GPU" << (spec.reduce_cost ? ", reduceCost" : "") << (spec.amd_support ? ", amdSupport" : "") << ")\n";
+  if (!d.reason.empty()) std::cout << "planner     " << d.reason << "\n";
+  std::cout << "expected    " << out["expected"].get<std::string>() << " " << policy.currency << "  " << e.basis << "\n";
+  std::cout << "gpu-hours   " << out["gpuHours"].get<std::string>() << " (" << e.workers << " workers for " << out["hours"].get<std::string>()
+            << " h; it grows while the measured speedup pays)\n";
+  std::cout << "starts      " << kube::format_time(e.start) << (e.start > now + std::chrono::minutes(1) ? " (it waits)" : " (now)") << "\n";
+  std::cout << "range       " << out["low"].get<std::string>() << " - " << out["high"].get<std::string>() << " " << policy.currency
+            << "  (low: " << e.low_basis << "; high: " << e.high_basis << ")\n";
+  std::cout << "policy      " << policy.name << (offline ? " (offline: prices from the policy only)" : "") << "\n";
+}
+
+}  // namespace
+
+int cmd_estimate(const Flags& flags, const std::vector<std::string>& args) {
+  if (!one_argument(args, "valleyctl estimate FILE [--policy FILE] [--duration 6h]")) return 2;
+  auto task = read_task_or_report(args[1]);
+  if (!task) return 1;
+  if (!flags.get("duration").empty()) (*task)["spec"]["estimatedDuration"] = flags.get("duration");
+  if (!(*task)["metadata"].contains("namespace")) (*task)["metadata"]["namespace"] = "default";
+  auto parsed = api::parse_task(*task);
+  if (!parsed.spec) {
+    std::cerr << "valleyctl: " << args[1] << ":";
+    for (const auto& e : parsed.errors) std::cerr << "\n  " << e;
+    std::cerr << "\n";
+    return 1;
+  }
+  const auto& spec = *parsed.spec;
+  if (!spec.estimated_duration) {
+    std::cerr << "valleyctl: " << args[1] << ": no estimatedDuration (EstimatedDuration in the seed format); pass --duration 6h\n";
+    return 1;
+  }
+  auto market = read_market(flags);
+  if (!market) return 1;
+  std::vector<std::string> errors;
+  auto policy = api::parse_policy(market->policy_object, &errors);
+  if (!policy) {
+    std::cerr << "valleyctl: the PricingPolicy is invalid:";
+    for (const auto& e : errors) std::cerr << "\n  " << e;
+    std::cerr << "\n";
+    return 1;
+  }
+  std::vector<cost::NodeRate> candidates = cost::candidate_rates(*policy, spec, *task, market->nodes);
+  if (candidates.empty()) candidates = policy_rates(*policy, spec);
+  if (candidates.empty()) {
+    std::cerr << "valleyctl: no GPU the task could use is priced\n";
+    return 1;
+  }
+  // The same decision the operator would make now: the cluster's nodes less what its pods hold,
+  // priced by the policy, and this task planned among them (tasks waiting in the queue are not
+  // counted). Offline: no nodes, so the cheapest capacity it may use, starting now.
+  const auto now = std::chrono::system_clock::now();
+  if (!(*task)["metadata"].contains("creationTimestamp")) (*task)["metadata"]["creationTimestamp"] = kube::format_time(now);
+  planner::Task t = planner::task_from(spec, *task, {});
+  std::vector<planner::Node> pn = free_nodes(*market);
+  planner::Config config = cost::planner_config(*policy, pn, now, {});
+  if (spec.reduce_cost) {
+    t.cheap_until = planner::cheap_until(now, policy->reduce_cost_patience, spec.deadline(now), spec.estimated_duration, 0, {}, t.min_workers,
+                                         t.max_workers, config.min_marginal_efficiency);
+  }
+  planner::Decision d;
+  d.key = t.key;
+  if (!pn.empty()) d = planner::plan(pn, {t}, now, config)[0];
+  std::map<std::string, cost::NodeRate> rates;
+  for (const auto& n : pn)
+    if (!n.vendor.empty()) rates[n.name] = cost::rate_for(*policy, n.vendor, n.labels);
+  auto basis = cost::estimate_basis(spec, t, d, config, rates, candidates, now);
+  auto e = cost::estimate(*policy, spec, basis);
+  json out = cost::estimate_json(*policy, *e);
+  out["task"] = spec.name;
+  if (!d.reason.empty()) out["decision"] = d.reason;
+  if (flags.get("output") == "json") {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  print_estimate(spec, *policy, *e, out, d, market->nodes.empty(), now);
+  return 0;
+}
+
+}  // namespace valley::ctl

@@ -1,0 +1,96 @@
+// valleyctl tenants: each Tenant as Valley keeps it.
+#include "cmd/valleyctl/common.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "controllers/cost/candidates.h"
+#include "controllers/cost/engine.h"
+#include "controllers/cost/planner_config.h"
+#include "controllers/cost/report.h"
+#include "controllers/planner/scaling.h"
+#include "controllers/planner/snapshot.h"
+#include "controllers/api/seed.h"
+#include "controllers/api/spec.h"
+#include "controllers/api/tenant.h"
+#include "controllers/tenancy/tenants.h"
+#include "operator/kube/json_fields.h"
+#include "operator/duration.h"
+#include "operator/kube/resource.h"
+#include "operator/yaml_json.h"
+
+#include "operator/flags.h"
+#include "operator/kube/client.h"
+#include "operator/kube/error.h"
+#include "valley/version.h"
+
+namespace valley::ctl {
+
+// The Tenants as Valley keeps them: what each owns (as Valley resolves it, when namespaces may be
+// listed), uses, borrows, lends and spends, and its tasks still waiting.
+int cmd_tenants(const valley::Flags& flags) {
+  return with_cluster([&] {
+    std::string ns;
+    auto client = connect(flags, &ns);
+    auto items = client->list(valley::kube::resources::kTenants, "").items;
+    if (flags.get("output") == "json" || flags.get("output") == "yaml") {
+      print(flags, json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}});
+      return 0;
+    }
+    std::vector<valley::tenancy::TenantObject> tenants;
+    for (const auto& t : items)
+      if (auto parsed = valley::api::parse_tenant(t); parsed.spec) {
+        valley::tenancy::TenantObject o;
+        o.spec = *parsed.spec;
+        o.created = valley::kube::time_at(valley::kube::object_at(t, "metadata"), "creationTimestamp").value_or(valley::kube::SystemTime{});
+        tenants.push_back(std::move(o));
+      }
+    std::map<std::string, std::vector<std::string>> owned;  // tenant -> namespaces
+    bool resolved = false;
+    try {
+      std::map<std::string, std::map<std::string, std::string>> labels;
+      for (const auto& n : client->list(valley::kube::resources::kNamespaces, "").items)
+        labels[n["metadata"].value("name", "")] = valley::kube::labels_of(n);
+      for (const auto& [n, tenant] : valley::tenancy::assign_namespaces(tenants, labels).owner) owned[tenant].push_back(n);
+      resolved = true;
+    } catch (const valley::kube::KubeError&) {  // may not list namespaces: what each spec names
+      for (const auto& t : tenants) owned[t.spec.name] = t.spec.namespaces;
+    }
+    std::printf("%-18s %-28s %-11s %-9s %-7s %-7s %-8s %-24s %-8s %s\n", "TENANT", resolved ? "NAMESPACES" : "NAMESPACES (listed)", "GPUS", "BORROWED",
+                "LENT", "WEIGHT", "SHARE", "SPEND (PERIOD)", "WAITING", "STATUS");
+    for (const auto& t : items) {
+      const std::string name = t["metadata"].value("name", "");
+      const json st = t.value("status", json::object());
+      std::string namespaces;
+      for (const auto& n : owned[name]) namespaces += (namespaces.empty() ? "" : ",") + n;
+      if (namespaces.size() > 28 && owned[name].size() > 1)  // a long list: the first, and how many more
+        namespaces = owned[name].front() + ",+" + std::to_string(owned[name].size() - 1);
+      std::string status = "Ready";
+      for (const auto& c : valley::kube::array_at(st, "conditions")) {
+        const std::string type = valley::kube::string_at(c, "type"), value = valley::kube::string_at(c, "status");
+        if ((type == "Ready" && value != "True") || (type == "BudgetExhausted" && value == "True"))
+          status = valley::kube::string_at(c, "reason") + ": " + valley::kube::string_at(c, "message");
+      }
+      if (st.empty()) status = "not yet reconciled by Valley";
+      const json spend = valley::kube::object_at(st, "spend");
+      const std::string spent = valley::kube::string_at(spend, "summary").empty()
+                                    ? "-"
+                                    : valley::kube::string_at(spend, "summary") + " (" + valley::kube::string_at(spend, "period") + ")";
+      auto text = [&](const char* k) { return st.contains(k) && st[k].is_string() ? st[k].get<std::string>() : std::string("-"); };
+      std::printf("%-18s %-28s %-11s %-9s %-7s %-7s %-8s %-24s %-8d %s\n", name.c_str(), (namespaces.empty() ? "-" : namespaces).c_str(),
+                  text("gpus").c_str(), text("borrowed").c_str(), text("lent").c_str(),
+                  t.value("spec", json::object()).value("weight", "1").c_str(), text("share").c_str(), spent.c_str(),
+                  static_cast<int>(valley::kube::int_at(st, "waitingTasks").value_or(0)), status.c_str());
+    }
+    if (items.empty()) std::cout << "no Tenants\n";
+    return 0;
+  });
+}
+
+
+}  // namespace valley::ctl

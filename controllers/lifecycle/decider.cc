@@ -1,0 +1,335 @@
+// The lifecycle's reactions: failures, disruptions, checkpoints, utilization, the end (decider.h).
+#include "controllers/lifecycle/decider.h"
+
+#include <algorithm>
+#include <set>
+#include <map>
+
+#include "controllers/api/task_status.h"
+#include "controllers/cost/engine.h"
+#include "controllers/planner/planner.h"
+#include "controllers/planner/scaling.h"
+#include "controllers/render/render.h"
+#include "operator/kube/json_fields.h"
+
+namespace valley::lifecycle::detail {
+
+using kube::format_time;
+using kube::parse_time;
+
+// A field (reason, message) of the condition of `type`, "" when there is none.
+std::string condition_field(const json& status, const std::string& type, const char* field) {
+  const json* c = find_condition(status, type);
+  return c ? c->value(field, "") : "";
+}
+
+int64_t counter(const json& status, const char* name) {
+  if (!status.contains("restarts") || !status["restarts"].is_object()) return 0;
+  return status["restarts"].value(name, int64_t{0});
+}
+
+void bump(json& status, const char* name) {
+  if (!status.contains("restarts") || !status["restarts"].is_object()) status["restarts"] = json::object();
+  status["restarts"][name] = counter(status, name) + 1;
+  if (std::string(name) != "total") status["restarts"]["total"] = counter(status, "total") + 1;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  return out;
+}
+
+Decider::Decider(const Observed& o)
+    : o_(o),
+      status_(api::readable_status(o.task.is_object() ? o.task.value("status", json::object()) : json::object())),
+      before_(status_),
+      now_(format_time(o.now)) {
+  generation_ = kube::int_at(kube::object_at(o.task, "metadata"), "generation").value_or(0);
+  phase_ = status_.value("phase", std::string(kPending));
+  if (phase_.empty()) phase_ = kPending;
+}
+
+Decision Decider::run() {
+  const std::string name = kube::string_at(kube::object_at(o_.task, "metadata"), "name");
+  status_["selector"] = render::task_selector(name);
+  status_["observedGeneration"] = generation_;
+  if (!o_.parsed.spec) {
+    invalid(join(o_.parsed.errors, "; "));
+  } else if (auto why = render::launcher_too_large(*o_.parsed.spec)) {
+    invalid(*why);
+  } else {
+    spec_ = &*o_.parsed.spec;
+    run_epoch();
+    report_refusal();
+  }
+  status_["phase"] = phase_;
+  d_.status_changed = status_ != before_;
+  d_.status = std::move(status_);
+  return std::move(d_);
+}
+
+// status.utilization from the latest reading of its GPUs, and the Idle condition its idlePolicy
+// asks for: once its GPUs have been below the threshold for the policy's window, an Idle
+// condition and Event (Report), the planner sizing it at replicas.min (Shrink, see idle_shrink),
+// or a checkpoint and suspension until the spec changes (Suspend, see idle_suspended).
+void Decider::observe_utilization() {
+  if (!o_.gpu_reading) return;
+  const api::IdlePolicy p = o_.idle_policy.value_or(api::IdlePolicy{});
+  status_["utilization"] = gpu::accrue(status_.value("utilization", json::object()), *o_.gpu_reading, p);
+  if (o_.gpu_reading->gpus.empty()) return;  // no data says neither idle nor busy
+  const json& u = status_["utilization"];
+  if (gpu::idle_for(u, o_.now, p)) {
+    if (condition_true(status_, "Idle")) return;  // said once per idle stretch
+    const std::string message = "GPU utilization below " + std::to_string(p.below_percent) + "% since " + u.value("idleSince", "") +
+                                " (" + std::to_string(u.value("gpuPercent", 0)) + "% now; " + u.value("idleGpuHours", std::string("0.00")) +
+                                " idle GPU-hours so far)";
+    const std::string reason = p.action == api::IdleAction::Report   ? "IdleGpus"
+                               : p.action == api::IdleAction::Shrink ? "IdleShrink"
+                                                                     : kIdleSuspend;
+    const std::string what = p.action == api::IdleAction::Report   ? "reported (idlePolicy Report)"
+                             : p.action == api::IdleAction::Shrink ? "shrinking to replicas.min (idlePolicy Shrink)"
+                                                                   : "checkpointing and suspending until the spec changes (idlePolicy Suspend)";
+    set_condition(status_, "Idle", true, reason, message + ": " + what, now_, generation_);
+    event("Warning", "Idle", p.action == api::IdleAction::Report ? "Report" : p.action == api::IdleAction::Shrink ? "Shrink" : "Suspend",
+          message + ": " + what);
+  } else if (condition_true(status_, "Idle") && condition_field(status_, "Idle", "reason") != kIdleSuspend) {
+    set_condition(status_, "Idle", false, "Busy", "GPU utilization " + std::to_string(u.value("gpuPercent", 0)) + "%", now_, generation_);
+  }
+}
+
+// PodsCreated: False with the API server's words while it refuses the task's objects; True again
+// once it takes them (only after a refusal: a task never refused carries no such condition).
+void Decider::report_refusal() {
+  if (finished(phase_)) return;
+  if (o_.refusal) {
+    set_condition(status_, "PodsCreated", false, o_.refusal->reason, o_.refusal->message, now_, generation_);
+    if (o_.refusal->blocking) {
+      d_.create.clear();
+      d_.create_ssh_secret = false;
+      if (o_.refusal->retry_in) d_.requeue_after = *o_.refusal->retry_in;
+    }
+  } else if (find_condition(status_, "PodsCreated") != nullptr && !condition_true(status_, "PodsCreated")) {
+    set_condition(status_, "PodsCreated", true, "Created", "the API server accepts the task's pods", now_, generation_);
+  }
+}
+
+// A node the pod is bound to that will never confirm its termination: deleted, or NotReady past
+// the grace period.
+bool Decider::node_lost(const PodView& p) const {
+  if (!o_.nodes_known || p.node.empty()) return false;
+  auto it = o_.nodes.find(p.node);
+  if (it == o_.nodes.end()) return true;
+  const NodeView& n = it->second;
+  return planner::not_ready_past(n.ready, n.not_ready_since, o_.now, o_.disruption.node_not_ready_grace);
+}
+
+void Decider::delete_pod(const PodView& p) {
+  const bool lost = node_lost(p);
+  const bool stuck = p.deleting && p.deletion_deadline && o_.now - *p.deletion_deadline >= o_.disruption.stuck_termination;
+  if (!p.deleting || lost || stuck) d_.delete_pods.push_back({p.name, p.uid, lost || stuck, p.node.empty() ? p.resource_version : ""});
+}
+
+void Decider::invalid(const std::string& message) {
+  if (phase_ != kFailed || status_.value("reason", "") != "InvalidSpec")
+    event("Warning", "InvalidSpec", "Validate", message.substr(0, 1000));
+  set_phase(kFailed, "InvalidSpec", message);
+  set_condition(status_, "Failed", true, "InvalidSpec", message, now_, generation_);
+  if (!status_.contains("completionTime")) status_["completionTime"] = now_;
+  for (const auto& p : o_.pods)
+    if (!pod_finished(p)) delete_pod(p);
+  count_replicas();
+}
+
+void Decider::count_replicas() {
+  int replicas = 0, ready = 0;
+  for (const auto& p : o_.pods) {
+    if (p.role != "worker" || p.deleting || pod_finished(p) || p.epoch != epoch_) continue;
+    ++replicas;
+    if (p.ready) ++ready;
+  }
+  status_["replicas"] = replicas;
+  status_["readyReplicas"] = ready;
+}
+
+// After the end: cleanPodPolicy, then ttlSecondsAfterFinished.
+void Decider::after_end() {
+  const auto policy = spec_->run_policy.clean_pod_policy;
+  for (const auto& p : o_.pods) {
+    if (policy == api::CleanPodPolicy::All || (policy == api::CleanPodPolicy::Running && !pod_finished(p))) delete_pod(p);
+  }
+  if (auto ttl = spec_->run_policy.ttl_seconds_after_finished) {
+    auto done = parse_time(status_.value("completionTime", ""));
+    if (done) {
+      auto expires = *done + std::chrono::seconds(*ttl);
+      if (o_.now >= expires) {
+        d_.delete_task = true;
+      } else {
+        d_.requeue_after = std::chrono::duration_cast<std::chrono::seconds>(expires - o_.now) + std::chrono::seconds(1);
+      }
+    }
+  }
+  count_replicas();
+}
+
+void Decider::finish(bool success, const std::string& reason, const std::string& message) {
+  set_phase(success ? kSucceeded : kFailed, reason, message);
+  status_["completionTime"] = now_;
+  set_condition(status_, success ? "Succeeded" : "Failed", true, reason, message, now_, generation_);
+  set_condition(status_, "Running", false, reason, message, now_, generation_);
+  event(success ? "Normal" : "Warning", reason, "Finish", message);
+  after_end();
+}
+
+// A pod of the current epoch that decides the task failed: retry in a new epoch or give up.
+void Decider::failed(const PodView& p) {
+  std::string who = p.role == "launcher" ? "the launcher" : p.name;
+  if (!p.failed_init.empty()) who += "'s init container " + p.failed_init;
+  if (p.exit_code && *p.exit_code >= 1 && *p.exit_code <= 127) {
+    std::string said = p.failed_init_message;
+    while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.pop_back();
+    if (auto nl = said.rfind('\n'); nl != std::string::npos) said = said.substr(nl + 1);  // its last line
+    finish(false, "ExitCode", who + " exited with code " + std::to_string(*p.exit_code) +
+                                  " (1-127: a permanent error, not retried)" + (said.empty() ? "" : ": " + said.substr(0, 300)));
+    return;
+  }
+  std::string cause = p.exit_code ? "exit code " + std::to_string(*p.exit_code) : "no exit code (evicted or lost)";
+  if (!p.exit_reason.empty()) cause += " (" + p.exit_reason + ")";
+  int64_t used = counter(status_, "failures");
+  if (used >= spec_->run_policy.backoff_limit) {
+    finish(false, "BackoffLimitExceeded", who + " failed with " + cause + " after " + std::to_string(used) +
+                                              " retries (backoffLimit " + std::to_string(spec_->run_policy.backoff_limit) + ")");
+    return;
+  }
+  bump(status_, "failures");
+  epoch_ += 1;
+  status_["epoch"] = epoch_;
+  std::string message = who + " failed with " + cause + "; retry " + std::to_string(used + 1) + " of " +
+                        std::to_string(spec_->run_policy.backoff_limit) + " as epoch " + std::to_string(epoch_);
+  set_phase(kRestarting, "RetryableFailure", message);
+  set_condition(status_, "Restarting", true, "RetryableFailure", message, now_, generation_);
+  set_condition(status_, "Running", false, "RetryableFailure", message, now_, generation_);
+  event("Warning", "Restarting", "Restart", message);
+}
+
+// Something outside the task's control is taking a pod of the current epoch away.
+std::optional<Decider::Disruption> Decider::find_disruption() const {
+  const bool mpi = spec_->type == api::TaskType::MPI;
+  const int size = static_cast<int>(status_.value("epochReplicas", 0));
+  std::map<std::string, const PodView*> current;
+  for (const auto& p : o_.pods) {
+    if (p.epoch != epoch_) continue;
+    current[p.name] = &p;
+    const std::string who = "pod " + p.name + (p.node.empty() ? "" : " on node " + p.node);
+    if (!p.disruption.empty()) {
+      std::string cause = p.disruption == "PreemptionByScheduler" ? "PreemptedByScheduler"
+                          : p.disruption == "DeletionByTaintManager" ? "NodeTaint"
+                          : p.disruption == "TerminationByKubelet" || p.disruption == "Shutdown" ||
+                                    p.disruption == "NodeShutdown" || p.disruption == "Terminated"
+                              ? "NodeShutdown"
+                              : "Evicted";
+      return Disruption{cause, p.node, who + " is being taken away (" + p.disruption + ")"};
+    }
+    if (pod_finished(p) && p.phase != "Failed") continue;
+    if (o_.nodes_known && !p.node.empty()) {
+      auto it = o_.nodes.find(p.node);
+      if (it == o_.nodes.end()) return Disruption{"NodeLost", p.node, who + ": the node was deleted"};
+      if (!it->second.notice.empty())
+        return Disruption{"NodeNotice", p.node, who + ": the node has the termination notice " + it->second.notice};
+      // A platform fault, never the task's: it checkpoints and moves, and no failure is counted.
+      // (The launcher holds no GPU: a GPU fault on its node is not its concern.)
+      if (!it->second.fault.empty() && p.role != "launcher")
+        return Disruption{"GpuFault", p.node, who + ": the node reports a GPU fault (" + it->second.fault + ")"};
+      if (node_lost(p)) return Disruption{"NodeNotReady", p.node, who + ": the node has not been Ready for " +
+                                                                      std::to_string(o_.disruption.node_not_ready_grace.count()) + "s"};
+    }
+    // Deleted, but not by Valley: Valley deletes a current-epoch pod only beyond the size (Hot
+    // shrink) or before it is bound (re-placement; before the epoch runs, it may have been bound
+    // since, where the plan no longer has it).
+    const bool ours = p.role == "worker" && (p.worker_index >= size || p.node.empty() || (phase_ != kRunning && replanned(p)));
+    // (A kubelet marks a deleted pod Failed once its containers stopped: still a deletion.)
+    if (p.deleting && !ours && p.phase != "Succeeded") return Disruption{"PodDeleted", p.node, who + " was deleted"};
+  }
+  // A pod of a running epoch vanished (force-deleted). Hot tasks add workers while running, so
+  // only Restart ones can tell.
+  if (phase_ == kRunning && !spec_->hot_elastic) {
+    std::vector<std::string> expected;
+    for (int i = 0; i < size; ++i) expected.push_back(render::worker_name(spec_->name, i));
+    if (mpi) expected.push_back(render::launcher_name(spec_->name));
+    for (const auto& name : expected)
+      if (!current.count(name)) return Disruption{"PodDeleted", "", "pod " + name + " disappeared"};
+  }
+  return std::nullopt;
+}
+
+void Decider::disrupted(const Disruption& d) {
+  bump(status_, "disruptions");
+  const int old_epoch = epoch_;
+  epoch_ += 1;
+  status_["epoch"] = epoch_;
+  json last = {{"time", now_}, {"cause", d.cause}, {"message", d.message}, {"epoch", old_epoch},
+               {"workers", status_.value("epochReplicas", 0)}};
+  if (!d.node.empty()) last["node"] = d.node;
+  if (status_.contains("checkpoint") && status_["checkpoint"].is_object()) last["checkpointStep"] = status_["checkpoint"].value("step", 0);
+  status_["lastDisruption"] = last;
+  std::string message = d.message + "; restarting from the last checkpoint as epoch " + std::to_string(epoch_);
+  set_phase(kRestarting, d.cause, message);
+  set_condition(status_, "Restarting", true, d.cause, message, now_, generation_);
+  set_condition(status_, "Running", false, d.cause, message, now_, generation_);
+  event("Warning", "Disrupted", "Restart", message);
+  int grace = spec_->checkpoint_grace_seconds;
+  event("Normal", "Checkpointing", "Stop",
+        "stopping epoch " + std::to_string(old_epoch) + ": SIGTERM to the " +
+            (spec_->type == api::TaskType::MPI ? std::string("launcher first") : std::string("pod")) + ", up to " +
+            std::to_string(grace) + "s to checkpoint");
+}
+
+// The workload's latest.json (read by the controller from the store) or, for stores Valley
+// cannot read, the checkpoint record a pod left as its termination message.
+void Decider::record_checkpoint() {
+  std::optional<storage::CheckpointRecord> best = o_.checkpoint;
+  for (const auto& p : o_.pods) {
+    if (p.termination_message.empty()) continue;
+    if (auto r = storage::parse_checkpoint_record(p.termination_message, nullptr); r && (!best || r->step > best->step)) best = r;
+  }
+  if (!best) return;
+  json c = {{"step", best->step}, {"time", best->time}, {"uri", spec_->checkpoint_uri}};
+  if (best->epoch > 0) c["epoch"] = best->epoch;
+  if (best->world_size > 0) c["worldSize"] = best->world_size;
+  json& cur = status_["checkpoint"];
+  // A store reset (new run, same prefix) may go backwards in step but never in time.
+  if (!cur.is_object() || cur.value("time", "") < best->time || (cur.value("time", "") == best->time && cur.value("step", 0) != best->step)) {
+    // Two records of the running epoch: its progress rate at this size (status.scaling).
+    if (cur.is_object() && best->epoch > 0 && cur.value("epoch", 0) == best->epoch && best->epoch == epoch_ &&
+        status_.value("replicas", 0) > 0)
+      if (auto rate = planner::progress_rate(cur.value("step", int64_t{0}), cur.value("time", ""), best->step, best->time))
+        status_["scaling"] = planner::scaling_json(
+            planner::observe(planner::scaling_from(status_.value("scaling", json::array())), status_.value("replicas", 0), *rate));
+    cur = c;
+  }
+}
+
+// The epoch after a disruption is running: how long recovery took and what was lost.
+void Decider::recovered() {
+  if (!status_.contains("lastDisruption") || !status_["lastDisruption"].is_object()) return;
+  json& last = status_["lastDisruption"];
+  if (last.contains("recoveredTime")) return;
+  auto at = parse_time(last.value("time", ""));
+  if (!at) return;
+  last["recoveredTime"] = now_;
+  int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(o_.now - *at).count();
+  last["recoverySeconds"] = seconds;
+  std::string lost = "unknown (no checkpoint reported)";
+  if (status_.contains("checkpoint") && status_["checkpoint"].is_object()) {
+    if (auto ct = parse_time(status_["checkpoint"].value("time", ""))) {
+      int64_t w = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(*at - *ct).count());
+      last["workLostSeconds"] = w;
+      last["resumedFromStep"] = status_["checkpoint"].value("step", 0);
+      lost = std::to_string(w) + "s (resumed from step " + std::to_string(status_["checkpoint"].value("step", 0)) + ")";
+    }
+  }
+  event("Normal", "Recovered", "Recover",
+        "running again " + std::to_string(seconds) + "s after the disruption (" + last.value("cause", "") + "); work lost: " + lost);
+}
+
+}  // namespace valley::lifecycle::detail

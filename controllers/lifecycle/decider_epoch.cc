@@ -1,0 +1,314 @@
+// The epoch a task runs: admission or waiting, resizes, its pods (decider.h).
+#include "controllers/lifecycle/decider.h"
+
+#include <algorithm>
+#include <set>
+#include <map>
+
+#include "controllers/api/task_status.h"
+#include "controllers/cost/engine.h"
+#include "controllers/planner/planner.h"
+#include "controllers/planner/scaling.h"
+#include "controllers/render/render.h"
+#include "operator/kube/json_fields.h"
+
+namespace valley::lifecycle::detail {
+
+using kube::format_time;
+using kube::parse_time;
+
+// The epoch the task runs, or why it does not: stopped (deadline, suspension, idle, budget),
+// waiting for or given its admission, resized, decided by its pods, its objects made.
+void Decider::run_epoch() {
+  epoch_ = static_cast<int>(status_.value("epoch", 0));
+  if (finished(phase_)) {
+    after_end();
+    return;
+  }
+  if (stopped()) return;
+  resume_if_suspended();
+  record_checkpoint();
+  const lifecycle::Admission* adm = o_.admission ? &*o_.admission : nullptr;
+  if (!admitted(adm)) return;
+  const int workers = adm ? adm->workers : static_cast<int>(status_.value("epochReplicas", desired_workers(*spec_)));
+  status_["desiredReplicas"] = workers;
+  resize(workers, adm);
+  status_["epochReplicas"] = workers;
+  const bool mpi = spec_->type == api::TaskType::MPI;
+  if (decided_by_pods(mpi)) return;
+  ensure_objects(workers, mpi);
+}
+
+// The deadline passed, or the task is suspended (by its spec, while idle, over its budget): true
+// when nothing more runs in this reconcile.
+bool Decider::stopped() {
+  // Deadline, measured from the first admission.
+  if (auto deadline = spec_->run_policy.active_deadline_seconds) {
+    if (auto start = parse_time(status_.value("startTime", ""))) {
+      auto end = *start + std::chrono::seconds(*deadline);
+      if (o_.now >= end) {
+        finish(false, "DeadlineExceeded", "ran longer than activeDeadlineSeconds (" + std::to_string(*deadline) + "s)");
+        return true;
+      }
+      d_.requeue_after = std::chrono::duration_cast<std::chrono::seconds>(end - o_.now) + std::chrono::seconds(1);
+    }
+  }
+  observe_utilization();
+  if (spec_->run_policy.suspend) {
+    suspend("Suspended", "runPolicy.suspend is true: pods stopped", "pods stopped; resume by setting runPolicy.suspend to false");
+    return true;
+  }
+  if (idle_suspended(*spec_, status_)) {
+    suspend("Idle", condition_field(status_, "Idle", "message"), condition_field(status_, "Idle", "message"));
+    return true;
+  }
+  if (condition_true(status_, "Idle") && condition_field(status_, "Idle", "reason") == kIdleSuspend)
+    // Suspended while idle, and the spec changed since: it runs again and is watched afresh.
+    set_condition(status_, "Idle", false, "SpecChanged", "the spec changed: resumed, utilization watched again", now_, generation_);
+  if (over_budget(*spec_, status_)) {
+    const json& cost = status_["cost"];
+    std::string message = "accrued " + cost.value("accrued", std::string("?")) + " " + cost.value("currency", std::string("")) +
+                          " reached spec.maxCost " + api::format_money(*spec_->max_cost_micros) +
+                          ": checkpointed and suspended; raise spec.maxCost to resume";
+    set_condition(status_, "BudgetExceeded", true, "BudgetExceeded", message, now_, generation_);
+    suspend("BudgetExceeded", message, message);
+    return true;
+  }
+  if (condition_true(status_, "BudgetExceeded"))
+    set_condition(status_, "BudgetExceeded", false, "BudgetRaised", "accrued cost is below spec.maxCost", now_, generation_);
+  return false;
+}
+
+// Suspended before and no longer: resumes from the last checkpoint in a new epoch.
+void Decider::resume_if_suspended() {
+  if (phase_ != kSuspended) return;
+  epoch_ += 1;
+  status_["epoch"] = epoch_;
+  set_phase(kAdmitted, "Resumed", "resumed as epoch " + std::to_string(epoch_));
+  set_condition(status_, "Suspended", false, "Resumed", "no longer suspended", now_, generation_);
+  event("Normal", "Resumed", "Resume", "resumed as epoch " + std::to_string(epoch_));
+}
+
+// Disruptions of a running epoch; a waiting task's admission (a new epoch) or its reason to wait; a
+// running one the plan no longer admits is preempted. False when it does not run now.
+bool Decider::admitted(const lifecycle::Admission* adm) {
+  const bool waiting = phase_ == kPending || epoch_ == 0;
+  if (!waiting) {
+    if (auto d = find_disruption()) disrupted(*d);
+  }
+  if (waiting) {
+    if (!adm || !adm->admitted) {
+      wait(adm);
+      return false;
+    }
+    if (epoch_ == 0) {
+      epoch_ = 1;
+    } else {
+      epoch_ += 1;  // re-admitted after a preemption: resume from the checkpoint
+    }
+    status_["epoch"] = epoch_;
+    status_["epochReplicas"] = adm->workers;
+    if (!status_.contains("startTime")) status_["startTime"] = now_;
+    std::string message = std::to_string(adm->workers) + (adm->workers == 1 ? " worker" : " workers") + " placed" + (adm->reason.empty() ? "" : ": " + adm->reason);
+    set_phase(kAdmitted, "Admitted", message);
+    set_condition(status_, "Admitted", true, "Admitted", message, now_, generation_);
+    event("Normal", "Admitted", "Admit", message);
+  } else if (adm && !adm->admitted) {
+    // Between epochs (restarting after a disruption or failure) nothing runs to preempt: the
+    // task just waits for capacity again.
+    if (epoch_has_pods() && std::any_of(o_.pods.begin(), o_.pods.end(), [&](const PodView& p) { return p.epoch == epoch_ && !p.deleting; }))
+      preempted(*adm);
+    else
+      wait(adm);
+    return false;
+  }
+  return true;
+}
+
+// An MPI job's world size is fixed when mpirun starts: a new size is a new epoch, which resumes
+// from the last checkpoint (VALLEY_RESUME=1), unless the task resizes hot.
+void Decider::resize(int workers, const lifecycle::Admission* adm) {
+  const int epoch_workers = static_cast<int>(status_.value("epochReplicas", workers));
+  // No pod of this epoch exists yet (it is waiting for the last one to stop): a new size only
+  // reshapes it, no restart.
+  if (epoch_workers != workers && epoch_has_pods()) {
+    bump(status_, "resizes");
+    status_["lastResizeTime"] = now_;
+    status_["lastResizeReason"] = adm ? adm->reason : std::string("replicas.target changed");
+    const std::string why = " (" + status_["lastResizeReason"].get<std::string>() + ")";
+    if (spec_->hot_elastic) {
+      // The launcher keeps running; discover_hosts.sh and the worker set change under it.
+      status_["epochReplicas"] = workers;
+      event("Normal", "Resized", "Resize", "resized from " + std::to_string(epoch_workers) + " to " +
+                                               std::to_string(workers) + " workers in place (elasticity Hot)" + why);
+    } else {
+      epoch_ += 1;
+      status_["epoch"] = epoch_;
+      status_["epochReplicas"] = workers;
+      std::string message = "resizing from " + std::to_string(epoch_workers) + " to " + std::to_string(workers) +
+                            " workers as epoch " + std::to_string(epoch_) + why;
+      set_phase(kRestarting, "Resizing", message);
+      set_condition(status_, "Restarting", true, "Resizing", message, now_, generation_);
+      set_condition(status_, "Running", false, "Resizing", message, now_, generation_);
+      event("Normal", "Resizing", "Resize", message);
+    }
+  }
+}
+
+// The epoch's deciding pod (the launcher, or a Single task's pod) succeeded, or a pod of the epoch
+// failed: true when that ended the task or the epoch's handling in this reconcile.
+bool Decider::decided_by_pods(bool mpi) {
+  const std::string decider = mpi ? render::launcher_name(spec_->name) : render::worker_name(spec_->name, 0);
+  for (const auto& p : o_.pods) {
+    if (p.epoch != epoch_ || p.deleting) continue;
+    if (p.name == decider && p.phase == "Succeeded") {
+      finish(true, "Succeeded", (mpi ? "the launcher" : "the pod") + std::string(" completed successfully"));
+      return true;
+    }
+    // Any pod of the epoch that fails ends the epoch: an MPI job cannot go on without a rank.
+    if (p.phase == "Failed") {
+      // A permanent-looking exit may be mpirun reporting a rank lost to a disruption whose
+      // signal (node deleted, taint) has not reached us yet: give it a moment.
+      const bool permanent = p.exit_code && *p.exit_code >= 1 && *p.exit_code <= 127;
+      if (permanent && p.finished_at && o_.now - *p.finished_at < o_.disruption.failure_settle) {
+        d_.requeue_after = std::chrono::duration_cast<std::chrono::seconds>(*p.finished_at + o_.disruption.failure_settle - o_.now) +
+                           std::chrono::seconds(1);
+        settling_ = true;
+        continue;
+      }
+      int before = epoch_;
+      failed(p);
+      if (finished(phase_)) return true;
+      if (epoch_ != before) break;
+    }
+  }
+  return false;
+}
+
+// Not admitted (yet): no pods; the planner's reason and queue position in the status.
+void Decider::wait(const Admission* adm) {
+  std::string reason = adm ? adm->reason : "waiting for the capacity planner";
+  std::string message = reason + (adm && adm->queue_position > 0 ? " (queue position " + std::to_string(adm->queue_position) + ")" : "");
+  // When it expects to start, and (reduceCost) until when it waits for cheaper capacity: the
+  // slack its deadline or patience leaves.
+  if (adm && adm->expected_start) status_["expectedStart"] = kube::format_time(*adm->expected_start);
+  else status_.erase("expectedStart");
+  if (adm && adm->cheap_until) {
+    status_["cheapCapacityUntil"] = kube::format_time(*adm->cheap_until);
+    status_["slackSeconds"] = std::chrono::duration_cast<std::chrono::seconds>(*adm->cheap_until - o_.now).count();
+  }
+  if (status_.value("message", "") != message) {
+    // Before the first plan there is nothing to tell the user yet.
+    if (adm && (phase_ != kPending || status_.value("reason", "") != "Waiting")) event("Normal", "Waiting", "Admit", message);
+    set_phase(kPending, "Waiting", message);
+    set_condition(status_, "Admitted", false, "Waiting", message, now_, generation_);
+  }
+  phase_ = kPending;
+  stop_all_pods();
+  count_replicas();
+}
+
+// Higher-priority work took this task's GPUs: stop its pods, count it, wait to be re-admitted.
+void Decider::preempted(const Admission& adm) {
+  bump(status_, "preemptions");
+  std::string message = "preempted: " + adm.reason;
+  set_phase(kPending, "Preempted", message);
+  set_condition(status_, "Admitted", false, "Preempted", message, now_, generation_);
+  set_condition(status_, "Running", false, "Preempted", message, now_, generation_);
+  event("Warning", "Preempted", "Preempt", message);
+  stop_all_pods();
+  count_replicas();
+}
+
+void Decider::suspend(const std::string& reason, const std::string& message, const std::string& note) {
+  if (phase_ != kSuspended || status_.value("reason", "") != reason) {
+    set_phase(kSuspended, reason, message);
+    set_condition(status_, "Suspended", true, reason, message, now_, generation_);
+    set_condition(status_, "Running", false, reason, "suspended", now_, generation_);
+    event(reason == "Suspended" ? "Normal" : "Warning", reason, "Suspend", note);
+  }
+  stop_all_pods();
+  count_replicas();
+}
+
+// A worker pinned to a node other than the one the plan now has for its index.
+bool Decider::replanned(const PodView& p) const {
+  return p.role == "worker" && !p.pinned.empty() && o_.admission && p.worker_index >= 0 &&
+         p.worker_index < static_cast<int>(o_.admission->placement.size()) &&
+         !o_.admission->placement[p.worker_index].node.empty() && o_.admission->placement[p.worker_index].node != p.pinned;
+}
+
+void Decider::ensure_objects(int workers, bool mpi) {
+  render::Shape shape{workers, epoch_};
+  if (mpi) {
+    if (!o_.service_exists) d_.create.push_back(render::headless_service(*spec_));
+    if (!o_.secret_exists) d_.create_ssh_secret = true;
+  }
+
+  // Pods by name; stale ones (older epoch, index beyond the size, wrong role) go.
+  std::map<std::string, const PodView*> by_name;
+  auto stale = [&](const PodView& p) {
+    if (p.epoch != epoch_ || (p.role == "worker" && p.worker_index >= workers) || (p.role == "launcher" && !mpi)) return true;
+    // Not bound yet and the plan moved it (its node would not take it): start it where planned.
+    return p.node.empty() && replanned(p);
+  };
+  stop_pods(stale);
+  bool older_epoch_alive = false;
+  for (const auto& p : o_.pods) {
+    by_name[p.name] = &p;
+    if (p.epoch != epoch_) older_epoch_alive = true;
+  }
+  int ready = 0;
+  for (int i = 0; i < workers; ++i) {
+    std::string name = render::worker_name(spec_->name, i);
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      if (older_epoch_alive) continue;  // the last epoch is still stopping (checkpointing)
+      const bool planned = o_.admission && i < static_cast<int>(o_.admission->placement.size());
+      d_.create.push_back(render::worker_pod(*spec_, i, shape,
+                                             planned ? o_.admission->placement[i] : render::default_placement(*spec_)));
+    } else if (it->second->epoch == epoch_ && !it->second->deleting && it->second->phase == "Running" &&
+               it->second->ready) {
+      ++ready;
+    }
+  }
+  count_replicas();
+
+  bool running = false;
+  if (mpi) {
+    auto it = by_name.find(render::launcher_name(spec_->name));
+    if (it == by_name.end()) {
+      // The launcher goes out with its workers (one wave through the scheduler and the kubelets):
+      // its init container holds mpirun until it can reach every worker (render::launcher_pod).
+      if (!older_epoch_alive) d_.create.push_back(render::launcher_pod(*spec_, shape));
+    } else {
+      // A launcher of this epoch lists the workers of this size (a resize in place changes it).
+      const PodView& launcher = *it->second;
+      if (std::string hosts = render::hostfile(*spec_, workers); launcher.epoch == epoch_ && !launcher.deleting && launcher.hostfile != hosts)
+        d_.launcher_hostfile = std::move(hosts);
+      // Running: the launcher runs and, to get there, every worker is Ready. (On a kubelet the
+      // launcher's wait implies it; a simulated node runs the launcher at once. Once Running, a
+      // worker briefly not Ready does not take the task back.)
+      running = it->second->epoch == epoch_ && it->second->phase == "Running" && (phase_ == kRunning || ready == workers);
+    }
+  } else {
+    running = ready == 1;
+  }
+
+  if (running && phase_ != kRunning) {
+    std::string message = std::to_string(workers) + (workers == 1 ? " worker" : " workers") + " running (epoch " +
+                          std::to_string(epoch_) + ")";
+    set_phase(kRunning, "Running", message);
+    set_condition(status_, "Running", true, "Running", message, now_, generation_);
+    recovered();
+    if (condition_true(status_, "Restarting"))
+      set_condition(status_, "Restarting", false, "Running", "epoch " + std::to_string(epoch_) + " is running", now_, generation_);
+    event("Normal", "Running", "Run", message);
+  } else if (!running && phase_ == kRunning && !settling_) {
+    // The launcher is gone or not running although the task did not end (deleted by hand).
+    set_phase(kAdmitted, "PodsStarting", "waiting for the launcher of epoch " + std::to_string(epoch_));
+    set_condition(status_, "Running", false, "PodsStarting", "launcher not running", now_, generation_);
+  }
+}
+
+}  // namespace valley::lifecycle::detail

@@ -1,0 +1,213 @@
+// One plan (planner.h's plan()): its tables and decisions, and the phases that fill them, each in a
+// file of its own. Internal to controllers/planner.
+// - plan_tables.cc: the tables (nodes and resources by index, each node's free units as one row of
+//   a flat table, the tenants' quota book) and what every phase asks of them;
+// - plan_cycle.cc: the cycle, in the order planner.h states: keep what is admitted, admit waiting
+//   gangs (in fair-share order), grow toward each task's size, then lay gangs out by worker index;
+// - plan_queue.cc: queue order (effective priority with aging, age, key; one queue per tenant taken
+//   by lowest fair share) and who goes before whom;
+// - plan_placement.cc: gang placement on one vendor's nodes, scored by price or packing;
+// - plan_reclaim.cc: shrink, then preempt, to fit a gang (reclaiming lent quota across tenants);
+// - plan_reduce_cost.cc: when a reduceCost task starts (the cheapest reachable pool and tariff, or
+//   off-peak/idle/spot).
+// The plan works on node and resource indexes, not names: a plan over a thousand nodes asks "what is
+// free here" millions of times. Nodes are indexed in name order (the order every scan goes
+// in, so ties resolve by name); resources are interned per plan.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "controllers/gpu/resources.h"
+#include "controllers/planner/planner.h"
+
+namespace valley::planner::detail {
+
+constexpr size_t kMigCount = std::size(gpu::kMigProfiles);
+constexpr size_t kNoNode = static_cast<size_t>(-1);
+
+// The shape of one worker of `gpu_milli` on a node, over any representation of its free units:
+// `units(key)` is what is free of a resource, named by `whole` (the vendor's whole GPU), `time_sliced`
+// and `mig` (one key per gpu::kMigProfiles entry). Whole GPUs for whole requests; a fraction takes
+// the smallest free MIG slice that holds it, else a time-sliced replica, else one whole GPU.
+template <class Key, class Units>
+std::optional<std::pair<Key, int64_t>> shape_rule(int gpu_milli, bool has_vendor, bool nvidia, const Key& whole, const Key& time_sliced,
+                                                   const Key* mig, Units units) {
+  if (!has_vendor) return std::nullopt;
+  if (gpu_milli % 1000 == 0) {
+    const int64_t n = gpu_milli / 1000;
+    if (units(whole) >= n) return std::make_pair(whole, n);
+    return std::nullopt;
+  }
+  if (nvidia) {
+    for (size_t p = 0; p < kMigCount; ++p)
+      if (gpu::holds(gpu::kMigProfiles[p], gpu_milli) && units(mig[p]) >= 1) return std::make_pair(mig[p], int64_t{1});
+    // Time-sliced GPUs (the device plugin's sharing with renameByDefault): a replica each.
+    if (units(time_sliced) >= 1) return std::make_pair(time_sliced, int64_t{1});
+  }
+  if (units(whole) >= 1) return std::make_pair(whole, int64_t{1});
+  return std::nullopt;
+}
+
+// Whether task t may get new workers on node n (schedulable, the spot rule, nodes it avoids, its
+// node selector, taints it does not tolerate).
+bool eligible(const Task& t, const Node& n, const Config& c);
+// Whether the workers task t already has on node n stay there (planner.cc says how this differs).
+bool keeps(const Task& t, const Task::Worker& w, const Node& n, const Config& c, SystemTime now);
+
+// Where a gang may be placed, beyond the task's own rules.
+struct PlaceOptions {
+  bool spot_only = false;              // only spot nodes (a reduceCost task starting outside off-peak)
+  std::optional<int64_t> price_cap;    // no node dearer than this a GPU-hour (reduceCost growth)
+};
+
+class Plan {
+ public:
+  Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vector<const Task*> tasks, SystemTime now, const Config& config);
+  std::vector<Decision> run();
+
+ private:
+  struct NodeInfo {
+    int whole = -1;  // the vendor's whole-GPU resource; -1 without GPUs
+    bool nvidia = false;
+    bool spot = false;  // capacity_class "spot"
+    int vendor = -1;    // into vendors_
+    int64_t price = 0;  // a GPU-hour here now, energy included
+    std::string pool;   // "<vendor>/<class>" (GPU nodes)
+  };
+  struct Shape {
+    int resource = -1;
+    int64_t count = 0;
+  };
+  // A pool and tariff window a waiting reduceCost task could start in.
+  struct Option {
+    int64_t price = 0;  // per GPU-hour
+    SystemTime start{};
+    std::string pool, node;
+  };
+  // Tasks in order, one queue per tenant.
+  using FairQueue = std::map<std::string, std::deque<size_t>>;
+
+  // plan_tables.cc
+  int intern(const std::string& name);
+  int vendor_id(const std::string& vendor);
+  bool may_place(size_t i, size_t k);  // cached per plan
+  int fits(const Task& t, size_t k, const int64_t* units, int cap) const;
+  void release_last(size_t i);
+  // Task i takes (gives back) worker w's GPUs: the node's free units and its tenant's quota.
+  void take(size_t i, const Task::Worker& w) { change(i, w, -1); }
+  void give(size_t i, const Task::Worker& w) { change(i, w, +1); }
+  void change(size_t i, const Task::Worker& w, int sign);
+  int64_t mean_price(const std::vector<Task::Worker>& placed) const;
+  int idle_percent() const;
+  std::string insufficient(size_t i, int need);
+  const Tenant* tenant_of(const Task& t) const { return tenant_of_name(t.tenant); }
+  const Tenant* tenant_of_name(const std::string& name) const;
+  static std::string money(int64_t micros);
+  static std::string tenant_name(const std::string& tenant) { return tenant.empty() ? "(none)" : tenant; }
+  // The vendors whose nodes a new gang of t may use.
+  static std::vector<std::string> gang_vendors(const Task& t);
+
+  // plan_cycle.cc
+  void keep_admitted();
+  void admit_waiting();
+  void admit(size_t i, std::vector<Task::Worker> placed);
+  void grow();
+  void by_worker_index();
+
+  // plan_queue.cc
+  std::vector<size_t> order(bool admitted, bool include_new = false) const;
+  const std::vector<size_t>& age_rank() const;
+  double share(const std::string& tenant) const;
+  FairQueue fair_queue(const std::vector<size_t>& ordered) const;
+  std::optional<size_t> next_fair(FairQueue& q) const;
+  bool goes_before(size_t w, size_t i) const;
+  std::set<std::string> nominal_room(const Task& t, int workers) const;
+
+  // plan_placement.cc
+  std::optional<std::vector<Task::Worker>> place(size_t i, int count, const std::vector<Task::Worker>& prefer, const PlaceOptions& options = {});
+  std::optional<std::vector<Task::Worker>> place_on(size_t i, const std::string& vendor, int count, const std::vector<size_t>& preferred,
+                                                    const PlaceOptions& options);
+
+  // plan_reclaim.cc
+  bool reclaim_for(size_t i, int need);
+  void finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, const Task& for_task);
+
+  // plan_reduce_cost.cc: a reduceCost task's turn (admitted, or waiting with its reason).
+  void wait_off_peak_or_idle(size_t i, int need, int& position);
+  void wait_cheapest_reachable(size_t i, int need, int& position);
+  std::optional<Option> cheapest_reachable(size_t i, int need);
+
+  // Hot lookups, kept inline. By name, asked once or more for every worker of every task; a gang's
+  // workers mostly name the node and resource the one before did, so the last answer is checked (a
+  // compare) before hashing.
+  int resource_id(const std::string& name) const {
+    if (last_resource_ >= 0 && names_[last_resource_] == name) return last_resource_;
+    return last_resource_ = resource_ids_.at(name);
+  }
+  size_t node_at(const std::string& name) const {
+    if (last_node_ != kNoNode && nodes_[last_node_]->name == name) return last_node_;
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) return kNoNode;
+    return last_node_ = it->second;
+  }
+  // Thousandths of a GPU that `count` units of resource r stand for.
+  int64_t share_of(int r, int64_t count) const { return count * share7_[r] / 7; }
+  int64_t* row(size_t k) { return &free_[k * width_]; }
+  const int64_t* row(size_t k) const { return &free_[k * width_]; }
+  int64_t price_of(const std::string& node) const { return info_[node_at(node)].price; }
+  // One worker of `gpu_milli` on node k, whose free units are `units` (a row of the table).
+  std::optional<Shape> shape_on(int gpu_milli, size_t k, const int64_t* units) const {
+    const NodeInfo& info = info_[k];
+    auto s = shape_rule<int>(gpu_milli, info.whole >= 0, info.nvidia, info.whole, time_sliced_, mig_.data(),
+                             [units](int r) { return units[r]; });
+    if (!s) return std::nullopt;
+    return Shape{s->first, s->second};
+  }
+  Task::Worker worker(size_t k, const Shape& s) const { return Task::Worker{nodes_[k]->name, names_[s.resource], s.count}; }
+
+  // The tasks by index, whether the caller holds them by value or by pointer.
+  class TaskRefs {
+   public:
+    explicit TaskRefs(std::vector<const Task*> tasks) : tasks_(std::move(tasks)) {}
+    const Task& operator[](size_t i) const { return *tasks_[i]; }
+    size_t size() const { return tasks_.size(); }
+
+   private:
+    std::vector<const Task*> tasks_;
+  };
+
+  TaskRefs tasks_;
+  SystemTime now_;
+  Config config_;
+  std::vector<const Node*> nodes_;                    // by name
+  std::vector<NodeInfo> info_;                        // by node index
+  std::unordered_map<std::string, size_t> by_name_;   // node name -> index
+  mutable size_t last_node_ = kNoNode;                // node_at's last answer
+  mutable int last_resource_ = -1;                    // resource_id's last answer
+  std::vector<std::string> names_;                    // resource id -> name
+  std::vector<int64_t> share7_;                       // resource id -> thousandths of a GPU in 7 units
+  std::vector<std::string> vendors_;                  // the nodes' vendors (NodeInfo::vendor)
+  std::unordered_map<std::string, int> resource_ids_;
+  int time_sliced_ = -1;
+  std::array<int, kMigCount> mig_{};
+  size_t width_ = 0;                                  // resources per row
+  std::vector<int64_t> free_;                         // node index x resource id -> free units
+  std::vector<std::vector<char>> eligible_;           // task -> node -> may place new workers (lazily)
+  mutable std::vector<int64_t> scratch_;              // fits()' what-if row
+  std::set<std::string> pools_;
+  QuotaBook quota_;                                   // disabled without tenants
+  std::vector<Decision> decisions_;
+  std::set<size_t> admitted_, new_, lost_;
+  std::map<size_t, std::vector<size_t>> kept_index_;  // tasks that lost workers: the indexes of those kept
+  std::vector<size_t> waiting_;
+  mutable std::vector<size_t> age_rank_;  // age_rank()
+};
+
+}  // namespace valley::planner::detail

@@ -1,0 +1,228 @@
+// One plan's cycle, in the order planner.h states: keep, admit, grow, lay out by worker index.
+#include "controllers/planner/plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace valley::planner::detail {
+
+std::vector<Decision> Plan::run() {
+  keep_admitted();
+  admit_waiting();
+  grow();
+  by_worker_index();
+  return std::move(decisions_);
+}
+
+// Workers of admitted tasks stay where they are (on nodes that still exist and take work).
+void Plan::keep_admitted() {
+  for (size_t i : order(/*admitted=*/true)) {
+    const Task& t = tasks_[i];
+    Decision& d = decisions_[i];
+    bool lost = false;
+    d.placement.reserve(t.workers.size());
+    std::vector<size_t> kept;  // the worker indexes kept, in order
+    kept.reserve(t.workers.size());
+    for (size_t x = 0; x < t.workers.size(); ++x) {
+      const auto& w = t.workers[x];
+      const size_t k = node_at(w.node);
+      if (k == kNoNode) {  // lost with its node
+        lost = true;
+        continue;
+      }
+      if (!keeps(t, w, *nodes_[k], config_, now_)) {
+        // It moves; its pods hold the GPUs here until they are gone: nothing else goes there meanwhile.
+        row(k)[resource_id(w.gpu_resource)] -= w.count;
+        lost = true;
+        continue;
+      }
+      take(i, w);
+      d.placement.push_back(w);
+      kept.push_back(x);
+    }
+    if (lost) kept_index_[i] = std::move(kept);
+    if (const Tenant* tenant = tenant_of(t); tenant && tenant->stop) {
+      while (!d.placement.empty()) release_last(i);
+      d.workers = 0;
+      d.action = Action::Preempt;
+      d.reason = tenant->hold;
+      admitted_.erase(i);
+      continue;
+    }
+    int cap = t.pinned_workers ? std::min(*t.pinned_workers, t.max_workers) : t.max_workers;
+    while (static_cast<int>(d.placement.size()) > cap) release_last(i);  // max lowered or pinned smaller
+    d.action = static_cast<int>(d.placement.size()) == static_cast<int>(t.workers.size()) ? Action::Keep : Action::Shrink;
+    d.workers = static_cast<int>(d.placement.size());
+    if (d.action == Action::Shrink) d.reason = "size above max or pinned size, or workers lost";
+    admitted_.insert(i);
+    // It restarts anyway (a checkpoint-restart at a new world size): it may as well take what is
+    // free up to its target, like a task admitted now.
+    if (lost) {
+      new_.insert(i);
+      lost_.insert(i);
+    }
+    if (d.workers < t.min_workers) {
+      // Below its gang (a node went away): take what it needs now, or wait like a new task.
+      auto more = place(i, t.min_workers - d.workers, d.placement);
+      if (more) {
+        for (auto& w : *more) d.placement.push_back(w);
+        d.workers = t.min_workers;
+        d.action = Action::Grow;
+        d.reason = "replacing lost workers";
+      } else {
+        while (!d.placement.empty()) release_last(i);
+        d.workers = 0;
+        d.action = Action::Preempt;
+        d.reason = "lost workers and the minimum no longer fits: " + insufficient(i, t.min_workers);
+        admitted_.erase(i);
+        new_.erase(i);
+      }
+    }
+  }
+}
+
+void Plan::admit_waiting() {
+  int position = 0;
+  FairQueue queue = fair_queue(order(/*admitted=*/false));
+  while (auto next = next_fair(queue)) {
+    const size_t i = *next;
+    const Task& t = tasks_[i];
+    Decision& d = decisions_[i];
+    int need = t.pinned_workers ? std::clamp(*t.pinned_workers, t.min_workers, t.max_workers) : t.min_workers;
+    if (const Tenant* tenant = tenant_of(t); tenant && !tenant->hold.empty()) {
+      d.action = Action::Wait;
+      d.queue_position = ++position;
+      d.reason = tenant->hold;
+      continue;  // not in waiting_: it holds nobody's growth back
+    }
+    if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::OffPeakOrIdle && !config_.off_peak &&
+        idle_percent() < config_.idle_percent) {
+      wait_off_peak_or_idle(i, need, position);
+      continue;
+    }
+    if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::CheapestReachable && (!t.cheap_until || now_ < *t.cheap_until)) {
+      wait_cheapest_reachable(i, need, position);
+      continue;
+    }
+    if (auto placed = place(i, need, {})) {
+      admit(i, std::move(*placed));
+      // Say why a cost-minimizing task now takes what it waited to avoid.
+      if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::CheapestReachable && t.cheap_until)
+        decisions_[i].reason += std::string(" (reduceCost: ") + (t.has_deadline ? "its deadline" : "its patience") +
+                                " let it wait for cheaper capacity until " + kube::format_time(*t.cheap_until) + ")";
+      continue;
+    }
+    if (reclaim_for(i, need)) continue;
+    d.action = Action::Wait;
+    d.workers = 0;
+    d.queue_position = ++position;
+    waiting_.push_back(i);
+    d.reason = insufficient(i, need);
+  }
+}
+
+void Plan::admit(size_t i, std::vector<Task::Worker> placed) {
+  Decision& d = decisions_[i];
+  d.action = Action::Admit;
+  d.placement = std::move(placed);
+  d.workers = static_cast<int>(d.placement.size());
+  d.reason = "minimum gang of " + std::to_string(d.workers) + " fits";
+  admitted_.insert(i);
+  new_.insert(i);
+}
+
+void Plan::grow() {
+  FairQueue queue = fair_queue(order(/*admitted=*/true, /*include_new=*/true));
+  while (auto next = next_fair(queue)) {
+    const size_t i = *next;
+    if (!admitted_.count(i)) continue;
+    const Task& t = tasks_[i];
+    Decision& d = decisions_[i];
+    if (d.action == Action::Preempt || (d.action == Action::Shrink && !new_.count(i))) continue;
+    const bool fresh = new_.count(i) > 0;
+    const bool interval_passed = fresh || !t.last_resize || now_ - *t.last_resize >= config_.min_resize_interval;
+    int target = planner::target_size(t, fresh ? 0 : d.workers, config_);
+    if (d.workers > target && !fresh && interval_passed && !t.pinned_workers) {
+      // Measured not to pay: give the workers back (a checkpoint-restart at the smaller size).
+      int from = d.workers;
+      while (d.workers > target) release_last(i);
+      d.action = Action::Shrink;
+      if (!t.idle.empty())
+        d.reason = "gave back " + std::to_string(from - target) + " workers (replicas.min is " + std::to_string(t.min_workers) +
+                   "): " + t.idle;
+      else
+        d.reason = "gave back " + std::to_string(from - target) + " workers: the measured speedup from " +
+                   std::to_string(target) + " to " + std::to_string(from) + " workers is below " +
+                   std::to_string(static_cast<int>(config_.min_marginal_efficiency * 100)) + "% of linear";
+      continue;
+    }
+    // Nothing that goes first may be waiting for what this growth would take.
+    if (std::any_of(waiting_.begin(), waiting_.end(), [&](size_t w) { return goes_before(w, i); })) continue;
+    if (d.workers >= target) continue;
+    if (!interval_passed) continue;
+    // A reduceCost task grows only onto capacity no dearer than what it runs on.
+    PlaceOptions options;
+    if (t.reduce_cost && config_.placement == Placement::Price && !d.placement.empty()) {
+      int64_t dearest = 0;
+      for (const auto& w : d.placement) dearest = std::max(dearest, price_of(w.node));
+      options.price_cap = dearest;
+    }
+    std::vector<Task::Worker> added;
+    std::vector<Task::Worker> around = d.placement;
+    while (d.workers + static_cast<int>(added.size()) < target) {
+      auto one = place(i, 1, around, options);
+      if (!one) break;
+      added.push_back((*one)[0]);
+      around.push_back((*one)[0]);
+    }
+    int gain = static_cast<int>(added.size());
+    int worth = t.pinned_workers ? 1
+                                 : std::max(config_.min_gain_workers,
+                                            static_cast<int>(std::ceil(config_.min_gain_fraction * d.workers)));
+    if (gain == 0 || (!fresh && gain < worth && d.workers + gain < target)) {
+      for (const auto& w : added) give(i, w);
+      continue;
+    }
+    for (auto& w : added) d.placement.push_back(w);
+    d.workers += gain;
+    if (!fresh) {
+      d.action = Action::Grow;
+      d.reason = "grew by " + std::to_string(gain) + " into free capacity";
+      if (target < t.max_workers || (!t.scaling.empty() && t.scaling.back().workers < target))
+        d.reason += " (growth still pays at this size)";
+    } else if (lost_.count(i)) {
+      d.reason = "replacing lost workers: " + std::to_string(d.workers) + " workers";
+    } else {
+      d.reason = "admitted with " + std::to_string(d.workers) + " workers";
+    }
+  }
+  for (size_t i = 0; i < decisions_.size(); ++i)
+    if (!decisions_[i].placement.empty()) decisions_[i].price_micros = mean_price(decisions_[i].placement);
+}
+
+// The workers of a task that lost some are planned as its kept ones in order, then the added
+// ones (release_last only ever takes the added ones, or kept ones from the end). By worker index
+// instead: kept ones at their own index, the added ones in the lost ones' places, then after the
+// end. Kept ones whose index is now beyond the size take what places are left (their pods go).
+// A gang not started yet then re-creates the pods of its lost workers alone; in order, all the
+// pods after the first lost one moved, and bound ones, which stay, held GPUs the plan gave away.
+void Plan::by_worker_index() {
+  for (const auto& [i, kept] : kept_index_) {
+    auto& placement = decisions_[i].placement;
+    const size_t size = placement.size();
+    const size_t still_kept = std::min(kept.size(), size);
+    std::vector<std::optional<Task::Worker>> slots(size);
+    std::vector<Task::Worker> movers(placement.begin() + static_cast<std::ptrdiff_t>(still_kept), placement.end());
+    for (size_t x = 0; x < still_kept; ++x) {
+      if (kept[x] < size) slots[kept[x]] = std::move(placement[x]);
+      else movers.push_back(std::move(placement[x]));
+    }
+    auto next = movers.begin();
+    for (auto& slot : slots)
+      if (!slot) slot = std::move(*next++);
+    placement.clear();
+    for (auto& slot : slots) placement.push_back(std::move(*slot));
+  }
+}
+
+}  // namespace valley::planner::detail

@@ -1,0 +1,145 @@
+// One plan's gang placement on one vendor's nodes, scored by price or by packing.
+#include "controllers/planner/plan.h"
+
+#include <algorithm>
+#include <array>
+
+namespace valley::planner::detail {
+
+// Places `count` workers of task i as a gang on one vendor's nodes; commits to free_ on success.
+// By price: every allowed vendor is tried and the cheaper gang wins. Packing (the peers' way): the
+// first vendor in a fixed order that fits.
+std::optional<std::vector<Task::Worker>> Plan::place(size_t i, int count, const std::vector<Task::Worker>& prefer,
+                                                       const PlaceOptions& options) {
+  const Task& t = tasks_[i];
+  if (count <= 0) return std::vector<Task::Worker>{};
+  const bool by_price = config_.placement == Placement::Price;
+  std::vector<std::string> vendors;
+  std::string used_vendor;
+  for (const auto& w : prefer)
+    if (const size_t k = node_at(w.node); k != kNoNode) used_vendor = nodes_[k]->vendor;
+  if (!used_vendor.empty()) {
+    vendors.push_back(used_vendor);  // a gang stays on one vendor
+  } else if (t.amd_support && t.reduce_cost && config_.amd_cheaper && !by_price) {
+    vendors = {"amd", "nvidia"};
+  } else {
+    vendors = gang_vendors(t);
+  }
+  std::vector<size_t> preferred;
+  for (const auto& w : prefer)
+    if (const size_t k = node_at(w.node); k != kNoNode) preferred.push_back(k);
+  std::optional<std::vector<Task::Worker>> chosen;
+  int64_t chosen_price = 0;
+  for (const auto& vendor : vendors) {
+    auto gang = place_on(i, vendor, count, preferred, options);
+    if (!gang) continue;
+    int64_t price = by_price ? mean_price(*gang) : 0;
+    if (!chosen || price < chosen_price) {
+      chosen = std::move(gang);
+      chosen_price = price;
+    }
+    if (!by_price) break;
+  }
+  if (!chosen) return std::nullopt;
+  for (const auto& w : *chosen) take(i, w);
+  return chosen;
+}
+
+// One vendor's gang (not yet committed to free_): greedily, the best-scoring node takes what fits
+// there, until the gang is placed.
+std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::string& vendor, int count, const std::vector<size_t>& preferred,
+                                                          const PlaceOptions& options) {
+  const Task& t = tasks_[i];
+  // The candidates, in name order: what this gang has claimed on each so far is kept apart from
+  // free_ (cheaper than copying the whole table for each try).
+  std::vector<size_t> candidates;
+  std::vector<std::pair<size_t, std::vector<int64_t>>> claimed;  // nodes this gang took from: what is left there
+  auto left_on = [&](size_t k) -> const int64_t* {
+    for (const auto& [node, left] : claimed)
+      if (node == k) return left.data();
+    return row(k);
+  };
+  int64_t fit_alone = 0;  // what fits on the candidates one by one: the gang cannot exceed it
+  const auto of_vendor = std::find(vendors_.begin(), vendors_.end(), vendor);
+  if (of_vendor == vendors_.end()) return std::nullopt;  // no node of this vendor
+  const int wanted = static_cast<int>(of_vendor - vendors_.begin());
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    if (info_[k].vendor != wanted || !may_place(i, k) || (options.spot_only && !info_[k].spot)) continue;
+    if (options.price_cap && info_[k].price > *options.price_cap) continue;
+    const int f = fits(t, k, row(k), count);
+    if (f == 0) continue;
+    fit_alone += f;
+    candidates.push_back(k);
+  }
+  if (fit_alone < count) return std::nullopt;
+  std::vector<Task::Worker> out;
+  std::map<std::string, int64_t> quota_taken;  // pool -> thousandths this gang has claimed
+  int remaining = count;
+  while (remaining > 0) {
+    size_t best = kNoNode;
+    // Score, highest wins. By price: least GPU wasted (a MIG slice over a whole GPU for a
+    // fraction), the task's own nodes, the lowest price now, the capacity class that suits it
+    // (spot if it checkpoints), most workers here (fewest nodes), the tightest fit. Packing first
+    // (before price-first placement): most workers here, least waste, own nodes, the capacity
+    // class that suits the task, the lowest price, the tightest fit.
+    std::array<int64_t, 6> best_score{};
+    int best_fit = 0;
+    std::vector<int64_t> node_free;
+    for (const size_t k : candidates) {
+      const Node* n = nodes_[k];
+      const int64_t* units = left_on(k);
+      node_free.assign(units, units + width_);
+      int fit = 0;
+      int64_t share = 0;  // thousandths of a GPU taken
+      // The tenant's quota in this node's pool bounds the workers too.
+      const std::string& pool = info_[k].pool;
+      const int64_t quota_left = quota_.enabled() ? quota_.room(t.tenant, pool) - quota_taken[pool] : 0;
+      while (fit < remaining) {
+        auto s = shape_on(t.gpu_milli, k, node_free.data());
+        if (!s) break;
+        const int64_t one = share_of(s->resource, s->count);
+        if (quota_.enabled() && share + one > quota_left) break;
+        node_free[s->resource] -= s->count;
+        share += one;
+        ++fit;
+      }
+      if (fit == 0) continue;
+      int64_t left = 0;
+      for (int64_t v : node_free) left += v;
+      const int64_t waste = -(share - int64_t{fit} * t.gpu_milli);
+      const int64_t own = std::find(preferred.begin(), preferred.end(), k) != preferred.end();
+      const int64_t price = info_[k].price;
+      std::array<int64_t, 6> score{};
+      switch (config_.placement) {
+        case Placement::Price:
+          score = {waste, own, -price, info_[k].spot == t.checkpointed, fit, -left};
+          break;
+        case Placement::PackThenClass:
+          score = {fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, -left};
+          break;
+        case Placement::Pack:
+          score = {fit, waste, own, -left, 0, 0};
+          break;
+      }
+      if (best == kNoNode || score > best_score) {
+        best = k;
+        best_score = score;
+        best_fit = fit;
+      }
+    }
+    if (best == kNoNode) return std::nullopt;
+    auto mine = std::find_if(claimed.begin(), claimed.end(), [best](const auto& c) { return c.first == best; });
+    if (mine == claimed.end()) mine = claimed.insert(mine, {best, std::vector<int64_t>(row(best), row(best) + width_)});
+    int64_t* left = mine->second.data();
+    for (int w = 0; w < best_fit; ++w) {
+      const Shape s = *shape_on(t.gpu_milli, best, left);
+      left[s.resource] -= s.count;
+      quota_taken[info_[best].pool] += share_of(s.resource, s.count);
+      out.push_back(worker(best, s));
+    }
+    remaining -= best_fit;
+  }
+  return out;
+}
+
+}  // namespace valley::planner::detail

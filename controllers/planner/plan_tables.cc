@@ -1,0 +1,197 @@
+// One plan's tables and what every phase asks of them (plan.h).
+#include "controllers/planner/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace valley::planner::detail {
+
+using gpu::kTimeSliced;
+using gpu::whole_resource;
+
+namespace {
+int whole_gpus(int gpu_milli) { return (gpu_milli + 999) / 1000; }
+}  // namespace
+
+Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vector<const Task*> tasks, SystemTime now, const Config& config)
+    : tasks_(std::move(tasks)), now_(now), config_(config), nodes_(std::move(nodes)) {
+  // The operator's snapshot hands them over in name order already: checking costs N compares,
+  // sorting again N log N.
+  auto by_name = [](const Node* a, const Node* b) { return a->name < b->name; };
+  if (!std::is_sorted(nodes_.begin(), nodes_.end(), by_name)) std::sort(nodes_.begin(), nodes_.end(), by_name);
+  // Resources: the shapes' own (time-sliced replicas, MIG slices) first, then whatever nodes and
+  // workers name (each vendor's whole GPU among them).
+  time_sliced_ = intern(kTimeSliced);
+  for (size_t p = 0; p < kMigCount; ++p) mig_[p] = intern(gpu::kMigProfiles[p].resource);
+  std::vector<const std::map<std::string, int64_t>*> given_back(nodes_.size(), nullptr);
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    const Node* n = nodes_[k];
+    if (!n->vendor.empty()) intern(whole_resource(n->vendor));
+    for (const auto& [r, units] : n->free) intern(r);
+    // A resource's id is only its column in the table (no scan goes by id order): interning what
+    // is given back after `free` decides nothing.
+    if (auto it = held.find(n->name); it != held.end()) {
+      given_back[k] = &it->second;
+      for (const auto& [r, units] : it->second) intern(r);
+    }
+    for (const auto& [r, units] : n->capacity) intern(r);
+  }
+  // Workers mostly name the same resource as the one before: a compare instead of a hash each.
+  const std::string* last_interned = nullptr;
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    for (const auto& w : tasks_[i].workers)
+      if (!last_interned || w.gpu_resource != *last_interned) {
+        intern(w.gpu_resource);
+        last_interned = &w.gpu_resource;
+      }
+  width_ = names_.size();
+  // A GPU share by resource id, so that the hot loops compare no resource names: seven units'
+  // share, from which any count's is exact (MIG slices are sevenths).
+  for (const auto& name : names_) share7_.push_back(gpu::share_milli(name, 7));
+  free_.assign(nodes_.size() * width_, 0);
+  info_.resize(nodes_.size());
+  by_name_.reserve(nodes_.size());
+  std::map<std::string, int64_t> capacity;  // pool -> thousandths of a GPU
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    const Node* n = nodes_[k];
+    NodeInfo& info = info_[k];
+    by_name_.emplace(n->name, k);
+    for (const auto& [r, units] : n->free) free_[k * width_ + resource_id(r)] = units;
+    if (given_back[k])
+      for (const auto& [r, units] : *given_back[k])
+        if (units != 0) free_[k * width_ + resource_id(r)] += units;
+    info.price = price_at(*n, config_, now_);
+    info.nvidia = n->vendor == "nvidia";
+    info.spot = n->capacity_class == "spot";
+    info.vendor = vendor_id(n->vendor);
+    if (n->vendor.empty()) continue;
+    info.whole = resource_id(whole_resource(n->vendor));
+    info.pool = planner::pool_of(*n);
+    pools_.insert(info.pool);
+    if (n->schedulable)
+      for (const auto& [r, units] : n->capacity) capacity[info.pool] += gpu::share_milli(r, units);
+  }
+  if (!config_.tenants.empty()) {
+    std::map<std::string, std::map<std::string, PoolQuota>> quotas;
+    for (const auto& [name, tenant] : config_.tenants) quotas[name] = tenant.quota;
+    quota_ = QuotaBook(std::move(quotas), std::move(capacity));
+  }
+  eligible_.resize(tasks_.size());
+  decisions_.resize(tasks_.size());
+  for (size_t i = 0; i < tasks_.size(); ++i) decisions_[i].key = tasks_[i].key;
+}
+
+int Plan::intern(const std::string& name) {
+  auto [it, added] = resource_ids_.try_emplace(name, static_cast<int>(names_.size()));
+  if (added) names_.push_back(name);
+  return it->second;
+}
+
+int Plan::vendor_id(const std::string& vendor) {
+  auto it = std::find(vendors_.begin(), vendors_.end(), vendor);
+  if (it != vendors_.end()) return static_cast<int>(it - vendors_.begin());
+  vendors_.push_back(vendor);
+  return static_cast<int>(vendors_.size()) - 1;
+}
+
+bool Plan::may_place(size_t i, size_t k) {
+  auto& cached = eligible_[i];
+  if (cached.empty()) {
+    cached.resize(nodes_.size());
+    for (size_t n = 0; n < nodes_.size(); ++n) cached[n] = eligible(tasks_[i], *nodes_[n], config_);
+  }
+  return cached[k];
+}
+
+// How many workers of t fit on node k whose free units are `units` (at most `cap`).
+int Plan::fits(const Task& t, size_t k, const int64_t* units, int cap) const {
+  const int whole = info_[k].whole;
+  if (whole < 0 || cap <= 0) return 0;
+  if (t.gpu_milli % 1000 == 0) {  // whole GPUs: the shape rule's answer, without trying it worker by worker
+    const int64_t per = t.gpu_milli / 1000;
+    if (units[whole] < per) return 0;
+    return per == 0 ? cap : static_cast<int>(std::min<int64_t>(cap, units[whole] / per));
+  }
+  scratch_.assign(units, units + width_);
+  int n = 0;
+  while (n < cap) {
+    auto s = shape_on(t.gpu_milli, k, scratch_.data());
+    if (!s) break;
+    scratch_[s->resource] -= s->count;
+    ++n;
+  }
+  return n;
+}
+
+void Plan::release_last(size_t i) {
+  Decision& d = decisions_[i];
+  give(i, d.placement.back());
+  d.placement.pop_back();
+  d.workers = static_cast<int>(d.placement.size());
+}
+
+void Plan::change(size_t i, const Task::Worker& w, int sign) {
+  const size_t k = node_at(w.node);
+  if (k == kNoNode) return;
+  row(k)[resource_id(w.gpu_resource)] += sign * w.count;
+  if (quota_.enabled() && info_[k].whole >= 0) {
+    const int64_t milli = gpu::share_milli(w.gpu_resource, w.count);
+    if (sign < 0)
+      quota_.add(tasks_[i].tenant, info_[k].pool, milli);
+    else
+      quota_.remove(tasks_[i].tenant, info_[k].pool, milli);
+  }
+}
+
+int64_t Plan::mean_price(const std::vector<Task::Worker>& placed) const {
+  if (placed.empty()) return 0;
+  int64_t sum = 0;
+  for (const auto& w : placed) sum += price_of(w.node);
+  return sum / static_cast<int64_t>(placed.size());
+}
+
+// Free whole-GPU-equivalents as a share of all GPUs, now (after what this plan already placed).
+int Plan::idle_percent() const {
+  int64_t total = 0, free = 0;
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    const Node* n = nodes_[k];
+    if (n->vendor.empty() || !n->schedulable) continue;
+    for (const auto& [r, units] : n->capacity) {
+      total += gpu::share_milli(r, units);
+      free += gpu::share_milli(r, std::max<int64_t>(0, row(k)[resource_id(r)]));
+    }
+  }
+  return total <= 0 ? 0 : static_cast<int>(free * 100 / total);
+}
+
+std::string Plan::insufficient(size_t i, int need) {
+  const Task& t = tasks_[i];
+  int64_t free_gpus = 0;
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    const Node* n = nodes_[k];
+    if (!may_place(i, k) || n->vendor.empty() || (n->vendor == "amd" && !t.amd_support)) continue;
+    free_gpus += std::max<int64_t>(0, row(k)[info_[k].whole]);
+  }
+  int per = whole_gpus(t.gpu_milli);
+  return "InsufficientCapacity: needs " + std::to_string(need * per) + " GPUs (" + std::to_string(need) +
+         " workers x " + (t.gpu_milli % 1000 ? std::to_string(t.gpu_milli / 1000.0).substr(0, 5) : std::to_string(per)) +
+         "), " + std::to_string(free_gpus) + " free";
+}
+
+const Tenant* Plan::tenant_of_name(const std::string& name) const {
+  auto it = config_.tenants.find(name);
+  return it == config_.tenants.end() ? nullptr : &it->second;
+}
+
+std::string Plan::money(int64_t micros) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", static_cast<double>(micros) / 1e6);
+  return buf;
+}
+
+std::vector<std::string> Plan::gang_vendors(const Task& t) {
+  return t.amd_support ? std::vector<std::string>{"nvidia", "amd"} : std::vector<std::string>{"nvidia"};
+}
+
+}  // namespace valley::planner::detail

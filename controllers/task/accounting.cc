@@ -1,0 +1,114 @@
+#include "controllers/task/accounting.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "controllers/cost/engine.h"
+#include "controllers/render/render.h"
+#include "operator/kube/error.h"
+#include "operator/kube/json_fields.h"
+
+namespace valley::task {
+
+namespace res = kube::resources;
+
+bool holds_accounting(const api::Pod& pod) {
+  return std::find(pod.finalizers.begin(), pod.finalizers.end(), render::kAccountingFinalizer) != pod.finalizers.end();
+}
+
+Accounting::Accounting(kube::Client& client, ClusterCache& cache, const ControllerOptions& options, std::function<size_t()> admitted_tasks)
+    : client_(client), cache_(cache), options_(options), admitted_tasks_(std::move(admitted_tasks)) {}
+
+std::chrono::seconds Accounting::accrual_interval() const {
+  return cost::accrual_interval(options_.cost_interval, admitted_tasks_(), options_.progress_writes_per_second);
+}
+
+nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::vector<planner::PodPtr>& pods, bool finished, bool force,
+                                 const std::set<std::string>& ended_now) {
+  // status.cost is not declared in the CRD: read tolerantly.
+  const nlohmann::json stored = kube::object_at(o.task["status"], "cost");
+  auto p = cache_.policy();
+  if (!p || !o.parsed.spec) return stored;
+  std::vector<cost::PodUse> uses;
+  std::map<std::string, cost::NodeRate> rates;
+  bool pod_ended = false;
+  std::map<std::string, int64_t> until;
+  for (const auto& e : kube::array_at(stored, "ledger")) until[kube::string_at(e, "uid")] = kube::int_at(e, "untilMs").value_or(0);
+  for (const auto& pod : pods) {
+    cost::PodUse u = cost::pod_use(*pod);
+    if (!u.end && ended_now.count(u.uid)) u.end = o.now;
+    if (!u.node.empty() && !rates.count(u.node))
+      if (auto n = cache_.node(u.node)) rates[u.node] = cost::rate_for(*p, n->vendor, n->labels);
+    if (u.end && until.count(u.uid) &&
+        until[u.uid] < std::chrono::duration_cast<std::chrono::milliseconds>(u.end->time_since_epoch()).count())
+      pod_ended = true;
+    uses.push_back(std::move(u));
+  }
+  nlohmann::json fresh = cost::accrue(*p, stored, uses, rates, o.parsed.spec->priority, o.now, finished, options_.cost_settle);
+  const auto updated = kube::time_at(stored, "updated");
+  const bool due = force || finished || pod_ended || !updated || o.now - *updated >= accrual_interval() ||
+                   fresh["ledger"].size() != kube::array_at(stored, "ledger").size() || kube::string_at(stored, "policy") != p->name;
+  nlohmann::json out = due ? fresh : stored;
+  if (due) out["updated"] = kube::format_time(o.now);
+  if (finished) return out;
+  return with_estimate(std::move(out), stored, o, *p);
+}
+
+// The estimate: from the planner's decision (the pool it gets or waits for, when, at what size),
+// refreshed when that changes.
+nlohmann::json Accounting::with_estimate(nlohmann::json out, const nlohmann::json& stored, const lifecycle::Observed& o, const cost::Policy& p) const {
+  const api::TaskSpec& spec = *o.parsed.spec;
+  if (!spec.estimated_duration || !o.admission || !o.admission->estimate_basis) return out;
+  auto e = cost::estimate(p, spec, *o.admission->estimate_basis);
+  if (!e) return out;
+  nlohmann::json j = cost::estimate_json(p, *e);
+  j["placed"] = o.admission->admitted;
+  j["generation"] = spec.generation;
+  const nlohmann::json old = stored.value("estimate", nlohmann::json::object());
+  // Time moves the start of a waiting task's estimate: only a new pool, size, price or a start
+  // moved by more than a minute is news.
+  auto start_of = [](const nlohmann::json& x) { return kube::parse_time(x.value("start", "")); };
+  auto s_old = start_of(old), s_new = start_of(j);
+  const bool moved = !s_old || !s_new || std::chrono::abs(*s_new - *s_old) > std::chrono::minutes(1);
+  if (old.empty() || old.value("basis", "") != j.value("basis", "") || old.value("placed", false) != j.value("placed", false) ||
+      old.value("generation", int64_t{-1}) != spec.generation || moved) {
+    out["estimate"] = j;
+    out["estimated"] = j["expected"];
+    out["policy"] = p.name;
+    out["currency"] = p.currency;
+  }
+  return out;
+}
+
+bool Accounting::release(const api::Pod& pod) {
+  const auto& finalizers = pod.finalizers;
+  for (size_t k = 0; k < finalizers.size(); ++k) {
+    if (finalizers[k] != render::kAccountingFinalizer) continue;
+    const std::string path = "/metadata/finalizers/" + std::to_string(k);
+    try {  // test first: the list may have changed since our cache saw it
+      client_.patch(res::kPods, pod.ns, pod.name, kube::PatchType::JSON,
+                    nlohmann::json::array({{{"op", "test"}, {"path", path}, {"value", render::kAccountingFinalizer}},
+                                           {{"op", "remove"}, {"path", path}}}));
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() == 404) return true;
+      spdlog::debug("{}/{}: release: {}", pod.ns, pod.name, e.what());
+      return false;  // 422 (the test failed) or 409: the informer brings the fresh pod
+    }
+    return true;
+  }
+  return true;
+}
+
+bool Accounting::release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid) {
+  bool ok = true;
+  // By the task label's index: every reconcile asks, and walking every pod would grow with the cluster.
+  for (const auto& pod : cache_.pods_of_task(ns, task)) {
+    if (!holds_accounting(*pod)) continue;
+    const bool owned = !owner_uid.empty() && std::count(pod->owner_uids.begin(), pod->owner_uids.end(), owner_uid) > 0;
+    if (!owned) ok &= release(*pod);
+  }
+  return ok;
+}
+
+}  // namespace valley::task

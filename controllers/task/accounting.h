@@ -1,0 +1,50 @@
+// Accounting: a task's cost from its pods' run times (controllers/cost), and the accounting
+// finalizer that keeps a pod until its cost is in its task's status. I/O only to release pods.
+// - cost_status(): status.cost brought up to date (the accrual since the last write, the estimate from the
+//   planner's decision), written by the TrainingTask reconciler with the rest of the status.
+// - A pod's finalizer is released once its cost is written (or nothing prices it); pods of a task
+//   that no longer exists (deleted, or replaced by one of the same name) are released at once:
+//   their cost has no status to go to.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "controllers/task/cluster_cache.h"
+#include "controllers/lifecycle/lifecycle.h"
+#include "controllers/task/options.h"
+#include "operator/kube/client.h"
+
+namespace valley::task {
+
+bool holds_accounting(const api::Pod& pod);
+
+class Accounting {
+ public:
+  Accounting(kube::Client& client, ClusterCache& cache, const ControllerOptions& options, std::function<size_t()> admitted_tasks);
+  // status.cost brought up to date (accrual, estimate); the stored one when nothing prices the task.
+  // `ended_now`: pods whose end no one will report (their node is lost), closed at o.now; `force`:
+  // the accrual is written now (pods are about to go or be released), not only when due.
+  nlohmann::json cost_status(const lifecycle::Observed& o, const std::vector<planner::PodPtr>& pods, bool finished, bool force,
+                       const std::set<std::string>& ended_now = {});
+  // How often a running task's accrued cost is written: the admitted tasks share the progress rate.
+  std::chrono::seconds accrual_interval() const;
+  // Removes the accounting finalizer from the pod (a no-op if it is gone); false to retry.
+  bool release(const api::Pod& pod);
+  // Releases the pods of namespace/task that no live task owns (owner_uid "": none does).
+  bool release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid);
+
+ private:
+  nlohmann::json with_estimate(nlohmann::json out, const nlohmann::json& stored, const lifecycle::Observed& o, const cost::Policy& p) const;
+  kube::Client& client_;
+  ClusterCache& cache_;
+  const ControllerOptions& options_;
+  std::function<size_t()> admitted_tasks_;
+};
+
+}  // namespace valley::task

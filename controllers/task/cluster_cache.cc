@@ -1,0 +1,235 @@
+#include "controllers/task/cluster_cache.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "controllers/render/render.h"
+#include "controllers/task/cache_fields.h"
+#include "operator/kube/json_fields.h"
+#include "operator/kube/this_thread.h"
+
+namespace valley::task {
+
+namespace res = kube::resources;
+
+namespace {
+// The pod cache's index of Valley's pods by the task their label names (namespace/task).
+constexpr const char* kByTask = "task";
+}  // namespace
+
+ClusterCache::ClusterCache(kube::Client& client, const ControllerOptions& options)
+    : client_(client),
+      options_(options),
+      gpu_(options_.prometheus_url, options_.gpu_health, options_.gpu_health_interval, [this] {
+        if (gpu_change_) gpu_change_();
+      }) {
+  kube::InformerOptions task_informer;
+  task_informer.event_delay = options_.task_watch_delay;
+  tasks_ = std::make_unique<kube::Informer>(client_, res::kTrainingTasks, task_informer);
+  kube::InformerOptions owned;
+  owned.label_selector = std::string(render::label::kManagedBy) + "=valley";
+  // All pods, not only Valley's: the planner must know what everything else holds on each node.
+  // Pods and nodes are cached lean: only the fields Valley reads (cache_fields.h).
+  kube::InformerOptions lean_pods, lean_nodes;
+  lean_pods.fields = pod_fields();
+  lean_pods.transform = nullptr;  // the mask drops managedFields too
+  lean_nodes.fields = node_fields();
+  lean_nodes.transform = nullptr;
+  pods_ = std::make_unique<kube::BasicInformer<api::Pod>>(client_, res::kPods, lean_pods);
+  pods_->store().add_index(kByTask, [](const api::Pod& p) {
+    const std::string& task = p.label(render::label::kTask);
+    return task.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.ns + "/" + task};
+  });
+  nodes_ = std::make_unique<kube::Informer>(client_, res::kNodes, lean_nodes);
+  services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned);
+  // Of ConfigMaps, only the namespace ownership Valley publishes (a task has none: its launcher
+  // carries its hostfile).
+  kube::InformerOptions ownership = owned;
+  if (!options_.ownership_name.empty()) {
+    ownership.ns = options_.ownership_namespace;
+    ownership.field_selector = "metadata.name=" + options_.ownership_name;
+  }
+  configs_ = std::make_unique<kube::Informer>(client_, res::kConfigMaps, ownership);
+  pricing_ = std::make_unique<kube::Informer>(client_, res::kPricingPolicies);
+  tenants_ = std::make_unique<kube::Informer>(client_, res::kTenants);
+  namespaces_ = std::make_unique<kube::Informer>(client_, res::kNamespaces);
+  // The planning snapshot follows the caches event by event (registered first, so that whatever
+  // these events wake finds it up to date).
+  auto snapshot_handlers = [this]<class T>(void (planner::ClusterSnapshot::*upsert)(const std::shared_ptr<const T>&),
+                                           void (planner::ClusterSnapshot::*remove)(const std::string&)) {
+    using Ptr = std::shared_ptr<const T>;
+    auto changed = [this, upsert](const Ptr& o) {
+      std::lock_guard lock(snapshot_mu_);
+      (snapshot_.*upsert)(o);
+    };
+    return kube::BasicInformerHandlers<T>{changed, [changed](const Ptr&, const Ptr& o) { changed(o); },
+                                          [this, remove](const Ptr& o) {
+                                            std::lock_guard lock(snapshot_mu_);
+                                            (snapshot_.*remove)(kube::ObjectTraits<T>::key(*o));
+                                          }};
+  };
+  tasks_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_task, &planner::ClusterSnapshot::remove_task));
+  pods_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_pod, &planner::ClusterSnapshot::remove_pod));
+  nodes_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_node, &planner::ClusterSnapshot::remove_node));
+}
+
+ClusterCache::~ClusterCache() { stop(); }
+
+void ClusterCache::start(const std::atomic<bool>& stop) {
+  kube::InformerBase* required[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), pricing_.get()};
+  for (auto* inf : required) inf->start();
+  for (auto* inf : required) {
+    while (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(1))) {
+    }
+  }
+  // Tenants are optional (their CRD may not be installed, or namespaces not readable): without them
+  // in a few seconds, tasks are planned without tenants until they come.
+  for (auto* inf : {tenants_.get(), namespaces_.get()}) inf->start();
+  for (auto* inf : {tenants_.get(), namespaces_.get()})
+    if (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(5)))
+      spdlog::warn("tenants: {} not listed yet (is the Tenant CRD installed, may Valley list namespaces?): planning without tenants meanwhile",
+                   inf == tenants_.get() ? "tenants" : "namespaces");
+  gpu_stop_ = false;
+  gpu_thread_ = std::make_unique<std::thread>([this] {
+    kube::name_this_thread("gpu-metrics");
+    gpu_.run(gpu_stop_);
+  });
+}
+
+void ClusterCache::stop() {
+  gpu_stop_ = true;
+  if (gpu_thread_) {
+    gpu_thread_->join();
+    gpu_thread_.reset();
+  }
+  kube::InformerBase* all[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), pricing_.get(), tenants_.get(),
+                               namespaces_.get()};
+  for (auto* inf : all)
+    if (inf) inf->stop();
+}
+
+kube::ObjectPtr ClusterCache::task(const std::string& key) const { return tasks_->store().get(key); }
+
+std::vector<kube::ObjectPtr> ClusterCache::task_list() const { return tasks_->store().list(); }
+
+std::vector<planner::PodPtr> ClusterCache::pods_owned_by(const std::string& uid) const {
+  return pods_->store().by_index(kube::index::kOwnerUid, uid);
+}
+
+std::vector<planner::PodPtr> ClusterCache::pods_of_task(const std::string& ns, const std::string& task) const {
+  return pods_->store().by_index(kByTask, ns + "/" + task);
+}
+
+std::string ClusterCache::cached_uid(const kube::Resource& r, const std::string& ns, const std::string& name) const {
+  const std::string key = ns + "/" + name;
+  if (&r == &res::kPods) {
+    auto cached = pods_->store().get(key);
+    return cached ? cached->uid : "";
+  }
+  auto cached = services_->store().get(key);
+  return cached ? kube::string_at(kube::object_at(*cached, "metadata"), "uid") : "";
+}
+
+std::optional<planner::Node> ClusterCache::node(const std::string& name) {
+  std::optional<planner::Node> n;
+  {
+    std::lock_guard lock(snapshot_mu_);
+    snapshot_.set_facts(node_facts());
+    n = snapshot_.node(name);
+  }
+  if (n) *n = with_gpu_fault(std::move(*n), gpu_fault_of(*n));
+  return n;
+}
+
+std::vector<planner::Node> ClusterCache::nodes() {
+  std::vector<planner::Node> all;
+  {
+    std::lock_guard lock(snapshot_mu_);
+    snapshot_.set_facts(node_facts());
+    all = snapshot_.nodes();
+  }
+  for (auto& n : all) n = with_gpu_fault(std::move(n), gpu_fault_of(n));
+  return all;
+}
+
+planner::SnapshotView ClusterCache::snapshot_view() {
+  std::lock_guard lock(snapshot_mu_);
+  snapshot_.set_facts(node_facts());
+  return snapshot_.view();
+}
+
+std::string ClusterCache::gpu_fault_of(const planner::Node& n) const {
+  return n.fault.empty() && gpu_.enabled() ? gpu_.fault_of(n.name) : std::string();
+}
+
+planner::Node ClusterCache::with_gpu_fault(planner::Node n, const std::string& fault) {
+  if (!fault.empty()) {
+    n.fault = fault;
+    n.schedulable = false;
+  }
+  return n;
+}
+
+bool ClusterCache::namespace_going(const std::string& ns) const {
+  auto space = namespaces_->store().get(ns);
+  return space && kube::object_at(*space, "metadata").contains("deletionTimestamp");
+}
+
+std::string ClusterCache::namespace_labels(const std::string& ns) const {
+  auto object = namespaces_->store().get(ns);
+  return object ? nlohmann::json(kube::labels_of(*object)).dump() : "";
+}
+
+Tenancy ClusterCache::tenancy() const {
+  Tenancy out;
+  for (const auto& obj : tenants_->store().list()) {
+    auto parsed = api::parse_tenant(*obj);
+    if (!parsed.spec) {
+      std::string errors;
+      for (const auto& e : parsed.errors) errors += (errors.empty() ? "" : "; ") + e;
+      out.invalid[kube::string_at(kube::object_at(*obj, "metadata"), "name")] = errors;
+      continue;
+    }
+    tenancy::TenantObject t;
+    t.spec = std::move(*parsed.spec);
+    t.created = kube::time_at(kube::object_at(*obj, "metadata"), "creationTimestamp").value_or(kube::SystemTime{});
+    t.status = kube::object_at(*obj, "status");
+    out.tenants.push_back(std::move(t));
+  }
+  std::map<std::string, std::map<std::string, std::string>> namespaces;
+  for (const auto& n : namespaces_->store().list())
+    namespaces[kube::string_at(kube::object_at(*n, "metadata"), "name")] = kube::labels_of(*n);
+  out.ownership = tenancy::assign_namespaces(out.tenants, namespaces);
+  return out;
+}
+
+void ClusterCache::set_ownership(std::map<std::string, std::string> owner_of_namespace) {
+  std::lock_guard lock(ownership_mu_);
+  owner_of_namespace_ = std::move(owner_of_namespace);
+}
+
+std::optional<std::string> ClusterCache::owner_of_namespace(const std::string& ns) const {
+  std::lock_guard lock(ownership_mu_);
+  auto it = owner_of_namespace_.find(ns);
+  if (it == owner_of_namespace_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::shared_ptr<const cost::Policy> ClusterCache::policy() const {
+  std::lock_guard lock(policy_mu_);
+  return policy_;
+}
+
+void ClusterCache::set_policy(std::shared_ptr<const cost::Policy> p) {
+  std::lock_guard lock(policy_mu_);
+  policy_ = std::move(p);
+}
+
+planner::NodeFacts ClusterCache::node_facts() const {
+  planner::NodeFacts facts = options_.node_facts;
+  if (auto p = policy()) facts.spot_labels = p->spot_labels;
+  return facts;
+}
+
+}  // namespace valley::task

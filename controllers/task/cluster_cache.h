@@ -1,0 +1,113 @@
+// The cluster as Valley's loops read it, shared by all of them: informers over TrainingTasks, all
+// pods and nodes (cached lean: cache_fields.h), the Services Valley made, the namespace-ownership
+// ConfigMap, PricingPolicies, Tenants and namespaces; the planning snapshot kept from their events;
+// the PricingPolicy in force; namespace ownership as last resolved; GPU faults and utilization from
+// Prometheus (GpuWatcher). The loops register their handlers before start(); everything else is a
+// read. Nodes are parsed once, in the snapshot (node() and nodes() hand out those), with the GPU
+// faults Prometheus reports laid over them.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/api/pod.h"
+#include "controllers/cost/policy.h"
+#include "controllers/planner/cluster_snapshot.h"
+#include "controllers/task/gpu_watcher.h"
+#include "controllers/task/options.h"
+#include "controllers/tenancy/tenants.h"
+#include "operator/kube/client.h"
+#include "operator/kube/informer.h"
+
+namespace valley::task {
+
+// The Tenants (valid ones), which namespace belongs to which, and each one's conflicts.
+struct Tenancy {
+  std::vector<tenancy::TenantObject> tenants;
+  tenancy::Ownership ownership;
+  std::map<std::string, std::string> invalid;  // tenant -> its spec's errors
+};
+
+class ClusterCache {
+ public:
+  // on_gpu_change: GPU faults came or went (called from the GPU watcher's thread).
+  ClusterCache(kube::Client& client, const ControllerOptions& options);
+  ~ClusterCache();
+
+  // Starts the informers and waits until the required ones listed (TrainingTasks, pods, nodes,
+  // Services, the ConfigMap, PricingPolicies) or *stop; Tenants and namespaces are waited for a
+  // few seconds only (their CRD may be missing, or namespaces unreadable). Then the GPU watcher.
+  void start(const std::atomic<bool>& stop);
+  void stop();
+  void on_gpu_change(std::function<void()> f) { gpu_change_ = std::move(f); }
+
+  // The informers, for handlers (before start()) and their stores.
+  kube::Informer& tasks() { return *tasks_; }
+  kube::BasicInformer<api::Pod>& pods() { return *pods_; }
+  kube::Informer& nodes_informer() { return *nodes_; }
+  kube::Informer& services() { return *services_; }
+  kube::Informer& configs() { return *configs_; }
+  kube::Informer& pricing() { return *pricing_; }
+  kube::Informer& tenants() { return *tenants_; }
+  kube::Informer& namespaces() { return *namespaces_; }
+  const kube::Informer& tasks() const { return *tasks_; }
+
+  kube::ObjectPtr task(const std::string& key) const;
+  std::vector<kube::ObjectPtr> task_list() const;
+  std::vector<planner::PodPtr> pods_owned_by(const std::string& uid) const;
+  // Valley's pods whose task label names ns/task (whoever owns them).
+  std::vector<planner::PodPtr> pods_of_task(const std::string& ns, const std::string& task) const;
+  // The UID of a pod or Service the informers hold now ("" if none).
+  std::string cached_uid(const kube::Resource& r, const std::string& ns, const std::string& name) const;
+
+  // A node as the planner and the reconcilers see it: parsed with the node facts in force, its GPU
+  // fault from Prometheus laid over; nullopt when not cached.
+  std::optional<planner::Node> node(const std::string& name);
+  std::vector<planner::Node> nodes();
+  // The planning snapshot's view (node facts brought up to date first).
+  planner::SnapshotView snapshot_view();
+  // What Prometheus reports for the node ("" if healthy, or if its object already says so).
+  std::string gpu_fault_of(const planner::Node& n) const;
+  static planner::Node with_gpu_fault(planner::Node n, const std::string& fault);
+  GpuWatcher& gpu() { return gpu_; }
+  const GpuWatcher& gpu() const { return gpu_; }
+
+  bool namespace_going(const std::string& ns) const;  // being deleted, as the informer shows it
+  std::string namespace_labels(const std::string& ns) const;  // as JSON text ("" when not cached)
+
+  Tenancy tenancy() const;
+  // Namespace ownership as the ownership reconciler last resolved it.
+  void set_ownership(std::map<std::string, std::string> owner_of_namespace);
+  std::optional<std::string> owner_of_namespace(const std::string& ns) const;
+
+  std::shared_ptr<const cost::Policy> policy() const;  // nullptr: none, or invalid
+  void set_policy(std::shared_ptr<const cost::Policy> p);
+  // How nodes are read: the operator's flags, except that a PricingPolicy in use decides which
+  // labels mean spot, so that admission (reduceCost on spot) and pricing never disagree.
+  planner::NodeFacts node_facts() const;
+
+ private:
+  kube::Client& client_;
+  const ControllerOptions& options_;
+  std::unique_ptr<kube::Informer> tasks_, nodes_, services_, configs_, pricing_, tenants_, namespaces_;
+  // Pods typed (api::Pod): every pod of the cluster is cached, and a typed one is a tenth of its JSON.
+  std::unique_ptr<kube::BasicInformer<api::Pod>> pods_;
+  std::mutex snapshot_mu_;
+  planner::ClusterSnapshot snapshot_;  // kept from informer events; under snapshot_mu_
+  mutable std::mutex policy_mu_;
+  std::shared_ptr<const cost::Policy> policy_;
+  mutable std::mutex ownership_mu_;
+  std::map<std::string, std::string> owner_of_namespace_;
+  std::function<void()> gpu_change_;
+  GpuWatcher gpu_;
+  std::unique_ptr<std::thread> gpu_thread_;
+  std::atomic<bool> gpu_stop_{false};
+};
+
+}  // namespace valley::task

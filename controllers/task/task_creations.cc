@@ -1,0 +1,144 @@
+// The TrainingTask reconciler's creations: what a decision creates (less what an earlier reconcile
+// created and the informers have not shown yet), sent at once through the request pool, and what
+// the API server's refusals mean for the task. The SSH key Secret is asked for by name.
+#include <spdlog/spdlog.h>
+
+#include "controllers/render/render.h"
+#include "controllers/render/ssh_keys.h"
+#include "controllers/task/task_reconciler.h"
+#include "operator/kube/error.h"
+#include "operator/kube/field_mask.h"
+#include "operator/kube/json_fields.h"
+
+namespace valley::task {
+
+namespace res = kube::resources;
+
+std::vector<TaskReconciler::Creation> TaskReconciler::creations_of(const lifecycle::Observed& o, const lifecycle::Decision& d) {
+  std::vector<Creation> creations;
+  const std::string ns = kube::string_at(kube::object_at(o.task, "metadata"), "namespace");
+  if (d.create_ssh_secret && o.parsed.spec)
+    creations.push_back({&res::kSecrets, render::ssh_secret(*o.parsed.spec, render::generate_ssh_key_pair(o.parsed.spec->name)), "", false, {}});
+  for (const auto& object : d.create) {
+    const std::string kind = object.value("kind", "");
+    const kube::Resource* r = kind == "Pod" ? &res::kPods : &res::kServices;
+    const std::string object_name = object["metadata"].value("name", "");
+    std::string id = expectation_id(kind, ns, object_name);
+    // Created a moment ago and on its way to the cache, or come into the cache since this reconcile
+    // read it (the watch met the expectation meanwhile). In that order: the informer stores an
+    // object before it meets its expectation.
+    if (expectations_.pending(id) || !cache_.cached_uid(*r, ns, object_name).empty()) continue;
+    creations.push_back({r, object, std::move(id), false, {}});
+  }
+  return creations;
+}
+
+bool TaskReconciler::create(const std::string& key, const lifecycle::Observed& o, std::vector<Creation>& creations, bool* namespace_going) {
+  const auto& meta = kube::object_at(o.task, "metadata");
+  const std::string ns = kube::string_at(meta, "namespace"), name = kube::string_at(meta, "name"), uid = kube::string_at(meta, "uid");
+  requests_->run_all(creations.size(), [&](size_t k) {
+    Creation& c = creations[k];
+    try {
+      // Of the answer, only the identity the expectations need is built (a pod's is ~5 KB of JSON).
+      static const kube::FieldMask kIdentity = kube::FieldMask::only({{"metadata", kube::FieldMask::only({{"name", kube::FieldMask::all()},
+                                                                                                          {"namespace", kube::FieldMask::all()},
+                                                                                                          {"uid", kube::FieldMask::all()},
+                                                                                                          {"resourceVersion", kube::FieldMask::all()}})}});
+      const nlohmann::json made = client_.create(*c.resource, ns, c.object, &kIdentity);
+      c.created = true;
+      if (!c.id.empty()) expect(c.id, *c.resource, ns, made);
+    } catch (const kube::KubeError& e) {
+      c.error = e;
+    }
+  });
+  // The outcomes, in the decision's order. After a refusal that retrying will not heal, later
+  // refusals are not reported again: the first says it all, and a task that keeps failing is
+  // retried with backoff.
+  bool ok = true, refusal = false, pod_created = false;
+  for (const Creation& c : creations) {
+    if (c.created) {
+      if (c.resource == &res::kSecrets) secret_created(ns, name, uid);
+      if (c.resource == &res::kPods) pod_created = true;
+      continue;
+    }
+    if (!c.error || refusal || *namespace_going) continue;
+    const kube::KubeError& e = *c.error;
+    if (e.http_status() == 409) continue;  // made already (by us, before a restart or a stale cache)
+    ok = false;
+    if (kube::namespace_terminating(e)) {
+      // The namespace's deletion removes the task too: nothing to create, no one to tell.
+      *namespace_going = true;
+      continue;
+    }
+    refusal = e.http_status() == 400 || e.http_status() == 403 || e.http_status() == 422;
+    spdlog::warn("{}: create {} {}: {}", key, c.resource->kind, c.object["metadata"].value("name", ""), e.what());
+    if (refusal) refused(key, o, c, e);
+  }
+  if (pod_created && o.refusal) {
+    refusals_.forget(key);  // accepted now: PodsCreated turns True in the next reconcile
+    loop_.queue().add_after(key, std::chrono::seconds(1));
+  }
+  if (refusal && !ok && refusals_.blocking(key)) {
+    // A blocking refusal is not retried with backoff: the next reconcile reports it and waits for a change.
+    enqueue(key);
+    ok = true;
+  }
+  return ok;
+}
+
+void TaskReconciler::refused(const std::string& key, const lifecycle::Observed& o, const Creation& c, const kube::KubeError& e) {
+  // Refusals that will not heal by retrying are the user's to see (bad resources in the spec, a
+  // quota, an admission policy), in an Event and the PodsCreated condition.
+  const std::string what = c.resource->kind + " " + c.object["metadata"].value("name", "") + ": " + e.what();
+  events_.warning(o.task, "CreateFailed", "Create", what);
+  lifecycle::CreateRefusal refusal;
+  const bool pod_security = std::string(e.what()).find("violates PodSecurity") != std::string::npos;
+  refusal.reason = pod_security ? "PodSecurity" : e.http_status() == 403 ? "Forbidden" : "Invalid";
+  refusal.blocking = pod_security || e.http_status() != 403;
+  refusal.message = what;
+  if (pod_security)
+    refusal.message += " (the namespace's Pod Security level refuses the pods: set spec.podSecurity.level: Restricted, or run"
+                       " Valley with --pod-security=Restricted; MPI images must then run sshd as the pod's user on port 2222)";
+  const auto& meta = kube::object_at(o.task, "metadata");
+  const bool blocking = refusal.blocking;
+  refusals_.record(key, kube::string_at(meta, "uid"), o.parsed.spec ? o.parsed.spec->generation : 0,
+                   cache_.namespace_labels(kube::string_at(meta, "namespace")), std::move(refusal));
+  if (blocking) replan_();  // it holds no capacity now
+}
+
+void TaskReconciler::expect(const std::string& id, const kube::Resource& r, const std::string& ns, const nlohmann::json& made) {
+  const auto& meta = kube::object_at(made, "metadata");
+  const std::string uid = kube::string_at(meta, "uid");
+  expectations_.expect(id, uid);
+  // The watch may have shown it before the create's answer came back: then it is met already.
+  if (!uid.empty() && cache_.cached_uid(r, ns, kube::string_at(meta, "name")) == uid) expectations_.observed(id, uid);
+}
+
+// Secrets are neither listed nor watched (RBAC grants get and create only): whether a task's SSH
+// key Secret exists is asked once and remembered per task incarnation (UID).
+bool TaskReconciler::ssh_secret_exists(const std::string& ns, const std::string& task, const std::string& uid) {
+  const std::string key = ns + "/" + task + "@" + uid;
+  {
+    std::lock_guard lock(secrets_mu_);
+    if (known_secrets_.count(key)) return true;
+  }
+  try {
+    auto secret = client_.get(res::kSecrets, ns, render::ssh_secret_name(task));
+    for (const auto& ref : secret["metadata"].value("ownerReferences", nlohmann::json::array()))
+      if (ref.value("uid", "") == uid) {
+        std::lock_guard lock(secrets_mu_);
+        known_secrets_.insert(key);
+        return true;
+      }
+    return false;  // an older task's, about to be garbage-collected
+  } catch (const kube::KubeError&) {
+    return false;  // 404, or unknown: creating it answers (409 = there)
+  }
+}
+
+void TaskReconciler::secret_created(const std::string& ns, const std::string& task, const std::string& uid) {
+  std::lock_guard lock(secrets_mu_);
+  known_secrets_.insert(ns + "/" + task + "@" + uid);
+}
+
+}  // namespace valley::task

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""The include graph points one way (DESIGN.md, section 2): the kube client and process plumbing
+(operator/) at the ground, the API types (controllers/api/) on it, the pure cores above them, the
+loops (controllers/task/) above those, the binaries (cmd/) on top. Prints every include that points
+back up and exits 1 if there is one.  usage: layers.py [REPO]"""
+import pathlib
+import re
+import sys
+
+repo = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
+CORES = ("planner", "cost", "render", "gpu", "tenancy", "inputs", "lifecycle")
+
+
+def layer(path: str) -> int:
+    """0 ground, 1 API types, 2 pure cores, 3 loops, 4 binaries; None for what is not production code."""
+    if path.startswith("operator/"):
+        return 0
+    if path.startswith("controllers/api/"):
+        return 1
+    if any(path.startswith(f"controllers/{c}/") for c in CORES):
+        return 2
+    if path.startswith("controllers/task/"):
+        return 3
+    if path.startswith("cmd/"):
+        return 4
+    return None
+
+
+NAMES = ["ground (operator/)", "API types", "pure core", "loops (controllers/task/)", "binaries (cmd/)"]
+include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+bad = []
+files = 0
+for f in sorted(repo.glob("**/*")):
+    rel = f.relative_to(repo).as_posix()
+    if f.suffix not in (".h", ".cc") or layer(rel) is None or rel.startswith(("build", ".")):
+        continue
+    files += 1
+    mine = layer(rel)
+    for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+        m = include.match(line)
+        if not m or m.group(1).startswith("valley/"):  # generated (version.h)
+            continue
+        target = m.group(1)
+        theirs = layer(target)
+        if theirs is None:
+            bad.append(f"{rel}:{n}: includes {target}, which is not production code")
+        elif theirs > mine:
+            bad.append(f"{rel}:{n}: a {NAMES[mine]} file includes {target}, a {NAMES[theirs]} file")
+for b in bad:
+    print(b)
+print(f"layers: {files} files, {len(bad)} includes pointing up")
+sys.exit(1 if bad else 0)
