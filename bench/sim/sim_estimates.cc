@@ -60,12 +60,11 @@ cost::EstimateBasis Simulator::fixed_basis(const SimJob& j, const planner::Decis
   return b;
 }
 
-void Simulator::estimate(SimJob& j, const planner::Decision& d, const planner::Config& config) {
+void Simulator::estimate(SimJob& j, const planner::Task& input, const planner::Decision& d, const planner::Config& config) {
   if (policy_ != PolicyKind::Valley) return record_estimate(j, fixed_basis(j, &d));
   std::map<std::string, cost::NodeRate> rates;
   for (const auto& n : nodes_) rates[n.node.name] = n.rate;
-  planner::Task t = task_of(j);
-  record_estimate(j, cost::estimate_basis(spec_of(j, j.trace.duration), t, d, config, rates, candidates_of(j), at(now_)));
+  record_estimate(j, cost::estimate_basis(spec_of(j, j.trace.duration), input, d, config, rates, candidates_of(j), at(now_)));
 }
 
 }  // namespace valley::sim::detail

@@ -17,6 +17,8 @@
 #include "controllers/cost/candidates.h"
 #include "controllers/cost/engine.h"
 #include "controllers/cost/planner_config.h"
+#include "controllers/inputs/plan_inputs.h"
+#include "controllers/planner/cluster_snapshot.h"
 #include "controllers/planner/planner.h"
 #include "controllers/planner/scaling.h"
 #include "controllers/tenancy/usage.h"
@@ -33,6 +35,7 @@ inline constexpr const char* kNoticeTaint = "aws-node-termination-handler/spot-i
 
 struct SimNode {
   planner::Node node;
+  int synced = -1;  // what the snapshot holds: -1 nothing, else alive*2 + notice
   const Pool* pool = nullptr;
   cost::NodeRate rate;
   bool alive = true;
@@ -62,6 +65,11 @@ struct SimJob {
   std::string last_wait_reason;  // the planner's, while it waits
   cost::Charge charge;
   JobResult result;
+  // Its objects as the operator would see them (sim_objects.cc): bumped by every change of its
+  // state, workers, scaling or restarts; the snapshot holds the version `synced`.
+  uint64_t version = 1, synced = 0;
+  int epoch = 0;                       // status.epoch: bumped by every start
+  std::vector<std::string> pod_keys;   // its worker pods in the snapshot
 
   int gpus() const {
     int n = 0;
@@ -78,6 +86,12 @@ inline bool same_placement(std::vector<planner::Task::Worker> a, std::vector<pla
   std::sort(b.begin(), b.end(), less);
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [&](const auto& x, const auto& y) { return key(x) == key(y); });
 }
+
+// The objects the operator's informers would show for a node, a job's TrainingTask (in namespace
+// `ns`; trace second 0 is `zero`) and its worker pods (sim_objects.cc).
+nlohmann::json node_object(const SimNode& n);
+nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero);
+nlohmann::json worker_pod(const SimJob& j, size_t index, const std::string& ns);
 
 class Simulator {
  public:
@@ -105,6 +119,8 @@ class Simulator {
   // Moves the clock to t: progress, and GPU-seconds held and alive for the allocation figure.
   void advance(int64_t t);
   void arrive(SimJob& j);
+  // What decides which nodes a job may use (its vendor and node selector), for usable_by.
+  planner::Task where_it_may_run(const SimJob& j) const;
   bool usable_by(const planner::Task& t, const SimNode& n) const;
   // Ends the running segment: charges it (GPUs held, restart time included) and takes the GPUs back.
   void end_segment(SimJob& j);
@@ -118,12 +134,18 @@ class Simulator {
   SimNode& node(const std::string& name);
   const SimNode& node(const std::string& name) const;
   void spot_events();
-  planner::Task task_of(const SimJob& j) const;
-  double growth_prior() const;
-  planner::Config config_now(std::vector<planner::Node>& nodes) const;
+  // The cluster as objects (sim_objects.cc): what the operator's informers would show, kept in a
+  // planning snapshot, and the planner's inputs taken from it through controllers/inputs.
+  std::string namespace_of(const SimJob& j) const;
+  std::string key_of(const SimJob& j) const { return namespace_of(j) + "/" + j.trace.id; }
+  void touch(SimJob& j) { ++j.version; }
+  void sync_snapshot();
+  const inputs::PlanInputs::Round& take_inputs();
+  // The peers' configuration (Valley's is the operator's, from the round).
+  planner::Config config_for(const inputs::PlanInputs::Round& r) const;
   void replan();
-  std::vector<planner::Decision> plan(const std::vector<planner::Node>& nodes, const std::vector<SimJob*>& jobs,
-                                      const planner::Config& config);
+  // Plans `jobs` (of the round) and carries the decisions out; true if some waiting job started.
+  bool plan_and_apply(const inputs::PlanInputs::Round& r, const std::vector<size_t>& which, const planner::Config& config);
   // --- estimates at submission, as the operator makes them ------------------------------------
   api::TaskSpec spec_of(const SimJob& j, int64_t duration_seconds) const;
   // The user's estimatedDuration off by up to +-duration_error_percent (a stable hash of the id).
@@ -134,13 +156,19 @@ class Simulator {
   // the cheapest on-demand pool they may use.
   cost::EstimateBasis fixed_basis(const SimJob& j, const planner::Decision* d) const;
   void estimate_naive(SimJob& j) { record_estimate(j, fixed_basis(j, nullptr)); }
-  void estimate(SimJob& j, const planner::Decision& d, const planner::Config& config);
+  void estimate(SimJob& j, const planner::Task& input, const planner::Decision& d, const planner::Config& config);
   // Carries out decisions; true if some waiting job started.
-  bool apply(const std::vector<planner::Decision>& decisions, const std::vector<SimJob*>& jobs, const planner::Config& config);
+  bool apply(const std::vector<planner::Decision>& decisions, const std::vector<SimJob*>& jobs, const std::vector<const planner::Task*>& inputs,
+             const planner::Config& config);
   Result summarize();
 
   const Inputs& in_;
   PolicyKind policy_;
+  std::shared_ptr<const api::Policy> pricing_;
+  planner::ClusterSnapshot snapshot_;
+  inputs::PlanInputs inputs_{inputs::InputOptions{}};
+  inputs::Tenancy tenancy_;  // which namespace (tenant) a job's task is in
+  std::map<std::string, SimJob*> by_key_;
   std::vector<SimNode> nodes_;
   std::vector<SimJob> jobs_;
   int64_t now_ = 0;

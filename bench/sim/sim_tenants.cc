@@ -43,7 +43,7 @@ std::map<std::string, int64_t> Simulator::used_by_node() const {
 bool Simulator::claims_nominal(const SimJob& j) const {
   auto tenant = tenants_.find(j.trace.tenant);
   if (tenant == tenants_.end() || j.traits.reduce_cost || j.trace.submit >= window_end_) return false;
-  planner::Task probe = task_of(j);
+  const planner::Task probe = where_it_may_run(j);
   auto used = used_by_node();
   std::map<std::string, int64_t> free, usage;  // by pool
   for (const auto& n : nodes_)

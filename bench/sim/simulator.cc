@@ -7,7 +7,12 @@
 
 namespace valley::sim::detail {
 
-Simulator::Simulator(const Inputs& in, PolicyKind policy) : in_(in), policy_(policy) {
+Simulator::Simulator(const Inputs& in, PolicyKind policy)
+    : in_(in), policy_(policy), pricing_(std::make_shared<const api::Policy>(in.pricing)) {
+  // Nodes read as the operator reads them: the PricingPolicy in force names the spot labels.
+  planner::NodeFacts facts;
+  facts.spot_labels = in.pricing.spot_labels;
+  snapshot_.set_facts(facts);
   for (const auto& pool : in.cluster.pools) {
     for (int i = 0; i < pool.nodes; ++i) {
       SimNode n;
@@ -47,6 +52,10 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy) : in_(in), policy_(pol
     j.result.submit = t.submit;
     j.result.tenant = t.tenant;
     jobs_.push_back(std::move(j));
+  }
+  for (auto& j : jobs_) {
+    by_key_[key_of(j)] = &j;
+    if (namespace_of(j) != "sim") tenancy_.ownership.owner[namespace_of(j)] = j.trace.tenant;
   }
   window_end_ = in.window_seconds > 0 ? in.window_seconds : (jobs_.empty() ? 0 : jobs_.back().trace.submit);
 }
@@ -129,7 +138,7 @@ void Simulator::advance(int64_t t) {
 void Simulator::arrive(SimJob& j) {
   // A job bigger than every node this policy may use together can never start.
   int64_t usable = 0;
-  planner::Task probe = task_of(j);
+  const planner::Task probe = where_it_may_run(j);
   for (const auto& n : nodes_)
     if (usable_by(probe, n)) usable += n.pool->gpus_per_node;
   if (usable < j.traits.min_workers) {
@@ -138,6 +147,14 @@ void Simulator::arrive(SimJob& j) {
   }
   j.result.claim = claims_nominal(j);
   j.state = State::Pending;
+  touch(j);
+}
+
+planner::Task Simulator::where_it_may_run(const SimJob& j) const {
+  planner::Task probe;
+  probe.amd_support = j.traits.amd;
+  if (policy_ == PolicyKind::Naive) probe.node_selector["karpenter.sh/capacity-type"] = "on-demand";
+  return probe;
 }
 
 bool Simulator::usable_by(const planner::Task& t, const SimNode& n) const {
@@ -157,6 +174,7 @@ void Simulator::end_segment(SimJob& j) {
   }
   j.result.final_workers = j.gpus();
   j.workers.clear();
+  touch(j);
 }
 
 // Progress records: the workload writes latest.json {step, time} at each periodic checkpoint; two
@@ -168,7 +186,10 @@ void Simulator::learn() {
     if (j.state != State::Running || now_ < j.progress_from) continue;
     int records = static_cast<int>((now_ - j.progress_from) / period);
     for (int k = j.segment_records + 1; k <= records; ++k)
-      if (k >= 2) j.scaling = planner::observe(j.scaling, j.gpus(), j.rate());
+      if (k >= 2) {
+        j.scaling = planner::observe(j.scaling, j.gpus(), j.rate());
+        touch(j);
+      }
     j.segment_records = std::max(j.segment_records, records);
   }
 }
@@ -181,12 +202,15 @@ void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> plac
   j.segment_records = 0;
   if (j.result.start < 0) j.result.start = now_;
   j.state = State::Running;
+  ++j.epoch;
+  touch(j);
 }
 
 void Simulator::finish(SimJob& j) {
   end_segment(j);
   j.work_done = j.work_total;
   j.state = State::Done;
+  touch(j);
   j.result.end = now_;
   j.result.cost = cost::apply_multiplier(j.charge.gpu + j.charge.energy, cost::multiplier_milli(in_.pricing, j.traits.priority));
 }

@@ -130,6 +130,9 @@ struct Observed {
   // and the idlePolicy in force (its own, else its tenant's; absent: the defaults).
   std::optional<gpu::TaskReading> gpu_reading;
   std::optional<api::IdlePolicy> idle_policy;
+  // Node labels (key, value) that mark spot capacity: a task that does not checkpoint keeps its
+  // launcher off such nodes (its loss would restart the gang from the beginning).
+  std::vector<std::pair<std::string, std::string>> spot_labels;
 };
 
 struct EventSpec {

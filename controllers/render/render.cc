@@ -258,8 +258,29 @@ std::string wait_for_workers_script() {
          "echo \"valley: all workers answer\"\n";
 }
 
-json launcher_pod(const TaskSpec& spec, const Shape& shape) {
+namespace {
+// Adds `key NotIn [value]` for each pair to every required node selector term of the pod (one term
+// when it has none): no term then matches a node carrying any of those labels.
+void stay_off(json& pod, const std::vector<std::pair<std::string, std::string>>& labels) {
+  if (labels.empty()) return;
+  json expressions = json::array();
+  for (const auto& [key, value] : labels) expressions.push_back({{"key", key}, {"operator", "NotIn"}, {"values", {value}}});
+  json& required = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  if (!required.is_object()) required = json::object();
+  json& terms = required["nodeSelectorTerms"];
+  if (!terms.is_array() || terms.empty()) terms = json::array({json::object()});
+  for (json& term : terms) {
+    if (!term.is_object()) term = json::object();
+    json& own = term["matchExpressions"];
+    if (!own.is_array()) own = json::array();
+    for (const auto& e : expressions) own.push_back(e);
+  }
+}
+}  // namespace
+
+json launcher_pod(const TaskSpec& spec, const Shape& shape, const std::vector<std::pair<std::string, std::string>>& stay_off_labels) {
   json pod = pod_from_template(spec, spec.launcher, launcher_name(spec.name), "launcher", shape);
+  stay_off(pod, stay_off_labels);
   json& ps = pod["spec"];
   // The hosts: mpirun and the wait below read the hostfile, horovodrun the discovery script. Only
   // the launcher reads them, from its own annotations.

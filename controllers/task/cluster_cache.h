@@ -18,6 +18,7 @@
 
 #include "controllers/api/pod.h"
 #include "controllers/cost/policy.h"
+#include "controllers/inputs/plan_inputs.h"
 #include "controllers/planner/cluster_snapshot.h"
 #include "controllers/task/gpu_watcher.h"
 #include "controllers/task/options.h"
@@ -27,12 +28,7 @@
 
 namespace valley::task {
 
-// The Tenants (valid ones), which namespace belongs to which, and each one's conflicts.
-struct Tenancy {
-  std::vector<tenancy::TenantObject> tenants;
-  tenancy::Ownership ownership;
-  std::map<std::string, std::string> invalid;  // tenant -> its spec's errors
-};
+using Tenancy = inputs::Tenancy;
 
 class ClusterCache {
  public:

@@ -18,23 +18,25 @@ std::string describe(const planner::Decision& d) {
 }
 }  // namespace
 
-void PlanningLoop::verify_plan_inputs(const Round& r, const planner::SnapshotView& view, const planner::Config& config,
+void PlanningLoop::verify_plan_inputs(const inputs::PlanInputs::Round& r, const planner::SnapshotView& view,
                                       const std::vector<planner::Decision>& kept) {
   // Every input made anew from its entry, the per-plan parts (tenant, priority, nodes avoided)
   // taken as this plan laid them, the published admission laid over afresh.
   const std::map<std::string, lifecycle::Admission>& published = board_.published();
-  std::vector<PlanTask> scratch(r.planned.size());
+  std::vector<inputs::PlanInputs::TaskState> scratch;
+  scratch.reserve(r.planned.size());
   std::vector<const planner::Task*> tasks;
   size_t differ = 0;
   std::map<std::string, planner::PlannedTask> planned_by_key;
-  for (size_t i = 0; i < r.planned.size(); ++i) {
-    const PlanTask& pt = *r.planned[i];
-    PlanTask& s = scratch[i];
-    make_plan_task(s, pt.entry, pt.pricing);
-    s.task.tenant = pt.task.tenant;
-    s.task.priority = pt.task.priority;
-    s.task.avoid_nodes = pt.task.avoid_nodes;
-    overlay_admission(s.task, *pt.entry->task, published);
+  for (const inputs::PlanInputs::TaskState* kept_state : r.planned) {
+    scratch.push_back(inputs::PlanInputs::task_state(kept_state->entry, kept_state->pricing));
+    inputs::PlanInputs::TaskState& s = scratch.back();
+    s.task.tenant = kept_state->task.tenant;
+    s.task.priority = kept_state->task.priority;
+    s.task.avoid_nodes = kept_state->task.avoid_nodes;
+    auto admission = published.find(s.task.key);
+    inputs::overlay_admission(s.task, *kept_state->entry->task,
+                              admission == published.end() || !admission->second.admitted ? nullptr : &admission->second.placement);
     tasks.push_back(&s.task);
     planned_by_key[s.task.key] = planner::PlannedTask{&s.epoch, &s.task.workers};
     if (!s.holds) {
@@ -51,7 +53,7 @@ void PlanningLoop::verify_plan_inputs(const Round& r, const planner::SnapshotVie
         return e == planned_by_key.end() ? std::nullopt : std::optional(e->second);
       },
       [&](const std::string& node) { return node_names.count(node) > 0; });
-  const auto rebuilt = planner::plan(r.nodes, held, tasks, r.now, config);
+  const auto rebuilt = planner::plan(r.nodes, held, tasks, r.now, r.config);
   if (rebuilt.size() != kept.size()) ++differ;
   for (size_t i = 0; i < std::min(rebuilt.size(), kept.size()); ++i) {
     const std::string a = describe(kept[i]), b = describe(rebuilt[i]);

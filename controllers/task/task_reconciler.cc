@@ -110,6 +110,7 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   observe_gpus(o);
   o.nodes_known = true;
   o.disruption = options_.disruption;
+  o.spot_labels = cache_.node_facts().spot_labels;
   for (const auto& p : o.pods) {
     if (p.node.empty() || o.nodes.count(p.node)) continue;
     if (auto n = cache_.node(p.node)) o.nodes[p.node] = lifecycle::NodeView{n->ready, n->not_ready_since, n->notice, n->fault};

@@ -26,8 +26,10 @@ double decay_usage(double gpu_hours, double gpus, std::chrono::seconds elapsed, 
   if (half_life.count() <= 0) return gpus * hours;  // no decay: plain usage over the interval
   const double h = static_cast<double>(half_life.count()) / 3600.0;
   const double keep = std::exp2(-hours / h);
-  return gpu_hours * keep + gpus * (h / std::log(2.0)) * (1 - keep);
+  return gpu_hours * keep + gpus * mean_life_hours(half_life) * (1 - keep);
 }
+
+double mean_life_hours(std::chrono::seconds half_life) { return static_cast<double>(half_life.count()) / 3600.0 / std::log(2.0); }
 
 Period budget_period(api::BudgetPeriod kind, const api::TimeZone& zone, SystemTime t) {
   const int64_t local = seconds_of(t) + zone.offset(t).count();

@@ -21,6 +21,9 @@ using kube::SystemTime;
 // Decayed usage after `elapsed` during which `gpus` GPUs were held throughout: the old usage halves
 // every half-life, and what was held adds in, itself decaying since (the exact integral).
 double decay_usage(double gpu_hours, double gpus, std::chrono::seconds elapsed, std::chrono::seconds half_life);
+// The mean life of usage that halves every `half_life`, in hours: what GPUs held now settle at, as
+// decayed usage, per GPU (half-life / ln 2).
+double mean_life_hours(std::chrono::seconds half_life);
 
 // The budget period holding `t`: [start, end) in UTC, and its name in local terms ("2026-11",
 // "2026-W48", "2026-11-23").

@@ -137,6 +137,31 @@ class SpotTest : public TaskTest {
   std::string pool_;
 };
 
+// A task that does not checkpoint may run its workers on spot capacity it selects, but its launcher
+// stays off spot nodes: a notice there would restart the whole gang from the beginning. One that
+// checkpoints has no such rule (a lost launcher costs it a restart from its checkpoint).
+TEST_F(SpotTest, ALauncherOfATaskWithoutCheckpointsNeverLandsOnSpot) {
+  json plain = spot_spec(1, 1, "plain");
+  plain.erase("checkpoint");
+  apply(plain, "plain");
+  apply(spot_spec(1, 1, "ckpt"), "ckpt");
+  ASSERT_TRUE(wait_phase("Running", 60s, "plain")) << task("plain").dump(2);
+  ASSERT_TRUE(wait_phase("Running", 60s, "ckpt")) << task("ckpt").dump(2);
+  const json launcher = admin->get(kPods, ns, "plain-launcher");
+  const std::string node = launcher["spec"].value("nodeName", "");
+  ASSERT_FALSE(node.empty());
+  EXPECT_NE(admin->get(kNodes, "", node)["metadata"]["labels"].value("karpenter.sh/capacity-type", ""), "spot") << node;
+  const json& terms = launcher["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  ASSERT_EQ(terms.size(), 1u) << launcher["spec"].dump(2);
+  bool excludes_spot = false;
+  for (const auto& e : terms[0]["matchExpressions"])
+    excludes_spot |= e["key"] == "karpenter.sh/capacity-type" && e["operator"] == "NotIn" && e["values"][0] == "spot";
+  EXPECT_TRUE(excludes_spot) << terms.dump(2);
+  // Its worker is where it asked: on this test's spot nodes.
+  EXPECT_EQ(node_of("plain-worker-0").rfind(pool_, 0), 0u);
+  EXPECT_FALSE(admin->get(kPods, ns, "ckpt-launcher")["spec"].contains("affinity"));
+}
+
 TEST_F(SpotTest, TerminationNoticeTaintMovesTheTaskOffTheNodeFromItsCheckpoint) {
   apply(spot_spec(2, 3));
   ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();

@@ -20,6 +20,28 @@ TEST(Lifecycle, NewTaskIsAdmittedAndGetsItsObjectsWorkersAndLauncherAtOnce) {
   EXPECT_EQ(d.events[0].reason, "Admitted");
 }
 
+// A task without checkpoints keeps its launcher off spot nodes (its loss would restart the gang
+// from the beginning); one that checkpoints may have it there.
+TEST(Lifecycle, OnlyACheckpointingTasksLauncherMayRunOnSpot) {
+  auto launcher_of = [](const Decision& d) {
+    for (const auto& o : d.create)
+      if (o["metadata"]["name"] == "t-launcher") return o;
+    return json();
+  };
+  Observed plain = observe(task_object(), {}, false);
+  plain.spot_labels = {{"karpenter.sh/capacity-type", "spot"}};
+  const json kept_off = launcher_of(decide(plain));
+  ASSERT_TRUE(kept_off.is_object());
+  EXPECT_EQ(kept_off["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+                    ["matchExpressions"][0]["operator"],
+            "NotIn");
+  Observed checkpointed = observe(task_object({{"checkpoint", {{"uri", "s3://ckpt/t"}}}}), {}, false);
+  checkpointed.spot_labels = plain.spot_labels;
+  const json anywhere = launcher_of(decide(checkpointed));
+  ASSERT_TRUE(anywhere.is_object());
+  EXPECT_FALSE(anywhere["spec"].contains("affinity"));
+}
+
 
 // A refusal the API server will repeat (Pod Security) stops the creates and says why, and is tried
 // again later; once pods are accepted the condition turns True. A retryable one (a quota) keeps

@@ -159,6 +159,33 @@ TEST(Render, LauncherMergesTheUserTemplate) {
   EXPECT_TRUE(ssh);
 }
 
+// A launcher kept off spot nodes: every required term excludes each spot label, the user's own
+// terms kept (a node must still match one of them).
+TEST(Render, ALauncherKeptOffSpotExcludesEverySpotLabelInEveryTerm) {
+  const std::vector<std::pair<std::string, std::string>> spot = {{"karpenter.sh/capacity-type", "spot"}, {"cloud.google.com/gke-spot", "true"}};
+  json plain = launcher_pod(spec(), {2, 1}, spot);
+  const json& terms = plain["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  ASSERT_EQ(terms.size(), 1u);
+  ASSERT_EQ(terms[0]["matchExpressions"].size(), 2u);
+  EXPECT_EQ(terms[0]["matchExpressions"][0], json::parse(R"({"key":"karpenter.sh/capacity-type","operator":"NotIn","values":["spot"]})"));
+  EXPECT_EQ(terms[0]["matchExpressions"][1]["key"], "cloud.google.com/gke-spot");
+  // Nothing to keep off: no affinity added.
+  EXPECT_FALSE(launcher_pod(spec(), {2, 1})["spec"].contains("affinity"));
+  // The user's two terms (zone a, or zone b) each get the exclusions.
+  TaskSpec s = spec();
+  s.launcher.pod_template["spec"]["affinity"] = json::parse(R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
+    {"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]},
+                          {"matchExpressions":[{"key":"zone","operator":"In","values":["b"]}]}]}}})");
+  json user = launcher_pod(s, {2, 1}, spot);
+  const json& both = user["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  ASSERT_EQ(both.size(), 2u);
+  for (const auto& term : both) {
+    ASSERT_EQ(term["matchExpressions"].size(), 3u);
+    EXPECT_EQ(term["matchExpressions"][0]["key"], "zone");
+    EXPECT_EQ(term["matchExpressions"][1]["operator"], "NotIn");
+  }
+}
+
 // The launcher carries its hosts in annotations and mounts them at /etc/mpi through the downward
 // API (no ConfigMap a task); Horovod's discovery script reads the hostfile, run here as horovodrun
 // would run it.
