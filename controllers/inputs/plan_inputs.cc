@@ -72,11 +72,7 @@ void PlanInputs::take_nodes(const planner::SnapshotView& view, const ClusterFact
       ns.source = source;
       ns.pricing = r.pricing;
       ns.fault = fault;
-      ns.node = *source;
-      if (!fault.empty()) {
-        ns.node.fault = fault;
-        ns.node.schedulable = false;
-      }
+      ns.node = planner::with_gpu_fault(*source, fault);
       cost::NodeRate rate;
       if (r.pricing && !ns.node.vendor.empty()) rate = cost::price_node(*r.pricing, ns.node);
       if (added || !(rate == ns.rate)) r.rates_changed = true;

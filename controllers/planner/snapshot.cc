@@ -36,6 +36,14 @@ bool matches_pattern(const std::string& pattern, const std::string& name) {
   return p == pattern.size();
 }
 
+Node with_gpu_fault(Node n, const std::string& fault) {
+  if (!fault.empty()) {
+    n.fault = fault;
+    n.schedulable = false;
+  }
+  return n;
+}
+
 Node node_from(const json& node, const NodeFacts& facts) {
   Node n;
   const json& meta = field(node, "metadata");

@@ -43,6 +43,9 @@ bool matches_pattern(const std::string& pattern, const std::string& name);
 
 // GPU resources of a node as free capacity (allocatable, before any pod), its vendor and class.
 Node node_from(const json& node, const NodeFacts& facts = {});
+// The node with a GPU fault the health tooling reports laid over ("" leaves it as it is): nothing
+// new is placed there and its workers move.
+Node with_gpu_fault(Node n, const std::string& fault);
 
 // The GPU resources a pod asks for (requests, else limits, summed over containers; init containers
 // count by their maximum, as the scheduler does), whatever its phase.

@@ -135,10 +135,10 @@ std::optional<planner::Node> ClusterCache::node(const std::string& name) {
   std::optional<planner::Node> n;
   {
     std::lock_guard lock(snapshot_mu_);
-    snapshot_.set_facts(node_facts());
+    bring_facts_up_to_date();
     n = snapshot_.node(name);
   }
-  if (n) *n = with_gpu_fault(std::move(*n), gpu_fault_of(*n));
+  if (n) *n = planner::with_gpu_fault(std::move(*n), gpu_fault_of(*n));
   return n;
 }
 
@@ -146,29 +146,31 @@ std::vector<planner::Node> ClusterCache::nodes() {
   std::vector<planner::Node> all;
   {
     std::lock_guard lock(snapshot_mu_);
-    snapshot_.set_facts(node_facts());
+    bring_facts_up_to_date();
     all = snapshot_.nodes();
   }
-  for (auto& n : all) n = with_gpu_fault(std::move(n), gpu_fault_of(n));
+  for (auto& n : all) n = planner::with_gpu_fault(std::move(n), gpu_fault_of(n));
   return all;
+}
+
+void ClusterCache::bring_facts_up_to_date() {
+  // The facts change only with the policy in force: they are built (a dozen strings) and compared
+  // once per policy, not for every node a reconcile looks at.
+  auto p = policy();
+  if (facts_known_ && p == facts_policy_) return;
+  facts_policy_ = std::move(p);
+  facts_known_ = true;
+  snapshot_.set_facts(node_facts());
 }
 
 planner::SnapshotView ClusterCache::snapshot_view() {
   std::lock_guard lock(snapshot_mu_);
-  snapshot_.set_facts(node_facts());
+  bring_facts_up_to_date();
   return snapshot_.view();
 }
 
 std::string ClusterCache::gpu_fault_of(const planner::Node& n) const {
   return n.fault.empty() && gpu_.enabled() ? gpu_.fault_of(n.name) : std::string();
-}
-
-planner::Node ClusterCache::with_gpu_fault(planner::Node n, const std::string& fault) {
-  if (!fault.empty()) {
-    n.fault = fault;
-    n.schedulable = false;
-  }
-  return n;
 }
 
 bool ClusterCache::namespace_going(const std::string& ns) const {

@@ -70,7 +70,6 @@ class ClusterCache {
   planner::SnapshotView snapshot_view();
   // What Prometheus reports for the node ("" if healthy, or if its object already says so).
   std::string gpu_fault_of(const planner::Node& n) const;
-  static planner::Node with_gpu_fault(planner::Node n, const std::string& fault);
   GpuWatcher& gpu() { return gpu_; }
   const GpuWatcher& gpu() const { return gpu_; }
 
@@ -96,6 +95,10 @@ class ClusterCache {
   std::unique_ptr<kube::BasicInformer<api::Pod>> pods_;
   std::mutex snapshot_mu_;
   planner::ClusterSnapshot snapshot_;  // kept from informer events; under snapshot_mu_
+  // The policy the snapshot's node facts were made under; under snapshot_mu_.
+  void bring_facts_up_to_date();
+  std::shared_ptr<const cost::Policy> facts_policy_;
+  bool facts_known_ = false;
   mutable std::mutex policy_mu_;
   std::shared_ptr<const cost::Policy> policy_;
   mutable std::mutex ownership_mu_;
