@@ -93,6 +93,10 @@ void mpi_env(const TaskSpec& spec, json& envs) {
   // The hostfile's names resolve only as written (<worker>.<service>.<ns>.svc); OpenMPI 4 would
   // shorten them to their first label and then fail to resolve them.
   envs.push_back(env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"));
+  // OpenMPI 4.1's orted maps its hwloc topology into a "hole" it guesses in its address space and
+  // sometimes segfaults there (hwloc_shmem_topology_write); the shared topology only saves memory
+  // when many ranks share a node, so it is off. mpirun hands OMPI_MCA_* on to the orteds it starts.
+  envs.push_back(env("OMPI_MCA_rtc_hwloc_vmhole", "none"));
   // Where sshd listens and finds authorized_keys (the image's sshd reads these), and how mpirun's ssh
   // reaches it: host keys are made per pod, so none is pinned.
   envs.push_back(env("VALLEY_SSH_PORT", std::to_string(ssh_port(spec))));

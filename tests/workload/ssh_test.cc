@@ -108,6 +108,7 @@ TEST(RestrictedSsh, MpirunReachesANonRootSshdWithValleysKeysPortAndHostfile) {
   for (const auto& a : {"OMPI_MCA_plm_rsh_args=-F " + (dir / "ssh_config").string() + " " + rsh_args,
                         "OMPI_MCA_orte_default_hostfile=" + (dir / "hostfile").string(),
                         "OMPI_MCA_orte_keep_fqdn_hostnames=" + env_of(pod, "OMPI_MCA_orte_keep_fqdn_hostnames"),
+                        "OMPI_MCA_rtc_hwloc_vmhole=" + env_of(pod, "OMPI_MCA_rtc_hwloc_vmhole"),
                         std::string("OMPI_MCA_orte_do_not_resolve=1"), std::string("/usr/bin/mpirun"), std::string("-np"), std::string("2"),
                         e2e::binary("valley-train"), std::string("--steps"), std::string("40"), std::string("--output"),
                         (dir / "weights.txt").string()})

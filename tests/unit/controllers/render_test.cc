@@ -79,6 +79,7 @@ TEST(Render, RestrictedPodsRunNonRootWithoutPrivilegesAndSshOnAHighPort) {
   EXPECT_EQ(env_of(pod, "VALLEY_SSH_PORT"), "2222");
   EXPECT_EQ(env_of(pod, "VALLEY_SSH_DIR"), "/etc/valley/ssh");
   EXPECT_NE(env_of(pod, "OMPI_MCA_plm_rsh_args").find("-p 2222 -i /etc/valley/ssh/id_ecdsa"), std::string::npos);
+  EXPECT_EQ(env_of(pod, "OMPI_MCA_rtc_hwloc_vmhole"), "none");  // orted's shared topology segfaults at random
   bool mounted = false;
   for (const auto& m : pod["spec"]["containers"][0]["volumeMounts"])
     if (m["name"] == "valley-ssh") mounted = m["mountPath"] == "/etc/valley/ssh";
