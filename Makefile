@@ -17,12 +17,12 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: help deps build unit unit-sanitize fuzz chaos chaos-smoke integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-smoke clean
+.PHONY: help deps build unit unit-sanitize fuzz chaos chaos-smoke integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
 	@echo "make test    everything: deps, build, unit tests (plain and sanitized), e2e on a real control plane and a real node"
-	@echo "other targets: deps build unit unit-sanitize fuzz chaos chaos-smoke integration cluster-up cluster-down e2e bench clean"
+	@echo "other targets: deps build unit unit-sanitize fuzz chaos chaos-smoke integration cluster-up cluster-down e2e bench bench-sweep clean"
 
 deps:
 	@scripts/deps.sh
@@ -126,6 +126,11 @@ demo: deps build crds
 
 bench: deps build bench-binaries crds
 	@bench/run.sh
+
+# The economics sweep (issue 41): 33 trace slices x naive, backfill, valley-v2, valley, against the
+# LP bound; the distribution of each figure in bench/results/sweep/sweep.md.
+bench-sweep: deps build
+	@bench/sim/sweep.sh
 
 # A tiny run of each benchmark program (CI): that they work end to end, never how fast.
 bench-smoke: build bench-binaries crds

@@ -55,6 +55,18 @@ for p in policies.values():
     assert 0 <= p["estimates"]["insideRange"] <= 1, p
 assert policies["valley"]["totalCostMicros"] >= bound["costMicros"], (policies["valley"], bound)
 PY
+echo "bench-smoke: the economics sweep, its first two slices cut to 30 jobs"
+SWEEP_SLICES=2 bench/sim/sweep.sh "$out/sweep" --max-jobs 30 > /dev/null
+python3 - "$out/sweep/sweep.json" <<'PY' || fail "sweep results do not hold together"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["slices"]) == 2, d["slices"].keys()
+for name, s in d["slices"].items():
+    assert set(s["figures"]) == {"valley-v2", "valley"}, (name, s)
+    f = s["figures"]["valley"]  # the bound is over valley's makespan: a lower bound on its cost
+    assert f["overBound"] is None or f["overBound"] >= 1, (name, f)
+assert d["summary"]["vsBackfill"]["valley"]["n"] == 2, d["summary"]
+PY
 echo "bench-smoke: tenants, a 2-hour Philly slice (virtual clusters as tenants), without, with and with strict quotas"
 mkdir -p "$out"
 gzip -dc bench/data/pollux-adaptdl/philly.csv.gz > "$out/philly.csv"  # kept compressed in the repository (3.4 MB as text)

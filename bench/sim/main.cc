@@ -168,13 +168,21 @@ Inputs read_inputs(Options& opt, double* kept_share) {
   in.cluster = parse_cluster(kube::read_file(opt["cluster"], "cluster spec"), opt.count("spot") ? kube::read_file(opt["spot"], "spot model") : "");
   double& kept = *kept_share;
   kept = 1;
+  // A week before the slice: jobs that ended by its start (their windows' start at hour from - 168).
+  const int64_t week = 168 * 3600, from = hours("from-hour");
+  auto ended_before = [&](std::vector<TraceJob> before) {
+    std::erase_if(before, [&](const TraceJob& j) { return j.submit + j.duration > week; });
+    return before;
+  };
   if (is_philly(trace)) {
     auto all = parse_philly(trace);
     in.jobs = slice_jobs(all, hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
+    in.history = ended_before(slice_jobs(all, from - week, from, 0));
     auto entitled = gpu_hours_by_tenant(all);
     for (const auto& j : in.jobs) in.tenant_weights[j.tenant] = entitled[j.tenant];
   } else {
     in.jobs = parse_trace(trace, hours("from-hour"), hours("to-hour"), std::stoi(opt["max-jobs"]));
+    in.history = ended_before(parse_trace(trace, from - week, from));
   }
   if (opt["to-hour"] != "1000000") in.window_seconds = hours("to-hour") - hours("from-hour");
   if (double load = std::stod(opt["load"]); load > 0) {

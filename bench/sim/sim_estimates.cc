@@ -1,6 +1,8 @@
 // The trace replay's estimates at submission, as the operator makes them (sim_state.h).
 #include "bench/sim/sim_state.h"
 
+#include "controllers/inputs/task_inputs.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -34,10 +36,20 @@ std::vector<cost::NodeRate> Simulator::candidates_of(const SimJob& j) const {
   return out;
 }
 
+void Simulator::learn_duration(const SimJob& j) {
+  const std::string ns = namespace_of(j);
+  if (auto r = inputs::duration_ratio_of(task_object(j, policy_, ns, at(0)))) duration_ratios_[ns].push_back(*r);
+  if (auto r = inputs::duration_ratio_of(task_object(j, policy_, ns, at(0), off_duration(j)))) duration_ratios_off_[ns].push_back(*r);
+}
+
 void Simulator::record_estimate(SimJob& j, const cost::EstimateBasis& basis) {
   j.needs_estimate = false;
-  auto exact = cost::estimate(in_.pricing, spec_of(j, j.trace.duration), basis);
-  auto off = cost::estimate(in_.pricing, spec_of(j, off_duration(j)), basis);
+  const std::string ns = namespace_of(j);
+  cost::EstimateBasis stated = basis, off_by = basis;
+  stated.spread = cost::duration_spread(duration_ratios_[ns]);
+  off_by.spread = cost::duration_spread(duration_ratios_off_[ns]);
+  auto exact = cost::estimate(in_.pricing, spec_of(j, j.trace.duration), stated);
+  auto off = cost::estimate(in_.pricing, spec_of(j, off_duration(j)), off_by);
   if (!exact || !off) return;
   j.result.estimated = true;
   j.result.estimate = exact->expected;
@@ -61,7 +73,7 @@ cost::EstimateBasis Simulator::fixed_basis(const SimJob& j, const planner::Decis
 }
 
 void Simulator::estimate(SimJob& j, const planner::Task& input, const planner::Decision& d, const planner::Config& config) {
-  if (policy_ != PolicyKind::Valley) return record_estimate(j, fixed_basis(j, &d));
+  if (!runs_operator_planner(policy_)) return record_estimate(j, fixed_basis(j, &d));
   std::map<std::string, cost::NodeRate> rates;
   for (const auto& n : nodes_) rates[n.node.name] = n.rate;
   record_estimate(j, cost::estimate_basis(spec_of(j, j.trace.duration), input, d, config, rates, candidates_of(j), at(now_)));

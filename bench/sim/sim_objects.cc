@@ -33,7 +33,7 @@ nlohmann::json node_object(const SimNode& n) {
   return node;
 }
 
-nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero) {
+nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero, std::optional<int64_t> stated_seconds) {
   auto at = [zero](int64_t t) { return zero + std::chrono::seconds(t); };
   nlohmann::json worker = {{"image", "sim"}, {"gpus", "1"}};
   // The MPI Operator's jobs as a peer runs them: on-demand NVIDIA capacity only.
@@ -47,9 +47,9 @@ nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string
                          {"worker", worker},
                          // Every replayed job checkpoints (periodically, and on SIGTERM).
                          {"checkpoint", {{"uri", "s3://sim/" + j.trace.id + "/"}}},
-                         {"estimatedDuration", std::to_string(std::max<int64_t>(1, j.trace.duration)) + "s"}};
+                         {"estimatedDuration", std::to_string(std::max<int64_t>(1, stated_seconds.value_or(j.trace.duration))) + "s"}};
   nlohmann::json status = nlohmann::json::object();
-  status["phase"] = j.state == State::Running ? "Running" : "Pending";
+  status["phase"] = j.state == State::Running ? "Running" : j.state == State::Done ? "Succeeded" : "Pending";
   status["epoch"] = j.epoch;
   if (j.result.start >= 0) status["startTime"] = kube::format_time(at(j.result.start));
   if (j.last_resize) status["lastResizeTime"] = kube::format_time(at(*j.last_resize));

@@ -31,6 +31,7 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
       config.min_marginal_efficiency = 0;
       config.fastest_priority = 101;
       break;
+    case PolicyKind::ValleyV2:
     case PolicyKind::Valley:
       break;
   }

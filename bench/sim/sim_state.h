@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -88,9 +89,11 @@ inline bool same_placement(std::vector<planner::Task::Worker> a, std::vector<pla
 }
 
 // The objects the operator's informers would show for a node, a job's TrainingTask (in namespace
-// `ns`; trace second 0 is `zero`) and its worker pods (sim_objects.cc).
+// `ns`; trace second 0 is `zero`; its estimatedDuration the trace's duration unless `stated` says
+// otherwise) and its worker pods (sim_objects.cc).
 nlohmann::json node_object(const SimNode& n);
-nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero);
+nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero,
+                           std::optional<int64_t> stated_seconds = std::nullopt);
 nlohmann::json worker_pod(const SimJob& j, size_t index, const std::string& ns);
 
 class Simulator {
@@ -137,6 +140,7 @@ class Simulator {
   // The cluster as objects (sim_objects.cc): what the operator's informers would show, kept in a
   // planning snapshot, and the planner's inputs taken from it through controllers/inputs.
   std::string namespace_of(const SimJob& j) const;
+  JobTraits traits_for(const TraceJob& t) const;  // the job's traits as this policy runs it
   std::string key_of(const SimJob& j) const { return namespace_of(j) + "/" + j.trace.id; }
   void touch(SimJob& j) { ++j.version; }
   void sync_snapshot();
@@ -152,6 +156,9 @@ class Simulator {
   int64_t off_duration(const SimJob& j) const;
   std::vector<cost::NodeRate> candidates_of(const SimJob& j) const;
   void record_estimate(SimJob& j, const cost::EstimateBasis& basis);
+  // What a finished job teaches its namespace about stated durations (the trace's, and off), as
+  // the operator learns it from the finished TrainingTask (inputs::duration_ratio_of).
+  void learn_duration(const SimJob& j);
   // The peers' jobs (and Valley before this change) at their full size on the pool they got, or
   // the cheapest on-demand pool they may use.
   cost::EstimateBasis fixed_basis(const SimJob& j, const planner::Decision* d) const;
@@ -174,6 +181,8 @@ class Simulator {
   int64_t now_ = 0;
   int interruptions_ = 0, plan_calls_ = 0;
   std::map<std::string, int64_t> pool_gpu_seconds_;
+  // Run time / estimatedDuration of the finished jobs, by namespace: stated exactly, and off.
+  std::map<std::string, std::vector<double>> duration_ratios_, duration_ratios_off_;
   std::vector<double> held_hourly_, alive_hourly_;
   // Tenants (with weights): the planner's view, the window the figures cover, and the figures.
   std::map<std::string, planner::Tenant> tenants_;

@@ -31,15 +31,18 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
   }
   for (auto& n : nodes_) schedule_interruption(n, 0);
   setup_tenants();
+  for (const auto& t : in.history) {  // as if each ran at its traced size for its traced duration
+    SimJob h;
+    h.trace = t;
+    h.traits = traits_for(t);
+    h.state = State::Done;
+    h.result.gpu_seconds = t.duration * t.gpus;
+    learn_duration(h);
+  }
   for (const auto& t : in.jobs) {
     SimJob j;
     j.trace = t;
-    j.traits = traits_of(t, in.workload);
-    if (policy_ == PolicyKind::Naive || policy_ == PolicyKind::Backfill) {  // fixed size at what the job asked for
-      j.traits.min_workers = j.traits.max_workers;
-      j.traits.reduce_cost = false;
-    }
-    if (policy_ == PolicyKind::Naive) j.traits.amd = false;  // on-demand NVIDIA only
+    j.traits = traits_for(t);
     auto sp = in.speedups.find(j.traits.app);
     j.speedup = sp == in.speedups.end() ? nullptr : &sp->second;
     double at_request = j.speedup ? j.speedup->at(t.gpus) : t.gpus;
@@ -72,14 +75,14 @@ Result Simulator::run() {
       if (j.state != State::Running) continue;
       next = std::min(next, completion(j));
       // Valley reads each progress record as it appears (the operator polls latest.json).
-      if (policy_ == PolicyKind::Valley) next = std::min(next, j.progress_from + (j.segment_records + 1) * in_.workload.checkpoint_every_seconds);
+      if (runs_operator_planner(policy_)) next = std::min(next, j.progress_from + (j.segment_records + 1) * in_.workload.checkpoint_every_seconds);
     }
     bool waiting = std::any_of(jobs_.begin(), jobs_.end(), [](const SimJob& j) { return j.state == State::Pending; });
     bool running = std::any_of(jobs_.begin(), jobs_.end(), [](const SimJob& j) { return j.state == State::Running; });
     if (!waiting && !running && next_arrival >= jobs_.size()) break;
     // Without events the planner still runs now and then: waiting reduceCost tasks meet off-peak
     // hours, elastic tasks may grow once their resize interval has passed.
-    if (waiting || (running && (policy_ == PolicyKind::Valley || policy_ == PolicyKind::ValleyV1))) next = std::min(next, std::max(next_tick, now_ + 1));
+    if (waiting || (running && (runs_operator_planner(policy_) || policy_ == PolicyKind::ValleyV1))) next = std::min(next, std::max(next_tick, now_ + 1));
     if (next == kNever) break;
     advance(std::min(next, horizon + 1));
     if (now_ > horizon) break;
@@ -180,7 +183,7 @@ void Simulator::end_segment(SimJob& j) {
 // Progress records: the workload writes latest.json {step, time} at each periodic checkpoint; two
 // records of one segment give its rate at that size (what the operator folds into status.scaling).
 void Simulator::learn() {
-  if (policy_ != PolicyKind::Valley) return;
+  if (!runs_operator_planner(policy_)) return;
   const int64_t period = in_.workload.checkpoint_every_seconds;
   for (auto& j : jobs_) {
     if (j.state != State::Running || now_ < j.progress_from) continue;
@@ -206,6 +209,16 @@ void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> plac
   touch(j);
 }
 
+JobTraits Simulator::traits_for(const TraceJob& t) const {
+  JobTraits traits = traits_of(t, in_.workload);
+  if (policy_ == PolicyKind::Naive || policy_ == PolicyKind::Backfill) {  // fixed size at what the job asked for
+    traits.min_workers = traits.max_workers;
+    traits.reduce_cost = false;
+  }
+  if (policy_ == PolicyKind::Naive) traits.amd = false;  // on-demand NVIDIA only
+  return traits;
+}
+
 void Simulator::finish(SimJob& j) {
   end_segment(j);
   j.work_done = j.work_total;
@@ -213,6 +226,7 @@ void Simulator::finish(SimJob& j) {
   touch(j);
   j.result.end = now_;
   j.result.cost = cost::apply_multiplier(j.charge.gpu + j.charge.energy, cost::multiplier_milli(in_.pricing, j.traits.priority));
+  learn_duration(j);
 }
 
 // What a kill without a checkpoint leaves: the segment's start plus its periodic checkpoints.
@@ -243,7 +257,7 @@ void Simulator::spot_events() {
       n.notice_at = kNever;
       ++interruptions_;
       // Only Valley reacts to the notice (no new work there; its tasks checkpoint and move).
-      if (policy_ == PolicyKind::Valley || policy_ == PolicyKind::ValleyV1) {
+      if (runs_operator_planner(policy_) || policy_ == PolicyKind::ValleyV1) {
         n.node.schedulable = false;
         n.node.notice = kNoticeTaint;
       }
@@ -286,10 +300,13 @@ const char* to_string(PolicyKind p) {
     case PolicyKind::Naive: return "naive";
     case PolicyKind::Backfill: return "backfill";
     case PolicyKind::ValleyV1: return "valley-v1";
+    case PolicyKind::ValleyV2: return "valley-v2";
     case PolicyKind::Valley: return "valley";
   }
   return "?";
 }
+
+bool runs_operator_planner(PolicyKind p) { return p == PolicyKind::Valley || p == PolicyKind::ValleyV2; }
 
 const char* to_string(Tenancy t) {
   switch (t) {
@@ -311,8 +328,9 @@ PolicyKind policy_from(const std::string& name) {
   if (name == "naive") return PolicyKind::Naive;
   if (name == "backfill") return PolicyKind::Backfill;
   if (name == "valley-v1") return PolicyKind::ValleyV1;
+  if (name == "valley-v2") return PolicyKind::ValleyV2;
   if (name == "valley") return PolicyKind::Valley;
-  throw InputError("unknown policy \"" + name + "\" (naive, backfill, valley-v1, valley)");
+  throw InputError("unknown policy \"" + name + "\" (naive, backfill, valley-v1, valley-v2, valley)");
 }
 
 JobTraits traits_of(const TraceJob& j, const Workload& w) {

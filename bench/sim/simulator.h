@@ -10,6 +10,7 @@
 //   well-configured Kueue with cost-ordered flavors;
 // - `valley-v1`: Valley before price-first placement (packing first, an "AMD is cheaper" switch,
 //   reduceCost waiting for off-peak electricity, growth to max whenever GPUs are free);
+// - `valley-v2`: `valley` with the levers added after it turned off, to measure them;
 // - `valley`: the planner as it runs in the cluster: placement by price, reduceCost waiting for the
 //   cheapest option reachable within the policy's patience, growth only while it pays. It learns a
 //   job's speedup only from the progress records (latest.json at each periodic checkpoint) the job
@@ -42,7 +43,10 @@
 
 namespace valley::sim {
 
-enum class PolicyKind { Naive, Backfill, ValleyV1, Valley };
+enum class PolicyKind { Naive, Backfill, ValleyV1, ValleyV2, Valley };
+// Valley's planner as the operator runs it: today's (`valley`), or as it was before the economics
+// levers of issue 41 (`valley-v2`: the same planner with those levers off), which the sweep compares.
+bool runs_operator_planner(PolicyKind p);
 const char* to_string(PolicyKind p);
 PolicyKind policy_from(const std::string& name);  // throws InputError
 
@@ -52,6 +56,9 @@ Tenancy tenancy_from(const std::string& name);  // throws InputError
 
 struct Inputs {
   std::vector<TraceJob> jobs;
+  // Jobs of the same trace that ended before the slice starts (submit relative to their own
+  // window): what the namespaces had learned of stated durations before it (cost::DurationSpread).
+  std::vector<TraceJob> history;
   Cluster cluster;
   Workload workload;
   cost::Policy pricing;

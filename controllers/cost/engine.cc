@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "controllers/gpu/resources.h"
 #include "controllers/planner/snapshot.h"
@@ -227,23 +229,32 @@ std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, con
   flat.windows.clear();
   flat.zone = TimeZone::utc();
   flat.flat_per_kwh = cheap;
-  const auto low_duration = e.workers < e.max_workers ? d : e.duration;  // growth gains nothing: `workers` for d
+  auto scaled = [](std::chrono::milliseconds t, double by) {
+    return std::chrono::milliseconds(static_cast<int64_t>(std::llround(static_cast<double>(t.count()) * by)));
+  };
+  const auto low_duration = scaled(e.workers < e.max_workers ? d : e.duration, b.spread.low);  // growth gains nothing: `workers` for d
   e.low = std::min(e.expected, priced(charge_interval(flat, b.rate, share, e.start, e.start + low_duration)));
   flat.flat_per_kwh = dear;
   const int64_t max_share = int64_t{e.max_workers} * spec.gpus.milli;
   const bool linear_longer = max_share * d.count() > share * e.duration.count();
-  e.high = std::max(e.expected, linear_longer ? priced(charge_interval(flat, b.rate, max_share, e.start, e.start + d))
-                                              : priced(charge_interval(flat, b.rate, share, e.start, e.start + e.duration)));
+  const auto high_duration = scaled(linear_longer ? d : e.duration, b.spread.high);
+  e.high = std::max(e.expected, priced(charge_interval(flat, b.rate, linear_longer ? max_share : share, e.start, e.start + high_duration)));
   auto hours = [](std::chrono::milliseconds t) { return format_money(t.count() * 10 / 36, 2) + " h"; };
   e.basis = std::to_string(e.workers) + (e.workers == 1 ? " worker x " : " workers x ") + format_milli(spec.gpus.milli) + " GPU x " +
             hours(e.duration) + " on " + b.rate.vendor + " " + b.rate.capacity_class + " at " + format_money(b.rate.gpu_per_hour) +
             "/GPU-h, priority x" + format_milli(multiplier) + (b.why.empty() ? "" : " (" + b.why + ")");
-  e.low_basis = (e.workers < e.max_workers ? "growth gains nothing: " + std::to_string(e.workers) + " workers x " + hours(d)
-                                           : std::to_string(e.workers) + " x " + hours(e.duration)) +
-                " at the cheapest tariff";
-  e.high_basis = (linear_longer ? "grows to " + std::to_string(e.max_workers) + " workers at linear speedup: " + hours(d)
-                                : std::to_string(e.workers) + " x " + hours(e.duration)) +
-                 " at the dearest tariff";
+  auto times = [](double by) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(2) << by;
+    return o.str();
+  };
+  const std::string spread = "; " + b.spread.source();
+  e.low_basis = (e.workers < e.max_workers ? "growth gains nothing: " + std::to_string(e.workers) + " workers x " + hours(low_duration)
+                                           : std::to_string(e.workers) + " x " + hours(low_duration)) +
+                " at the cheapest tariff, running " + times(b.spread.low) + "x the stated duration" + spread;
+  e.high_basis = (linear_longer ? "grows to " + std::to_string(e.max_workers) + " workers at linear speedup: " + hours(high_duration)
+                                : std::to_string(e.workers) + " x " + hours(high_duration)) +
+                 " at the dearest tariff, running " + times(b.spread.high) + "x the stated duration" + spread;
   return e;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/cost/duration_spread.h"
 #include "controllers/cost/policy.h"
 #include "controllers/api/pod.h"
 #include "controllers/api/spec.h"
@@ -71,13 +72,15 @@ Micros accrued_micros(const nlohmann::json& cost_status);
 // tasks: max) and how much longer than estimatedDuration (its duration at max workers) that size
 // takes. The range: `low` = the size never grows and gains nothing from it (GPU-hours = workers x
 // duration) at the cheapest tariff; `high` = it grows to max at linear speedup (GPU-hours = max x
-// duration) at the dearest tariff. Both on the expected pool.
+// duration) at the dearest tariff. Both on the expected pool, and with the duration the user stated
+// scaled by the spread's low and high ends (duration_spread.h): the user's duration is a guess.
 struct EstimateBasis {
   NodeRate rate;
   SystemTime start{};
   int workers = 1;
   double duration_factor = 1;  // run time at `workers` / estimatedDuration
   std::string why;             // where the pool and start come from, for the user
+  DurationSpread spread;       // how far the stated duration may be off
 };
 struct Estimate {
   Micros expected = 0, low = 0, high = 0;

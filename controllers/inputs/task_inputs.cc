@@ -1,5 +1,6 @@
 #include "controllers/inputs/task_inputs.h"
 
+#include "controllers/cost/duration_spread.h"
 #include "controllers/planner/scaling.h"
 #include "controllers/lifecycle/lifecycle.h"
 #include "operator/kube/json_fields.h"
@@ -8,13 +9,19 @@
 namespace valley::inputs {
 
 namespace {
-// The work done so far, as GPU-time over what estimatedDuration at max workers takes.
-double work_done(const planner::Task& t, const api::TaskSpec& spec, const nlohmann::json& status) {
-  if (!spec.estimated_duration) return 0;
+// The GPU time the task has held, as status.cost's breakdown counts it (GPU-seconds x 1000).
+int64_t gpu_milli_seconds(const nlohmann::json& status) {
   int64_t gpu_ms = 0;
   const auto& gpu_time = kube::object_at(kube::object_at(kube::object_at(status, "cost"), "breakdown"), "gpuMilliSeconds");
   for (const auto& [k, v] : gpu_time.items())
-    if (v.is_number_integer()) gpu_ms += v.get<int64_t>();  // GPU-seconds x 1000
+    if (v.is_number_integer()) gpu_ms += v.get<int64_t>();
+  return gpu_ms;
+}
+
+// The work done so far, as GPU-time over what estimatedDuration at max workers takes.
+double work_done(const planner::Task& t, const api::TaskSpec& spec, const nlohmann::json& status) {
+  if (!spec.estimated_duration) return 0;
+  const int64_t gpu_ms = gpu_milli_seconds(status);
   const double total = static_cast<double>(spec.estimated_duration->count()) * t.max_workers * spec.gpus.milli / 1000.0;
   return total > 0 ? static_cast<double>(gpu_ms) / total : 0;
 }
@@ -36,6 +43,14 @@ void status_inputs(planner::Task& t, const api::TaskSpec& spec, const nlohmann::
     if (auto start = kube::parse_time(status.value("startTime", "")))
       t.expected_end = planner::expected_end(*start, *spec.estimated_duration, t.scaling, static_cast<int>(t.workers.size()),
                                              t.max_workers, prior);
+}
+
+std::optional<double> duration_ratio_of(const nlohmann::json& task) {
+  const auto& status = kube::object_at(task, "status");
+  if (kube::string_at(status, "phase") != "Succeeded") return std::nullopt;
+  const api::ParsedTask parsed = api::parse_task(task);
+  if (!parsed.spec) return std::nullopt;
+  return cost::duration_ratio(*parsed.spec, gpu_milli_seconds(status));
 }
 
 }  // namespace valley::inputs

@@ -3,6 +3,8 @@
 // task whose object, pods or policy changed.
 #pragma once
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "controllers/api/pricing_policy.h"
@@ -20,5 +22,10 @@ constexpr double kDefaultGrowthPrior = 0.8;
 // it has done); for an admitted task with an estimatedDuration, when it is expected to end (from its
 // startTime, stretched at a smaller size). policy may be null (none in force).
 void status_inputs(planner::Task& t, const api::TaskSpec& spec, const nlohmann::json& status, const api::Policy* policy);
+
+// What a TrainingTask object teaches about its namespace's stated durations (cost::duration_ratio):
+// its run time over its estimatedDuration, when it Succeeded at one size with its GPU time in
+// status.cost; nullopt for any other task (running, failed, elastic, unparseable).
+std::optional<double> duration_ratio_of(const nlohmann::json& task);
 
 }  // namespace valley::inputs

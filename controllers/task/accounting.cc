@@ -60,7 +60,9 @@ nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::
 nlohmann::json Accounting::with_estimate(nlohmann::json out, const nlohmann::json& stored, const lifecycle::Observed& o, const cost::Policy& p) const {
   const api::TaskSpec& spec = *o.parsed.spec;
   if (!spec.estimated_duration || !o.admission || !o.admission->estimate_basis) return out;
-  auto e = cost::estimate(p, spec, *o.admission->estimate_basis);
+  cost::EstimateBasis basis = *o.admission->estimate_basis;
+  basis.spread = cache_.duration_spread(spec.ns);
+  auto e = cost::estimate(p, spec, basis);
   if (!e) return out;
   nlohmann::json j = cost::estimate_json(p, *e);
   j["placed"] = o.admission->admitted;

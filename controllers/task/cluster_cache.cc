@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "controllers/render/render.h"
+#include "controllers/inputs/task_inputs.h"
 #include "controllers/task/cache_fields.h"
 #include "operator/kube/json_fields.h"
 #include "operator/kube/this_thread.h"
@@ -112,6 +113,19 @@ void ClusterCache::stop() {
 kube::ObjectPtr ClusterCache::task(const std::string& key) const { return tasks_->store().get(key); }
 
 std::vector<kube::ObjectPtr> ClusterCache::task_list() const { return tasks_->store().list(); }
+
+cost::DurationSpread ClusterCache::duration_spread(const std::string& ns) const {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(spread_mu_);
+  auto found = spreads_.find(ns);
+  if (found != spreads_.end() && now - found->second.at < std::chrono::minutes(1)) return found->second.spread;
+  std::vector<double> ratios;
+  for (const auto& task : tasks_->store().by_index(kube::index::kNamespace, ns))
+    if (auto r = inputs::duration_ratio_of(*task)) ratios.push_back(*r);
+  LearnedSpread& learned = spreads_[ns];
+  learned = {now, cost::duration_spread(std::move(ratios))};
+  return learned.spread;
+}
 
 std::vector<planner::PodPtr> ClusterCache::pods_owned_by(const std::string& uid) const {
   return pods_->store().by_index(kube::index::kOwnerUid, uid);

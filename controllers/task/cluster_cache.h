@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 
 #include "controllers/api/pod.h"
 #include "controllers/cost/policy.h"
+#include "controllers/cost/duration_spread.h"
 #include "controllers/inputs/plan_inputs.h"
 #include "controllers/planner/cluster_snapshot.h"
 #include "controllers/task/gpu_watcher.h"
@@ -86,6 +88,9 @@ class ClusterCache {
   // How nodes are read: the operator's flags, except that a PricingPolicy in use decides which
   // labels mean spot, so that admission (reduceCost on spot) and pricing never disagree.
   planner::NodeFacts node_facts() const;
+  // How far stated durations are off in the namespace, from its finished tasks in the cache
+  // (inputs::duration_ratio_of), recomputed at most once a minute.
+  cost::DurationSpread duration_spread(const std::string& ns) const;
 
  private:
   kube::Client& client_;
@@ -101,6 +106,12 @@ class ClusterCache {
   bool facts_known_ = false;
   mutable std::mutex policy_mu_;
   std::shared_ptr<const cost::Policy> policy_;
+  struct LearnedSpread {
+    std::chrono::steady_clock::time_point at;
+    cost::DurationSpread spread;
+  };
+  mutable std::mutex spread_mu_;
+  mutable std::map<std::string, LearnedSpread> spreads_;  // by namespace; under spread_mu_
   mutable std::mutex ownership_mu_;
   std::map<std::string, std::string> owner_of_namespace_;
   std::function<void()> gpu_change_;

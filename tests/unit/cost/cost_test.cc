@@ -5,6 +5,7 @@
 #include "controllers/cost/policy.h"
 #include "controllers/cost/report.h"
 #include "controllers/api/timezone.h"
+#include "controllers/inputs/task_inputs.h"
 
 namespace valley::cost {
 namespace {
@@ -365,6 +366,7 @@ TEST(Estimate, ExpectedFromThePlannersBasisAndARangeThatSaysWhatItAssumes) {
   b.rate = rate_for(p, "nvidia", kA100);
   b.start = at("2026-11-23T23:00:00Z");  // 07:00 local: flat until 10:00, then peak
   b.workers = 4;
+  b.spread = {1.0, 1.0, 20};  // this namespace's stated durations have been exact
   auto e = estimate(p, spec, b);
   ASSERT_TRUE(e);
   // At max: 8 GPU-h x 20.00 + 4 x 0.5 kW x 2 h x 0.80 = 163.20; a fixed size's range is the tariff's.
@@ -394,6 +396,88 @@ TEST(Estimate, ExpectedFromThePlannersBasisAndARangeThatSaysWhatItAssumes) {
   EXPECT_NE(j["highAssumes"].get<std::string>().find("grows to 4 workers at linear speedup"), std::string::npos) << j.dump(2);
   spec.estimated_duration.reset();
   EXPECT_FALSE(estimate(p, spec, b));
+}
+
+TEST(Estimate, TheRangeHoldsTheUsersDurationWithinItsSpread) {
+  Policy p = policy();
+  api::TaskSpec spec;
+  spec.max_workers = spec.min_workers = 4;
+  spec.gpus.milli = 1000;
+  spec.priority = 50;
+  spec.estimated_duration = std::chrono::hours(2);
+  EstimateBasis b;
+  b.rate = rate_for(p, "nvidia", kA100);
+  b.start = at("2026-11-23T23:00:00Z");
+  b.workers = 4;
+  // No history: a factor of 2 either way, at the cheapest and the dearest tariff.
+  auto e = estimate(p, spec, b);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->expected, 163'200'000);  // the stated duration stays the expectation
+  EXPECT_EQ(e->low, 4 * 20'000'000 + 4 * 500'000 * 3 / 10);
+  EXPECT_EQ(e->high, 16 * 20'000'000 + 16 * 500'000 * 12 / 10);
+  EXPECT_NE(e->low_basis.find("running 0.50x the stated duration; no finished task here"), std::string::npos) << e->low_basis;
+  EXPECT_NE(e->high_basis.find("4 x 4.00 h at the dearest tariff, running 2.00x"), std::string::npos) << e->high_basis;
+  // Learned: tasks here ran 0.9x to 1.25x what their users said.
+  b.spread = {0.9, 1.25, 30};
+  e = estimate(p, spec, b);
+  EXPECT_EQ(e->low, (8 * 20'000'000 + 8 * 500'000 * 3 / 10) * 9 / 10);
+  EXPECT_EQ(e->high, (8 * 20'000'000 + 8 * 500'000 * 12 / 10) * 5 / 4);
+  EXPECT_NE(e->high_basis.find("over 30 finished tasks here"), std::string::npos) << e->high_basis;
+}
+
+TEST(DurationSpread, ThePriorUntilEnoughTasksFinishedThenTheirPercentiles) {
+  std::vector<double> ratios(kMinDurationSamples - 1, 1.0);
+  DurationSpread s = duration_spread(ratios);
+  EXPECT_EQ(s.samples, 0);
+  EXPECT_EQ(s.low, 0.5);
+  EXPECT_EQ(s.high, 2.0);
+  // 0.50, 0.51, ..., 1.50 (101 tasks): the 5th and 95th percentiles.
+  ratios.clear();
+  for (int k = 0; k <= 100; ++k) ratios.push_back(1.5 - k / 100.0);  // any order
+  ratios.push_back(-1);                                             // not a ratio: ignored
+  s = duration_spread(ratios);
+  EXPECT_EQ(s.samples, 101);
+  EXPECT_NEAR(s.low, 0.55, 1e-9);
+  EXPECT_NEAR(s.high, 1.45, 1e-9);
+  // Users who always overstate: the range still holds what they stated.
+  s = duration_spread(std::vector<double>(20, 0.6));
+  EXPECT_NEAR(s.low, 0.6, 1e-9);
+  EXPECT_EQ(s.high, 1.0);
+}
+
+TEST(DurationSpread, OnlyATaskThatRanAtOneSizeTeachesIt) {
+  api::TaskSpec spec;
+  spec.min_workers = spec.max_workers = 2;
+  spec.gpus.milli = 500;
+  spec.estimated_duration = std::chrono::hours(1);
+  // 2 workers x 0.5 GPU for 90 minutes: 1.5 GPU-hours = 5,400,000 GPU-milliseconds.
+  EXPECT_NEAR(*duration_ratio(spec, 5'400'000), 1.5, 1e-9);
+  EXPECT_FALSE(duration_ratio(spec, 0));
+  spec.min_workers = 1;  // elastic: its run time depends on sizes its user never stated
+  EXPECT_FALSE(duration_ratio(spec, 5'400'000));
+  spec.type = api::TaskType::Single;  // one pod: its size is fixed
+  EXPECT_NEAR(*duration_ratio(spec, 900'000), 0.5, 1e-9);
+  spec.estimated_duration.reset();
+  EXPECT_FALSE(duration_ratio(spec, 900'000));
+}
+
+TEST(DurationSpread, AFinishedTrainingTaskTeachesItsNamespace) {
+  json task = {{"apiVersion", "valley.dev/v1alpha1"},
+               {"kind", "TrainingTask"},
+               {"metadata", {{"name", "t"}, {"namespace", "lab"}, {"uid", "u"}, {"generation", 1}}},
+               {"spec",
+                {{"taskType", "MPI"},
+                 {"replicas", {{"min", 2}, {"max", 2}}},
+                 {"master", {{"image", "x"}}},
+                 {"worker", {{"image", "x"}, {"gpus", "1"}}},
+                 {"estimatedDuration", "1h"}}},
+               {"status", {{"phase", "Succeeded"}, {"cost", {{"breakdown", {{"gpuMilliSeconds", {{"nvidia/on-demand", 4'000'000}, {"nvidia/spot", 3'200'000}}}}}}}}}};
+  EXPECT_NEAR(*inputs::duration_ratio_of(task), 1.0, 1e-9);  // 2 GPU-hours on 2 GPUs: 1 h as stated
+  task["status"]["phase"] = "Failed";  // a failed run says nothing of how long the work takes
+  EXPECT_FALSE(inputs::duration_ratio_of(task));
+  task["status"]["phase"] = "Succeeded";
+  task["spec"]["replicas"]["min"] = 0;  // not a valid spec
+  EXPECT_FALSE(inputs::duration_ratio_of(task));
 }
 
 TEST(Policy, PatienceAndGrowthSettingsParseWithPathsInErrors) {
