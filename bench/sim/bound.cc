@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "bench/sim/ideal.h"
 #include "controllers/cost/engine.h"
 
 namespace valley::sim {
@@ -25,37 +26,16 @@ struct Group {
   double total = 0;
 };
 
-// The cheapest price of one GPU-second of `rate` anywhere in [from, to), in micro-units: each part
-// between tariff boundaries priced by the cost engine.
-double cheapest_per_second(const cost::Policy& p, const cost::NodeRate& rate, SystemTime from, SystemTime to) {
-  double best = -1;
-  for (SystemTime t = from; t < to;) {
-    SystemTime next = std::min(to, cost::next_tariff_boundary(p, t));
-    if (next <= t) next = to;
-    auto secs = std::chrono::duration_cast<std::chrono::seconds>(next - t).count();
-    cost::Charge part = cost::charge_interval(p, rate, 1000, t, next);
-    double v = static_cast<double>(part.gpu + part.energy) / static_cast<double>(std::max<int64_t>(1, secs));
-    best = best < 0 ? v : std::min(best, v);
-    t = next;
-  }
-  return std::max(0.0, best);
-}
-
 }  // namespace
 
 std::string bound_program(const Inputs& in, int64_t horizon, int64_t slot) {
   std::map<std::pair<int64_t, bool>, Group> groups;
   for (const auto& j : in.jobs) {
     JobTraits t = traits_of(j, in.workload);
-    auto sp = in.speedups.find(t.app);
-    auto speed = [&](int n) { return sp == in.speedups.end() ? static_cast<double>(n) : sp->second.at(n); };
-    double work = static_cast<double>(j.duration) * speed(j.gpus);
-    double best_efficiency = 0;
-    for (int n = t.min_workers; n <= t.max_workers; ++n) best_efficiency = std::max(best_efficiency, speed(n) / n);
     Group& g = groups[{cost::multiplier_milli(in.pricing, t.priority), t.amd}];
     g.multiplier_milli = cost::multiplier_milli(in.pricing, t.priority);
     g.amd = t.amd;
-    double need = best_efficiency > 0 ? work / best_efficiency : 0;
+    double need = ideal_gpu_seconds(in, j, t);
     g.need.emplace_back(j.submit, need);
     g.total += need;
   }

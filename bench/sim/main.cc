@@ -106,6 +106,10 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
     return json{{"medianError", std::round(f.median_error * 1000) / 1000}, {"insideRange", std::round(f.inside * 1000) / 1000},
                 {"medianRangeWidth", std::round(f.median_width * 1000) / 1000}};
   };
+  const auto& m = r.split;
+  j["moneySplit"] = {{"idealMicros", std::llround(m.ideal)},       {"sizeMicros", std::llround(m.size)},
+                     {"restartsMicros", std::llround(m.restarts)}, {"capacityMicros", std::llround(m.capacity)},
+                     {"tariffMicros", std::llround(m.tariff)},     {"unfinishedMicros", std::llround(m.unfinished)}};
   j["estimates"] = fit(r.estimates);
   j["estimatesDurationOff"] = fit(r.estimates_off);
   if (!r.tenants.empty()) {

@@ -65,6 +65,8 @@ struct SimJob {
   bool needs_estimate = true;
   std::string last_wait_reason;  // the planner's, while it waits
   cost::Charge charge;
+  double held_at_cheapest = 0;      // each GPU-second held x its pool's cheapest price (micros)
+  int64_t restart_gpu_seconds = 0;  // GPU-seconds held before progress resumed after each start
   JobResult result;
   // Its objects as the operator would see them (sim_objects.cc): bumped by every change of its
   // state, workers, scaling or restarts; the snapshot holds the version `synced`.
@@ -181,6 +183,8 @@ class Simulator {
   int64_t now_ = 0;
   int interruptions_ = 0, plan_calls_ = 0;
   std::map<std::string, int64_t> pool_gpu_seconds_;
+  std::map<std::string, double> cheapest_by_pool_;  // a GPU-second's cheapest price in the week (micros)
+  void split_cost(const SimJob& j, Result::MoneySplit& split) const;  // adds the job's parts
   // Run time / estimatedDuration of the finished jobs, by namespace: stated exactly, and off.
   std::map<std::string, std::vector<double>> duration_ratios_, duration_ratios_off_;
   std::vector<double> held_hourly_, alive_hourly_;

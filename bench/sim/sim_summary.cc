@@ -1,11 +1,32 @@
 // The trace replay's figures (sim_state.h).
 #include "bench/sim/sim_state.h"
 
+#include "bench/sim/ideal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 
 namespace valley::sim::detail {
+
+void Simulator::split_cost(const SimJob& j, Result::MoneySplit& split) const {
+  const JobTraits real = traits_of(j.trace, in_.workload);  // what the job may use, whatever the policy ran it on
+  double cheapest = -1;
+  for (const auto& pool : in_.cluster.pools)
+    if (pool.vendor != "amd" || real.amd) {
+      const double price = cheapest_by_pool_.at(pool.name);
+      cheapest = cheapest < 0 ? price : std::min(cheapest, price);
+    }
+  const double m = static_cast<double>(cost::multiplier_milli(in_.pricing, j.traits.priority)) / 1000.0;
+  const double held = static_cast<double>(j.result.gpu_seconds);
+  const double wasted = static_cast<double>(j.restart_gpu_seconds) + j.result.work_lost_gpu_seconds;
+  const double ideal = std::min(ideal_gpu_seconds(in_, j.trace, real), std::max(0.0, held - wasted));
+  split.ideal += m * ideal * cheapest;
+  split.size += m * (held - wasted - ideal) * cheapest;
+  split.restarts += m * wasted * cheapest;
+  split.capacity += m * (j.held_at_cheapest - held * cheapest);
+  split.tariff += m * (static_cast<double>(j.charge.gpu + j.charge.energy) - j.held_at_cheapest);
+}
 
 Result Simulator::summarize() {
   Result r;
@@ -23,7 +44,9 @@ Result Simulator::summarize() {
         j.result.cost = cost::apply_multiplier(j.charge.gpu + j.charge.energy, cost::multiplier_milli(in_.pricing, j.traits.priority));
       }
       ++r.unfinished;
+      r.split.unfinished += static_cast<double>(j.result.cost);
     } else {
+      split_cost(j, r.split);
       jct.push_back(static_cast<double>(j.result.end - j.result.submit));
       if (!j.traits.reduce_cost) jct_not_reduce_cost.push_back(static_cast<double>(j.result.end - j.result.submit));
       queue.push_back(static_cast<double>(j.result.start - j.result.submit));

@@ -1,6 +1,8 @@
 // The trace replay: the clock, arrivals, running segments, spot events (sim_state.h).
 #include "bench/sim/sim_state.h"
 
+#include "bench/sim/ideal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -30,6 +32,8 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
     }
   }
   for (auto& n : nodes_) schedule_interruption(n, 0);
+  for (const auto& pool : in.cluster.pools)  // a week holds every tariff window
+    cheapest_by_pool_[pool.name] = cheapest_per_second(in.pricing, cost::rate_for(in.pricing, pool.vendor, pool.labels), at(0), at(7 * 24 * 3600));
   setup_tenants();
   for (const auto& t : in.history) {  // as if each ran at its traced size for its traced duration
     SimJob h;
@@ -173,6 +177,8 @@ void Simulator::end_segment(SimJob& j) {
     const SimNode& n = node(name);
     if (now_ > j.segment_start) j.charge.add(cost::charge_interval(in_.pricing, n.rate, count * 1000, at(j.segment_start), at(now_)));
     j.result.gpu_seconds += count * (now_ - j.segment_start);
+    j.held_at_cheapest += static_cast<double>(count * (now_ - j.segment_start)) * cheapest_by_pool_.at(n.pool->name);
+    j.restart_gpu_seconds += count * std::max<int64_t>(0, std::min(now_, j.progress_from) - j.segment_start);
     pool_gpu_seconds_[n.pool->name] += count * (now_ - j.segment_start);
   }
   j.result.final_workers = j.gpus();

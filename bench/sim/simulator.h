@@ -110,6 +110,21 @@ struct Result {
   int plan_calls = 0;
   std::vector<double> hourly_allocation_percent;  // per hour of simulated time
   std::map<std::string, double> pool_gpu_hours;   // GPU-hours held, by pool
+  // Where the money went, in micro-units with the jobs' priority multipliers (the parts sum to
+  // `cost`, up to rounding):
+  // - ideal: each finished job's work at its most efficient allowed size (ideal_gpu_seconds) on the
+  //   cheapest capacity it may use at the cheapest tariff: the LP bound without pool capacities,
+  //   arrival times or slots;
+  // - size: its other GPU-seconds of useful work (run bigger than that size), at that price;
+  // - restarts: GPU-seconds held while restarting (restart_seconds after each start) or redone after
+  //   a kill without a checkpoint, at that price;
+  // - capacity: paid for a dearer capacity class or vendor than the cheapest it may use, at the
+  //   cheapest tariff;
+  // - tariff: paid above the cheapest tariff for the GPU-seconds it held;
+  // - unfinished: what jobs still queued or running at the end cost (no useful work to split).
+  struct MoneySplit {
+    double ideal = 0, size = 0, restarts = 0, capacity = 0, tariff = 0, unfinished = 0;
+  } split;
   // Estimates vs finals over finished jobs: median |final - estimate| / final, share of finals in
   // [low, high], median (high - low) / estimate; the same with the durations off.
   struct EstimateFit {

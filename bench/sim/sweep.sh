@@ -51,3 +51,4 @@ if [ -z "${SWEEP_REPORT_ONLY:-}" ]; then
   done < <(slices)
 fi
 python3 bench/sim/sweep_report.py "$out"
+gnuplot -e "dir='$out'" bench/sim/money.gp

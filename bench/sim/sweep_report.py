@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The sweep's report: from OUT/<slice>/sim.json (bench/sim/sweep.sh), each figure of Valley (today's
 and valley-v2) against backfill and the LP bound, per slice and as min / median / max over the slices,
-with how many slices meet issue 41's targets. Writes OUT/sweep.md and OUT/sweep.json; prints the
+with how many slices meet issue 41's targets, and where each policy's money goes (valley-sim's
+moneySplit summed over the slices). Writes OUT/sweep.md, OUT/sweep.json and OUT/money.dat; prints the
 summary.
 
 Room taken = (backfill - valley) / (backfill - bound), the bound over valley's makespan (for valley-v2
@@ -53,6 +54,40 @@ def figures(sim):
     return rows
 
 
+POLICIES = ("naive", "backfill", "valley-v2", "valley")
+PARTS = [("ideal", "ideal (best size, cheapest capacity and tariff)"), ("size", "size beyond the most efficient"),
+         ("restarts", "restarts and lost work"), ("capacity", "dearer capacity class or vendor"),
+         ("tariff", "dearer tariff"), ("unfinished", "unfinished jobs")]
+
+
+def money_split(sim):
+    """Each policy's cost by part (micros), and the LP bound's."""
+    out = {p["policy"]: {k: p["moneySplit"][k + "Micros"] for k, _ in PARTS} for p in sim["policies"] if "moneySplit" in p}
+    return out, sim.get("lowerBound", {}).get("costMicros")
+
+
+def write_money(out, slices):
+    """Summed over the slices, each part as a share of backfill's total: a table and money.png."""
+    totals = {p: {k: 0 for k, _ in PARTS} for p in POLICIES}
+    bound = 0
+    for s in slices.values():
+        for p in POLICIES:
+            for k, _ in PARTS:
+                totals[p][k] += s["money"].get(p, {}).get(k, 0)
+        bound += s["bound"] or 0
+    ref = sum(totals["backfill"].values()) or 1
+    rows = ["", f"Where the money goes, summed over the {len(slices)} slices, as a share of backfill's total "
+            f"(the LP bounds sum to {bound / ref:.1%}; bench/results/sweep/money.png):", "",
+            "| policy | " + " | ".join(h for _, h in PARTS) + " | total |", "| --- |" + " ---: |" * (len(PARTS) + 1)]
+    with (out / "money.dat").open("w") as f:
+        f.write("# policy " + " ".join(k for k, _ in PARTS) + " bound (shares of backfill's total)\n")
+        for p in POLICIES:
+            t = totals[p]
+            rows.append(f"| {p} | " + " | ".join(f"{t[k] / ref:.1%}" for k, _ in PARTS) + f" | {sum(t.values()) / ref:.1%} |")
+            f.write(p + " " + " ".join(f"{t[k] / ref:.4f}" for k, _ in PARTS) + f" {bound / ref:.4f}\n")
+    return rows, totals
+
+
 def show(key, v):
     if v is None:
         return "n/a"
@@ -63,7 +98,8 @@ def main(out):
     slices = {}
     for d in sorted(p for p in out.iterdir() if p.is_dir() and (p / "sim.json").exists()):
         sim = json.loads((d / "sim.json").read_text())
-        slices[d.name] = {"jobs": sim["slice"]["jobs"], "figures": figures(sim)}
+        money, bound = money_split(sim)
+        slices[d.name] = {"jobs": sim["slice"]["jobs"], "figures": figures(sim), "money": money, "bound": bound}
     lines = [f"Sweep over {len(slices)} slices (bench/sim/sweep.sh): min / median / max of each figure, and the "
              "slices meeting issue 41's target.", "",
              "| figure | policy | min | median | max | slices meeting the target |", "| --- | --- | ---: | ---: | ---: | --- |"]
@@ -86,8 +122,10 @@ def main(out):
         for name, f in s["figures"].items():
             detail.append(f"| {name_s} ({s['jobs']}) | {name} | {f['cost']:.2f} | {f['backfillCost']:.2f} | "
                           + " | ".join(show(k, f[k]) for k in head) + f" | {f['unfinished']} |")
+    money_rows, money_totals = write_money(out, slices)
+    lines += money_rows
     (out / "sweep.md").write_text("\n".join(lines + detail) + "\n")
-    (out / "sweep.json").write_text(json.dumps({"slices": slices, "summary": summary}, indent=1) + "\n")
+    (out / "sweep.json").write_text(json.dumps({"slices": slices, "summary": summary, "moneyTotals": money_totals}, indent=1) + "\n")
     print("\n".join(lines))
 
 

@@ -208,6 +208,23 @@ TEST(SimPolicies, SameInputsSameResult) {
   }
 }
 
+TEST(SimSummary, TheMoneySplitSumsToTheCostAndSaysWhereItWent) {
+  // On-demand only (naive) where spot at half the price was free: half of it is the capacity class.
+  auto in = small("pools:\n- {name: od, nodes: 1}\n- {name: sp, capacityType: spot, nodes: 1}\n", {{"a", 0, 3600, 8, ""}});
+  Result fifo = simulate(in, PolicyKind::Naive);
+  EXPECT_EQ(fifo.cost, 8 * 3600 * 1000);
+  EXPECT_DOUBLE_EQ(fifo.split.ideal, 8 * 3600 * 500.0);  // 8 GPU-hours of work at the spot price
+  EXPECT_DOUBLE_EQ(fifo.split.capacity, 8 * 3600 * 500.0);
+  EXPECT_DOUBLE_EQ(fifo.split.size + fifo.split.restarts + fifo.split.tariff + fifo.split.unfinished, 0);
+  // Valley grows b once a finishes (a checkpoint-restart): the restart's GPU-seconds are their own part.
+  in = small("pools:\n- {name: od, nodes: 1}\n", {{"a", 0, 3600, 4, ""}, {"b", 0, 3600, 8, ""}});
+  Result valley = simulate(in, PolicyKind::Valley);
+  const auto& m = valley.split;
+  EXPECT_NEAR(m.ideal + m.size + m.restarts + m.capacity + m.tariff + m.unfinished, static_cast<double>(valley.cost), 2.0);
+  EXPECT_GE(m.restarts, 4 * 60 * 1000.0);  // at least b's 4 GPUs through one restart of 60 s
+  EXPECT_DOUBLE_EQ(m.capacity, 0);         // one pool: nothing cheaper to have used
+}
+
 TEST(SimBound, ProgramAndReport) {
   auto in = small("pools:\n- {name: od, nodes: 1}\n- {name: sp, capacityType: spot, nodes: 1}\n", {{"a", 0, 3600, 8, ""}});
   std::string lp = bound_program(in, 7200, 3600);
