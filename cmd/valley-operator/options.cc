@@ -50,6 +50,8 @@ Flags make_flags() {
       {"failure-settle", "10s", "wait this long after a launcher's permanent-looking exit for a disruption that explains it"},
       {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
+      {"launcher-node-selector", "",
+       "node labels (key=value, comma-separated) of the launcher pool: MPI launchers run only there (stable capacity; a launcher holds no GPU but its loss restarts the gang); empty: beside worker 0"},
       {"pod-security", "Baseline",
        "the Pod Security level (Baseline or Restricted) Valley renders pods for when a task sets no spec.podSecurity.level"},
       {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
@@ -97,6 +99,17 @@ kube::HttpOptions http_options(const Flags& flags) {
   return http;
 }
 
+// A flag of key=value pairs, comma-separated.
+std::vector<std::pair<std::string, std::string>> label_pairs(const Flags& flags, const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& kv : split_list(flags.get(name))) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--" + name + ": \"" + kv + "\" is not key=value");
+    pairs.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+  }
+  return pairs;
+}
+
 // The GPU health signals (DCGM-exporter through Prometheus, node conditions and taints) and spot labels.
 void node_signal_options(const Flags& flags, task::ControllerOptions& o) {
   auto seconds = [&](const char* name) { return std::chrono::duration_cast<std::chrono::seconds>(duration_flag(flags, name)); };
@@ -124,12 +137,7 @@ void node_signal_options(const Flags& flags, task::ControllerOptions& o) {
   }
   if (o.gpu_health_interval.count() < 1 || o.gpu_health.window.count() < 1)
     throw std::invalid_argument("--gpu-health-interval and --gpu-health-window must be at least 1s");
-  o.node_facts.spot_labels.clear();
-  for (const auto& kv : split_list(flags.get("spot-labels"))) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--spot-labels: \"" + kv + "\" is not key=value");
-    o.node_facts.spot_labels.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
-  }
+  o.node_facts.spot_labels = label_pairs(flags, "spot-labels");
 }
 
 task::ControllerOptions controller_options(const Flags& flags) {
@@ -157,6 +165,7 @@ task::ControllerOptions controller_options(const Flags& flags) {
   o.disruption.failure_settle = seconds("failure-settle");
   o.checkpoint_poll = seconds("checkpoint-poll-interval");
   o.pricing_policy = flags.get("pricing-policy");
+  o.launcher_pool = label_pairs(flags, "launcher-node-selector");
   if (flags.get("pod-security") == "Restricted") o.pod_security = api::PodSecurityLevel::Restricted;
   else if (flags.get("pod-security") != "Baseline")
     throw std::invalid_argument("--pod-security=" + flags.get("pod-security") + " must be Baseline or Restricted");

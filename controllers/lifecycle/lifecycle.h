@@ -133,6 +133,8 @@ struct Observed {
   // Node labels (key, value) that mark spot capacity: a task that does not checkpoint keeps its
   // launcher off such nodes (its loss would restart the gang from the beginning).
   std::vector<std::pair<std::string, std::string>> spot_labels;
+  // The launcher pool the operator names (render::LauncherPlacement); empty: beside worker 0.
+  std::vector<std::pair<std::string, std::string>> launcher_pool;
 };
 
 struct EventSpec {

@@ -263,12 +263,13 @@ std::string wait_for_workers_script() {
 }
 
 namespace {
-// Adds `key NotIn [value]` for each pair to every required node selector term of the pod (one term
-// when it has none): no term then matches a node carrying any of those labels.
-void stay_off(json& pod, const std::vector<std::pair<std::string, std::string>>& labels) {
+// Adds `key <op> [value]` for each pair to every required node selector term of the pod (one term
+// when it has none): NotIn, no term then matches a node carrying any of those labels; In, every term
+// asks for all of them.
+void require_labels(json& pod, const std::vector<std::pair<std::string, std::string>>& labels, const char* op) {
   if (labels.empty()) return;
   json expressions = json::array();
-  for (const auto& [key, value] : labels) expressions.push_back({{"key", key}, {"operator", "NotIn"}, {"values", {value}}});
+  for (const auto& [key, value] : labels) expressions.push_back({{"key", key}, {"operator", op}, {"values", {value}}});
   json& required = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
   if (!required.is_object()) required = json::object();
   json& terms = required["nodeSelectorTerms"];
@@ -280,11 +281,24 @@ void stay_off(json& pod, const std::vector<std::pair<std::string, std::string>>&
     for (const auto& e : expressions) own.push_back(e);
   }
 }
+
+// Prefers the node of the task's worker 0 (kept beside the template's own preferences).
+void prefer_worker_zero(json& pod, const TaskSpec& spec) {
+  json& preferred = pod["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+  if (!preferred.is_array()) preferred = json::array();
+  preferred.push_back({{"weight", 100},
+                       {"podAffinityTerm",
+                        {{"topologyKey", "kubernetes.io/hostname"},
+                         {"labelSelector",
+                          {{"matchLabels", {{label::kTask, spec.name}, {label::kRole, "worker"}, {label::kWorkerIndex, "0"}}}}}}}});
+}
 }  // namespace
 
-json launcher_pod(const TaskSpec& spec, const Shape& shape, const std::vector<std::pair<std::string, std::string>>& stay_off_labels) {
+json launcher_pod(const TaskSpec& spec, const Shape& shape, const LauncherPlacement& placement) {
   json pod = pod_from_template(spec, spec.launcher, launcher_name(spec.name), "launcher", shape);
-  stay_off(pod, stay_off_labels);
+  require_labels(pod, placement.stay_off, "NotIn");
+  require_labels(pod, placement.pool, "In");
+  if (placement.pool.empty()) prefer_worker_zero(pod, spec);
   json& ps = pod["spec"];
   // The hosts: mpirun and the wait below read the hostfile, horovodrun the discovery script. Only
   // the launcher reads them, from its own annotations.

@@ -75,10 +75,17 @@ inline constexpr int kWorkersWaitSeconds = 1800;
 // It mounts /etc/mpi/hostfile and /etc/mpi/discover_hosts.sh from its annotations: the hostfile
 // (api::kHostfileAnnotation), which a merge patch rewrites on a running launcher (the kubelet then
 // rewrites the file), and Horovod elastic's discovery script, which reads the hostfile.
-// `stay_off`: label=value pairs of nodes the launcher must not run on (required node affinity, added to
-// each of the template's own terms): spot capacity, for a task that does not checkpoint, whose
-// launcher lost to a termination notice would restart the whole gang from the beginning.
-json launcher_pod(const TaskSpec& spec, const Shape& shape, const std::vector<std::pair<std::string, std::string>>& stay_off = {});
+// Where the launcher may run. It holds no GPU, but its loss restarts the whole gang, so it goes:
+// - never on nodes with a `stay_off` label=value (spot capacity, for a task that does not checkpoint:
+//   a termination notice would restart it from the beginning);
+// - on nodes with every `pool` label=value, when the operator names a launcher pool (stable CPU
+//   capacity); both are required node affinity, added to each of the template's own terms;
+// - else preferably beside worker 0 (preferred pod affinity on the node's hostname): a node whose loss
+//   restarts the gang anyway, not one more.
+struct LauncherPlacement {
+  std::vector<std::pair<std::string, std::string>> stay_off, pool;
+};
+json launcher_pod(const TaskSpec& spec, const Shape& shape, const LauncherPlacement& placement = {});
 json headless_service(const TaskSpec& spec);
 // The hostfile has one line per worker: "<worker>.<service>.<ns>.svc slots=<n>".
 std::string hostfile(const TaskSpec& spec, int workers);

@@ -43,6 +43,8 @@ struct ControllerOptions {
   planner::NodeFacts node_facts;  // spot labels (unless a PricingPolicy says), disruption taints
   std::chrono::seconds checkpoint_poll{30};  // how often latest.json is read from s3:// stores
   std::string pricing_policy = "default";    // the PricingPolicy that prices tasks
+  // Node labels (key=value) of the launcher pool: where MPI launchers must run (render::LauncherPlacement).
+  std::vector<std::pair<std::string, std::string>> launcher_pool;
   std::chrono::seconds cost_interval{30};    // how often a running task's accrued cost is written
   // Writes that only bring progress up to date (the periodic accrued cost; counts, cost and
   // utilization held by status_hold_window) share this rate across the admitted tasks: each task's are

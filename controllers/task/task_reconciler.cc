@@ -111,6 +111,7 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   o.nodes_known = true;
   o.disruption = options_.disruption;
   o.spot_labels = cache_.node_facts().spot_labels;
+  o.launcher_pool = options_.launcher_pool;
   for (const auto& p : o.pods) {
     if (p.node.empty() || o.nodes.count(p.node)) continue;
     if (auto n = cache_.node(p.node)) o.nodes[p.node] = lifecycle::NodeView{n->ready, n->not_ready_since, n->notice, n->fault};

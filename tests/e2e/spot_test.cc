@@ -49,8 +49,10 @@ class SpotTest : public TaskTest {
   std::vector<std::string> operator_flags() const override {
     auto flags = TaskTest::operator_flags();
     for (const char* f : {"--failure-settle=3s", "--checkpoint-poll-interval=1s"}) flags.push_back(f);
+    for (const auto& f : extra_flags_) flags.push_back(f);
     return flags;
   }
+  std::vector<std::string> extra_flags_;  // a test's own, for its next start_operator()
 
   std::string node(int i) const { return pool_ + "-spot-" + std::to_string(i); }
   void add_node(int i) {
@@ -159,7 +161,27 @@ TEST_F(SpotTest, ALauncherOfATaskWithoutCheckpointsNeverLandsOnSpot) {
   EXPECT_TRUE(excludes_spot) << terms.dump(2);
   // Its worker is where it asked: on this test's spot nodes.
   EXPECT_EQ(node_of("plain-worker-0").rfind(pool_, 0), 0u);
-  EXPECT_FALSE(admin->get(kPods, ns, "ckpt-launcher")["spec"].contains("affinity"));
+  // The checkpointing task's launcher may go anywhere; it prefers its worker 0's node.
+  const json ckpt = admin->get(kPods, ns, "ckpt-launcher");
+  EXPECT_FALSE(ckpt["spec"]["affinity"].contains("nodeAffinity")) << ckpt["spec"].dump(2);
+  EXPECT_EQ(ckpt["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+                ["labelSelector"]["matchLabels"]["valley.dev/worker-index"],
+            "0")
+      << ckpt["spec"].dump(2);
+}
+
+// The operator names a launcher pool (here: one node): every launcher runs there, the workers
+// wherever the planner puts them.
+TEST_F(SpotTest, ALauncherPoolNamedByTheOperatorHoldsEveryLauncher) {
+  stop_operator();
+  extra_flags_ = {"--launcher-node-selector=kubernetes.io/hostname=" + node(2)};
+  start_operator();
+  apply(spot_spec(2, 2, "a"), "a");
+  apply(spot_spec(1, 1, "b"), "b");
+  ASSERT_TRUE(wait_phase("Running", 60s, "a")) << task("a").dump(2) << operator_log();
+  ASSERT_TRUE(wait_phase("Running", 60s, "b")) << task("b").dump(2);
+  for (const char* launcher : {"a-launcher", "b-launcher"})
+    EXPECT_EQ(admin->get(kPods, ns, launcher)["spec"].value("nodeName", ""), node(2)) << launcher;
 }
 
 TEST_F(SpotTest, TerminationNoticeTaintMovesTheTaskOffTheNodeFromItsCheckpoint) {

@@ -39,7 +39,14 @@ TEST(Lifecycle, OnlyACheckpointingTasksLauncherMayRunOnSpot) {
   checkpointed.spot_labels = plain.spot_labels;
   const json anywhere = launcher_of(decide(checkpointed));
   ASSERT_TRUE(anywhere.is_object());
-  EXPECT_FALSE(anywhere["spec"].contains("affinity"));
+  EXPECT_FALSE(anywhere["spec"]["affinity"].contains("nodeAffinity"));
+  // The operator's launcher pool is required for both.
+  checkpointed.launcher_pool = {{"node-role/cpu", "true"}};
+  const json pooled = launcher_of(decide(checkpointed));
+  EXPECT_EQ(pooled["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+                  ["matchExpressions"][0]["operator"],
+            "In")
+      << pooled.dump();
 }
 
 

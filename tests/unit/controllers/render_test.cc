@@ -164,20 +164,20 @@ TEST(Render, LauncherMergesTheUserTemplate) {
 // terms kept (a node must still match one of them).
 TEST(Render, ALauncherKeptOffSpotExcludesEverySpotLabelInEveryTerm) {
   const std::vector<std::pair<std::string, std::string>> spot = {{"karpenter.sh/capacity-type", "spot"}, {"cloud.google.com/gke-spot", "true"}};
-  json plain = launcher_pod(spec(), {2, 1}, spot);
+  json plain = launcher_pod(spec(), {2, 1}, {spot, {}});
   const json& terms = plain["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
   ASSERT_EQ(terms.size(), 1u);
   ASSERT_EQ(terms[0]["matchExpressions"].size(), 2u);
   EXPECT_EQ(terms[0]["matchExpressions"][0], json::parse(R"({"key":"karpenter.sh/capacity-type","operator":"NotIn","values":["spot"]})"));
   EXPECT_EQ(terms[0]["matchExpressions"][1]["key"], "cloud.google.com/gke-spot");
-  // Nothing to keep off: no affinity added.
-  EXPECT_FALSE(launcher_pod(spec(), {2, 1})["spec"].contains("affinity"));
+  // Nothing to keep off: no node affinity added.
+  EXPECT_FALSE(launcher_pod(spec(), {2, 1})["spec"]["affinity"].contains("nodeAffinity"));
   // The user's two terms (zone a, or zone b) each get the exclusions.
   TaskSpec s = spec();
   s.launcher.pod_template["spec"]["affinity"] = json::parse(R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
     {"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]},
                           {"matchExpressions":[{"key":"zone","operator":"In","values":["b"]}]}]}}})");
-  json user = launcher_pod(s, {2, 1}, spot);
+  json user = launcher_pod(s, {2, 1}, {spot, {}});
   const json& both = user["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
   ASSERT_EQ(both.size(), 2u);
   for (const auto& term : both) {
@@ -185,6 +185,31 @@ TEST(Render, ALauncherKeptOffSpotExcludesEverySpotLabelInEveryTerm) {
     EXPECT_EQ(term["matchExpressions"][0]["key"], "zone");
     EXPECT_EQ(term["matchExpressions"][1]["operator"], "NotIn");
   }
+}
+
+// A launcher pool named by the operator is required (In, beside the spot exclusions); without one
+// the launcher prefers worker 0's node, its only preference beside the template's own.
+TEST(Render, ALauncherRunsInTheLauncherPoolOrElseBesideWorkerZero) {
+  json pooled = launcher_pod(spec(), {2, 1}, {{{"karpenter.sh/capacity-type", "spot"}}, {{"node-role/cpu", "true"}}});
+  const json& term = pooled["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0];
+  ASSERT_EQ(term["matchExpressions"].size(), 2u) << term.dump();
+  EXPECT_EQ(term["matchExpressions"][1], json::parse(R"({"key":"node-role/cpu","operator":"In","values":["true"]})"));
+  EXPECT_FALSE(pooled["spec"]["affinity"].contains("podAffinity"));
+  TaskSpec s = spec();
+  s.launcher.pod_template["spec"]["affinity"] = json::parse(R"({"podAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":
+    [{"weight":10,"podAffinityTerm":{"topologyKey":"zone","labelSelector":{"matchLabels":{"app":"cache"}}}}]}})");
+  json beside = launcher_pod(s, {2, 1});
+  const json& preferred = beside["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+  ASSERT_EQ(preferred.size(), 2u) << preferred.dump();
+  EXPECT_EQ(preferred[0]["weight"], 10);  // the template's own, kept
+  EXPECT_EQ(preferred[1]["podAffinityTerm"]["topologyKey"], "kubernetes.io/hostname");
+  const json& wanted = preferred[1]["podAffinityTerm"]["labelSelector"]["matchLabels"];
+  EXPECT_EQ(wanted[label::kTask], s.name);
+  EXPECT_EQ(wanted[label::kRole], "worker");
+  EXPECT_EQ(wanted[label::kWorkerIndex], "0");
+  // Worker 0 carries those labels.
+  json worker0 = worker_pod(s, 0, {2, 1}, default_placement(s));
+  for (const auto& [k, v] : wanted.items()) EXPECT_EQ(worker0["metadata"]["labels"][k], v) << k;
 }
 
 // The launcher carries its hosts in annotations and mounts them at /etc/mpi through the downward
