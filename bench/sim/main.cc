@@ -6,7 +6,7 @@
 //              [--policy naive,backfill,valley-v1,valley] [--out DIR] [--solver glpsol]
 //              [--slot-seconds 3600] [--no-bound] [--scratch DIR] [--profile-drop 8,12]
 //              [--duration-error 50] [--label NAME] [--load L] [--tenancy none,borrowing,strict]
-//              [--usage-half-life-hours 168]
+//              [--usage-half-life-hours 168] [--jobs-out]
 //
 // The trace is an ITP slice (job_id,submission_time,duration,num_gpu) or the Philly-derived job list
 // of the Pollux artifact (timestamp,duration,num_gpus,gpu_time,cluster), whose virtual clusters are
@@ -20,7 +20,8 @@
 // their 8-GPU points were measured on two 4-GPU nodes, not on one 8-GPU node.
 //
 // Writes DIR/sim.json (figures per policy, the bound, the inputs), DIR/sim.md (a Markdown table)
-// and DIR/{policies,allocation}.dat for plots; prints the table. The LP and the solver's report go
+// and DIR/{policies,allocation}.dat for plots; prints the table. --jobs-out also writes
+// DIR/jobs-<policy>.jsonl: one line per job (class, GPUs, submit/start/end, cost, restarts, estimate). The LP and the solver's report go
 // to the scratch directory (bench/out/sim-lp).
 #include <filesystem>
 #include <set>
@@ -92,6 +93,7 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
             {"preemptions", r.preemptions},
             {"restarts", r.restarts},
             {"spotInterruptions", r.interruptions},
+            {"launcherLosses", r.launcher_losses},
             {"workLostGpuHours", std::round(r.work_lost_gpu_hours * 100) / 100},
             {"makespanHours", std::round(static_cast<double>(r.makespan) / 36) / 100},
             {"jobsFinished", static_cast<int>(r.jobs.size()) - r.unfinished},
@@ -151,8 +153,8 @@ Options parse_args(int argc, char** argv) {
                                             {"load", "0"},         {"usage-half-life-hours", "168"}};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--no-bound") {
-      opt["no-bound"] = "1";
+    if (a == "--no-bound" || a == "--jobs-out") {
+      opt[a.substr(2)] = "1";
       continue;
     }
     if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw InputError("usage: see the comment at the top of bench/sim/main.cc; bad argument " + a);
@@ -335,6 +337,22 @@ void write_plot_data(const std::vector<Result>& results, const json& runs, const
   }
 }
 
+// DIR/jobs-<policy>.jsonl, one line per job, for looking into a policy's figures.
+void write_jobs(const std::vector<Result>& results, const json& runs, const std::string& out) {
+  for (size_t k = 0; k < results.size(); ++k) {
+    std::ofstream f(out + "/jobs-" + runs[k]["policy"].get<std::string>() + ".jsonl");
+    for (const auto& j : results[k].jobs)
+      f << json{{"id", j.id},           {"class", j.cls},         {"app", j.app},
+                {"gpus", j.gpus},       {"submit", j.submit},     {"start", j.start},
+                {"end", j.end},         {"costMicros", j.cost},   {"gpuSeconds", j.gpu_seconds},
+                {"restarts", j.restarts}, {"preemptions", j.preemptions}, {"launcherLosses", j.launcher_losses},
+                {"finalWorkers", j.final_workers}, {"estimateMicros", j.estimate}, {"low", j.low}, {"high", j.high},
+                {"estimateOffMicros", j.estimate_off}, {"lowOff", j.low_off}, {"highOff", j.high_off}}
+               .dump()
+        << "\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -358,6 +376,7 @@ int main(int argc, char** argv) {
     const Bounds b = solve_bounds(in, results, opt);
     const json runs = write_figures(in, results, b, opt, kept);
     write_plot_data(results, runs, b.over_valley, out);
+    if (opt.count("jobs-out")) write_jobs(results, runs, out);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "valley-sim: " << e.what() << "\n";

@@ -35,7 +35,8 @@ nlohmann::json node_object(const SimNode& n) {
 
 nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero, std::optional<int64_t> stated_seconds) {
   auto at = [zero](int64_t t) { return zero + std::chrono::seconds(t); };
-  nlohmann::json worker = {{"image", "sim"}, {"gpus", "1"}};
+  // The job's app is its image: jobs of one app are the same program (what scaling priors pool).
+  nlohmann::json worker = {{"image", j.traits.app.empty() ? std::string("sim") : j.traits.app}, {"gpus", "1"}};
   // The MPI Operator's jobs as a peer runs them: on-demand NVIDIA capacity only.
   if (policy == PolicyKind::Naive) worker["template"] = {{"spec", {{"nodeSelector", {{"karpenter.sh/capacity-type", "on-demand"}}}}}};
   nlohmann::json spec = {{"taskType", "MPI"},

@@ -32,6 +32,9 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
       config.fastest_priority = 101;
       break;
     case PolicyKind::ValleyV2:
+      config.scaling_priors = false;  // before issue 41's levers: every task starts at its minimum,
+      config.reduce_cost_min_saving_percent = 0;  // and reduceCost waits for any saving
+      break;
     case PolicyKind::Valley:
       break;
   }

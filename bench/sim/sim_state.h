@@ -56,6 +56,7 @@ struct SimJob {
   // restart), and the work it started from (what a kill without notice falls back to, with the
   // periodic checkpoints taken since).
   std::vector<planner::Task::Worker> workers;
+  std::string launcher_node;  // where its launcher runs this segment (Simulator::launcher_node_for)
   int64_t segment_start = 0, progress_from = 0;
   double segment_work = 0;
   std::optional<int64_t> last_resize;
@@ -143,6 +144,8 @@ class Simulator {
   // planning snapshot, and the planner's inputs taken from it through controllers/inputs.
   std::string namespace_of(const SimJob& j) const;
   JobTraits traits_for(const TraceJob& t) const;  // the job's traits as this policy runs it
+  std::string launcher_node_for(const SimJob& j) const;
+  bool on_node(const SimJob& j, const std::string& node) const;  // a worker of it is there
   std::string key_of(const SimJob& j) const { return namespace_of(j) + "/" + j.trace.id; }
   void touch(SimJob& j) { ++j.version; }
   void sync_snapshot();

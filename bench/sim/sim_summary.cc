@@ -59,6 +59,7 @@ Result Simulator::summarize() {
     r.held_gpu_hours += static_cast<double>(j.result.gpu_seconds) / 3600.0;
     r.preemptions += j.result.preemptions;
     r.restarts += j.result.restarts;
+    r.launcher_losses += j.result.launcher_losses;
     r.work_lost_gpu_hours += j.result.work_lost_gpu_seconds / 3600.0;
     r.jobs.push_back(j.result);
   }

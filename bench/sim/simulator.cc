@@ -205,6 +205,7 @@ void Simulator::learn() {
 
 void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart) {
   j.workers = std::move(placement);
+  j.launcher_node = launcher_node_for(j);
   j.segment_start = now_;
   j.progress_from = now_ + (restart ? in_.workload.restart_seconds : 0);
   j.segment_work = j.work_done;
@@ -213,6 +214,17 @@ void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> plac
   j.state = State::Running;
   ++j.epoch;
   touch(j);
+}
+
+// Valley puts a launcher beside its worker 0; kube-scheduler puts the peers' (and Valley's before
+// that) on any live node (a pod without GPUs: spread over the nodes, spot included).
+std::string Simulator::launcher_node_for(const SimJob& j) const {
+  if (policy_ == PolicyKind::Valley && !j.workers.empty()) return j.workers.front().node;
+  std::vector<const SimNode*> live;
+  for (const auto& n : nodes_)
+    if (n.alive && n.node.schedulable) live.push_back(&n);
+  if (live.empty()) return "";
+  return live[std::hash<std::string>{}(j.trace.id + "/" + std::to_string(j.epoch)) % live.size()]->node.name;
 }
 
 JobTraits Simulator::traits_for(const TraceJob& t) const {
@@ -257,15 +269,27 @@ const SimNode& Simulator::node(const std::string& name) const {
   throw std::logic_error("no node " + name);
 }
 
+bool Simulator::on_node(const SimJob& j, const std::string& node) const {
+  return std::any_of(j.workers.begin(), j.workers.end(), [&](const auto& w) { return w.node == node; });
+}
+
 void Simulator::spot_events() {
   for (auto& n : nodes_) {
     if (n.notice_at <= now_) {
       n.notice_at = kNever;
       ++interruptions_;
-      // Only Valley reacts to the notice (no new work there; its tasks checkpoint and move).
+      // Only Valley reacts to the notice (no new work there; its tasks checkpoint and move: the
+      // planner moves the workers; a launcher alone there is checkpointed and restarted here).
       if (runs_operator_planner(policy_) || policy_ == PolicyKind::ValleyV1) {
         n.node.schedulable = false;
         n.node.notice = kNoticeTaint;
+        for (auto& j : jobs_)
+          if (j.state == State::Running && j.launcher_node == n.node.name && !on_node(j, n.node.name)) {
+            ++j.result.launcher_losses;
+            end_segment(j);
+            j.resumed = true;
+            j.state = State::Pending;
+          }
       }
     }
     if (n.kill_at <= now_) {
@@ -274,8 +298,9 @@ void Simulator::spot_events() {
       n.back_at = now_ + in_.cluster.spot.at(n.pool->name).replacement_seconds;
       for (auto& j : jobs_) {
         if (j.state != State::Running) continue;
-        bool there = std::any_of(j.workers.begin(), j.workers.end(), [&](const auto& w) { return w.node == n.node.name; });
-        if (!there) continue;
+        const bool launcher_only = j.launcher_node == n.node.name && !on_node(j, n.node.name);
+        if (!on_node(j, n.node.name) && !launcher_only) continue;
+        if (launcher_only) ++j.result.launcher_losses;
         // Still on the node when it went: the work since the last checkpoint is gone, and the
         // job waits for a new placement like any restart.
         lose_work(j);

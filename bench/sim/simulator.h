@@ -19,7 +19,10 @@
 // size, checkpoint-restarts (resizes, preemptions, spot notices) costing `restart_seconds` of held
 // GPUs, and spot nodes interrupted by a Poisson process (the same instants for every policy) that
 // lose the work since the last checkpoint when no notice-driven checkpoint got the job off the node
-// in time. Each job's estimate is taken at submission the way the operator computes it (its
+// in time. A job's launcher (no GPU) sits beside its worker 0 under `valley`, on any live node under
+// the others (kube-scheduler's choice, spot included): a spot node lost under a launcher restarts its
+// job (Valley's policies checkpoint on the notice; the others lose the work since the last periodic
+// checkpoint). Each job's estimate is taken at submission the way the operator computes it (its
 // estimatedDuration = the trace's duration at the trace's GPUs; a second estimate with that
 // duration off by up to +-50%) and compared with its final cost.
 //
@@ -79,6 +82,7 @@ struct JobResult {
   api::Micros cost = 0;                     // with the priority multiplier
   int64_t gpu_seconds = 0;                   // GPUs held x seconds
   int preemptions = 0, restarts = 0;
+  int launcher_losses = 0;  // restarts because its launcher's node (none of its workers') went
   double work_lost_gpu_seconds = 0;
   // The estimate at submission (range low..high), and with an estimatedDuration off by up to +-50%.
   api::Micros estimate = 0, low = 0, high = 0, estimate_off = 0, low_off = 0, high_off = 0;
@@ -104,7 +108,7 @@ struct Result {
   // Jobs that did not ask for reduceCost (those may wait for cheaper capacity by choice); seconds.
   double mean_jct_not_reduce_cost = 0;
   double allocation_percent = 0;  // GPU-seconds held / GPU-seconds of live nodes, until the last job ends
-  int preemptions = 0, restarts = 0, interruptions = 0;
+  int preemptions = 0, restarts = 0, interruptions = 0, launcher_losses = 0;
   double work_lost_gpu_hours = 0;
   int64_t makespan = 0;
   int plan_calls = 0;

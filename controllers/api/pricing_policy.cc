@@ -116,6 +116,7 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
   if (spec.contains("reduceCost") && spec["reduceCost"].is_object()) {
     const json& rc = spec["reduceCost"];
     p.reduce_cost_idle_percent = r.integer(rc, "idleCapacityPercent", "spec.reduceCost.idleCapacityPercent", 50, 0, 101);
+    p.reduce_cost_min_saving_percent = r.integer(rc, "minSavingPercent", "spec.reduceCost.minSavingPercent", 10, 0, 100);
     std::string patience = r.str(rc, "patience", "spec.reduceCost.patience", "6h");
     auto d = parse_duration(patience);
     if (!d || *d > std::chrono::hours(24 * 30)) r.error("spec.reduceCost.patience: a duration such as 6h or 90m, at most 30d");

@@ -62,6 +62,9 @@ struct Policy {
   int reduce_cost_idle_percent = 50;  // Valley before price-first placement only (valley-sim's valley-v1)
   // How long a reduceCost task without a deadline waits for cheaper capacity before it takes what is free.
   std::chrono::seconds reduce_cost_patience{6 * 3600};
+  // A reduceCost task waits for a cheaper option only when it saves at least this share of what it
+  // would pay now: a smaller saving does not pay for the chance that the capacity free now is gone.
+  int reduce_cost_min_saving_percent = 10;
   // Growth pays while each added worker adds at least this share of linear speedup (thousandths);
   // tasks of at least `growth_fast_priority` grow to max regardless (speed over cost).
   int64_t growth_min_marginal_milli = 800;

@@ -31,6 +31,7 @@ planner::Config planner_config(const Policy& p, const std::vector<const planner:
   config.off_peak = off_peak(p, now);
   if (auto next = next_off_peak(p, now)) config.next_off_peak = kube::format_time(*next);
   config.idle_percent = p.reduce_cost_idle_percent;
+  config.reduce_cost_min_saving_percent = p.reduce_cost_min_saving_percent;
   config.min_marginal_efficiency = static_cast<double>(p.growth_min_marginal_milli) / 1000.0;
   config.fastest_priority = p.growth_fast_priority;
   config.spot_needs_checkpoint = true;

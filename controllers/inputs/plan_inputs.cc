@@ -34,6 +34,7 @@ PlanInputs::TaskState PlanInputs::task_state(const std::shared_ptr<const TaskEnt
   s.holds = !(kube::object_at(obj, "metadata").contains("deletionTimestamp") || lifecycle::finished(kube::string_at(status, "phase")) ||
               spec.run_policy.suspend || lifecycle::over_budget(spec, status) || lifecycle::idle_suspended(spec, status));
   s.epoch = std::to_string(status.value("epoch", 0));
+  s.kind = spec.worker.image;
   s.task = *entry->task;
   status_inputs(s.task, spec, status, pricing.get());
   s.overlay_stale = true;
@@ -154,6 +155,8 @@ void PlanInputs::take_tasks(const planner::SnapshotView& view, const Tenancy& te
       ts.published_priority = published_priority;
     }
     ts.fresh = fresh;
+    // What it measured teaches its kind, whether it still runs or has ended.
+    if (fresh) priors_.record(ts.kind, entry.key, ts.task.scaling);
     // Not in the last round: what was published for it then may be gone.
     if (ts.planned + 1 != r.number) ts.overlay_stale = true;
     ts.seen = r.number;
@@ -174,6 +177,8 @@ void PlanInputs::take_tasks(const planner::SnapshotView& view, const Tenancy& te
   }
   const uint64_t round = r.number;
   std::erase_if(tasks_, [round](const auto& kv) { return kv.second.seen != round; });
+  // Laid after every task has taught its kind this round.
+  for (TaskState* ts : r.planned) ts->task.prior_scaling = ts->task.scaling.size() < 2 ? priors_.pooled(ts->kind) : nullptr;
 }
 
 void PlanInputs::take_held(const planner::SnapshotView& view) {

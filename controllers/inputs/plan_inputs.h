@@ -6,7 +6,9 @@
 //
 // Incremental: each node and each task is turned into planner input only when it (its object, one
 // of its pods, its GPU fault) or the pricing policy changed since the last round; a task's tenant,
-// priority, the nodes it avoids and its published admission are laid over that every round.
+// priority, the nodes it avoids, its kind's scaling prior (planner::ScalingPriors: what tasks of the
+// same worker image measured, those that ended included) and its published admission are laid over
+// that every round.
 #pragma once
 
 #include <chrono>
@@ -64,6 +66,7 @@ class PlanInputs {
     std::shared_ptr<const api::Policy> pricing;
     bool holds = false;         // not ended, suspended, over its budget or suspended while idle
     std::string epoch;          // status.epoch, as its pods' labels say it
+    std::string kind;           // its worker image: what it measured teaches tasks of the same image
     planner::Task task;         // the plan's input
     bool fresh = true;          // made anew in this round
     bool overlay_stale = true;  // the published admission changed since it was laid over `task`
@@ -122,6 +125,7 @@ class PlanInputs {
   std::map<std::string, std::map<std::string, kube::SystemTime>> avoid_;  // task -> node -> until
   std::set<std::string> priority_capped_;  // uid@generation told once
   std::vector<cost::NodeRate> nvidia_rates_, any_rates_;
+  planner::ScalingPriors priors_;  // what each kind's tasks measured, kept after they end
 };
 
 // What the task runs as observed, or as published when an admission was published for it.

@@ -21,13 +21,15 @@ void Plan::wait_off_peak_or_idle(size_t i, int need, int& position) {
              ", spot capacity, or " + std::to_string(config_.idle_percent) + "% idle GPUs (now " + std::to_string(idle_percent()) + "%)";
 }
 
-// Before its cheap_until: start now only at the lowest price reachable before it stops waiting.
+// Before its cheap_until: start now unless an option reachable before it stops waiting saves at
+// least the policy's minimum share of the price now.
 void Plan::wait_cheapest_reachable(size_t i, int need, int& position) {
   const Task& t = tasks_[i];
   Decision& d = decisions_[i];
   auto option = cheapest_reachable(i, need);
   auto placed = place(i, need, {});
-  if (placed && (!option || mean_price(*placed) <= option->price)) {
+  const int64_t keep = 100 - std::clamp(config_.reduce_cost_min_saving_percent, 0, 100);
+  if (placed && (!option || mean_price(*placed) * keep <= option->price * 100)) {
     admit(i, std::move(*placed));
     decisions_[i].reason += " at the lowest price reachable (reduceCost)";
     return;

@@ -91,11 +91,13 @@ int target_size(const Task& t, int current, const Config& c) {
   if (t.fastest || t.priority >= c.fastest_priority || c.min_marginal_efficiency <= 0) return t.max_workers;
   // No progress records (the workload writes no checkpoint records): its GPUs' utilization is the
   // evidence. Saturated GPUs: try one step up (the step's own utilization decides the next); else stay.
-  if (current > 0 && t.scaling.empty() && t.gpu_percent) {
+  const bool by_prior = c.scaling_priors && t.scaling.size() < 2 && t.prior_scaling && !t.prior_scaling->empty();
+  const Scaling& evidence = by_prior ? *t.prior_scaling : t.scaling;
+  if (current > 0 && evidence.empty() && t.gpu_percent) {
     const int step = *t.gpu_percent >= c.busy_utilization_percent ? growth_step(current, c.min_gain_workers, c.min_gain_fraction) : 0;
     return std::clamp(current + step, t.min_workers, t.max_workers);
   }
-  return paying_size(t.scaling, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction,
+  return paying_size(evidence, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction,
                      c.min_marginal_efficiency);
 }
 

@@ -78,6 +78,8 @@ struct Task {
   bool selects_spot = false;  // its nodeSelector asks for spot capacity itself
   bool fastest = false;       // speed over cost: grows to max whenever GPUs are free
   Scaling scaling;            // measured rate per size (status.scaling)
+  // What tasks of its kind measured (ScalingPriors), used while it has measured fewer than two sizes.
+  std::shared_ptr<const Scaling> prior_scaling;
   // reduceCost: may wait for cheaper capacity until then (deadline slack or patience); unset = no limit.
   std::optional<SystemTime> cheap_until;
   bool has_deadline = false;  // cheap_until is what its deadline leaves (else the policy's patience)
@@ -144,6 +146,9 @@ struct Config {
   // so nothing has to pay: the policy's growth.minMarginalSpeedup, 0.8 by default, sets it).
   double min_marginal_efficiency = 0;
   int fastest_priority = 101;  // tasks of this priority or above grow to max regardless
+  // A task that has measured fewer than two sizes sizes by what tasks of its kind measured
+  // (Task::prior_scaling) instead of starting at its minimum.
+  bool scaling_priors = true;
   // Without measured progress, a task grows one step at a time only while its GPUs run at this
   // mean utilization or more (DCGM); below it, more GPUs would sit idle too.
   int busy_utilization_percent = 80;
@@ -153,6 +158,9 @@ struct Config {
   // makes spot attractive; without one such tasks only prefer on-demand capacity, as before.
   bool spot_needs_checkpoint = false;
   ReduceCostRule reduce_cost = ReduceCostRule::CheapestReachable;
+  // CheapestReachable: a task waits only for an option at least this much cheaper (percent of the
+  // price now; the PricingPolicy's reduceCost.minSavingPercent).
+  int reduce_cost_min_saving_percent = 0;
   std::vector<TariffStep> tariff;  // sorted by time; empty: energy is not priced
   // OffPeakOrIdle only: whether electricity is off-peak now, when it next is (for the reason), the idle
   // share that admits a reduceCost task anyway, and whether AMD is the cheaper vendor.
@@ -199,7 +207,8 @@ bool selects(const Task& t, const Node& n);
 // The size t should run at when it runs `current` workers (0: not running): pinned; min when its
 // idlePolicy shrinks it; max for a fastest task, one at `fastest_priority` or when growth is not
 // priced; without measured progress but with its GPUs' utilization, one step up while they are
-// saturated, else its size; else where the next workers still pay.
+// saturated, else its size; else where the next workers still pay: by its own measurements, or by
+// its kind's (prior_scaling) while it has measured fewer than two sizes.
 int target_size(const Task& t, int current, const Config& c);
 
 // What a GPU-hour on the node costs at `t`: its price plus energy at the tariff then (micro-units).

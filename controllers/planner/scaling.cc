@@ -110,6 +110,47 @@ int paying_size(const Scaling& s, int current, int min, int max, int step_worker
   return clamp(current);  // at the proven size, or exploring and not measured yet
 }
 
+void ScalingPriors::record(const std::string& kind, const std::string& task, const Scaling& s) {
+  if (s.size() < 2 || kind.empty()) return;
+  Kind& k = kinds_[kind];
+  auto known = k.by_task.find(task);
+  if (known != k.by_task.end() && known->second == s) return;
+  if (known == k.by_task.end()) k.order.push_back(task);
+  k.by_task[task] = s;
+  while (k.order.size() > kMaxPriorTasks) {
+    k.by_task.erase(k.order.front());
+    k.order.erase(k.order.begin());
+  }
+  k.pooled = pool(k.by_task);
+}
+
+std::shared_ptr<const Scaling> ScalingPriors::pooled(const std::string& kind) const {
+  auto k = kinds_.find(kind);
+  return k == kinds_.end() ? nullptr : k->second.pooled;
+}
+
+std::shared_ptr<const Scaling> ScalingPriors::pool(const std::map<std::string, Scaling>& by_task) {
+  std::vector<const Scaling*> tasks;
+  for (const auto& [key, s] : by_task) tasks.push_back(&s);
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Scaling* a, const Scaling* b) { return a->front().workers < b->front().workers; });
+  std::map<int, std::pair<double, int>> sum;  // workers -> (sum of per-worker efficiency, tasks)
+  for (const Scaling* s : tasks) {
+    const double base = s->front().rate / s->front().workers;
+    if (!(base > 0)) continue;
+    // Relative to a worker at the pool's smallest size where this task's smallest size is known.
+    auto known = sum.find(s->front().workers);
+    const double scale = known == sum.end() ? 1.0 : known->second.first / known->second.second;
+    for (const auto& x : *s) {
+      auto& [total, n] = sum[x.workers];
+      total += scale * (x.rate / x.workers) / base;
+      ++n;
+    }
+  }
+  auto out = std::make_shared<Scaling>();
+  for (const auto& [workers, e] : sum) out->push_back({workers, e.first / e.second * workers, e.second});
+  return out;
+}
+
 double speedup_ratio(const Scaling& s, int from, int to, double prior_efficiency) {
   double a = rate_at(s, from, prior_efficiency);
   double b = rate_at(s, to, prior_efficiency);

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@ struct ScalingSample {
   int workers = 0;
   double rate = 0;  // steps per second, mean over samples
   int samples = 0;
+  bool operator==(const ScalingSample&) const = default;
 };
 using Scaling = std::vector<ScalingSample>;  // sorted by workers, one entry per size
 
@@ -46,6 +49,29 @@ int growth_step(int n, int min_gain_workers, double min_gain_fraction);
 // was reached by exploring (wait for its measurement).
 int paying_size(const Scaling& s, int current, int min, int max, int step_workers, double min_gain_fraction,
                 double min_marginal);
+
+// What the tasks of one kind (the same worker image) measured, pooled: a task that has not measured
+// two sizes itself sizes by it (paying_size on the pooled curve) instead of starting at its minimum
+// and growing one measured step at a time. Each task's per-worker rate by size is taken relative to
+// its smallest measured size, scaled to the pooled curve where that size is already known (tasks in
+// order of their smallest size), and averaged by size over the kind's latest kMaxPriorTasks tasks.
+class ScalingPriors {
+ public:
+  static constexpr size_t kMaxPriorTasks = 64;
+  // The task's observations (replacing its earlier ones); fewer than two sizes teach nothing.
+  void record(const std::string& kind, const std::string& task, const Scaling& s);
+  // The pooled curve of the kind (rates relative to a worker at its smallest size); null: none yet.
+  std::shared_ptr<const Scaling> pooled(const std::string& kind) const;
+
+ private:
+  struct Kind {
+    std::map<std::string, Scaling> by_task;
+    std::vector<std::string> order;  // oldest first
+    std::shared_ptr<const Scaling> pooled;
+  };
+  static std::shared_ptr<const Scaling> pool(const std::map<std::string, Scaling>& by_task);
+  std::map<std::string, Kind> kinds_;
+};
 
 // The speedup from `from` to `to` workers the observations imply (measured, interpolated, or
 // extrapolated at the last measured marginal efficiency; with no measurement, `prior_efficiency`

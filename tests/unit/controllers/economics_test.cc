@@ -159,6 +159,12 @@ TEST(ReduceCost, WaitsForACheaperTariffWindowWithinItsPatienceOnly) {
   // In the window, it starts.
   cheap.cheap_until = kNow + 6h;
   EXPECT_EQ(plan(nodes, {cheap}, kNow + 3h, c)[0].action, Action::Admit);
+  // The valley saves 2.4% (2.4784 -> 2.4196 a GPU-hour): under a policy's 10% minimum it is not
+  // worth the wait, over a 2% one it is.
+  c.reduce_cost_min_saving_percent = 10;
+  EXPECT_EQ(plan(nodes, {cheap}, kNow, c)[0].action, Action::Admit);
+  c.reduce_cost_min_saving_percent = 2;
+  EXPECT_EQ(plan(nodes, {cheap}, kNow, c)[0].action, Action::Wait);
 }
 
 TEST(ReduceCost, AmdSupportAndReduceCostLandsOnTheCheapestPoolNotOnDemandA100) {
@@ -282,6 +288,43 @@ TEST(Growth, APlannedTaskGrowsOnlyWhileMeasuredSpeedupPaysAndFastestTasksGrowAny
   EXPECT_EQ(plan(nodes, {urgent}, kNow, c)[0].workers, 16);
   // Growth not priced (no PricingPolicy: min marginal 0): everything to max, as before.
   EXPECT_EQ(planner::plan(nodes, {task("any", 4, 16)}, kNow)[0].workers, 16);
+}
+
+// Tasks of one kind teach a newcomer where growth pays: it starts there, not at its minimum.
+TEST(ScalingPriors, TasksOfOneKindPoolWhatTheyMeasuredAndANewTaskStartsAtTheirPayingSize) {
+  ScalingPriors priors;
+  EXPECT_EQ(priors.pooled("bert"), nullptr);
+  priors.record("bert", "a", measured({{2, 2.0}}));  // one size teaches nothing
+  EXPECT_EQ(priors.pooled("bert"), nullptr);
+  // Per-worker rates 1, 0.95, 0.9 at 2, 4, 6 (steps per second differ between tasks: only the shape counts).
+  priors.record("bert", "a", measured({{2, 20.0}, {4, 38.0}, {6, 54.0}}));
+  // Another task of the kind measured from 4: scaled to the pool's 0.95 at 4; 8 barely pays.
+  priors.record("bert", "b", measured({{4, 4.0}, {8, 4.4}}));
+  priors.record("resnet", "c", measured({{1, 1.0}, {2, 2.0}}));
+  auto pooled = priors.pooled("bert");
+  ASSERT_TRUE(pooled);
+  ASSERT_EQ(pooled->size(), 4u);
+  EXPECT_EQ((*pooled)[1].workers, 4);
+  EXPECT_NEAR((*pooled)[1].rate / 4, 0.95, 1e-9);          // both tasks' 4: 0.95
+  EXPECT_NEAR((*pooled)[3].rate / 8, 0.95 * 0.55, 1e-9);   // b's 8 relative to its 4, on the pool's scale
+  EXPECT_EQ((*pooled)[1].samples, 2);
+  // A new bert task (2..16) starts where the pooled chain stops paying at 80% of linear: 6.
+  Config priced;
+  priced.min_marginal_efficiency = 0.8;
+  Task t = task("new", 2, 16);
+  t.prior_scaling = pooled;
+  EXPECT_EQ(target_size(t, 0, priced), 6);
+  std::vector<Node> nodes = {pool_node("n1", "nvidia", "on-demand", 8, 2'400'000), pool_node("n2", "nvidia", "on-demand", 8, 2'400'000)};
+  EXPECT_EQ(planner::plan(nodes, {t}, kNow, priced)[0].workers, 6);
+  // Its own two sizes outrank the prior; without priors (valley-v2) it starts at its minimum.
+  t.scaling = measured({{2, 2.0}, {3, 2.1}});
+  EXPECT_EQ(target_size(t, 0, priced), 2);
+  t.scaling.clear();
+  priced.scaling_priors = false;
+  EXPECT_EQ(target_size(t, 0, priced), 2);
+  // A task's newer measurements replace its older ones.
+  priors.record("resnet", "c", measured({{1, 1.0}, {2, 1.2}}));
+  EXPECT_NEAR((*priors.pooled("resnet"))[1].rate, 1.2, 1e-9);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "controllers/cost/engine.h"
 #include "controllers/api/money.h"
+#include "controllers/cost/planner_config.h"
 #include "controllers/cost/policy.h"
 #include "controllers/cost/report.h"
 #include "controllers/api/timezone.h"
@@ -488,15 +489,23 @@ TEST(Policy, PatienceAndGrowthSettingsParseWithPathsInErrors) {
   auto p = parse_policy(o, &errors);
   ASSERT_TRUE(p) << (errors.empty() ? "" : errors[0]);
   EXPECT_EQ(p->reduce_cost_patience, std::chrono::minutes(90));
+  EXPECT_EQ(p->reduce_cost_min_saving_percent, 10);  // the default
+  o["spec"]["reduceCost"]["minSavingPercent"] = 25;
+  p = parse_policy(o, &errors);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->reduce_cost_min_saving_percent, 25);
+  EXPECT_EQ(planner_config(*p, {}, SystemTime{}, planner::Config{}).reduce_cost_min_saving_percent, 25);
   EXPECT_EQ(p->growth_min_marginal_milli, 700);
   EXPECT_EQ(p->growth_fast_priority, 80);
   o["spec"]["reduceCost"]["patience"] = "soon";
+  o["spec"]["reduceCost"]["minSavingPercent"] = 150;
   o["spec"]["growth"]["minMarginalSpeedup"] = "1.5";
   errors.clear();
   EXPECT_FALSE(parse_policy(o, &errors));
-  ASSERT_EQ(errors.size(), 2u);
-  EXPECT_NE(errors[0].find("spec.reduceCost.patience"), std::string::npos) << errors[0];
-  EXPECT_NE(errors[1].find("spec.growth.minMarginalSpeedup"), std::string::npos) << errors[1];
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_NE(errors[0].find("spec.reduceCost.minSavingPercent"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("spec.reduceCost.patience"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[2].find("spec.growth.minMarginalSpeedup"), std::string::npos) << errors[2];
 }
 
 TEST(PodUse, NullAndMistypedStatusFieldsReadAsAbsent) {

@@ -197,6 +197,22 @@ TEST(SimPolicies, SpotNoticeCheckpointsInValleyButLosesWorkWithoutIt) {
   EXPECT_LE(job(valley, "a").end, job(backfill, "a").end);
 }
 
+TEST(SimPolicies, ALauncherOnALostSpotNodeRestartsItsJobUnlessItSitsBesideWorkerZero) {
+  // Naive runs workers on demand only, but kube-scheduler puts launchers anywhere, spot included:
+  // every piece of work it loses is a launcher's. Valley's launchers sit beside worker 0.
+  std::vector<TraceJob> jobs;
+  for (int k = 0; k < 8; ++k) jobs.push_back({"j" + std::to_string(k), 0, 10 * 3600, 1, ""});
+  auto in = small("pools:\n- {name: od, nodes: 2}\n- {name: sp, capacityType: spot, nodes: 2}\n", jobs,
+                  "pools:\n  sp: {interruptionsPerNodeHour: 0.5, noticeSeconds: 120, replacementSeconds: 300}\n");
+  Result fifo = simulate(in, PolicyKind::Naive);
+  Result valley = simulate(in, PolicyKind::Valley);
+  ASSERT_GT(fifo.interruptions, 0);
+  EXPECT_GT(fifo.launcher_losses, 0);
+  EXPECT_GT(fifo.work_lost_gpu_hours, 0);
+  EXPECT_EQ(valley.launcher_losses, 0);
+  EXPECT_EQ(fifo.unfinished + valley.unfinished, 0);
+}
+
 TEST(SimPolicies, SameInputsSameResult) {
   auto in = small("pools:\n- {name: od, nodes: 2}\n- {name: sp, capacityType: spot, nodes: 2}\n",
                   {{"a", 0, 7200, 8, ""}, {"b", 60, 3600, 16, ""}, {"c", 120, 600, 2, ""}, {"d", 4000, 3600, 4, ""}},
