@@ -122,7 +122,9 @@ TEST_F(CostTest, ReduceCostWaitsOutThePeakAndStartsWhenTheWindowCoversNow) {
   auto hhmm = [](std::chrono::system_clock::time_point t) { return kube::format_time(t).substr(11, 5); };
   json spec = policy_spec();
   spec["electricity"]["windows"] = {{{"name", "valley"}, {"perKWh", "0.10"}, {"start", hhmm(now + 6h)}, {"end", hhmm(now + 7h)}}};
-  spec["reduceCost"] = {{"patience", "12h"}};  // the window 6 hours out is within its patience
+  // The window 6 hours out is within its patience; any saving is worth waiting for here (the
+  // default minimum, 10% of the price, is more than this tariff saves).
+  spec["reduceCost"] = {{"patience", "12h"}, {"minSavingPercent", 0}};
   admin->patch(kPricingPolicies, "", ns, kube::PatchType::Merge, {{"spec", spec}});
   ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
   json task_spec = single_spec(600);
