@@ -146,6 +146,7 @@ class Simulator {
   JobTraits traits_for(const TraceJob& t) const;  // the job's traits as this policy runs it
   std::string launcher_node_for(const SimJob& j) const;
   bool on_node(const SimJob& j, const std::string& node) const;  // a worker of it is there
+  void requeue(SimJob& j, bool lose_work);
   std::string key_of(const SimJob& j) const { return namespace_of(j) + "/" + j.trace.id; }
   void touch(SimJob& j) { ++j.version; }
   void sync_snapshot();

@@ -269,6 +269,15 @@ const SimNode& Simulator::node(const std::string& name) const {
   throw std::logic_error("no node " + name);
 }
 
+// The job stops (checkpointed, or losing the work since its last checkpoint) and waits for a new
+// placement like any restart (counted when it starts again).
+void Simulator::requeue(SimJob& j, bool lose) {
+  if (lose) lose_work(j);
+  end_segment(j);
+  j.resumed = true;
+  j.state = State::Pending;
+}
+
 bool Simulator::on_node(const SimJob& j, const std::string& node) const {
   return std::any_of(j.workers.begin(), j.workers.end(), [&](const auto& w) { return w.node == node; });
 }
@@ -286,9 +295,7 @@ void Simulator::spot_events() {
         for (auto& j : jobs_)
           if (j.state == State::Running && j.launcher_node == n.node.name && !on_node(j, n.node.name)) {
             ++j.result.launcher_losses;
-            end_segment(j);
-            j.resumed = true;
-            j.state = State::Pending;
+            requeue(j, /*lose_work=*/false);
           }
       }
     }
@@ -298,15 +305,11 @@ void Simulator::spot_events() {
       n.back_at = now_ + in_.cluster.spot.at(n.pool->name).replacement_seconds;
       for (auto& j : jobs_) {
         if (j.state != State::Running) continue;
-        const bool launcher_only = j.launcher_node == n.node.name && !on_node(j, n.node.name);
-        if (!on_node(j, n.node.name) && !launcher_only) continue;
-        if (launcher_only) ++j.result.launcher_losses;
-        // Still on the node when it went: the work since the last checkpoint is gone, and the
-        // job waits for a new placement like any restart.
-        lose_work(j);
-        end_segment(j);
-        j.resumed = true;  // counted as a restart when it starts again
-        j.state = State::Pending;
+        const bool workers_there = on_node(j, n.node.name);
+        if (!workers_there && j.launcher_node != n.node.name) continue;
+        if (!workers_there) ++j.result.launcher_losses;
+        // Still on the node when it went: the work since the last checkpoint is gone.
+        requeue(j, /*lose_work=*/true);
       }
     }
     if (n.back_at <= now_) {

@@ -177,8 +177,8 @@ void PlanInputs::take_tasks(const planner::SnapshotView& view, const Tenancy& te
   }
   const uint64_t round = r.number;
   std::erase_if(tasks_, [round](const auto& kv) { return kv.second.seen != round; });
-  // Laid after every task has taught its kind this round.
-  for (TaskState* ts : r.planned) ts->task.prior_scaling = ts->task.scaling.size() < 2 ? priors_.pooled(ts->kind) : nullptr;
+  // Laid after every task has taught its kind this round (the planner decides when it counts).
+  for (TaskState* ts : r.planned) ts->task.prior_scaling = priors_.pooled(ts->kind);
 }
 
 void PlanInputs::take_held(const planner::SnapshotView& view) {
