@@ -50,7 +50,7 @@ int running(int n, int repeats) {
     node_refs.push_back(&nodes[i]);
     node_names.insert(nodes[i].name);
     view.workers[tasks[i].key] = std::make_shared<const std::vector<SnapshotView::Worker>>(
-        8, SnapshotView::Worker{nodes[i].name, {{"nvidia.com/gpu", 1}}, epoch});
+        8, SnapshotView::Worker{nodes[i].name, {{"nvidia.com/gpu", 1}}, epoch, {{"cpu", 4000}, {"memory", int64_t{16} << 30}, {"pods", 1}}});
     by_key[tasks[i].key] = &tasks[i];
   }
   double best_returned = 1e9, best = 1e9;

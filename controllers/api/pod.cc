@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "controllers/api/quantity.h"
 #include "operator/kube/json_fields.h"
 
 namespace valley::api {
@@ -13,10 +14,16 @@ using kube::array_at;
 using kube::object_at;
 using kube::string_at;
 
-std::vector<std::pair<std::string, int64_t>> extended(const json& list) {
+std::vector<std::pair<std::string, int64_t>> kept_resources(const json& list) {
   std::vector<std::pair<std::string, int64_t>> out;
-  for (const auto& [k, v] : list.items())
-    if (k.find('/') != std::string::npos) out.emplace_back(k, extended_quantity(v));
+  for (const auto& [k, v] : list.items()) {
+    if (k.find('/') != std::string::npos) {
+      out.emplace_back(k, extended_quantity(v));
+    } else if (k == kCpu || k == kMemory || k == kEphemeralStorage) {
+      // What the API server took is a quantity; one that reads as none asks for nothing.
+      out.emplace_back(k, quantity_of(v, k == kCpu ? 1000 : 1).value_or(0));
+    }
+  }
   return out;
 }
 
@@ -24,7 +31,7 @@ std::vector<PodContainer> containers(const json& spec, const char* key) {
   std::vector<PodContainer> out;
   for (const auto& c : array_at(spec, key)) {
     const json& res = object_at(c, "resources");
-    out.push_back({string_at(c, "name"), extended(object_at(res, "limits")), extended(object_at(res, "requests"))});
+    out.push_back({string_at(c, "name"), kept_resources(object_at(res, "limits")), kept_resources(object_at(res, "requests"))});
   }
   return out;
 }
@@ -45,6 +52,9 @@ std::vector<PodContainerStatus> statuses(const json& status, const char* key) {
     s.started = kube::time_at(t, "startedAt");
     s.finished = kube::time_at(t, "finishedAt");
     s.last_terminated_started = kube::time_at(object_at(object_at(cs, "lastState"), "terminated"), "startedAt");
+    const json& waiting = object_at(state, "waiting");
+    s.waiting_reason = string_at(waiting, "reason");
+    s.waiting_message = string_at(waiting, "message");
     out.push_back(std::move(s));
   }
   return out;

@@ -9,11 +9,13 @@
 //             deletionTimestamp (whether present, and its time), the kHostfileAnnotation annotation;
 //   spec:     nodeName; the node a required node affinity pins it to (a matchFields term
 //             metadata.name In [one node], as render writes it); per container and init container
-//             the extended resources (names with a '/', e.g. nvidia.com/gpu) of limits and requests;
+//             the extended resources (names with a '/', e.g. nvidia.com/gpu), cpu (thousandths),
+//             memory and ephemeral-storage (bytes) of limits and requests;
 //   status:   phase, reason, startTime; conditions (type, status, reason, message,
 //             lastTransitionTime); per container and init container status its name, whether
 //             state.running / state.terminated is present, running.startedAt, terminated exitCode,
-//             reason, message, startedAt, finishedAt, and lastState.terminated.startedAt.
+//             reason, message, startedAt, finishedAt, waiting reason and message, and
+//             lastState.terminated.startedAt.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -47,7 +49,8 @@ int64_t extended_quantity(const nlohmann::json& v);
 
 struct PodContainer {
   std::string name;
-  std::vector<std::pair<std::string, int64_t>> limits, requests;  // extended resources only
+  // Extended resources, cpu (thousandths of a core), memory and ephemeral-storage (bytes).
+  std::vector<std::pair<std::string, int64_t>> limits, requests;
   bool operator==(const PodContainer&) const = default;
 };
 
@@ -60,6 +63,7 @@ struct PodContainerStatus {
   std::string reason, message;
   std::optional<SystemTime> started, finished;            // state.terminated
   std::optional<SystemTime> last_terminated_started;      // lastState.terminated.startedAt
+  std::string waiting_reason, waiting_message;            // state.waiting (ErrImagePull, ...)
   bool operator==(const PodContainerStatus&) const = default;
 };
 

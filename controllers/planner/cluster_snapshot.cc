@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "controllers/api/quantity.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
 
@@ -24,9 +25,23 @@ std::string worker_of(const api::Pod& pod, std::string* epoch) {
   return pod.ns + "/" + pod.label(render::label::kTask);
 }
 
+// A node's free units less what its pods hold: GPUs from `free`, what else kube-scheduler checks
+// from `room`.
+void take_held(Node& n, const std::map<std::string, int64_t>& held) {
+  for (const auto& [resource, units] : held) {
+    if (units == 0) continue;
+    if (!api::is_node_room_resource(resource)) {
+      n.free[resource] -= units;
+    } else if (auto r = n.room.find(resource); r != n.room.end()) {
+      r->second -= units;
+    }
+  }
+}
+
 // The view's entry of a task from its object and pods (by name).
 std::shared_ptr<const SnapshotView::TaskEntry> task_entry(const std::string& key, const ObjectPtr& task,
-                                                          const std::shared_ptr<const api::ParsedTask>& parsed, std::vector<PodPtr> owned) {
+                                                          const std::shared_ptr<const api::ParsedTask>& parsed,
+                                                          const std::map<std::string, int64_t>& room, std::vector<PodPtr> owned) {
   auto e = std::make_shared<SnapshotView::TaskEntry>();
   e->key = key;
   e->object = task;
@@ -46,7 +61,11 @@ std::shared_ptr<const SnapshotView::TaskEntry> task_entry(const std::string& key
     }
     e->waiting.push_back(std::move(w));
   }
-  if (parsed->spec) e->task = std::make_shared<const Task>(task_with_pods(*parsed->spec, *task, pods));
+  if (parsed->spec) {
+    Task t = task_with_pods(*parsed->spec, *task, pods);
+    t.worker_room = room;
+    e->task = std::make_shared<const Task>(std::move(t));
+  }
   return e;
 }
 
@@ -87,7 +106,8 @@ void ClusterSnapshot::hold(const PodEntry& p, int sign) {
   if (p.node.empty()) return;
   auto& held = held_[p.node];
   for (const auto& [resource, units] : p.usage) held[resource] += sign * units;
-  if (auto n = nodes_.find(p.node); n != nodes_.end() && !p.usage.empty()) n->second.view = nullptr;
+  for (const auto& [resource, units] : p.room) held[resource] += sign * units;
+  if (auto n = nodes_.find(p.node); n != nodes_.end() && (!p.usage.empty() || !p.room.empty())) n->second.view = nullptr;
 }
 
 void ClusterSnapshot::touch_owner(const std::string& uid) {
@@ -102,6 +122,7 @@ void ClusterSnapshot::upsert_pod(const PodPtr& pod) {
   p.object = pod;
   p.node = node_of_pod(*pod);
   p.usage = gpu_usage(*pod);
+  p.room = room_usage(*pod);
   p.worker_of = worker_of(*pod, &p.epoch);
   hold(p, +1);
   for (const auto& uid : pod->owner_uids) {
@@ -110,7 +131,7 @@ void ClusterSnapshot::upsert_pod(const PodPtr& pod) {
   }
   if (!p.worker_of.empty() && !p.node.empty()) {
     auto& w = workers_[p.worker_of];
-    w.by_pod[key] = {p.node, p.usage, p.epoch};
+    w.by_pod[key] = {p.node, p.usage, p.epoch, p.room};
     w.view = nullptr;
   }
   pods_.emplace(key, std::move(p));
@@ -141,6 +162,7 @@ void ClusterSnapshot::upsert_task(const ObjectPtr& task) {
   t.object = task;
   t.uid = kube::string_at(kube::object_at(*task, "metadata"), "uid");
   t.parsed = std::make_shared<const api::ParsedTask>(api::parse_task(*task));
+  if (t.parsed->spec) t.worker_room = worker_room(*t.parsed->spec);
   task_by_uid_[t.uid] = key;
   tasks_.emplace(key, std::move(t));
 }
@@ -158,9 +180,7 @@ SnapshotView ClusterSnapshot::view() {
   for (auto& [name, entry] : nodes_) {
     if (!entry.view) {
       Node n = entry.node;
-      if (auto held = held_.find(name); held != held_.end())
-        for (const auto& [resource, units] : held->second)
-          if (units != 0) n.free[resource] -= units;
+      if (auto held = held_.find(name); held != held_.end()) take_held(n, held->second);
       entry.view = std::make_shared<const Node>(std::move(n));
     }
     v.nodes.push_back(entry.view);
@@ -171,7 +191,7 @@ SnapshotView ClusterSnapshot::view() {
       std::vector<PodPtr> owned;
       if (auto pods = pods_by_owner_.find(t.uid); pods != pods_by_owner_.end())
         for (const auto& [pod_key, pod] : pods->second) owned.push_back(pod);
-      t.view = task_entry(key, t.object, t.parsed, std::move(owned));
+      t.view = task_entry(key, t.object, t.parsed, t.worker_room, std::move(owned));
     }
     v.tasks.push_back(t.view);
   }
@@ -218,6 +238,7 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
         last_known = node_known(w.node);
       }
       if (!last_known) continue;
+      bool given_back = false;
       for (const auto& used : w.usage) {  // (not a structured binding: clang's lambdas cannot capture one)
         const std::string& resource = used.first;
         const int64_t units = used.second;
@@ -227,7 +248,11 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
         const int64_t given = std::min(units, r->units);
         r->units -= given;
         returned[w.node][resource] += given;
+        given_back = true;
       }
+      // The plan places the worker again, and takes what its pod asks for besides GPUs with it.
+      if (given_back)
+        for (const auto& [resource, units] : w.room) returned[w.node][resource] += units;
     }
   }
   return returned;
@@ -243,12 +268,13 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodP
   for (const auto& p : pods) pods_by_key[p->key()] = p;
   for (const auto& [key, p] : pods_by_key) {
     const std::string node = node_of_pod(*p);
-    if (auto n = by_name.find(node); n != by_name.end())
-      for (const auto& [resource, units] : gpu_usage(*p))
-        if (units != 0) n->second.free[resource] -= units;
+    if (auto n = by_name.find(node); n != by_name.end()) {
+      take_held(n->second, gpu_usage(*p));
+      take_held(n->second, room_usage(*p));
+    }
     std::string epoch;
     if (const std::string task = worker_of(*p, &epoch); !task.empty() && !node.empty())
-      workers[task].push_back({node, gpu_usage(*p), epoch});
+      workers[task].push_back({node, gpu_usage(*p), epoch, room_usage(*p)});
   }
   for (auto& [task, list] : workers) v.workers[task] = std::make_shared<const std::vector<SnapshotView::Worker>>(std::move(list));
   for (auto& [name, n] : by_name) v.nodes.push_back(std::make_shared<const Node>(std::move(n)));
@@ -263,7 +289,9 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodP
           owned.push_back(p);
           break;
         }
-    v.tasks.push_back(task_entry(key, t, std::make_shared<const api::ParsedTask>(api::parse_task(*t)), std::move(owned)));
+    auto parsed = std::make_shared<const api::ParsedTask>(api::parse_task(*t));
+    const auto room = parsed->spec ? worker_room(*parsed->spec) : std::map<std::string, int64_t>{};
+    v.tasks.push_back(task_entry(key, t, parsed, room, std::move(owned)));
   }
   return v;
 }

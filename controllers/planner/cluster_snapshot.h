@@ -57,8 +57,9 @@ struct SnapshotView {
   // or pinned), what they hold, and their epoch label; by pod name. Shared likewise.
   struct Worker {
     std::string node;
-    std::map<std::string, int64_t> usage;
+    std::map<std::string, int64_t> usage;  // gpu_usage
     std::string epoch;
+    std::map<std::string, int64_t> room;   // room_usage
   };
   std::map<std::string, std::shared_ptr<const std::vector<Worker>>> workers;
 };
@@ -87,6 +88,7 @@ class ClusterSnapshot {
     PodPtr object;
     std::string node;                      // bound, else pinned; "" if neither
     std::map<std::string, int64_t> usage;  // gpu_usage
+    std::map<std::string, int64_t> room;   // room_usage
     std::string worker_of;                 // "ns/task" of a Valley worker, else ""
     std::string epoch;
   };
@@ -94,6 +96,7 @@ class ClusterSnapshot {
     ObjectPtr object;
     std::string uid;
     std::shared_ptr<const api::ParsedTask> parsed;
+    std::map<std::string, int64_t> worker_room;            // worker_room(spec), once per spec
     std::shared_ptr<const SnapshotView::TaskEntry> view;  // null: to be made anew (it or a pod changed)
   };
   struct TaskWorkers {
@@ -110,7 +113,7 @@ class ClusterSnapshot {
     std::shared_ptr<const Node> view;     // less what its pods hold; null: to be made anew
   };
   std::map<std::string, NodeEntry> nodes_;                             // by name
-  std::map<std::string, std::map<std::string, int64_t>> held_;         // node -> resource -> units held
+  std::map<std::string, std::map<std::string, int64_t>> held_;         // node -> resource -> units held (GPUs and room)
   std::map<std::string, PodEntry> pods_;                               // by namespace/name
   std::map<std::string, std::map<std::string, PodPtr>> pods_by_owner_;  // owner UID -> pod key -> pod
   std::map<std::string, TaskWorkers> workers_;                         // by the task the labels name

@@ -30,6 +30,11 @@
 namespace valley::planner::detail {
 
 constexpr size_t kMigCount = std::size(gpu::kMigProfiles);
+// What kube-scheduler checks besides GPUs (Node::room): the first columns of every row.
+constexpr std::array<const char*, 4> kRoomResources = {"cpu", "memory", "ephemeral-storage", "pods"};
+constexpr int kRoomColumns = static_cast<int>(kRoomResources.size());
+// A row's room for a resource its node does not report: more than any worker asks.
+constexpr int64_t kUnlimitedRoom = int64_t{1} << 60;
 constexpr size_t kNoNode = static_cast<size_t>(-1);
 
 // The shape of one worker of `gpu_milli` on a node, over any representation of its free units:
@@ -98,7 +103,22 @@ class Plan {
   int intern(const std::string& name);
   int vendor_id(const std::string& vendor);
   bool may_place(size_t i, size_t k);  // cached per plan
-  int fits(const Task& t, size_t k, const int64_t* units, int cap) const;
+  // How many workers of task i fit on node k whose free units are `units` (at most `cap`): GPUs
+  // by the shape rule, and the room each worker asks for besides.
+  int fits(size_t i, size_t k, const int64_t* units, int cap) const;
+  // How many workers of task i the room in `units` holds (at most `cap`).
+  int room_fit(size_t i, const int64_t* units, int cap) const {
+    const auto& demand = demand_[i];
+    for (int c = 0; c < kRoomColumns && cap > 0; ++c)
+      if (demand[c] > 0) cap = static_cast<int>(std::min<int64_t>(cap, std::max<int64_t>(0, units[c]) / demand[c]));
+    return cap;
+  }
+  // One worker of task i takes (sign -1) or gives back (+1) its room in `units`.
+  void move_room(size_t i, int64_t* units, int sign) const {
+    for (int c = 0; c < kRoomColumns; ++c) units[c] += sign * demand_[i][c];
+  }
+  // Why task i can never be placed (no node it may use could hold one worker even empty), or "".
+  std::string unplaceable(size_t i);
   void release_last(size_t i);
   // Task i takes (gives back) worker w's GPUs: the node's free units and its tenant's quota.
   void take(size_t i, const Task::Worker& w) { change(i, w, -1); }
@@ -199,6 +219,8 @@ class Plan {
   std::array<int, kMigCount> mig_{};
   size_t width_ = 0;                                  // resources per row
   std::vector<int64_t> free_;                         // node index x resource id -> free units
+  std::vector<std::array<int64_t, kRoomColumns>> demand_;  // task -> room one worker asks for
+  std::map<std::string, std::string> unplaceable_;   // unplaceable()'s answers by task shape
   std::vector<std::vector<char>> eligible_;           // task -> node -> may place new workers (lazily)
   mutable std::vector<int64_t> scratch_;              // fits()' what-if row
   std::set<std::string> pools_;

@@ -95,6 +95,14 @@ void Plan::admit_waiting() {
       d.reason = tenant->hold;
       continue;  // not in waiting_: it holds nobody's growth back
     }
+    // A gang no node set can hold waits holding nothing, and nobody is shrunk or kept from growing
+    // for it.
+    if (std::string why = unplaceable(i); !why.empty()) {
+      d.action = Action::Wait;
+      d.workers = 0;
+      d.reason = std::move(why);
+      continue;
+    }
     if (t.reduce_cost && config_.reduce_cost == ReduceCostRule::OffPeakOrIdle && !config_.off_peak &&
         idle_percent() < config_.idle_percent) {
       wait_off_peak_or_idle(i, need, position);

@@ -66,7 +66,7 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
   for (size_t k = 0; k < nodes_.size(); ++k) {
     if (info_[k].vendor != wanted || !may_place(i, k) || (options.spot_only && !info_[k].spot)) continue;
     if (options.price_cap && info_[k].price > *options.price_cap) continue;
-    const int f = fits(t, k, row(k), count);
+    const int f = fits(i, k, row(k), count);
     if (f == 0) continue;
     fit_alone += f;
     candidates.push_back(k);
@@ -95,17 +95,19 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
       const std::string& pool = info_[k].pool;
       const int64_t quota_left = quota_.enabled() ? quota_.room(t.tenant, pool) - quota_taken[pool] : 0;
       while (fit < remaining) {
+        if (room_fit(i, node_free.data(), 1) == 0) break;
         auto s = shape_on(t.gpu_milli, k, node_free.data());
         if (!s) break;
         const int64_t one = share_of(s->resource, s->count);
         if (quota_.enabled() && share + one > quota_left) break;
         node_free[s->resource] -= s->count;
+        move_room(i, node_free.data(), -1);
         share += one;
         ++fit;
       }
       if (fit == 0) continue;
-      int64_t left = 0;
-      for (int64_t v : node_free) left += v;
+      int64_t left = 0;  // GPU units left (the room columns say nothing of fit)
+      for (size_t r = kRoomColumns; r < node_free.size(); ++r) left += node_free[r];
       const int64_t waste = -(share - int64_t{fit} * t.gpu_milli);
       const int64_t own = std::find(preferred.begin(), preferred.end(), k) != preferred.end();
       const int64_t price = info_[k].price;
@@ -134,6 +136,7 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     for (int w = 0; w < best_fit; ++w) {
       const Shape s = *shape_on(t.gpu_milli, best, left);
       left[s.resource] -= s.count;
+      move_room(i, left, -1);
       quota_taken[info_[best].pool] += share_of(s.resource, s.count);
       out.push_back(worker(best, s));
     }

@@ -63,7 +63,7 @@ bool Plan::reclaim_for(size_t i, int need) {
   auto refit = [&](size_t k) {
     const std::string& vendor = nodes_[k]->vendor;
     if (std::find(vendors.begin(), vendors.end(), vendor) == vendors.end() || !may_place(i, k)) return;
-    const int now_fits = fits(t, k, row(k), need);
+    const int now_fits = fits(i, k, row(k), need);
     fit_sum[vendor] += now_fits - alone[k];
     alone[k] = now_fits;
   };

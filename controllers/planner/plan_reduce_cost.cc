@@ -63,11 +63,11 @@ std::optional<Plan::Option> Plan::cheapest_reachable(size_t i, int need) {
     pools[{n->vendor, n->capacity_class, n->price_micros, n->kw_milli}].push_back(k);
   }
   // GPUs the running tasks release, by when they are expected to end.
-  std::vector<std::tuple<SystemTime, std::string, std::string, int64_t>> releases;
+  std::vector<std::tuple<SystemTime, std::string, std::string, int64_t, size_t>> releases;
   for (size_t a : admitted_) {
     const auto& end = tasks_[a].expected_end;
     if (!end || (t.cheap_until && *end >= *t.cheap_until)) continue;
-    for (const auto& w : decisions_[a].placement) releases.emplace_back(std::max(*end, now_), w.node, w.gpu_resource, w.count);
+    for (const auto& w : decisions_[a].placement) releases.emplace_back(std::max(*end, now_), w.node, w.gpu_resource, w.count, a);
   }
   std::sort(releases.begin(), releases.end());
   const SystemTime horizon = t.cheap_until ? *t.cheap_until : now_ + std::chrono::hours(24 * 7);
@@ -79,16 +79,17 @@ std::optional<Plan::Option> Plan::cheapest_reachable(size_t i, int need) {
     for (size_t k : pool) in_pool[k] = 1;
     auto count = [&] {
       int total = 0;
-      for (size_t k : pool) total += fits(t, k, &free[k * width_], need - total);
+      for (size_t k : pool) total += fits(i, k, &free[k * width_], need - total);
       return total;
     };
     std::optional<SystemTime> ready;
     if (count() >= need) ready = now_;
     for (size_t r = 0; !ready && r < releases.size(); ++r) {
-      const auto& [when, node, resource, units] = releases[r];
+      const auto& [when, node, resource, units, releaser] = releases[r];
       const size_t k = node_at(node);
       if (k == kNoNode || !in_pool[k]) continue;
       free[k * width_ + resource_id(resource)] += units;
+      move_room(releaser, &free[k * width_], +1);
       if (count() >= need) ready = when;
     }
     if (!ready || *ready >= horizon) continue;

@@ -20,8 +20,10 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
   // sorting again N log N.
   auto by_name = [](const Node* a, const Node* b) { return a->name < b->name; };
   if (!std::is_sorted(nodes_.begin(), nodes_.end(), by_name)) std::sort(nodes_.begin(), nodes_.end(), by_name);
-  // Resources: the shapes' own (time-sliced replicas, MIG slices) first, then whatever nodes and
-  // workers name (each vendor's whole GPU among them).
+  // Resources: the room kube-scheduler checks (columns 0..kRoomColumns-1), the shapes' own
+  // (time-sliced replicas, MIG slices), then whatever nodes and workers name (each vendor's whole
+  // GPU among them).
+  for (const char* r : kRoomResources) intern(r);
   time_sliced_ = intern(kTimeSliced);
   for (size_t p = 0; p < kMigCount; ++p) mig_[p] = intern(gpu::kMigProfiles[p].resource);
   std::vector<const std::map<std::string, int64_t>*> given_back(nodes_.size(), nullptr);
@@ -57,6 +59,10 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
     const Node* n = nodes_[k];
     NodeInfo& info = info_[k];
     by_name_.emplace(n->name, k);
+    for (int c = 0; c < kRoomColumns; ++c) {
+      auto it = n->room.find(kRoomResources[c]);
+      free_[k * width_ + c] = it == n->room.end() ? kUnlimitedRoom : it->second;
+    }
     for (const auto& [r, units] : n->free) free_[k * width_ + resource_id(r)] = units;
     if (given_back[k])
       for (const auto& [r, units] : *given_back[k])
@@ -77,6 +83,10 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
     for (const auto& [name, tenant] : config_.tenants) quotas[name] = tenant.quota;
     quota_ = QuotaBook(std::move(quotas), std::move(capacity));
   }
+  demand_.resize(tasks_.size());
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    for (int c = 0; c < kRoomColumns; ++c)
+      if (auto it = tasks_[i].worker_room.find(kRoomResources[c]); it != tasks_[i].worker_room.end()) demand_[i][c] = std::max<int64_t>(0, it->second);
   eligible_.resize(tasks_.size());
   decisions_.resize(tasks_.size());
   for (size_t i = 0; i < tasks_.size(); ++i) decisions_[i].key = tasks_[i].key;
@@ -104,10 +114,12 @@ bool Plan::may_place(size_t i, size_t k) {
   return cached[k];
 }
 
-// How many workers of t fit on node k whose free units are `units` (at most `cap`).
-int Plan::fits(const Task& t, size_t k, const int64_t* units, int cap) const {
+int Plan::fits(size_t i, size_t k, const int64_t* units, int cap) const {
+  const Task& t = tasks_[i];
   const int whole = info_[k].whole;
   if (whole < 0 || cap <= 0) return 0;
+  cap = room_fit(i, units, cap);
+  if (cap <= 0) return 0;
   if (t.gpu_milli % 1000 == 0) {  // whole GPUs: the shape rule's answer, without trying it worker by worker
     const int64_t per = t.gpu_milli / 1000;
     if (units[whole] < per) return 0;
@@ -135,6 +147,7 @@ void Plan::change(size_t i, const Task::Worker& w, int sign) {
   const size_t k = node_at(w.node);
   if (k == kNoNode) return;
   row(k)[resource_id(w.gpu_resource)] += sign * w.count;
+  move_room(i, row(k), sign);
   if (quota_.enabled() && info_[k].whole >= 0) {
     const int64_t milli = gpu::share_milli(w.gpu_resource, w.count);
     if (sign < 0)
@@ -177,6 +190,79 @@ std::string Plan::insufficient(size_t i, int need) {
   return "InsufficientCapacity: needs " + std::to_string(need * per) + " GPUs (" + std::to_string(need) +
          " workers x " + (t.gpu_milli % 1000 ? std::to_string(t.gpu_milli / 1000.0).substr(0, 5) : std::to_string(per)) +
          "), " + std::to_string(free_gpus) + " free";
+}
+
+namespace {
+// A worker's need of one resource in the words kubectl uses: "500 CPUs", "64Gi of memory".
+std::string amount(int column, int64_t units) {
+  char buf[64];
+  switch (column) {
+    case 0:
+      if (units % 1000 == 0) std::snprintf(buf, sizeof buf, "%lld CPUs", static_cast<long long>(units / 1000));
+      else std::snprintf(buf, sizeof buf, "%.3g CPUs", static_cast<double>(units) / 1000);
+      return buf;
+    case 1:
+    case 2:
+      std::snprintf(buf, sizeof buf, "%.4gGi of %s", static_cast<double>(units) / (1024.0 * 1024 * 1024), column == 1 ? "memory" : "ephemeral storage");
+      return buf;
+    default:
+      return std::to_string(units) + " pods";
+  }
+}
+}  // namespace
+
+std::string Plan::unplaceable(size_t i) {
+  const Task& t = tasks_[i];
+  const auto& demand = demand_[i];
+  const bool selective = !t.node_selector.empty() || !t.node_terms.empty();
+  const bool off_spot = config_.spot_needs_checkpoint && !t.checkpointed && !t.selects_spot && !selective;
+  // Tasks that select no nodes themselves share the answer with every task of the same shape.
+  std::string shape_key;
+  if (!selective) {
+    shape_key = std::to_string(t.gpu_milli) + (t.amd_support ? "a" : "n") + (off_spot ? "s" : "-");
+    for (int64_t d : demand) shape_key += "/" + std::to_string(d);
+    if (auto it = unplaceable_.find(shape_key); it != unplaceable_.end()) return it->second;
+  }
+  const auto vendors = gang_vendors(t);
+  const int64_t per_worker = t.gpu_milli % 1000 == 0 ? t.gpu_milli / 1000 : 1;
+  std::array<int64_t, kRoomColumns> most{};
+  int64_t most_gpus = 0;
+  bool any_node = false, one_holds = false;
+  for (size_t k = 0; k < nodes_.size() && !one_holds; ++k) {
+    const Node* n = nodes_[k];
+    if (info_[k].whole < 0 || std::find(vendors.begin(), vendors.end(), n->vendor) == vendors.end()) continue;
+    if ((off_spot && info_[k].spot) || !selects(t, *n)) continue;
+    any_node = true;
+    bool holds = true;
+    for (int c = 0; c < kRoomColumns; ++c) {
+      auto cap = n->room_capacity.find(kRoomResources[c]);
+      const int64_t have = cap == n->room_capacity.end() ? kUnlimitedRoom : cap->second;
+      most[c] = std::max(most[c], have);
+      holds = holds && have >= demand[c];
+    }
+    int64_t gpus = 0;
+    if (auto cap = n->capacity.find(names_[info_[k].whole]); cap != n->capacity.end()) gpus = cap->second;
+    if (t.gpu_milli % 1000 != 0 && !n->capacity.empty()) gpus = std::max<int64_t>(gpus, 1);  // a fraction fits any GPU node
+    most_gpus = std::max(most_gpus, gpus);
+    one_holds = holds && gpus >= per_worker;
+  }
+  std::string why;
+  if (!one_holds && any_node) {
+    for (int c = 0; c < kRoomColumns && why.empty(); ++c)
+      if (demand[c] > most[c]) {
+        const std::string has = amount(c, most[c]);
+        why = "Unplaceable: needs " + amount(c, demand[c]) + " per worker; the largest node it may use has " + has.substr(0, has.find(' '));
+      }
+    if (why.empty() && per_worker > most_gpus)
+      why = "Unplaceable: needs " + std::to_string(per_worker) + " GPUs per worker; the largest node it may use has " + std::to_string(most_gpus);
+    if (why.empty()) why = "Unplaceable: no node it may use has the GPUs, CPU, memory and storage one worker asks for at once";
+  } else if (!any_node && !selective) {
+    // Without GPU nodes of its vendors at all (a cluster still starting) it simply waits.
+  } else if (!any_node) {
+    why = "Unplaceable: no GPU node matches its workers' nodeSelector and required node affinity";
+  }
+  if (!selective) unplaceable_[shape_key] = why;
+  return why;
 }
 
 const Tenant* Plan::tenant_of_name(const std::string& name) const {

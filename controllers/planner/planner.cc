@@ -77,12 +77,49 @@ bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since
   return !ready && not_ready_since && now - *not_ready_since >= grace;
 }
 
+namespace {
+bool integer_of(const std::string& s, int64_t* out) {
+  if (s.empty() || s.size() > 18) return false;
+  size_t used = 0;
+  try {
+    *out = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == s.size();
+}
+
+bool satisfies(const NodeRequirement& r, const Node& n) {
+  const std::string* value = nullptr;
+  if (r.key == "metadata.name") {
+    value = &n.name;
+  } else if (auto it = n.labels.find(r.key); it != n.labels.end()) {
+    value = &it->second;
+  }
+  const bool listed = value && std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
+  if (r.op == "In") return listed;
+  if (r.op == "NotIn") return !listed;
+  if (r.op == "Exists") return value != nullptr;
+  if (r.op == "DoesNotExist") return value == nullptr;
+  if (r.op == "Gt" || r.op == "Lt") {
+    int64_t have = 0, bound = 0;
+    if (!value || r.values.size() != 1 || !integer_of(*value, &have) || !integer_of(r.values[0], &bound)) return false;
+    return r.op == "Gt" ? have > bound : have < bound;
+  }
+  return false;  // an operator the API server would have refused
+}
+}  // namespace
+
 bool selects(const Task& t, const Node& n) {
   for (const auto& [k, v] : t.node_selector) {
     auto it = n.labels.find(k);
     if (it == n.labels.end() || it->second != v) return false;
   }
-  return true;
+  if (t.node_terms.empty()) return true;
+  return std::any_of(t.node_terms.begin(), t.node_terms.end(), [&](const std::vector<NodeRequirement>& term) {
+    // An empty term matches no node, as Kubernetes reads it.
+    return !term.empty() && std::all_of(term.begin(), term.end(), [&](const NodeRequirement& r) { return satisfies(r, n); });
+  });
 }
 
 int target_size(const Task& t, int current, const Config& c) {

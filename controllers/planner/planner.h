@@ -54,6 +54,10 @@ struct Node {
   std::string capacity_class = "on-demand";  // or "spot"
   std::map<std::string, int64_t> free;   // GPU resource -> units free for Valley's workers
   std::map<std::string, int64_t> capacity;  // GPU resource -> allocatable units
+  // What kube-scheduler also checks (api/quantity.h: cpu in thousandths, memory and
+  // ephemeral-storage in bytes, pods): allocatable less what every pod there requests, and
+  // allocatable. A resource the node does not report limits nothing.
+  std::map<std::string, int64_t> room, room_capacity;
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
   bool schedulable = true;               // Ready, not cordoned, no disruption notice, no GPU fault
@@ -66,6 +70,13 @@ struct Node {
   std::string fault;
   int64_t price_micros = 0;                   // a GPU-hour here, from the PricingPolicy (0: unknown)
   int64_t kw_milli = 0;                       // power drawn per GPU incl. PUE, thousandths of a kW
+};
+
+// One requirement of a required node affinity term (matchExpressions; matchFields on metadata.name
+// reads the node's name): In, NotIn, Exists, DoesNotExist, Gt, Lt.
+struct NodeRequirement {
+  std::string key, op;
+  std::vector<std::string> values;
 };
 
 struct Task {
@@ -90,7 +101,12 @@ struct Task {
   int gpu_milli = 1000;               // per worker
   SystemTime created{};
   std::map<std::string, std::string> node_selector;
+  // Its workers' required node affinity: a node must satisfy every requirement of one term (none: any).
+  std::vector<std::vector<NodeRequirement>> node_terms;
   std::vector<Toleration> tolerations;
+  // What each worker pod requests besides GPUs (Node::room's units, "pods" 1): only nodes with that
+  // much room left take it.
+  std::map<std::string, int64_t> worker_room;
   std::vector<std::string> avoid_nodes;  // nodes where its pods could not be bound lately
   // Current state.
   bool admitted = false;
@@ -201,7 +217,8 @@ std::string pool_of(const Node& n);
 // Before that its pods run on (the planner keeps its workers there; the lifecycle waits).
 bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since, SystemTime now, std::chrono::seconds grace);
 
-// The task's worker template selects the node (its nodeSelector labels all match).
+// The task's worker template selects the node (its nodeSelector labels all match, and one of its
+// required node affinity terms, if it has any).
 bool selects(const Task& t, const Node& n);
 
 // The size t should run at when it runs `current` workers (0: not running): pinned; min when its

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "controllers/api/quantity.h"
 #include "controllers/api/task_status.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/render/render.h"
@@ -57,6 +58,13 @@ Node node_from(const json& node, const NodeFacts& facts) {
     n.capacity[k] = units;
     if (n.vendor.empty() || k == "nvidia.com/gpu" || k == "amd.com/gpu") n.vendor = k.substr(0, k.find('.'));
   }
+  for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
+    if (!api::is_node_room_resource(k)) continue;
+    const auto units = k == api::kPods ? std::optional<int64_t>(api::extended_quantity(v)) : api::quantity_of(v, k == api::kCpu ? 1000 : 1);
+    if (!units) continue;
+    n.room[k] = *units;
+    n.room_capacity[k] = *units;
+  }
   for (const auto& [key, value] : facts.spot_labels) {
     auto it = n.labels.find(key);
     if (it != n.labels.end() && it->second == value) n.capacity_class = "spot";
@@ -107,30 +115,58 @@ std::map<std::string, int64_t> gpu_usage(const api::Pod& pod) {
   return gpu_requests(pod);
 }
 
-std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
+namespace {
+// Per resource that `counted` accepts, as the scheduler sums a pod: its containers' requests (else
+// limits) added up, at least as much as any one init container's.
+template <class Counted>
+std::map<std::string, int64_t> pod_requests(const api::Pod& pod, Counted counted) {
   std::map<std::string, int64_t> out;
-  auto container_usage = [](const api::PodContainer& c) {
+  auto of_container = [&](const api::PodContainer& c) {
     std::map<std::string, int64_t> u;
     for (const auto* src : {&c.limits, &c.requests})  // requests win where both exist
       for (const auto& [k, v] : *src)
-        if (gpu::is_gpu_resource(k)) u[k] = v;
+        if (counted(k)) u[k] = v;
     return u;
   };
   for (const auto& c : pod.containers)
-    for (const auto& [k, v] : container_usage(c)) out[k] += v;
+    for (const auto& [k, v] : of_container(c)) out[k] += v;
   for (const auto& c : pod.init_containers)
-    for (const auto& [k, v] : container_usage(c)) out[k] = std::max(out[k], v);
+    for (const auto& [k, v] : of_container(c)) out[k] = std::max(out[k], v);
   return out;
+}
+}  // namespace
+
+std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
+  return pod_requests(pod, [](const std::string& k) { return gpu::is_gpu_resource(k); });
+}
+
+std::map<std::string, int64_t> room_requests(const api::Pod& pod) {
+  auto out = pod_requests(pod, [](const std::string& k) { return api::is_node_room_resource(k); });
+  out[api::kPods] = 1;
+  return out;
+}
+
+std::map<std::string, int64_t> room_usage(const api::Pod& pod) {
+  if (pod.phase == "Succeeded" || pod.phase == "Failed") return {};
+  return room_requests(pod);
+}
+
+std::map<std::string, int64_t> worker_room(const api::TaskSpec& spec) {
+  const render::WorkerPlacement placement = render::default_placement(spec);
+  return room_requests(api::pod_from(render::worker_pod(spec, 0, render::Shape{}, placement)));
 }
 
 void subtract(Node& node, const api::Pod& pod) {
   for (const auto& [k, v] : gpu_usage(pod)) node.free[k] -= v;
+  for (const auto& [k, v] : room_usage(pod)) node.room[k] -= v;
 }
 
 Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<api::Pod>& owned_pods) {
   std::vector<const api::Pod*> pods;
   for (const auto& p : owned_pods) pods.push_back(&p);
-  return task_with_pods(spec, task_object, pods);
+  Task t = task_with_pods(spec, task_object, pods);
+  t.worker_room = worker_room(spec);
+  return t;
 }
 
 Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const api::Pod*>& owned_pods) {
@@ -148,6 +184,18 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
   const json& tmpl_spec = field(spec.worker.pod_template, "spec");
   for (const auto& [k, v] : field(tmpl_spec, "nodeSelector").items())
     if (v.is_string()) t.node_selector[k] = v.get<std::string>();
+  for (const auto& term : kube::array_at(field(field(field(tmpl_spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
+                                        "nodeSelectorTerms")) {
+    std::vector<NodeRequirement> requirements;
+    for (const char* list : {"matchExpressions", "matchFields"})
+      for (const auto& e : kube::array_at(term, list)) {
+        NodeRequirement r{kube::string_at(e, "key"), kube::string_at(e, "operator"), {}};
+        for (const auto& v : kube::array_at(e, "values"))
+          if (v.is_string()) r.values.push_back(v.get<std::string>());
+        requirements.push_back(std::move(r));
+      }
+    t.node_terms.push_back(std::move(requirements));
+  }
   if (auto tols = tmpl_spec.find("tolerations"); tols != tmpl_spec.end() && tols->is_array())
     for (const auto& tol : *tols)
       if (tol.is_object())

@@ -53,13 +53,24 @@ std::map<std::string, int64_t> gpu_requests(const api::Pod& pod);
 // What it holds now: its requests, or nothing once it has finished.
 std::map<std::string, int64_t> gpu_usage(const api::Pod& pod);
 
+// What kube-scheduler counts for a pod besides extended resources (Node::room's units): per resource
+// the larger of its containers' sum and its largest init container (requests, else limits), and
+// one pod.
+std::map<std::string, int64_t> room_requests(const api::Pod& pod);
+// What it holds now: those, or nothing once it has finished.
+std::map<std::string, int64_t> room_usage(const api::Pod& pod);
+// What one worker of the task asks for besides GPUs: room_requests of the worker pod render makes
+// from its spec (the user's containers and init containers, and Valley's own).
+std::map<std::string, int64_t> worker_room(const api::TaskSpec& spec);
+
 // Subtracts what `pod` holds from its node's free capacity.
 void subtract(Node& node, const api::Pod& pod);
 
 // The planner's view of a task: spec, whether it is admitted (has an epoch and has not ended) and
 // its live workers of the current epoch (node and GPU resource each holds).
 Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<api::Pod>& owned_pods);
-// The same over pods held elsewhere (the cluster snapshot keeps them as shared objects).
+// The same over pods held elsewhere (the cluster snapshot keeps them as shared objects), without
+// worker_room (the caller sets it: the snapshot computes it once per spec).
 Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const api::Pod*>& owned_pods);
 
 // The workers an admitted task holds for the next plan: those the last plan published for it (by

@@ -26,11 +26,13 @@ const std::shared_ptr<const FieldMask>& pod_fields() {
   static const auto mask = [] {
     const FieldMask all = FieldMask::all();
     const FieldMask container = FieldMask::only({{"name", all}, {"resources", all}});
-    // A container's state: which one it is, its start, and how it ended; of the last one, its start.
+    // A container's state: which one it is, its start, how it ended or why it waits; of the last
+    // one, its start.
     const FieldMask started = FieldMask::only({{"startedAt", all}});
+    const FieldMask why = FieldMask::only({{"reason", all}, {"message", all}});
     const FieldMask ended = FieldMask::only({{"exitCode", all}, {"reason", all}, {"message", all}, {"startedAt", all}, {"finishedAt", all}});
     const FieldMask container_status = FieldMask::only({{"name", all},
-                                                        {"state", FieldMask::only({{"running", started}, {"terminated", ended}})},
+                                                        {"state", FieldMask::only({{"running", started}, {"terminated", ended}, {"waiting", why}})},
                                                         {"lastState", FieldMask::only({{"terminated", started}})}});
     return std::make_shared<const FieldMask>(FieldMask::only({
         {"metadata", FieldMask::only({{"name", all},

@@ -94,7 +94,8 @@ TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
   EXPECT_EQ(a.pinned, "a100-1");
   EXPECT_EQ(a.hostfile, "t-worker-0.t-workers.ns.svc slots=1\n");
   ASSERT_EQ(a.containers.size(), 1u);
-  EXPECT_EQ(a.containers[0].requests, (std::vector<std::pair<std::string, int64_t>>{{"nvidia.com/gpu", 2}})) << "cpu is not an extended resource";
+  EXPECT_EQ(a.containers[0].requests, (std::vector<std::pair<std::string, int64_t>>{{"cpu", 1000}, {"nvidia.com/gpu", 2}}))
+      << "cpu in thousandths, as kube-scheduler counts it";
   ASSERT_EQ(a.conditions.size(), 2u);
   EXPECT_EQ(a.conditions[0].reason, "EvictionByEvictionAPI");
   ASSERT_EQ(a.container_statuses.size(), 1u);

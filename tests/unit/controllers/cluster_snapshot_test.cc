@@ -226,7 +226,7 @@ TEST(ClusterSnapshot, FreeGpusAreAllocatableLessWhatPodsHoldOnlyWhileTheyRun) {
 // A task's live workers as the view has them: n of `gpus` each on `node`, in epoch "1".
 std::shared_ptr<const std::vector<SnapshotView::Worker>> live_workers(const std::string& node, int n, int64_t gpus = 1) {
   return std::make_shared<const std::vector<SnapshotView::Worker>>(
-      std::vector<SnapshotView::Worker>(static_cast<size_t>(n), SnapshotView::Worker{node, {{"nvidia.com/gpu", gpus}}, "1"}));
+      std::vector<SnapshotView::Worker>(static_cast<size_t>(n), SnapshotView::Worker{node, {{"nvidia.com/gpu", gpus}}, "1", {{"cpu", 2000}, {"pods", 1}}}));
 }
 std::vector<Task::Worker> planned_on(const std::string& node, int n) {
   return std::vector<Task::Worker>(static_cast<size_t>(n), Task::Worker{node, "nvidia.com/gpu", 1});
@@ -251,6 +251,10 @@ TEST(HeldByPlanned, GivesBackWhatThePlanInputTakesAgainAndNoMore) {
       },
       [](const std::string& node) { return node != "n9"; });
   EXPECT_EQ(returned.at("n1").at("nvidia.com/gpu"), 8);
+  // What its pods ask besides GPUs goes back with each worker the plan places again.
+  EXPECT_EQ(returned.at("n1").at("cpu"), 8 * 2000);
+  EXPECT_EQ(returned.at("n1").at("pods"), 8);
+  EXPECT_EQ(returned.at("n4").at("pods"), 2);
   EXPECT_EQ(returned.count("n2"), 0u);  // its pods hold n2 until they are deleted: kube-scheduler may bind them there
   EXPECT_EQ(returned.count("n3"), 0u);  // nothing of it is there yet
   EXPECT_EQ(returned.at("n4").at("nvidia.com/gpu"), 2);

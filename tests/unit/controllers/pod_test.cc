@@ -27,7 +27,7 @@ TEST(Pod, HoldsWhatTheReadersRead) {
   EXPECT_EQ(p.node_name, "");
   EXPECT_FALSE(p.deleting);
   ASSERT_EQ(p.containers.size(), 1u);
-  EXPECT_EQ(p.containers[0].limits, (std::vector<std::pair<std::string, int64_t>>{{"nvidia.com/gpu", 2}}));
+  EXPECT_EQ(p.containers[0].limits, (std::vector<std::pair<std::string, int64_t>>{{"cpu", 4000}, {"nvidia.com/gpu", 2}}));
   EXPECT_EQ(p.containers[0].requests, (std::vector<std::pair<std::string, int64_t>>{{"nvidia.com/gpu", 2}})) << "a number counts as well";
   ASSERT_EQ(p.conditions.size(), 1u);
   EXPECT_EQ(p.conditions[0].last_transition, kube::parse_time("2026-11-26T05:00:00Z"));
