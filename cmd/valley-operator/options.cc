@@ -48,6 +48,7 @@ Flags make_flags() {
        "node labels (key=value, comma-separated) that mark spot/preemptible capacity"},
       {"node-not-ready-grace", "30s", "a node NotReady/Unknown this long is lost: its tasks restart elsewhere"},
       {"failure-settle", "10s", "wait this long after a launcher's permanent-looking exit for a disruption that explains it"},
+      {"start-grace", "3m", "pods that cannot start this long (image pull, missing Secret, unschedulable launcher) give their GPUs back; a task's runPolicy.startGraceSeconds overrides"},
       {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
       {"launcher-node-selector", "",
@@ -163,6 +164,7 @@ task::ControllerOptions controller_options(const Flags& flags) {
   };
   o.disruption.node_not_ready_grace = seconds("node-not-ready-grace");
   o.disruption.failure_settle = seconds("failure-settle");
+  o.disruption.start_grace = seconds("start-grace");
   o.checkpoint_poll = seconds("checkpoint-poll-interval");
   o.pricing_policy = flags.get("pricing-policy");
   o.launcher_pool = label_pairs(flags, "launcher-node-selector");

@@ -258,6 +258,7 @@ void parse_limits(Reader& r, const json* spec, TaskSpec& s) {
     else if (policy == "None") s.run_policy.clean_pod_policy = CleanPodPolicy::None;
     else r.error("spec.runPolicy.cleanPodPolicy: must be Running, All or None");
     s.run_policy.suspend = r.boolean(*rp, "suspend", "spec.runPolicy.suspend").value_or(false);
+    s.run_policy.start_grace_seconds = r.integer(*rp, "startGraceSeconds", "spec.runPolicy.startGraceSeconds", 0, int64_t{1} << 31);
   }
 }
 

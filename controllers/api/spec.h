@@ -42,6 +42,9 @@ struct RunPolicy {
   std::optional<int64_t> ttl_seconds_after_finished;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::Running;
   bool suspend = false;
+  // How long its pods may fail to start (an image that cannot be pulled, ...) before its GPUs are
+  // given back; unset: the operator's --start-grace.
+  std::optional<int64_t> start_grace_seconds;
 };
 
 // The Pod Security Standards level Valley renders the task's pods for. Baseline: pods as the image

@@ -8,6 +8,7 @@
 #include "controllers/cost/planner_config.h"
 #include "controllers/inputs/task_inputs.h"
 #include "controllers/lifecycle/lifecycle.h"
+#include "controllers/lifecycle/start_failure.h"
 #include "controllers/tenancy/usage.h"
 #include "operator/kube/json_fields.h"
 
@@ -33,6 +34,7 @@ PlanInputs::TaskState PlanInputs::task_state(const std::shared_ptr<const TaskEnt
   // Going away (deletionTimestamp), ended, suspended, over its budget or idle: holds nothing.
   s.holds = !(kube::object_at(obj, "metadata").contains("deletionTimestamp") || lifecycle::finished(kube::string_at(status, "phase")) ||
               spec.run_policy.suspend || lifecycle::over_budget(spec, status) || lifecycle::idle_suspended(spec, status));
+  s.start_backoff_until = lifecycle::start_backoff_until(spec, status);
   s.epoch = std::to_string(status.value("epoch", 0));
   s.kind = spec.worker.image;
   s.task = *entry->task;
@@ -161,6 +163,8 @@ void PlanInputs::take_tasks(const planner::SnapshotView& view, const Tenancy& te
     if (ts.planned + 1 != r.number) ts.overlay_stale = true;
     ts.seen = r.number;
     if (!ts.holds) continue;
+    // Its pods could not start: it holds nothing until its backoff is over (or its spec changes).
+    if (ts.start_backoff_until && r.now < *ts.start_backoff_until) continue;
     // Its pods are refused until it or its namespace changes: it holds no capacity meanwhile.
     if (facts.creation_refused && facts.creation_refused(entry)) continue;
     planner::Task& t = ts.task;

@@ -65,6 +65,7 @@ class PlanInputs {
     std::shared_ptr<const TaskEntry> entry;
     std::shared_ptr<const api::Policy> pricing;
     bool holds = false;         // not ended, suspended, over its budget or suspended while idle
+    std::optional<kube::SystemTime> start_backoff_until;  // its pods could not start: not planned before then
     std::string epoch;          // status.epoch, as its pods' labels say it
     std::string kind;           // its worker image: what it measured teaches tasks of the same image
     planner::Task task;         // the plan's input

@@ -7,6 +7,7 @@
 
 #include "controllers/api/task_status.h"
 #include "controllers/cost/engine.h"
+#include "controllers/lifecycle/start_failure.h"
 #include "controllers/planner/planner.h"
 #include "controllers/planner/scaling.h"
 #include "controllers/render/render.h"
@@ -179,6 +180,68 @@ void Decider::finish(bool success, const std::string& reason, const std::string&
   set_condition(status_, "Running", false, reason, message, now_, generation_);
   event(success ? "Normal" : "Warning", reason, "Finish", message);
   after_end();
+}
+
+bool Decider::start_failed() {
+  const PodView* failing = nullptr;
+  for (const auto& p : o_.pods)
+    if (p.epoch == epoch_ && !p.deleting && !p.start_failure.empty()) {
+      failing = &p;
+      break;
+    }
+  const json* before = find_condition(status_, "PodsStarted");
+  const bool was_failing = before && before->value("status", "") == "False";
+  if (!failing) {
+    if (was_failing)
+      set_condition(status_, "PodsStarted", true, "NoStartFailure", "no pod of epoch " + std::to_string(epoch_) + " reports a start failure",
+                    now_, generation_);
+    return false;
+  }
+  const std::string& reason = failing->start_failure;
+  const std::string message = failing->name + ": " + failing->start_failure_message;
+  if (was_failing && before->value("observedGeneration", int64_t{0}) != generation_) {
+    // Changed since they failed (a fixed image): the epoch's pods go, the next one starts with it.
+    epoch_ += 1;
+    status_["epoch"] = epoch_;
+    const std::string note = "the spec changed while its pods could not start (" + reason + "): starting epoch " + std::to_string(epoch_);
+    set_phase(kRestarting, "SpecChanged", note);
+    set_condition(status_, "PodsStarted", true, "SpecChanged", note, now_, generation_);
+    event("Normal", "SpecChanged", "Restart", note);
+    return false;
+  }
+  if (!was_failing || before->value("reason", "") != reason) event("Warning", reason, "Start", message);
+  set_condition(status_, "PodsStarted", false, reason, message, now_, generation_);
+  status_["reason"] = reason;
+  status_["message"] = message;
+  const auto since = parse_time(condition_field(status_, "PodsStarted", "lastTransitionTime")).value_or(o_.now);
+  const auto grace = start_grace(*spec_, o_.disruption.start_grace);
+  if (o_.now - since < grace) {
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(since + grace - o_.now) + std::chrono::seconds(1);
+    d_.requeue_after = d_.requeue_after ? std::min(*d_.requeue_after, left) : left;
+    return false;
+  }
+  bump(status_, "startFailures");
+  const int64_t failed_starts = counter(status_, "startFailures");
+  const std::string tries = std::to_string(failed_starts) + (failed_starts == 1 ? " start" : " starts") + " failed";
+  if (failed_starts > spec_->run_policy.backoff_limit) {
+    finish(false, reason, message + " (" + tries + "; runPolicy.backoffLimit is " + std::to_string(spec_->run_policy.backoff_limit) + ")");
+    return true;
+  }
+  const auto backoff = start_backoff(failed_starts);
+  const std::string retry_at = format_time(o_.now + backoff);
+  status_["startFailure"] = {{"reason", reason}, {"message", message}, {"retryAfter", retry_at}, {"generation", generation_}};
+  const std::string note = message + " (for " + std::to_string(grace.count()) + "s): GPUs given back; tried again at " + retry_at +
+                           " or when the spec changes (" + tries + ", runPolicy.backoffLimit is " +
+                           std::to_string(spec_->run_policy.backoff_limit) + ")";
+  set_phase(kPending, reason, note);
+  set_condition(status_, "Admitted", false, reason, note, now_, generation_);
+  set_condition(status_, "Running", false, reason, note, now_, generation_);
+  event("Warning", "StartFailed", "Stop", note);
+  // Nothing of the workload ran (mpirun waits for every pod): no checkpoint to wait for.
+  for (const auto& p : o_.pods) delete_pod(p);
+  count_replicas();
+  d_.requeue_after = backoff + std::chrono::seconds(1);
+  return true;
 }
 
 // A pod of the current epoch that decides the task failed: retry in a new epoch or give up.

@@ -7,6 +7,7 @@
 
 #include "controllers/api/task_status.h"
 #include "controllers/cost/engine.h"
+#include "controllers/lifecycle/start_failure.h"
 #include "controllers/planner/planner.h"
 #include "controllers/planner/scaling.h"
 #include "controllers/render/render.h"
@@ -36,6 +37,7 @@ void Decider::run_epoch() {
   status_["epochReplicas"] = workers;
   const bool mpi = spec_->type == api::TaskType::MPI;
   if (decided_by_pods(mpi)) return;
+  if (start_failed()) return;
   ensure_objects(workers, mpi);
 }
 
@@ -97,7 +99,9 @@ bool Decider::admitted(const lifecycle::Admission* adm) {
     if (auto d = find_disruption()) disrupted(*d);
   }
   if (waiting) {
-    if (!adm || !adm->admitted) {
+    // (A plan made before its start failed may still admit it: its backoff holds it back.)
+    const auto backoff = start_backoff_until(*spec_, status_);
+    if (!adm || !adm->admitted || (backoff && o_.now < *backoff)) {
       wait(adm);
       return false;
     }
@@ -187,6 +191,15 @@ bool Decider::decided_by_pods(bool mpi) {
 
 // Not admitted (yet): no pods; the planner's reason and queue position in the status.
 void Decider::wait(const Admission* adm) {
+  // Its pods could not start: it says why until its backoff is over (the planner passes it over
+  // meanwhile), unless the spec changes first.
+  if (auto until = start_backoff_until(*spec_, status_); until && o_.now < *until) {
+    phase_ = kPending;
+    stop_all_pods();
+    count_replicas();
+    d_.requeue_after = std::chrono::duration_cast<std::chrono::seconds>(*until - o_.now) + std::chrono::seconds(1);
+    return;
+  }
   std::string reason = adm ? adm->reason : "waiting for the capacity planner";
   std::string message = reason + (adm && adm->queue_position > 0 ? " (queue position " + std::to_string(adm->queue_position) + ")" : "");
   // When it expects to start, and (reduceCost) until when it waits for cheaper capacity: the

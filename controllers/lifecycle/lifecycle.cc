@@ -4,6 +4,7 @@
 
 #include "controllers/cost/engine.h"
 #include "controllers/lifecycle/decider.h"
+#include "controllers/lifecycle/start_failure.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
 
@@ -67,6 +68,10 @@ PodView view_pod(const api::Pod& pod) {
   if (v.disruption.empty())
     for (const char* r : kEvictionReasons)
       if (pod.reason == r) v.disruption = pod.reason;
+  if (auto why = start_failure(pod)) {
+    v.start_failure = why->reason;
+    v.start_failure_message = why->message;
+  }
   // An init container that failed ends the pod before its containers start.
   for (const auto& cs : pod.init_container_statuses) {
     if (!cs.exit_code || *cs.exit_code == 0) continue;

@@ -67,6 +67,8 @@ struct PodView {
   // An init container that failed (the launcher's wait for its workers, or the user's own): its
   // name and termination message; exit_code is then its exit code.
   std::string failed_init, failed_init_message;
+  // Why it cannot start (start_failure.h), "" when nothing says so.
+  std::string start_failure, start_failure_message;
 };
 PodView view_pod(const api::Pod& pod);
 
@@ -82,6 +84,7 @@ struct DisruptionConfig {
   std::chrono::seconds node_not_ready_grace{30};  // NotReady/Unknown this long = the node is lost
   std::chrono::seconds failure_settle{10};        // see the header comment
   std::chrono::seconds stuck_termination{60};     // past its grace period, a pod is force-deleted
+  std::chrono::seconds start_grace{180};          // pods that cannot start this long give the GPUs back
 };
 
 // What the capacity planner decided for this task (controllers/planner): admitted with `workers`

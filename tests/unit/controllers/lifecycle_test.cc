@@ -457,3 +457,4 @@ TEST(Lifecycle, PodViewReadsNullAndMistypedOptionalFieldsAsAbsent) {
 
 }  // namespace
 }  // namespace valley::lifecycle
+
