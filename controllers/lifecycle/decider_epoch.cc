@@ -211,10 +211,14 @@ void Decider::wait(const Admission* adm) {
     status_["slackSeconds"] = std::chrono::duration_cast<std::chrono::seconds>(*adm->cheap_until - o_.now).count();
   }
   if (status_.value("message", "") != message) {
+    // A gang no node could hold says so in its reason (kubectl get's REASON column): waiting will
+    // not help until the spec or the cluster changes.
+    const bool unplaceable = reason.rfind("Unplaceable:", 0) == 0;
+    const std::string word = unplaceable ? "Unplaceable" : "Waiting";
     // Before the first plan there is nothing to tell the user yet.
-    if (adm && (phase_ != kPending || status_.value("reason", "") != "Waiting")) event("Normal", "Waiting", "Admit", message);
-    set_phase(kPending, "Waiting", message);
-    set_condition(status_, "Admitted", false, "Waiting", message, now_, generation_);
+    if (adm && (phase_ != kPending || status_.value("reason", "") != word)) event(unplaceable ? "Warning" : "Normal", word, "Admit", message);
+    set_phase(kPending, word, message);
+    set_condition(status_, "Admitted", false, word, message, now_, generation_);
   }
   phase_ = kPending;
   stop_all_pods();

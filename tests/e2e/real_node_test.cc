@@ -308,6 +308,25 @@ TEST_F(RealNodeTest, ASingleTaskRunsAndAPodOverItsMemoryLimitIsOomKilledRetriedA
   EXPECT_NE(st.value("message", "").find("OOMKilled"), std::string::npos) << st.dump(2);
 }
 
+// A mistyped image on a real kubelet: the task says ImagePullFailed in the kubelet's words, and the
+// image fixed in the spec runs it at once (images may change while the pods cannot start).
+TEST_F(RealNodeTest, AMistypedImageSaysImagePullFailedInTheKubeletsWordsAndFixingTheSpecRunsIt) {
+  const std::string typo = "valley.local/valley-trian:dev";
+  apply({{"taskType", "Single"}, {"image", typo}, {"command", {"sh", "-c", "echo the fixed image ran"}},
+         {"worker", {{"gpus", "1"}, {"template", on_real_node()}}}},
+        "typo");
+  ASSERT_TRUE(eventually([&] { return task("typo")["status"].value("reason", "") == "ImagePullFailed"; }, 120s))
+      << task("typo").dump(2) << describe_pods();
+  const json st = task("typo")["status"];
+  EXPECT_EQ(st.value("phase", ""), "Admitted") << st.dump(2);
+  EXPECT_NE(st.value("message", "").find("ErrImageNeverPull"), std::string::npos) << st.dump(2);
+  EXPECT_NE(st.value("message", "").find(typo), std::string::npos) << "the kubelet's words name the image: " << st.dump(2);
+  admin->patch(kTrainingTasks, ns, "typo", kube::PatchType::Merge, {{"spec", {{"image", kTrainImage}}}});
+  ASSERT_TRUE(wait_phase("Succeeded", 180s, "typo")) << task("typo").dump(2) << describe_pods();
+  EXPECT_NE(pod_log("typo-worker-0").find("the fixed image ran"), std::string::npos);
+  EXPECT_TRUE(has_event("\nSpecChanged: ")) << events_text();
+}
+
 // Pod Security "restricted" on a real kubelet: mpirun and sshd as the image's mpiuser (uid 1000),
 // sshd on 2222, keys from the Secret readable through fsGroup, no capabilities.
 TEST_F(RealNodeTest, UnderPodSecurityRestrictedAnMpiTaskRunsAsNonRootAndSucceeds) {

@@ -23,6 +23,20 @@ using kube::resources::kTrainingTasks;
 
 int workers_of(const json& t) { return t.value("status", json::object()).value("replicas", 0); }
 
+// Someone else's pod bound to `node` holding its host port 7777: kube-scheduler then refuses a
+// worker that wants it there (wants_host_port), a refusal the planner does not foresee.
+json port_hog(const std::string& node) {
+  json container = {{"name", "hog"}, {"image", "busybox"}, {"ports", json::array({{{"containerPort", 7777}, {"hostPort", 7777}}})}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", "port-hog-" + node}}},
+          {"spec", {{"nodeName", node}, {"containers", json::array({container})}}}};
+}
+json wants_host_port() {
+  json container = {{"name", "worker"}, {"ports", json::array({{{"containerPort", 7777}, {"hostPort", 7777}}})}};
+  return {{"spec", {{"containers", json::array({container})}}}};
+}
+
 std::string ready_time(const json& pod) {
   for (const auto& c : pod["status"].value("conditions", json::array()))
     if (c["type"] == "Ready" && c["status"] == "True") return c.value("lastTransitionTime", "");
@@ -411,20 +425,29 @@ TEST_F(TaskTest, AmdCapableTaskLandsOnAmdWhenNvidiaIsFull) {
 
 TEST_F(TaskTest, WorkersTheirPlannedNodeCannotBindAreReplannedNotStuck) {
   wait_until_no_valley_pods(*admin);
-  // 100 CPUs: more than an NVIDIA node's 96 (which the planner does not model), less than an AMD
-  // node's 128. kube-scheduler refuses each NVIDIA node in turn; Valley plans around them.
+  // Every NVIDIA node's port 7777 is taken (the planner does not model host ports); the AMD nodes'
+  // is free. kube-scheduler refuses each NVIDIA node in turn; Valley plans around them.
+  std::vector<std::string> hogs;
+  for (const auto& n : admin->list(kube::resources::kNodes, "").items) {
+    const json& allocatable = n["status"].value("allocatable", json::object());
+    const json annotations = n["metadata"].value("annotations", json::object());
+    if (allocatable.contains("amd.com/gpu") || annotations.value("kwok.x-k8s.io/node", "") != "fake") continue;
+    hogs.push_back(n["metadata"]["name"].get<std::string>());
+    admin->create(kPods, ns, port_hog(hogs.back()));
+  }
   json spec = mpi_spec(1, 1);
   spec["amdSupport"] = true;
-  spec["worker"]["resources"] = {{"requests", {{"cpu", "100"}}}};
+  spec["worker"]["template"] = wants_host_port();
   apply(spec);
   ASSERT_TRUE(wait_phase("Running", 120s)) << task().dump(2) << operator_log();
   json worker = admin->get(kPods, ns, "job-worker-0");
   EXPECT_EQ(worker["spec"]["nodeName"].get<std::string>().rfind("mi250", 0), 0u);
   EXPECT_NE(operator_log().find("planning around it"), std::string::npos);
+  for (const auto& node : hogs) admin->remove(kPods, ns, "port-hog-" + node);
 }
 
-// A gang not started yet whose first worker a node will not take (kube-scheduler refuses it for
-// CPU, which the planner does not model) re-creates that worker alone elsewhere: the worker after it
+// A gang not started yet whose first worker a node will not take (kube-scheduler refuses it for a
+// host port, which the planner does not model) re-creates that worker alone elsewhere: the worker after it
 // keeps its pod and its index, no GPU is counted twice, and nothing restarts. (At 1,000 tasks the
 // planner put the replacement last, so every worker after the lost one moved: their pods were
 // re-created, and bound ones stayed where the plan no longer counted them.)
@@ -432,7 +455,7 @@ TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods
   wait_until_no_valley_pods(*admin);
   json spec = mpi_spec(2, 2);
   spec["worker"]["gpus"] = "5";  // one worker a node: a100-od-0, a100-od-1 or a100-mig-0's 5
-  spec["worker"]["resources"] = {{"requests", {{"cpu", "10"}}}};
+  spec["worker"]["template"] = wants_host_port();
   auto pinned = [&](const std::string& task, int index) -> std::string {
     for (const auto& p : pods(task))
       if (p["metadata"]["name"] == task + "-worker-" + std::to_string(index)) return api::pinned_node(p);
@@ -445,13 +468,8 @@ TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods
   ASSERT_NE(refusing, keeping);
   admin->remove(kTrainingTasks, ns, "probe");
   ASSERT_TRUE(eventually([&] { return pods("probe").empty(); }, 60s));
-  // Most of that node's CPU goes to a pod of someone else's (bound there directly).
-  admin->create(kPods, ns,
-                {{"apiVersion", "v1"},
-                 {"kind", "Pod"},
-                 {"metadata", {{"name", "cpu-hog"}}},
-                 {"spec", {{"nodeName", refusing},
-                           {"containers", {{{"name", "hog"}, {"image", "busybox"}, {"resources", {{"requests", {{"cpu", "90"}}}}}}}}}}});
+  // That node's port 7777 goes to a pod of someone else's (bound there directly).
+  admin->create(kPods, ns, port_hog(refusing));
   apply(spec);
   ASSERT_TRUE(eventually([&] { return pinned("job", 1) == keeping; }, 60s)) << operator_log();
   std::string kept_uid;
@@ -476,7 +494,7 @@ TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods
   json st = task()["status"];
   EXPECT_EQ(st.value("epoch", 0), 1);
   EXPECT_EQ(st.value("restarts", json::object()).value("total", 0), 0) << st.dump(2);
-  admin->remove(kPods, ns, "cpu-hog");
+  admin->remove(kPods, ns, "port-hog-" + refusing);
 }
 
 // The API server refuses bad specs with a clear message, before Valley sees them.
