@@ -183,9 +183,10 @@ void Decider::finish(bool success, const std::string& reason, const std::string&
 }
 
 bool Decider::start_failed() {
+  // Once the epoch runs, its pods have started (they never restart in place: restartPolicy Never).
   const PodView* failing = nullptr;
   for (const auto& p : o_.pods)
-    if (p.epoch == epoch_ && !p.deleting && !p.start_failure.empty()) {
+    if (phase_ != kRunning && p.epoch == epoch_ && !p.deleting && !p.start_failure.empty()) {
       failing = &p;
       break;
     }

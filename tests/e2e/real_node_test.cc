@@ -315,12 +315,26 @@ TEST_F(RealNodeTest, AMistypedImageSaysImagePullFailedInTheKubeletsWordsAndFixin
   apply({{"taskType", "Single"}, {"image", typo}, {"command", {"sh", "-c", "echo the fixed image ran"}},
          {"worker", {{"gpus", "1"}, {"template", on_real_node()}}}},
         "typo");
-  ASSERT_TRUE(eventually([&] { return task("typo")["status"].value("reason", "") == "ImagePullFailed"; }, 120s))
+  ASSERT_TRUE(eventually([&] { return task("typo").value("status", json::object()).value("reason", "") == "ImagePullFailed"; }, 120s))
       << task("typo").dump(2) << describe_pods();
   const json st = task("typo")["status"];
   EXPECT_EQ(st.value("phase", ""), "Admitted") << st.dump(2);
   EXPECT_NE(st.value("message", "").find("ErrImageNeverPull"), std::string::npos) << st.dump(2);
   EXPECT_NE(st.value("message", "").find(typo), std::string::npos) << "the kubelet's words name the image: " << st.dump(2);
+  // Credentials from a Secret that does not exist: the kubelet cannot make the container's config.
+  apply({{"taskType", "Single"}, {"image", kTrainImage}, {"command", {"sh", "-c", "true"}},
+         {"checkpoint", {{"uri", "s3://valley-test/nosecret/"}, {"secretRef", {{"name", "no-such-secret"}}}}},
+         {"worker", {{"gpus", "1"}, {"template", on_real_node()}}}},
+        "nosecret");
+  ASSERT_TRUE(eventually([&] { return task("nosecret").value("status", json::object()).value("reason", "") == "ContainerConfigError"; }, 120s))
+      << task("nosecret").dump(2) << describe_pods();
+  EXPECT_NE(task("nosecret")["status"].value("message", "").find("no-such-secret"), std::string::npos) << task("nosecret").dump(2);
+  // kubectl get's REASON column (-o wide) tells both.
+  std::string table;
+  ASSERT_EQ(kubectl({"get", "trainingtasks", "-n", ns, "-o", "wide"}, &table), 0) << table;
+  EXPECT_NE(table.find("ImagePullFailed"), std::string::npos) << table;
+  EXPECT_NE(table.find("ContainerConfigError"), std::string::npos) << table;
+  admin->remove(kTrainingTasks, ns, "nosecret");
   admin->patch(kTrainingTasks, ns, "typo", kube::PatchType::Merge, {{"spec", {{"image", kTrainImage}}}});
   ASSERT_TRUE(wait_phase("Succeeded", 180s, "typo")) << task("typo").dump(2) << describe_pods();
   EXPECT_NE(pod_log("typo-worker-0").find("the fixed image ran"), std::string::npos);

@@ -90,6 +90,15 @@ TEST(StartFailure, SaysWhyAtOnceWithOneEventAndKeepsTheGpusThroughTheGrace) {
   EXPECT_TRUE(decide(o).events.empty());
 }
 
+TEST(StartFailure, ARunningEpochsPodsHaveStarted) {
+  auto pods = running_pods(1, 2);
+  pods[0] = not_starting(pods[0], "CrashLoopBackOff", "");
+  pods[0].phase = "Running";
+  Decision d = decide(observe(task_object({}, running_status()), pods));
+  EXPECT_EQ(d.status["phase"], "Running");
+  EXPECT_EQ(api::find_condition(d.status, "PodsStarted"), nullptr);
+}
+
 TEST(StartFailure, PastTheGraceTheGpusGoBackAndTheTaskWaitsItsBackoff) {
   auto pods = running_pods(1, 2);
   pods[2] = not_starting(pods[2], "ErrImagePull", "pull access denied");  // the launcher
