@@ -240,9 +240,10 @@ std::string Plan::unplaceable(size_t i) {
       most[c] = std::max(most[c], have);
       holds = holds && have >= demand[c];
     }
-    int64_t gpus = 0;
-    if (auto cap = n->capacity.find(names_[info_[k].whole]); cap != n->capacity.end()) gpus = cap->second;
-    if (t.gpu_milli % 1000 != 0 && !n->capacity.empty()) gpus = std::max<int64_t>(gpus, 1);  // a fraction fits any GPU node
+    // Its whole GPUs: allocatable, or at least what is free now (a node given without capacity).
+    int64_t gpus = row(k)[info_[k].whole];
+    if (auto cap = n->capacity.find(names_[info_[k].whole]); cap != n->capacity.end()) gpus = std::max(gpus, cap->second);
+    if (t.gpu_milli % 1000 != 0) gpus = std::max<int64_t>(gpus, 1);  // a fraction fits any GPU node (a slice, a replica)
     most_gpus = std::max(most_gpus, gpus);
     one_holds = holds && gpus >= per_worker;
   }

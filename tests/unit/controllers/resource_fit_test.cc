@@ -136,6 +136,13 @@ TEST(PlaceWhatCanBind, NodesWithoutRoomFiguresLimitNothing) {
   Task t = task("ns/t", 10, 8, 8);
   t.worker_room = {{"cpu", 500000}, {"pods", 1}};
   EXPECT_EQ(find(greedy_plan({nvidia("n1", 8)}, {t}, kNow), "ns/t").action, Action::Admit);
+  // A node given with free GPUs but no allocatable figures (a synthetic one) holds what is free.
+  Node bare = nvidia("n2", 8);
+  bare.capacity.clear();
+  EXPECT_EQ(find(greedy_plan({bare}, {t}, kNow), "ns/t").action, Action::Admit);
+  Task wide = task("ns/wide", 10, 1, 1, 16000);
+  const auto ds = greedy_plan({bare}, {wide}, kNow);
+  EXPECT_EQ(find(ds, "ns/wide").reason, "Unplaceable: needs 16 GPUs per worker; the largest node it may use has 8");
 }
 
 TEST(PlaceWhatCanBind, RequiredNodeAffinityOfTheTemplateChoosesTheNodes) {
