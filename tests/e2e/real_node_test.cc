@@ -329,9 +329,9 @@ TEST_F(RealNodeTest, AMistypedImageSaysImagePullFailedInTheKubeletsWordsAndFixin
   ASSERT_TRUE(eventually([&] { return task("nosecret").value("status", json::object()).value("reason", "") == "ContainerConfigError"; }, 120s))
       << task("nosecret").dump(2) << describe_pods();
   EXPECT_NE(task("nosecret")["status"].value("message", "").find("no-such-secret"), std::string::npos) << task("nosecret").dump(2);
-  // kubectl get's REASON column (-o wide) tells both.
+  // kubectl get's REASON column tells both.
   std::string table;
-  ASSERT_EQ(kubectl({"get", "trainingtasks", "-n", ns, "-o", "wide"}, &table), 0) << table;
+  ASSERT_EQ(kubectl({"get", "trainingtasks", "-n", ns}, &table), 0) << table;
   EXPECT_NE(table.find("ImagePullFailed"), std::string::npos) << table;
   EXPECT_NE(table.find("ContainerConfigError"), std::string::npos) << table;
   admin->remove(kTrainingTasks, ns, "nosecret");

@@ -97,7 +97,7 @@ TEST_F(TaskTest, ApplyExpandsIntoLauncherWorkersServiceHostfileAndKeys) {
   ChildProcess get({VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(), "-n", ns, "get", "tt"},
                    ::testing::TempDir() + "/kubectl-get-tt.log");
   ASSERT_EQ(get.wait(20s), 0) << get.output();
-  for (const char* column : {"PHASE", "WORKERS", "MIN", "MAX", "PRIORITY", "COST", "AGE"})
+  for (const char* column : {"PHASE", "REASON", "WORKERS", "MIN", "MAX", "PRIORITY", "COST", "AGE"})
     EXPECT_NE(get.output().find(column), std::string::npos) << get.output();
   EXPECT_NE(get.output().find("Running"), std::string::npos) << get.output();
 
