@@ -1,7 +1,8 @@
 // One plan (planner.h's plan()): its tables and decisions, and the phases that fill them, each in a
 // file of its own. Internal to controllers/planner.
 // - plan_tables.cc: the tables (nodes and resources by index, each node's free units as one row of
-//   a flat table, the tenants' quota book) and what every phase asks of them;
+//   a flat table: the room kube-scheduler checks, then GPU resources; the tenants' quota book) and
+//   what every phase asks of them;
 // - plan_cycle.cc: the cycle, in the order planner.h states: keep what is admitted, admit waiting
 //   gangs (in fair-share order), grow toward each task's size, then lay gangs out by worker index;
 // - plan_queue.cc: queue order (effective priority with aging, age, key; one queue per tenant taken

@@ -21,6 +21,10 @@
 //    pay given back), highest priority first; a running task is resized only if its last resize is
 //    `min_resize_interval` old and the gain is worth a checkpoint-restart (`min_gain_workers`,
 //    `min_gain_fraction`). A task admitted in this plan takes its size at once (it has not started).
+// A worker goes only where it can bind: GPUs and the room kube-scheduler checks (CPU, memory,
+// ephemeral storage, pod slots; Task::worker_room against Node::room), its nodeSelector, required
+// node affinity and tolerations. A gang whose worker no node could hold even empty waits as
+// Unplaceable: not admitted, nobody shrunk for it, nobody's growth held back.
 // Placement is by price: each vendor's gang is placed on the cheapest nodes first (GPU-hour price of
 // the pool plus energy at the current tariff), the task's own nodes first, packed onto as few nodes
 // as possible among equal prices; the cheaper vendor's gang wins.
