@@ -192,12 +192,17 @@ void Plan::grow() {
       continue;
     }
     for (auto& w : added) d.placement.push_back(w);
+    const int before = d.workers;
     d.workers += gain;
     if (!fresh) {
       d.action = Action::Grow;
-      d.reason = "grew by " + std::to_string(gain) + " into free capacity";
-      if (target < t.max_workers || (!t.scaling.empty() && t.scaling.back().workers < target))
-        d.reason += " (growth still pays at this size)";
+      std::set<std::string> pools;
+      for (const auto& w : added)
+        if (const size_t k = node_at(w.node); k != kNoNode) pools.insert(info_[k].pool);
+      std::string where;
+      for (const auto& p : pools) where += (where.empty() ? "" : ", ") + p;
+      d.reason = "grew " + std::to_string(before) + " -> " + std::to_string(d.workers) + ": " + growth_basis(t, before, config_) + "; " +
+                 std::to_string(gain) + (gain == 1 ? " worker" : " workers") + " placed on free " + where;
     } else if (lost_.count(i)) {
       d.reason = "replacing lost workers: " + std::to_string(d.workers) + " workers";
     } else {

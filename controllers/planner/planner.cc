@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 
 #include "controllers/gpu/resources.h"
 #include "controllers/planner/plan.h"
@@ -136,6 +137,36 @@ int target_size(const Task& t, int current, const Config& c) {
   }
   return paying_size(evidence, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction,
                      c.min_marginal_efficiency);
+}
+
+std::string growth_basis(const Task& t, int current, const Config& c) {
+  char buf[160];
+  if (t.pinned_workers) return "replicas.target is " + std::to_string(*t.pinned_workers);
+  if (!t.idle.empty()) return t.idle;
+  if (t.fastest || t.priority >= c.fastest_priority) return "priority " + std::to_string(t.priority) + ": speed over cost, grows to max";
+  if (c.min_marginal_efficiency <= 0) return "growth is not priced (no PricingPolicy): grows to max";
+  const bool by_prior = c.scaling_priors && t.scaling.size() < 2 && t.prior_scaling && !t.prior_scaling->empty();
+  const Scaling& evidence = by_prior ? *t.prior_scaling : t.scaling;
+  const std::string whose = by_prior ? " (as tasks of its image measured)" : "";
+  if (current > 0 && evidence.empty() && t.gpu_percent) {
+    std::snprintf(buf, sizeof buf, "its GPUs run at %d%% (growing while at least %d%%)", *t.gpu_percent, c.busy_utilization_percent);
+    return buf;
+  }
+  // The last measured step at or below the current size (else the first one measured).
+  const ScalingSample* from = nullptr;
+  const ScalingSample* to = nullptr;
+  for (size_t k = 1; k < evidence.size(); ++k)
+    if (!to || evidence[k].workers <= std::max(current, evidence[1].workers)) {
+      from = &evidence[k - 1];
+      to = &evidence[k];
+    }
+  if (!from || from->rate <= 0 || evidence.front().rate <= 0 || to->workers <= from->workers)
+    return "no two sizes measured yet" + whose + ": one step at a time";
+  const double linear = evidence.front().rate / evidence.front().workers;
+  const double marginal = (to->rate - from->rate) / (to->workers - from->workers) / linear;
+  std::snprintf(buf, sizeof buf, "measured speedup from %d to %d workers is %.2f of linear (pays from %.2f)", from->workers, to->workers,
+                marginal, c.min_marginal_efficiency);
+  return buf + whose;
 }
 
 int64_t price_at(const Node& n, const Config& c, SystemTime t) {

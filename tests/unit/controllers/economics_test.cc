@@ -290,6 +290,26 @@ TEST(Growth, APlannedTaskGrowsOnlyWhileMeasuredSpeedupPaysAndFastestTasksGrowAny
   EXPECT_EQ(planner::plan(nodes, {task("any", 4, 16)}, kNow)[0].workers, 16);
 }
 
+// A growth says which rule moved the task, by how much and where.
+TEST(Growth, TheReasonNamesTheRuleTheSizesAndThePool) {
+  Config priced;
+  priced.min_marginal_efficiency = 0.8;
+  std::vector<Node> nodes = {pool_node("n1", "nvidia", "on-demand", 8, 2'400'000), pool_node("n2", "nvidia", "on-demand", 8, 2'400'000)};
+  Task t = task("t", 4, 16);
+  t.admitted = true;
+  t.workers = planner::plan(nodes, {t}, kNow, priced)[0].placement;
+  t.scaling = measured({{4, 4.0}});
+  auto d = planner::plan(nodes, {t}, kNow, priced)[0];
+  ASSERT_EQ(d.action, Action::Grow);
+  EXPECT_EQ(d.reason, "grew 4 -> 5: no two sizes measured yet: one step at a time; 1 worker placed on free nvidia/on-demand");
+  t.workers = d.placement;
+  t.scaling = measured({{4, 4.0}, {5, 4.95}});
+  d = planner::plan(nodes, {t}, kNow, priced)[0];
+  ASSERT_EQ(d.action, Action::Grow);
+  EXPECT_EQ(d.reason.substr(0, d.reason.find(';')), "grew 5 -> 7: measured speedup from 4 to 5 workers is 0.95 of linear (pays from 0.80)");
+  EXPECT_EQ(growth_basis(task("x", 1, 4), 1, Config{}), "growth is not priced (no PricingPolicy): grows to max");
+}
+
 // Tasks of one kind teach a newcomer where growth pays: it starts there, not at its minimum.
 TEST(ScalingPriors, TasksOfOneKindPoolWhatTheyMeasuredAndANewTaskStartsAtTheirPayingSize) {
   ScalingPriors priors;
