@@ -126,6 +126,8 @@ for t in resnet50 spot-train training1 urgent finetune-small; do
   disruption=$(jq -r 'if .lastDisruption then "lost \(.lastDisruption.node // "a node") (\(.lastDisruption.cause)), running again after \(.lastDisruption.recoverySeconds // "?")s from checkpoint step \(.lastDisruption.checkpointStep // "none")" else empty end' <<<"$st")
   [ -n "$disruption" ] && line+="; $disruption"
   case "$phase" in Succeeded|Failed|Pending|Suspended) line+=" ($(jq -r '"\(.reason // ""): \(.message // "")"' <<<"$st"))" ;; esac
+  staged=$(K -n $ns get tt "$t" -o json 2>/dev/null | jq -r '.spec.worker.template.metadata.annotations["valley.dev/sim-exit-code"] // empty')
+  [ -n "$staged" ] && line+=" [a staged failure: kwok ends its pod with exit code $staged on every try, by a template annotation]"
   echo "  $line"
 done
 [ -n "${victim:-}" ] && K taint node "$victim" aws-node-termination-handler/spot-itn- >/dev/null && echo "(the notice on $victim is withdrawn now: it is back for whatever wants it)"
