@@ -224,7 +224,8 @@ bool Decider::start_failed() {
   bump(status_, "startFailures");
   const int64_t failed_starts = counter(status_, "startFailures");
   const std::string tries = std::to_string(failed_starts) + (failed_starts == 1 ? " start" : " starts") + " failed";
-  if (failed_starts > spec_->run_policy.backoff_limit) {
+  // A launcher no node takes now is the cluster's state, not the task's fault: retried, never failed.
+  if (reason != "Unschedulable" && failed_starts > spec_->run_policy.backoff_limit) {
     finish(false, reason, message + " (" + tries + "; runPolicy.backoffLimit is " + std::to_string(spec_->run_policy.backoff_limit) + ")");
     return true;
   }

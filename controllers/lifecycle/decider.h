@@ -93,8 +93,9 @@ class Decider {
   // Pods of the epoch that cannot start (start_failure.h): the PodsStarted condition and one Event
   // say why at once; past the start grace the epoch stops and its GPUs go back, the task waits a
   // backoff (status.startFailure) before it is planned again, and fails once more starts than
-  // runPolicy.backoffLimit have failed. A spec changed while they fail (a fixed image) starts a
-  // new epoch at once. True when nothing more runs in this reconcile.
+  // runPolicy.backoffLimit have failed (not for an unschedulable launcher: that is the cluster's
+  // state). A spec changed while they fail (a fixed image) starts a new epoch at once. True when
+  // nothing more runs in this reconcile.
   bool start_failed();
   // Something outside the task's control is taking a pod of the current epoch away.
   std::optional<Disruption> find_disruption() const;

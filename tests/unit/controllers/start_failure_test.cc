@@ -141,6 +141,16 @@ TEST(StartFailure, MoreFailedStartsThanTheBackoffLimitFailTheTask) {
   EXPECT_EQ(d.status["phase"], "Failed");
   EXPECT_EQ(d.status["reason"], "ContainerConfigError");
   EXPECT_NE(d.status["message"].get<std::string>().find("3 starts failed"), std::string::npos) << d.status["message"];
+
+  // A launcher no node takes is retried however often: the cluster may make room.
+  auto unplaced = running_pods(1, 2);
+  unplaced[2].phase = "Pending";
+  unplaced[2].ready = false;
+  unplaced[2].start_failure = "Unschedulable";
+  unplaced[2].start_failure_message = "0/9 nodes are available: 9 Insufficient cpu.";
+  Decision retried = decide(observe(task_object({{"runPolicy", {{"startGraceSeconds", 0}}}}, status), unplaced));
+  EXPECT_EQ(retried.status["phase"], "Pending");
+  EXPECT_EQ(retried.status["reason"], "Unschedulable");
 }
 
 TEST(StartFailure, AChangedSpecIsTriedAtOnce) {
