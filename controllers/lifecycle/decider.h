@@ -10,6 +10,7 @@
 
 #include "controllers/api/conditions.h"
 #include "controllers/lifecycle/lifecycle.h"
+#include "controllers/lifecycle/start_failure.h"
 
 namespace valley::lifecycle::detail {
 
@@ -97,6 +98,11 @@ class Decider {
   // state). A spec changed while they fail (a fixed image) starts a new epoch at once. True when
   // nothing more runs in this reconcile.
   bool start_failed();
+  // Its pods could not start and its backoff (status.startFailure) is not over.
+  bool backing_off() const {
+    const auto until = start_backoff_until(*spec_, status_);
+    return until && o_.now < *until;
+  }
   // Something outside the task's control is taking a pod of the current epoch away.
   std::optional<Disruption> find_disruption() const;
   void disrupted(const Disruption& d);

@@ -100,8 +100,7 @@ bool Decider::admitted(const lifecycle::Admission* adm) {
   }
   if (waiting) {
     // (A plan made before its start failed may still admit it: its backoff holds it back.)
-    const auto backoff = start_backoff_until(*spec_, status_);
-    if (!adm || !adm->admitted || (backoff && o_.now < *backoff)) {
+    if (!adm || !adm->admitted || backing_off()) {
       wait(adm);
       return false;
     }
@@ -193,11 +192,11 @@ bool Decider::decided_by_pods(bool mpi) {
 void Decider::wait(const Admission* adm) {
   // Its pods could not start: it says why until its backoff is over (the planner passes it over
   // meanwhile), unless the spec changes first.
-  if (auto until = start_backoff_until(*spec_, status_); until && o_.now < *until) {
+  if (backing_off()) {
     phase_ = kPending;
     stop_all_pods();
     count_replicas();
-    d_.requeue_after = std::chrono::duration_cast<std::chrono::seconds>(*until - o_.now) + std::chrono::seconds(1);
+    d_.requeue_after = std::chrono::duration_cast<std::chrono::seconds>(*start_backoff_until(*spec_, status_) - o_.now) + std::chrono::seconds(1);
     return;
   }
   std::string reason = adm ? adm->reason : "waiting for the capacity planner";

@@ -61,6 +61,8 @@ std::optional<std::pair<Key, int64_t>> shape_rule(int gpu_milli, bool has_vendor
   return std::nullopt;
 }
 
+// The spot rule: task t gets no new workers on spot capacity.
+bool kept_off_spot(const Task& t, const Config& c);
 // Whether task t may get new workers on node n (schedulable, the spot rule, nodes it avoids, its
 // node selector, taints it does not tolerate).
 bool eligible(const Task& t, const Node& n, const Config& c);

@@ -201,7 +201,9 @@ void Plan::grow() {
         if (const size_t k = node_at(w.node); k != kNoNode) pools.insert(info_[k].pool);
       std::string where;
       for (const auto& p : pools) where += (where.empty() ? "" : ", ") + p;
-      d.reason = "grew " + std::to_string(before) + " -> " + std::to_string(d.workers) + ": " + growth_basis(t, before, config_) + "; " +
+      std::string rule;
+      planner::target_size(t, before, config_, &rule);  // (the words only when it grew)
+      d.reason = "grew " + std::to_string(before) + " -> " + std::to_string(d.workers) + ": " + rule + "; " +
                  std::to_string(gain) + (gain == 1 ? " worker" : " workers") + " placed on free " + where;
     } else if (lost_.count(i)) {
       d.reason = "replacing lost workers: " + std::to_string(d.workers) + " workers";

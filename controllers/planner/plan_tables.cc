@@ -215,7 +215,7 @@ std::string Plan::unplaceable(size_t i) {
   const Task& t = tasks_[i];
   const auto& demand = demand_[i];
   const bool selective = !t.node_selector.empty() || !t.node_terms.empty();
-  const bool off_spot = config_.spot_needs_checkpoint && !t.checkpointed && !t.selects_spot && !selective;
+  const bool off_spot = kept_off_spot(t, config_);
   // Tasks that select no nodes themselves share the answer with every task of the same shape.
   std::string shape_key;
   if (!selective) {

@@ -30,12 +30,15 @@ bool not_ready_taint(const Taint& taint) {
 
 namespace detail {
 
+bool kept_off_spot(const Task& t, const Config& c) {
+  // A task that cannot checkpoint would lose all its work with a spot node: not there, unless it asks.
+  return c.spot_needs_checkpoint && !t.checkpointed && !t.selects_spot && t.node_selector.empty();
+}
+
 // Whether task t may get new workers on node n.
 bool eligible(const Task& t, const Node& n, const Config& c) {
   if (!n.schedulable) return false;
-  // A task that cannot checkpoint would lose all its work with a spot node: not there, unless it asks.
-  if (c.spot_needs_checkpoint && n.capacity_class == "spot" && !t.checkpointed && !t.selects_spot && t.node_selector.empty())
-    return false;
+  if (n.capacity_class == "spot" && kept_off_spot(t, c)) return false;
   if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
   if (!selects(t, n)) return false;
   for (const auto& taint : n.taints)
@@ -123,36 +126,10 @@ bool selects(const Task& t, const Node& n) {
   });
 }
 
-int target_size(const Task& t, int current, const Config& c) {
-  if (t.pinned_workers) return std::clamp(*t.pinned_workers, t.min_workers, t.max_workers);
-  if (!t.idle.empty()) return t.min_workers;
-  if (t.fastest || t.priority >= c.fastest_priority || c.min_marginal_efficiency <= 0) return t.max_workers;
-  // No progress records (the workload writes no checkpoint records): its GPUs' utilization is the
-  // evidence. Saturated GPUs: try one step up (the step's own utilization decides the next); else stay.
-  const bool by_prior = c.scaling_priors && t.scaling.size() < 2 && t.prior_scaling && !t.prior_scaling->empty();
-  const Scaling& evidence = by_prior ? *t.prior_scaling : t.scaling;
-  if (current > 0 && evidence.empty() && t.gpu_percent) {
-    const int step = *t.gpu_percent >= c.busy_utilization_percent ? growth_step(current, c.min_gain_workers, c.min_gain_fraction) : 0;
-    return std::clamp(current + step, t.min_workers, t.max_workers);
-  }
-  return paying_size(evidence, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction,
-                     c.min_marginal_efficiency);
-}
-
-std::string growth_basis(const Task& t, int current, const Config& c) {
-  char buf[160];
-  if (t.pinned_workers) return "replicas.target is " + std::to_string(*t.pinned_workers);
-  if (!t.idle.empty()) return t.idle;
-  if (t.fastest || t.priority >= c.fastest_priority) return "priority " + std::to_string(t.priority) + ": speed over cost, grows to max";
-  if (c.min_marginal_efficiency <= 0) return "growth is not priced (no PricingPolicy): grows to max";
-  const bool by_prior = c.scaling_priors && t.scaling.size() < 2 && t.prior_scaling && !t.prior_scaling->empty();
-  const Scaling& evidence = by_prior ? *t.prior_scaling : t.scaling;
-  const std::string whose = by_prior ? " (as tasks of its image measured)" : "";
-  if (current > 0 && evidence.empty() && t.gpu_percent) {
-    std::snprintf(buf, sizeof buf, "its GPUs run at %d%% (growing while at least %d%%)", *t.gpu_percent, c.busy_utilization_percent);
-    return buf;
-  }
-  // The last measured step at or below the current size (else the first one measured).
+namespace {
+// The measured step a growth rests on, in words: the last step at or below `current` (else the
+// first one measured) as a share of linear.
+std::string measured_step(const Scaling& evidence, int current, double min_marginal) {
   const ScalingSample* from = nullptr;
   const ScalingSample* to = nullptr;
   for (size_t k = 1; k < evidence.size(); ++k)
@@ -160,13 +137,49 @@ std::string growth_basis(const Task& t, int current, const Config& c) {
       from = &evidence[k - 1];
       to = &evidence[k];
     }
-  if (!from || from->rate <= 0 || evidence.front().rate <= 0 || to->workers <= from->workers)
-    return "no two sizes measured yet" + whose + ": one step at a time";
+  if (!from || from->rate <= 0 || evidence.front().rate <= 0 || to->workers <= from->workers) return "no two sizes measured yet: one step at a time";
   const double linear = evidence.front().rate / evidence.front().workers;
   const double marginal = (to->rate - from->rate) / (to->workers - from->workers) / linear;
+  char buf[160];
   std::snprintf(buf, sizeof buf, "measured speedup from %d to %d workers is %.2f of linear (pays from %.2f)", from->workers, to->workers,
-                marginal, c.min_marginal_efficiency);
-  return buf + whose;
+                marginal, min_marginal);
+  return buf;
+}
+}  // namespace
+
+int target_size(const Task& t, int current, const Config& c, std::string* why) {
+  auto said = [why](std::string words) {
+    if (why) *why = std::move(words);
+  };
+  if (t.pinned_workers) {
+    if (why) said("replicas.target is " + std::to_string(*t.pinned_workers));
+    return std::clamp(*t.pinned_workers, t.min_workers, t.max_workers);
+  }
+  if (!t.idle.empty()) {
+    said(t.idle);
+    return t.min_workers;
+  }
+  if (t.fastest || t.priority >= c.fastest_priority || c.min_marginal_efficiency <= 0) {
+    if (why)
+      said(c.min_marginal_efficiency <= 0 && !t.fastest && t.priority < c.fastest_priority
+               ? "growth is not priced (no PricingPolicy): grows to max"
+               : "priority " + std::to_string(t.priority) + ": speed over cost, grows to max");
+    return t.max_workers;
+  }
+  // No progress records (the workload writes no checkpoint records): its GPUs' utilization is the
+  // evidence. Saturated GPUs: try one step up (the step's own utilization decides the next); else stay.
+  const bool by_prior = c.scaling_priors && t.scaling.size() < 2 && t.prior_scaling && !t.prior_scaling->empty();
+  const Scaling& evidence = by_prior ? *t.prior_scaling : t.scaling;
+  if (current > 0 && evidence.empty() && t.gpu_percent) {
+    if (why)
+      said("its GPUs run at " + std::to_string(*t.gpu_percent) + "% (growing while at least " + std::to_string(c.busy_utilization_percent) +
+           "%)");
+    const int step = *t.gpu_percent >= c.busy_utilization_percent ? growth_step(current, c.min_gain_workers, c.min_gain_fraction) : 0;
+    return std::clamp(current + step, t.min_workers, t.max_workers);
+  }
+  if (why) said(measured_step(evidence, current, c.min_marginal_efficiency) + (by_prior ? " (as tasks of its image measured)" : ""));
+  return paying_size(evidence, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction,
+                     c.min_marginal_efficiency);
 }
 
 int64_t price_at(const Node& n, const Config& c, SystemTime t) {

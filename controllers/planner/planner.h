@@ -230,10 +230,9 @@ bool selects(const Task& t, const Node& n);
 // priced; without measured progress but with its GPUs' utilization, one step up while they are
 // saturated, else its size; else where the next workers still pay: by its own measurements, or by
 // its kind's (prior_scaling) while it has measured fewer than two sizes.
-int target_size(const Task& t, int current, const Config& c);
-// Which rule made target_size say what it says for t at `current` workers, in words for its
-// resize Event ("measured speedup from 4 to 6 workers is 0.91 of linear (pays from 0.80)").
-std::string growth_basis(const Task& t, int current, const Config& c);
+// With `why`, also which rule decided, in words for a resize Event ("measured speedup from 4 to 6
+// workers is 0.91 of linear (pays from 0.80)").
+int target_size(const Task& t, int current, const Config& c, std::string* why = nullptr);
 
 // What a GPU-hour on the node costs at `t`: its price plus energy at the tariff then (micro-units).
 int64_t price_at(const Node& n, const Config& c, SystemTime t);

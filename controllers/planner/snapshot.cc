@@ -60,7 +60,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
   }
   for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
     if (!api::is_node_room_resource(k)) continue;
-    const auto units = k == api::kPods ? std::optional<int64_t>(api::extended_quantity(v)) : api::quantity_of(v, k == api::kCpu ? 1000 : 1);
+    const auto units = api::quantity_of(v, k == api::kCpu ? 1000 : 1);
     if (!units) continue;
     n.room[k] = *units;
     n.room_capacity[k] = *units;

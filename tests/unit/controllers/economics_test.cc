@@ -307,7 +307,9 @@ TEST(Growth, TheReasonNamesTheRuleTheSizesAndThePool) {
   d = planner::plan(nodes, {t}, kNow, priced)[0];
   ASSERT_EQ(d.action, Action::Grow);
   EXPECT_EQ(d.reason.substr(0, d.reason.find(';')), "grew 5 -> 7: measured speedup from 4 to 5 workers is 0.95 of linear (pays from 0.80)");
-  EXPECT_EQ(growth_basis(task("x", 1, 4), 1, Config{}), "growth is not priced (no PricingPolicy): grows to max");
+  std::string why;
+  EXPECT_EQ(target_size(task("x", 1, 4), 1, Config{}, &why), 4);
+  EXPECT_EQ(why, "growth is not priced (no PricingPolicy): grows to max");
 }
 
 // Tasks of one kind teach a newcomer where growth pays: it starts there, not at its minimum.
