@@ -2,8 +2,11 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -37,11 +40,6 @@ std::string amz_now() {
   return buf;
 }
 
-size_t collect(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
-
 class S3Store : public ObjectStore {
  public:
   S3Store(Location location, S3Settings settings) : location_(std::move(location)), settings_(std::move(settings)) {
@@ -53,7 +51,8 @@ class S3Store : public ObjectStore {
   }
 
   std::optional<std::string> get(const std::string& key) override {
-    auto [status, body] = request("GET", key, "");
+    Call c{"GET", key};
+    auto [status, body] = request(c);
     // Only a missing key means "nothing written yet"; a missing bucket (also 404) is a store that
     // is not there, which the user must hear about rather than have the task start from scratch.
     if (status == 404 && body.find("<Code>NoSuchBucket</Code>") == std::string::npos) return std::nullopt;
@@ -62,7 +61,9 @@ class S3Store : public ObjectStore {
   }
 
   void put(const std::string& key, const std::string& data) override {
-    auto [status, body] = request("PUT", key, data);
+    Call c{"PUT", key};
+    c.body = &data;
+    auto [status, body] = request(c);
     if (status != 200) throw StoreError("PUT " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body));
   }
 
@@ -70,59 +71,193 @@ class S3Store : public ObjectStore {
     return "s3://" + location_.bucket + (location_.prefix.empty() ? "" : "/" + location_.prefix);
   }
 
+  std::vector<ObjectInfo> list(size_t limit) override {
+    std::vector<ObjectInfo> out;
+    const std::string prefix = location_.prefix.empty() ? "" : location_.prefix + "/";
+    std::string token;
+    while (true) {
+      Call c{"GET", ""};
+      c.bucket_only = true;
+      c.query = {{"list-type", "2"}, {"prefix", prefix}};
+      if (limit) c.query.push_back({"max-keys", std::to_string(std::min<size_t>(limit - out.size(), 1000))});
+      if (!token.empty()) c.query.push_back({"continuation-token", token});
+      auto [status, body] = request(c);
+      if (status != 200) throw StoreError("LIST " + describe() + ": HTTP " + std::to_string(status) + ": " + excerpt(body));
+      for (size_t at = body.find("<Contents>"); at != std::string::npos; at = body.find("<Contents>", at + 1)) {
+        const std::string item = body.substr(at, body.find("</Contents>", at) - at);
+        ObjectInfo o;
+        o.key = xml_text(element(item, "Key")).substr(prefix.size());
+        o.size = std::stoull("0" + element(item, "Size"));
+        o.etag = xml_text(element(item, "ETag"));
+        if (o.etag.size() >= 2 && o.etag.front() == '"' && o.etag.back() == '"') o.etag = o.etag.substr(1, o.etag.size() - 2);
+        // Some stores (versitygw on a file system without extended attributes) list no ETag:
+        // the time it was last written stands in as the object's version.
+        if (o.etag.empty()) o.etag = "modified:" + element(item, "LastModified");
+        if (!o.key.empty() && o.key.back() != '/') out.push_back(std::move(o));  // "dir/" markers are no files
+        if (limit && out.size() >= limit) return out;
+      }
+      if (element(body, "IsTruncated") != "true") return out;
+      token = xml_text(element(body, "NextContinuationToken"));
+      if (token.empty()) return out;
+    }
+  }
+
+  uint64_t download(const std::string& key, const std::string& path, uint64_t offset) override {
+    std::FILE* f = std::fopen(path.c_str(), offset ? "ab" : "wb");
+    if (!f) throw StoreError("open " + path + " for writing failed");
+    Call c{"GET", key};
+    c.sink = f;
+    if (offset) c.range_from = offset;
+    auto [status, body] = request(c);
+    const long written = std::ftell(f);
+    const bool closed = std::fclose(f) == 0;
+    if (status != 200 && status != 206) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body));
+    if (!closed) throw StoreError("write " + path + " failed");
+    return static_cast<uint64_t>(written) - offset;
+  }
+
+  void upload(const std::string& key, const std::string& path) override {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw StoreError("open " + path + " failed");
+    Call c{"PUT", key};
+    c.source = f;
+    c.source_size = static_cast<uint64_t>(fs::file_size(path));
+    std::pair<long, std::string> r;
+    try {
+      r = request(c);
+    } catch (...) {
+      std::fclose(f);
+      throw;
+    }
+    std::fclose(f);
+    if (r.first != 200) throw StoreError("PUT " + uri(key) + ": HTTP " + std::to_string(r.first) + ": " + excerpt(r.second));
+  }
+
  private:
+  // One request: a key's object (or the bucket itself), with a body from a string or a file and the
+  // response into a string or a file (error bodies always into the string).
+  struct Call {
+    Call(std::string m, std::string k) : method(std::move(m)), key(std::move(k)) {}
+    std::string method, key;
+    bool bucket_only = false;
+    std::vector<std::pair<std::string, std::string>> query;
+    const std::string* body = nullptr;
+    std::FILE* source = nullptr;
+    uint64_t source_size = 0;
+    std::FILE* sink = nullptr;
+    uint64_t range_from = 0;
+  };
+  struct Sink {
+    std::FILE* file;
+    std::string* body;
+    long* status;
+    CURL* curl;
+  };
+
   std::string uri(const std::string& key) const { return describe() + "/" + key; }
+  static std::string element(const std::string& xml, const std::string& name) {
+    const std::string open = "<" + name + ">", close = "</" + name + ">";
+    size_t a = xml.find(open), b = a == std::string::npos ? a : xml.find(close, a);
+    return b == std::string::npos ? std::string() : xml.substr(a + open.size(), b - a - open.size());
+  }
+  // XML character data: the five named entities and numeric ones (Go's encoder writes "&#34;").
+  static std::string xml_text(const std::string& s) {
+    static const std::pair<std::string, char> kNamed[] = {{"quot", '"'}, {"apos", '\''}, {"lt", '<'}, {"gt", '>'}, {"amp", '&'}};
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const size_t end = s[i] == '&' ? s.find(';', i) : std::string::npos;
+      if (end == std::string::npos || end - i > 10) {
+        out += s[i];
+        continue;
+      }
+      const std::string name = s.substr(i + 1, end - i - 1);
+      char c = 0;
+      for (const auto& [n, ch] : kNamed)
+        if (n == name) c = ch;
+      if (!c && name.size() > 1 && name[0] == '#')
+        c = static_cast<char>(name[1] == 'x' ? std::stoi(name.substr(2), nullptr, 16) : std::stoi(name.substr(1)));
+      if (!c) {
+        out += s[i];
+        continue;
+      }
+      out += c;
+      i = end;
+    }
+    return out;
+  }
   // An S3 error's Code and Message (its RequestId and HostId change with every request, and an
   // error that reads differently each time would be reported again at every poll); other bodies
   // cut short.
   static std::string excerpt(const std::string& body) {
-    auto element = [&](const std::string& name) {
-      const std::string open = "<" + name + ">", close = "</" + name + ">";
-      size_t a = body.find(open), b = a == std::string::npos ? a : body.find(close, a);
-      return b == std::string::npos ? std::string() : body.substr(a + open.size(), b - a - open.size());
-    };
-    if (std::string code = element("Code"); !code.empty()) {
-      std::string message = element("Message");
+    if (std::string code = element(body, "Code"); !code.empty()) {
+      std::string message = element(body, "Message");
       return code + (message.empty() ? "" : ": " + message.substr(0, 300));
     }
     return body.substr(0, 300);
   }
+  // A successful response's body goes to the file; anything else (an error's XML) to the string.
+  static size_t to_sink(char* data, size_t size, size_t n, void* out) {
+    auto* s = static_cast<Sink*>(out);
+    if (*s->status == 0) curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, s->status);
+    if (s->file && (*s->status == 200 || *s->status == 206)) return std::fwrite(data, size, n, s->file) * size;
+    s->body->append(data, size * n);
+    return size * n;
+  }
+  static size_t from_file(char* data, size_t size, size_t n, void* in) { return std::fread(data, size, n, static_cast<std::FILE*>(in)) * size; }
 
-  std::pair<long, std::string> request(const std::string& method, const std::string& key, const std::string& data) {
+  std::pair<long, std::string> request(const Call& call) {
     SignedRequest r;
-    r.method = method;
-    r.path = "/" + location_.bucket + "/" + (location_.prefix.empty() ? "" : location_.prefix + "/") + key;
+    r.method = call.method;
+    r.path = "/" + location_.bucket + (call.bucket_only ? "" : "/" + (location_.prefix.empty() ? "" : location_.prefix + "/") + call.key);
+    r.query = call.query;
     r.headers["host"] = host_;
-    r.payload_sha256 = sha256_hex(data);
+    if (call.range_from) r.headers["range"] = "bytes=" + std::to_string(call.range_from) + "-";
+    // A streamed file is not hashed beforehand: SigV4 allows an unsigned payload.
+    r.payload_sha256 = call.source ? "UNSIGNED-PAYLOAD" : sha256_hex(call.body ? *call.body : std::string());
     sign(r, settings_.credentials, settings_.region, "s3", amz_now());
 
     CURL* curl = curl_easy_init();
     if (!curl) throw StoreError("curl_easy_init failed");
-    std::string url = base_ + uri_encode(r.path, true);
+    std::string url = base_ + uri_encode(r.path, true), query;
+    for (const auto& [k, v] : r.query) query += (query.empty() ? "?" : "&") + uri_encode(k, false) + "=" + uri_encode(v, false);
+    url += query;
     std::string body;
+    long status = 0;
+    Sink sink{call.sink, &body, &status, curl};
     curl_slist* headers = nullptr;
     for (const auto& [k, v] : r.headers)
       if (k != "host") headers = curl_slist_append(headers, (k + ": " + v).c_str());
     headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, to_sink);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 300L);
+    // Whole-object calls are bounded; a streamed transfer may take long but must keep moving.
+    if (call.source || call.sink) {
+      curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+    } else {
+      curl_easy_setopt(curl, CURLOPT_TIMEOUT, 300L);
+    }
     if (!settings_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, settings_.ca_file.c_str());
-    if (method == "PUT") {
+    if (call.source) {
+      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(curl, CURLOPT_READFUNCTION, from_file);
+      curl_easy_setopt(curl, CURLOPT_READDATA, call.source);
+      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(call.source_size));
+    } else if (call.method == "PUT") {
       curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PUT");
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, data.data());
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(data.size()));
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, call.body->data());
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call.body->size()));
     }
     CURLcode rc = curl_easy_perform(curl);
-    long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(headers);
     curl_easy_cleanup(curl);
-    if (rc != CURLE_OK) throw StoreError(method + " " + uri(key) + ": " + curl_easy_strerror(rc));
+    const std::string what = call.bucket_only ? describe() : uri(call.key);
+    if (rc != CURLE_OK) throw StoreError(call.method + " " + what + ": " + curl_easy_strerror(rc));
     return {status, body};
   }
 
@@ -160,6 +295,38 @@ class DirStore : public ObjectStore {
   }
 
   std::string describe() const override { return "file://" + dir_; }
+
+  std::vector<ObjectInfo> list(size_t limit) override {
+    std::vector<ObjectInfo> out;
+    std::error_code ec;
+    if (!fs::is_directory(dir_, ec)) throw StoreError(describe() + ": no such directory");
+    for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_regular_file()) out.push_back({fs::relative(it->path(), dir_).generic_string(), static_cast<uint64_t>(it->file_size()), ""});
+    std::sort(out.begin(), out.end(), [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+    if (limit && out.size() > limit) out.resize(limit);
+    return out;
+  }
+
+  uint64_t download(const std::string& key, const std::string& path, uint64_t offset) override {
+    std::ifstream in(fs::path(dir_) / key, std::ios::binary);
+    if (!in) throw StoreError(describe() + "/" + key + ": no such object");
+    in.seekg(static_cast<std::streamoff>(offset));
+    std::ofstream out(path, std::ios::binary | (offset ? std::ios::app : std::ios::trunc));
+    out << in.rdbuf();
+    if (!out.flush()) throw StoreError("write " + path + " failed");
+    return static_cast<uint64_t>(fs::file_size(path)) - offset;
+  }
+
+  void upload(const std::string& key, const std::string& path) override {
+    std::error_code ec;
+    fs::path final_path = fs::path(dir_) / key;
+    fs::create_directories(final_path.parent_path(), ec);
+    fs::path tmp = final_path;
+    tmp += ".tmp";
+    fs::copy_file(path, tmp, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(tmp, final_path, ec);
+    if (ec) throw StoreError("copy " + path + " to " + final_path.string() + ": " + ec.message());
+  }
 
  private:
   std::string dir_;
@@ -234,5 +401,25 @@ std::unique_ptr<ObjectStore> make_s3_store(const Location& location, const S3Set
 }
 
 std::unique_ptr<ObjectStore> make_dir_store(const std::string& directory) { return std::make_unique<DirStore>(directory); }
+
+std::unique_ptr<ObjectStore> open_store_from_environment(const std::string& uri, std::string* error) {
+  auto location = parse_location(uri, error);
+  if (!location) return nullptr;
+  switch (location->scheme) {
+    case Location::Scheme::File:
+      return make_dir_store(location->path);
+    case Location::Scheme::Pvc:
+      return make_dir_store(pvc_directory(*location));
+    case Location::Scheme::S3: {
+      std::map<std::string, std::string> values;
+      for (const char* k : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+                            "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_CA_BUNDLE"})
+        if (const char* v = std::getenv(k); v && *v) values[k] = v;
+      auto settings = s3_settings_from(values, error);
+      return settings ? make_s3_store(*location, *settings) : nullptr;
+    }
+  }
+  return nullptr;
+}
 
 }  // namespace valley::storage

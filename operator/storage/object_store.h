@@ -4,14 +4,17 @@
 //   pvc://claim/path    a PersistentVolumeClaim: Valley mounts it in the task's pods at
 //                       /valley/checkpoint/<claim>; inside a pod it is the directory under it
 //   file:///dir         a local directory (workload runs outside Kubernetes, tests)
-// Keys are relative to the prefix/path ("latest.json", "ckpt-00000120.bin").
+// Keys are relative to the prefix/path ("latest.json", "ckpt-00000120.bin"). Data sets and outputs
+// (valley-io) use the same stores with list and streaming transfers.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "operator/storage/sigv4.h"
 
@@ -44,6 +47,14 @@ struct S3Settings {
 // the keys or the endpoint are missing.
 std::optional<S3Settings> s3_settings_from(const std::map<std::string, std::string>& values, std::string* error);
 
+struct ObjectInfo {
+  std::string key;  // relative to the location
+  uint64_t size = 0;
+  // The object's version: S3's ETag without quotes (else "modified:<LastModified>"); "" for a
+  // directory store.
+  std::string etag;
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -52,6 +63,14 @@ class ObjectStore {
   // Whole-object write; readers never see a partial object.
   virtual void put(const std::string& key, const std::string& data) = 0;
   virtual std::string describe() const = 0;  // for messages: the URI
+  // The objects under the location, in key order; at most `limit` (0 = all). A missing bucket
+  // throws StoreError (an empty list means a store that is there and empty).
+  virtual std::vector<ObjectInfo> list(size_t limit = 0) = 0;
+  // Streams `key` into the file at `path` from byte `offset` of the object on, appending (offset 0
+  // truncates): a download resumed where it stopped. Returns the bytes written; throws when absent.
+  virtual uint64_t download(const std::string& key, const std::string& path, uint64_t offset) = 0;
+  // Streams the file at `path` to `key` (whole-object write, like put).
+  virtual void upload(const std::string& key, const std::string& path) = 0;
 };
 
 struct StoreError : std::runtime_error {
@@ -62,5 +81,9 @@ struct StoreError : std::runtime_error {
 std::unique_ptr<ObjectStore> make_s3_store(const Location& location, const S3Settings& settings);
 // A directory store (Scheme::File, or a PVC's directory inside a pod).
 std::unique_ptr<ObjectStore> make_dir_store(const std::string& directory);
+
+// Inside a pod: the store a URI names, S3 settings from the AWS_* variables of this process's
+// environment (a pvc:// location is its mounted directory). nullptr + error when it cannot be opened.
+std::unique_ptr<ObjectStore> open_store_from_environment(const std::string& uri, std::string* error);
 
 }  // namespace valley::storage

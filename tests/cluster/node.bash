@@ -217,7 +217,7 @@ node_build() {
   "$here/build-binaries.sh" --node
   local build_dir=${VALLEY_BUILD_DIR:-$repo/build}
   local cache=${VALLEY_CACHE:-$HOME/.cache/valley}/images
-  for b in valley-operator valleyctl valley-train; do
+  for b in valley-operator valleyctl valley-io valley-train; do
     [ -x "$build_dir/bin/$b" ] || die "$build_dir/bin/$b is missing: build Valley first (make build)"
   done
   local img=$here/images/build_image.py

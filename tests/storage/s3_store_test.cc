@@ -1,9 +1,14 @@
 // The S3 checkpoint store against a real S3-compatible server (versitygw, see versitygw.h). It
 // verifies SigV4 as AWS does, so a signing mistake fails here.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
 
 #include "operator/storage/checkpoint_record.h"
 #include "operator/storage/object_store.h"
+#include "operator/storage/transfer.h"
 #include "tests/storage/versitygw.h"
 
 namespace valley::storage {
@@ -62,6 +67,116 @@ TEST_F(S3StoreTest, UnreachableEndpointIsAnError) {
   std::string err;
   auto store = make_s3_store(*parse_location("s3://checkpoints/x", &err), settings);
   EXPECT_THROW(store->get(kLatestKey), StoreError);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_F(S3StoreTest, ListsEveryObjectUnderThePrefixAcrossPagesWithSizesAndEtags) {
+  auto store = gw_->store("list/set");
+  for (int i = 0; i < 1005; ++i) store->put("part/" + std::to_string(10000 + i) + ".bin", std::string(i % 7, 'x'));
+  store->put("a & b <c>.txt", "odd");
+  gw_->store("list/setother")->put("not-mine", "x");  // a sibling prefix that starts alike
+  auto all = store->list();
+  ASSERT_EQ(all.size(), 1006u);
+  EXPECT_EQ(all.front().key, "a & b <c>.txt");
+  EXPECT_EQ(all.front().size, 3u);
+  EXPECT_FALSE(all.front().etag.empty());
+  EXPECT_EQ(all.front().etag.find('"'), std::string::npos) << all.front().etag;
+  EXPECT_EQ(all.back().key, "part/11004.bin");
+  EXPECT_EQ(store->list(2).size(), 2u);
+  EXPECT_TRUE(gw_->store("list/empty")->list().empty());
+  std::string err;
+  auto missing = make_s3_store(*parse_location("s3://no-such-bucket/x", &err), gw_->settings());
+  try {
+    missing->list();
+    FAIL() << "a missing bucket listed as empty";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("NoSuchBucket"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(S3StoreTest, StreamsFilesBothWaysAndResumesADownloadFromAnOffset) {
+  auto store = gw_->store("stream");
+  const fs::path dir = fs::path(::testing::TempDir()) / "stream";
+  fs::create_directories(dir);
+  std::string blob(3 << 20, '\0');
+  for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<char>(i * 131 % 251);
+  std::ofstream(dir / "up.bin", std::ios::binary) << blob;
+  store->upload("up.bin", (dir / "up.bin").string());
+  EXPECT_TRUE(*store->get("up.bin") == blob);
+  // The first megabyte is there already: the rest is appended.
+  std::ofstream(dir / "down.bin", std::ios::binary) << blob.substr(0, 1 << 20);
+  EXPECT_EQ(store->download("up.bin", (dir / "down.bin").string(), 1 << 20), blob.size() - (1 << 20));
+  EXPECT_TRUE(read_file(dir / "down.bin") == blob);
+  EXPECT_THROW(store->download("absent", (dir / "absent").string(), 0), StoreError);
+}
+
+TEST_F(S3StoreTest, FetchCopiesADataSetOnceAndResumesAFileCutOffMidCopy) {
+  auto store = gw_->store("data/set1");
+  store->put("train/shard-0.bin", std::string(1 << 20, 'a'));
+  store->put("train/shard-1.bin", std::string(2 << 20, 'b'));
+  store->put("labels.csv", "x,y\n1,2\n");
+  const fs::path dir = fs::path(::testing::TempDir()) / "data1";
+  fs::remove_all(dir);
+  auto s = fetch_into(*store, dir.string(), nullptr);
+  EXPECT_EQ(s.files, 3);
+  EXPECT_EQ(s.copied, 3);
+  EXPECT_EQ(s.bytes, (3u << 20) + 8u);
+  EXPECT_TRUE(fs::exists(dir / kDataManifest));
+  EXPECT_EQ(read_file(dir / "train/shard-1.bin"), std::string(2 << 20, 'b'));
+  // Again: nothing to copy. A changed object is copied again.
+  s = fetch_into(*store, dir.string(), nullptr);
+  EXPECT_EQ(s.unchanged, 3);
+  EXPECT_EQ(s.copied, 0);
+  // (another size: versitygw versions objects by the second they were written)
+  store->put("labels.csv", "x,y\n3,4\n5,6\n");
+  s = fetch_into(*store, dir.string(), nullptr);
+  EXPECT_EQ(s.copied, 1);
+  EXPECT_EQ(read_file(dir / "labels.csv"), "x,y\n3,4\n5,6\n");
+  // A pod stopped half-way through shard-1: its part file and the manifest's record of it remain.
+  fs::remove(dir / "train/shard-1.bin");
+  std::string manifest = read_file(dir / kDataManifest);
+  auto m = nlohmann::json::parse(manifest);
+  m["files"].erase("train/shard-1.bin");
+  m["partial"]["train/shard-1.bin"] = store->list()[2].etag;
+  std::ofstream(dir / kDataManifest) << m.dump();
+  std::ofstream(dir / "train/shard-1.bin.valley-part", std::ios::binary) << std::string(1 << 20, 'b');
+  std::vector<std::string> said;
+  s = fetch_into(*store, dir.string(), [&](const std::string& l) { said.push_back(l); });
+  EXPECT_EQ(s.copied, 1);
+  EXPECT_EQ(s.resumed, 1);
+  EXPECT_EQ(s.copied_bytes, 1u << 20) << "only the missing half is downloaded";
+  EXPECT_EQ(read_file(dir / "train/shard-1.bin"), std::string(2 << 20, 'b'));
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0], "resumed train/shard-1.bin at byte 1048576");
+  EXPECT_FALSE(fs::exists(dir / "train/shard-1.bin.valley-part"));
+}
+
+TEST_F(S3StoreTest, KeepUploadsADirectoryOnceAndAgainOnlyWhatChanged) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "out1";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "model");
+  std::ofstream(dir / "model/weights.bin") << std::string(5000, 'w');
+  std::ofstream(dir / "metrics.json") << "{}";
+  auto store = gw_->store("outputs/task1");
+  auto s = keep_from(dir.string(), *store, nullptr);
+  EXPECT_EQ(s.files, 2);
+  EXPECT_EQ(s.copied, 2);
+  EXPECT_EQ(*store->get("model/weights.bin"), std::string(5000, 'w'));
+  EXPECT_EQ(store->list().size(), 2u) << "the manifest is not uploaded";
+  s = keep_from(dir.string(), *store, nullptr);
+  EXPECT_EQ(s.copied, 0);
+  EXPECT_EQ(s.unchanged, 2);
+  std::ofstream(dir / "metrics.json") << "{\"loss\": 0.1}";
+  s = keep_from(dir.string(), *store, nullptr);
+  EXPECT_EQ(s.copied, 1);
+  EXPECT_EQ(*store->get("metrics.json"), "{\"loss\": 0.1}");
+  EXPECT_EQ(keep_from((dir / "absent").string(), *store, nullptr).files, 0) << "no output directory: nothing kept";
 }
 
 }  // namespace

@@ -86,25 +86,7 @@ std::unique_ptr<ObjectStore> open_store(std::string* error) {
   std::string dir = env("VALLEY_CHECKPOINT_DIR");
   if (!dir.empty()) return valley::storage::make_dir_store(dir);
   std::string uri = env("VALLEY_CHECKPOINT_URI");
-  if (uri.empty()) return nullptr;
-  auto location = valley::storage::parse_location(uri, error);
-  if (!location) return nullptr;
-  switch (location->scheme) {
-    case valley::storage::Location::Scheme::File:
-      return valley::storage::make_dir_store(location->path);
-    case valley::storage::Location::Scheme::Pvc:
-      return valley::storage::make_dir_store(valley::storage::pvc_directory(*location));
-    case valley::storage::Location::Scheme::S3: {
-      std::map<std::string, std::string> values;
-      for (const char* k : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
-                            "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_CA_BUNDLE"})
-        if (!env(k).empty()) values[k] = env(k);
-      auto settings = valley::storage::s3_settings_from(values, error);
-      if (!settings) return nullptr;
-      return valley::storage::make_s3_store(*location, *settings);
-    }
-  }
-  return nullptr;
+  return uri.empty() ? nullptr : valley::storage::open_store_from_environment(uri, error);
 }
 
 std::string encode(int64_t step, const std::vector<double>& w) {
