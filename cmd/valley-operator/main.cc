@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cmd/valley-operator/options.h"
+#include "controllers/render/transfers.h"
 #include "controllers/task/controllers.h"
 #include "operator/http_server.h"
 #include "operator/kube/client.h"
@@ -61,6 +62,22 @@ bool serve(const valley::Flags& flags, valley::Manager& manager, valley::task::C
   return true;
 }
 
+// valley-io's image when --io-image names none: the image this operator runs from (its pod, named
+// by POD_NAME in the namespace it runs in), so task pods get the very build that renders them.
+std::string own_image(valley::kube::Client& client, const std::string& ns) {
+  const char* pod = std::getenv("POD_NAME");
+  if (pod && *pod) {
+    try {
+      auto self = client.get(valley::kube::resources::kPods, ns, pod);
+      for (const auto& c : self["spec"].value("containers", nlohmann::json::array()))
+        if (c.value("name", "") == "operator" || self["spec"]["containers"].size() == 1) return c.value("image", "");
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot read this operator's pod {}/{} for its image: {}", ns, pod, e.what());
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,7 +112,11 @@ int main(int argc, char** argv) {
     auto config = valley::kube::load_default(flags.get("kubeconfig"), flags.get("context"));
     spdlog::info("API server {} from {}", config.server, config.source);
     valley::op::with_namespace(options, flags, config.default_namespace);
+    const std::string own_namespace = config.default_namespace;
     client = std::make_unique<valley::kube::Client>(std::move(config), options.http);
+    if (options.controllers.io_image.empty()) options.controllers.io_image = own_image(*client, own_namespace);
+    if (options.controllers.io_image.empty()) options.controllers.io_image = valley::render::kDefaultIoImage;
+    spdlog::info("task pods copy data and outputs with {}", options.controllers.io_image);
   } catch (const valley::kube::KubeError& e) {
     spdlog::error("configuration: {}", e.what());
     return 1;

@@ -55,6 +55,8 @@ Flags make_flags() {
        "node labels (key=value, comma-separated) of the launcher pool: MPI launchers run only there (stable capacity; a launcher holds no GPU but its loss restarts the gang); empty: beside worker 0"},
       {"pod-security", "Baseline",
        "the Pod Security level (Baseline or Restricted) Valley renders pods for when a task sets no spec.podSecurity.level"},
+      {"io-image", "",
+       "the image with valley-io for task pods' data-in and outputs containers; empty: the operator's own pod's image (POD_NAME), else ghcr.io/valley-dev/valley-operator:<version>"},
       {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
       {"progress-writes-per-second", "5",
        "at most this many status writes a second across all admitted tasks that only bring progress up to date (accrued cost, counts, utilization): with more tasks than cost-interval x this many, each task's are written less often; 0: no limit"},
@@ -171,6 +173,7 @@ task::ControllerOptions controller_options(const Flags& flags) {
   if (flags.get("pod-security") == "Restricted") o.pod_security = api::PodSecurityLevel::Restricted;
   else if (flags.get("pod-security") != "Baseline")
     throw std::invalid_argument("--pod-security=" + flags.get("pod-security") + " must be Baseline or Restricted");
+  o.io_image = flags.get("io-image");
   o.cost_interval = seconds("cost-interval");
   if (o.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");
   try {

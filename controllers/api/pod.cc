@@ -31,7 +31,8 @@ std::vector<PodContainer> containers(const json& spec, const char* key) {
   std::vector<PodContainer> out;
   for (const auto& c : array_at(spec, key)) {
     const json& res = object_at(c, "resources");
-    out.push_back({string_at(c, "name"), kept_resources(object_at(res, "limits")), kept_resources(object_at(res, "requests"))});
+    out.push_back({string_at(c, "name"), kept_resources(object_at(res, "limits")), kept_resources(object_at(res, "requests")),
+                   string_at(c, "restartPolicy") == "Always"});
   }
   return out;
 }

@@ -51,6 +51,7 @@ struct PodContainer {
   std::string name;
   // Extended resources, cpu (thousandths of a core), memory and ephemeral-storage (bytes).
   std::vector<std::pair<std::string, int64_t>> limits, requests;
+  bool sidecar = false;  // an init container with restartPolicy Always: runs beside the others
   bool operator==(const PodContainer&) const = default;
 };
 

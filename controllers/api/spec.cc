@@ -231,6 +231,34 @@ void parse_policies(Reader& r, const json* spec, TaskSpec& s, std::vector<std::s
   }
 }
 
+// Data in and outputs out (after the checkpoint: both default to its Secret, outputs to its store).
+void parse_transfers(Reader& r, const json* spec, TaskSpec& s) {
+  auto s3_uri = [&](const json& o, const std::string& path) {
+    std::string uri = r.str(o, "uri", path + ".uri").value_or(""), why;
+    auto location = storage::parse_location(uri, &why);
+    if (!location || location->scheme != storage::Location::Scheme::S3)
+      r.error(path + ".uri: " + (location ? std::string("must start with s3://") : why));
+    return uri;
+  };
+  auto secret = [&](const json& o, const std::string& path) {
+    if (const json* ref = r.object(o, "secretRef", path + ".secretRef")) return r.str(*ref, "name", path + ".secretRef.name").value_or("");
+    return s.checkpoint_secret;
+  };
+  if (const json* d = r.object(*spec, "data", "spec.data")) {
+    TaskSpec::Data data{s3_uri(*d, "spec.data"), secret(*d, "spec.data"), r.str(*d, "mountPath", "spec.data.mountPath").value_or(kDefaultDataPath)};
+    if (data.mount_path.empty() || data.mount_path.front() != '/' || data.mount_path.find("..") != std::string::npos)
+      r.error("spec.data.mountPath: must be an absolute path without \"..\"");
+    s.data = std::move(data);
+  }
+  if (const json* o = r.object(*spec, "outputs", "spec.outputs")) {
+    s.outputs = TaskSpec::Outputs{s3_uri(*o, "spec.outputs"), secret(*o, "spec.outputs")};
+  } else if (s.checkpoint_uri.rfind("s3://", 0) == 0) {
+    std::string base = s.checkpoint_uri;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    s.outputs = TaskSpec::Outputs{base + "/outputs", s.checkpoint_secret};
+  }
+}
+
 // What it may take: estimated duration, deadline, budget, run policy.
 void parse_limits(Reader& r, const json* spec, TaskSpec& s) {
   if (auto d = r.str(*spec, "estimatedDuration", "spec.estimatedDuration")) {
@@ -287,6 +315,7 @@ ParsedTask parse_task(const json& object) {
   }
   parse_shape(r, spec, s);
   parse_policies(r, spec, s, &result.errors);
+  parse_transfers(r, spec, s);
   parse_limits(r, spec, s);
   if (result.errors.empty()) result.spec = std::move(s);
   return result;

@@ -93,6 +93,20 @@ struct TaskSpec {
   // The checkpoint window: the pods' terminationGracePeriodSeconds, so SIGTERM leaves the workload
   // this long to checkpoint before SIGKILL. Keep it within the cloud's notice (AWS spot: 120 s).
   int checkpoint_grace_seconds = 30;
+  // spec.data: a data set copied into every worker before the workload starts (valley-io fetch).
+  struct Data {
+    std::string uri;         // s3://bucket/prefix
+    std::string secret;      // its own secretRef, else the checkpoint's
+    std::string mount_path;  // VALLEY_DATA_DIR in the pods
+  };
+  std::optional<Data> data;
+  // Where VALLEY_OUTPUT_DIR's files and Valley's report are kept: spec.outputs, else beside an
+  // s3:// checkpoint (<checkpoint uri>/outputs); nullopt when neither.
+  struct Outputs {
+    std::string uri, secret;
+  };
+  std::optional<Outputs> outputs;
+  std::string io_image;  // valley-io's image: the operator's setting, filled in when observed
   std::optional<std::chrono::milliseconds> estimated_duration;
   std::optional<int64_t> max_cost_micros;  // money as integer micro-units
   // spec.deadline: an RFC 3339 time, or a duration after the task's creation. A reduceCost task
@@ -106,6 +120,9 @@ struct TaskSpec {
   }
   RunPolicy run_policy;
 };
+
+inline constexpr const char* kDefaultDataPath = "/valley/data";
+inline constexpr const char* kOutputDir = "/valley/output";  // VALLEY_OUTPUT_DIR in the pods
 
 struct ParsedTask {
   std::optional<TaskSpec> spec;     // set when errors is empty

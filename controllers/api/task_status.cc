@@ -56,6 +56,8 @@ const json& status_schema() {
     "scaling": [{"workers": "integer", "stepsPerSecond": "number", "samples": "integer"}],
     "lastResizeReason": "string", "observedGeneration": "integer",
     "startTime": "string", "completionTime": "string",
+    "outputs": {"uri": "string", "files": "integer", "bytes": "integer", "partial": "boolean", "report": "string", "time": "string",
+                "error": "string"},
     "restarts": {"total": "integer", "failures": "integer", "resizes": "integer", "preemptions": "integer",
                  "disruptions": "integer", "startFailures": "integer"},
     "startFailure": {"reason": "string", "message": "string", "retryAfter": "string", "generation": "integer"},

@@ -117,7 +117,8 @@ std::map<std::string, int64_t> gpu_usage(const api::Pod& pod) {
 
 namespace {
 // Per resource that `counted` accepts, as the scheduler sums a pod: its containers' requests (else
-// limits) added up, at least as much as any one init container's.
+// limits) added up with its sidecars' (init containers that keep running), at least as much as any
+// one init container's plus the sidecars started before it.
 template <class Counted>
 std::map<std::string, int64_t> pod_requests(const api::Pod& pod, Counted counted) {
   std::map<std::string, int64_t> out;
@@ -128,10 +129,16 @@ std::map<std::string, int64_t> pod_requests(const api::Pod& pod, Counted counted
         if (counted(k)) u[k] = v;
     return u;
   };
-  for (const auto& c : pod.containers)
-    for (const auto& [k, v] : of_container(c)) out[k] += v;
+  std::map<std::string, int64_t> sidecars;
   for (const auto& c : pod.init_containers)
-    for (const auto& [k, v] : of_container(c)) out[k] = std::max(out[k], v);
+    for (const auto& [k, v] : of_container(c)) {
+      if (c.sidecar) sidecars[k] += v;
+      else out[k] = std::max(out[k], v + sidecars[k]);
+    }
+  std::map<std::string, int64_t> running = sidecars;
+  for (const auto& c : pod.containers)
+    for (const auto& [k, v] : of_container(c)) running[k] += v;
+  for (const auto& [k, v] : running) out[k] = std::max(out[k], v);
   return out;
 }
 }  // namespace

@@ -1,5 +1,7 @@
 #include "controllers/render/render.h"
 
+#include "controllers/render/transfers.h"
+
 #include "controllers/api/pod.h"
 #include "controllers/gpu/resources.h"
 #include "operator/kube/base64.h"
@@ -168,6 +170,7 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   }
   if (mpi) mpi_env(spec, envs);
   container["env"] = envs;
+  add_transfers(spec, role, ps, container);
   json resources = container.value("resources", json::object());
   for (const auto& [k, v] : c.resources.items()) resources[k] = v;
   container["resources"] = resources;

@@ -25,7 +25,7 @@ FieldMask condition() {
 const std::shared_ptr<const FieldMask>& pod_fields() {
   static const auto mask = [] {
     const FieldMask all = FieldMask::all();
-    const FieldMask container = FieldMask::only({{"name", all}, {"resources", all}});
+    const FieldMask container = FieldMask::only({{"name", all}, {"resources", all}, {"restartPolicy", all}});
     // A container's state: which one it is, its start, how it ended or why it waits; of the last
     // one, its start.
     const FieldMask started = FieldMask::only({{"startedAt", all}});

@@ -68,6 +68,8 @@ struct ControllerOptions {
   std::chrono::seconds utilization_interval{60};
   // The Pod Security level of tasks that set no spec.podSecurity.level.
   api::PodSecurityLevel pod_security = api::PodSecurityLevel::Baseline;
+  // The image whose valley-io copies data in and outputs out inside task pods (the operator's own).
+  std::string io_image;
   // After a refusal that retrying cannot heal (Pod Security, an invalid pod), the task is tried
   // again when its spec or its namespace's labels change, or after this long.
   std::chrono::seconds refused_retry{600};

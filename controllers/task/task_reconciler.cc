@@ -101,6 +101,7 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   o.task["status"] = api::readable_status(o.task.value("status", nlohmann::json::object()));
   o.parsed = api::parse_task(o.task);
   if (o.parsed.spec && !o.parsed.spec->pod_security.level) o.parsed.spec->pod_security.level = options_.pod_security;
+  if (o.parsed.spec) o.parsed.spec->io_image = options_.io_image;
   o.now = std::chrono::system_clock::now();
   o.refusal = refusals_.of(key, o.task, [this](const std::string& ns) { return cache_.namespace_labels(ns); });
   const std::string ns = o.task["metadata"].value("namespace", "");

@@ -1,6 +1,8 @@
 #include "controllers/render/render.h"
 
 #include "controllers/api/pod.h"
+#include "controllers/api/quantity.h"
+#include "controllers/planner/snapshot.h"
 
 #include <gtest/gtest.h>
 
@@ -113,8 +115,8 @@ TEST(Render, ASingleTasksPodHasNoMpiVolumesEnvOrSubdomain) {
   // An MPI worker has them all but the hostfile, which only the launcher reads.
   json mpi = worker_pod(spec(), 0, {2, 1}, default_placement(spec()));
   EXPECT_EQ(mpi["spec"]["subdomain"], "resnet-workers");
-  ASSERT_EQ(mpi["spec"]["volumes"].size(), 1u);
-  EXPECT_EQ(mpi["spec"]["volumes"][0]["name"], "valley-ssh");
+  ASSERT_EQ(mpi["spec"]["volumes"].size(), 2u) << "the SSH keys and the outputs (its checkpoint is in S3)";
+  EXPECT_EQ(mpi["spec"]["volumes"][1]["name"], "valley-ssh");
   EXPECT_EQ(env_of(mpi, "VALLEY_SSH_PORT"), "22");
   EXPECT_EQ(env_of(mpi, "OMPI_MCA_orte_default_hostfile"), "<unset>");
 }
@@ -371,6 +373,66 @@ TEST(Render, CheckpointStoresReachThePods) {
       "master":{"image":"l"},"worker":{"image":"w"},"checkpoint":{"uri":"s3://x/y"}}})"));
   ASSERT_FALSE(bad.spec);
   EXPECT_NE(bad.errors[0].find("bucket name"), std::string::npos) << bad.errors[0];
+}
+
+const json* container_named(const json& list, const std::string& name) {
+  for (const auto& c : list)
+    if (c["name"] == name) return &c;
+  return nullptr;
+}
+
+TEST(Render, DataComesInBeforeTheWorkloadAndOutputsGoOutWhenThePodStops) {
+  auto parse = [](const std::string& extra) {
+    auto p = api::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n","uid":"u"},"spec":{"replicas":{"min":1,"max":2},
+      "master":{"image":"l"},"worker":{"image":"w"},"checkpoint":{"uri":"s3://ckpts/runs/t/","secretRef":{"name":"creds"}})" + extra + "}}"));
+    EXPECT_TRUE(p.errors.empty()) << p.errors[0];
+    return *p.spec;
+  };
+  TaskSpec s = parse(R"(,"data":{"uri":"s3://datasets/imagenet-mini","mountPath":"/data"})");
+  s.io_image = "valley-operator:test";
+  ASSERT_TRUE(s.data && s.outputs);
+  EXPECT_EQ(s.data->secret, "creds") << "the checkpoint's Secret by default";
+  EXPECT_EQ(s.outputs->uri, "s3://ckpts/runs/t/outputs") << "outputs beside the checkpoints by default";
+  json w = worker_pod(s, 0, {2, 1}, default_placement(s));
+  const json& inits = w["spec"]["initContainers"];
+  const json* data = container_named(inits, "valley-data");
+  const json* keep = container_named(inits, "valley-outputs");
+  ASSERT_TRUE(data && keep) << w["spec"].dump(2);
+  EXPECT_EQ(data->at("image"), "valley-operator:test");
+  EXPECT_EQ(data->at("args"), json::array({"fetch", "--uri", "s3://datasets/imagenet-mini", "--dir", "/data"}));
+  EXPECT_EQ(data->at("envFrom")[0]["secretRef"]["name"], "creds");
+  EXPECT_FALSE(data->contains("restartPolicy")) << "a plain init container: the workload starts after it";
+  EXPECT_EQ(keep->at("restartPolicy"), "Always") << "a sidecar: stopped after the workload";
+  EXPECT_EQ(keep->at("args"), json::array({"keep", "--uri", "s3://ckpts/runs/t/outputs", "--dir", "/valley/output"}));
+  EXPECT_EQ(env_of(w, "VALLEY_DATA_DIR"), "/data");
+  EXPECT_EQ(env_of(w, "VALLEY_OUTPUT_DIR"), "/valley/output");
+  bool data_ro = false;
+  for (const auto& m : w["spec"]["containers"][0]["volumeMounts"]) data_ro |= m["mountPath"] == "/data" && m.contains("readOnly") && m["readOnly"] == true;
+  EXPECT_TRUE(data_ro) << w["spec"]["containers"][0].dump(2);
+  // The launcher keeps outputs too but fetches no data (the workers train on it).
+  json l = launcher_pod(s, {2, 1});
+  EXPECT_FALSE(container_named(l["spec"]["initContainers"], "valley-data"));
+  EXPECT_TRUE(container_named(l["spec"]["initContainers"], "valley-outputs"));
+  // The sidecar counts towards the pod's room as the scheduler counts it: beside the workload.
+  auto room = planner::room_requests(api::pod_from(w));
+  EXPECT_EQ(room[api::kCpu], 50) << "the sidecar's 50m (the workload requests none)";
+  // Restricted: the transfer containers are hardened like the rest.
+  TaskSpec r = parse(R"(,"data":{"uri":"s3://datasets/x"},"podSecurity":{"level":"Restricted"})");
+  json rw = worker_pod(r, 0, {2, 1}, default_placement(r));
+  const json* hardened = container_named(rw["spec"]["initContainers"], "valley-data");
+  ASSERT_TRUE(hardened);
+  EXPECT_EQ(hardened->at("securityContext").at("allowPrivilegeEscalation"), false);
+  // Without an s3:// checkpoint or spec.outputs: no outputs; a data URI must be s3://.
+  auto plain = api::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n"},"spec":{"replicas":{"min":1,"max":1},
+      "master":{"image":"l"},"worker":{"image":"w"},"checkpoint":{"uri":"pvc://claim/x"}}})"));
+  ASSERT_TRUE(plain.spec);
+  EXPECT_FALSE(plain.spec->outputs);
+  EXPECT_FALSE(worker_pod(*plain.spec, 0, {1, 1}, default_placement(*plain.spec))["spec"].contains("initContainers"));
+  auto bad = api::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n"},"spec":{"replicas":{"min":1,"max":1},
+      "master":{"image":"l"},"worker":{"image":"w"},"data":{"uri":"pvc://claim/x","mountPath":"rel"}}})"));
+  ASSERT_EQ(bad.errors.size(), 2u);
+  EXPECT_EQ(bad.errors[0], "spec.data.uri: must start with s3://");
+  EXPECT_NE(bad.errors[1].find("spec.data.mountPath"), std::string::npos);
 }
 
 }  // namespace
