@@ -56,6 +56,7 @@ const json& status_schema() {
     "scaling": [{"workers": "integer", "stepsPerSecond": "number", "samples": "integer"}],
     "lastResizeReason": "string", "observedGeneration": "integer",
     "startTime": "string", "completionTime": "string",
+    "history": [{"time": "string", "phase": "string", "workers": "integer", "reason": "string", "accruedMicros": "integer"}],
     "outputs": {"uri": "string", "files": "integer", "bytes": "integer", "partial": "boolean", "report": "string", "time": "string",
                 "error": "string"},
     "restarts": {"total": "integer", "failures": "integer", "resizes": "integer", "preemptions": "integer",

@@ -35,6 +35,7 @@ PlanInputs::TaskState PlanInputs::task_state(const std::shared_ptr<const TaskEnt
   s.holds = !(kube::object_at(obj, "metadata").contains("deletionTimestamp") || lifecycle::finished(kube::string_at(status, "phase")) ||
               spec.run_policy.suspend || lifecycle::over_budget(spec, status) || lifecycle::idle_suspended(spec, status));
   s.start_backoff_until = lifecycle::start_backoff_until(spec, status);
+  s.waits_for_data = lifecycle::waits_for_data(spec, status);
   s.epoch = std::to_string(status.value("epoch", 0));
   s.kind = spec.worker.image;
   s.task = *entry->task;
@@ -165,6 +166,8 @@ void PlanInputs::take_tasks(const planner::SnapshotView& view, const Tenancy& te
     if (!ts.holds) continue;
     // Its pods could not start: it holds nothing until its backoff is over (or its spec changes).
     if (ts.start_backoff_until && r.now < *ts.start_backoff_until) continue;
+    // Its data set is not known to be readable yet: it holds nothing until it is.
+    if (ts.waits_for_data) continue;
     // Its pods are refused until it or its namespace changes: it holds no capacity meanwhile.
     if (facts.creation_refused && facts.creation_refused(entry)) continue;
     planner::Task& t = ts.task;

@@ -66,6 +66,7 @@ class PlanInputs {
     std::shared_ptr<const api::Policy> pricing;
     bool holds = false;         // not ended, suspended, over its budget or suspended while idle
     std::optional<kube::SystemTime> start_backoff_until;  // its pods could not start: not planned before then
+    bool waits_for_data = false;  // spec.data not yet confirmed readable (lifecycle/transfers.h)
     std::string epoch;          // status.epoch, as its pods' labels say it
     std::string kind;           // its worker image: what it measured teaches tasks of the same image
     planner::Task task;         // the plan's input

@@ -65,6 +65,7 @@ Decision Decider::run() {
     report_refusal();
   }
   status_["phase"] = phase_;
+  record_history();
   d_.status_changed = status_ != before_;
   d_.status = std::move(status_);
   return std::move(d_);
@@ -159,6 +160,7 @@ void Decider::after_end() {
   for (const auto& p : o_.pods) {
     if (policy == api::CleanPodPolicy::All || (policy == api::CleanPodPolicy::Running && !pod_finished(p))) delete_pod(p);
   }
+  record_outputs();
   if (auto ttl = spec_->run_policy.ttl_seconds_after_finished) {
     auto done = parse_time(status_.value("completionTime", ""));
     if (done) {
@@ -171,6 +173,32 @@ void Decider::after_end() {
     }
   }
   count_replicas();
+}
+
+// status.history: one entry each time the phase or the worker count changes, the latest kHistory.
+void Decider::record_history() {
+  constexpr size_t kHistory = 100;
+  const int workers = status_.value("replicas", 0);
+  json& h = status_["history"];
+  if (!h.is_array()) h = json::array();
+  if (!h.empty() && h.back().value("phase", "") == phase_ && h.back().value("workers", -1) == workers) return;
+  json entry = {{"time", now_}, {"phase", phase_}, {"workers", workers}, {"reason", status_.value("reason", "")}};
+  if (auto accrued = kube::int_at(kube::object_at(status_, "cost"), "accruedMicros")) entry["accruedMicros"] = *accrued;
+  h.push_back(std::move(entry));
+  if (h.size() > kHistory) h.erase(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(h.size() - kHistory));
+}
+
+void Decider::record_outputs() {
+  if (!spec_ || !spec_->outputs) return;
+  if (o_.outputs && kube::object_at(status_, "outputs") != *o_.outputs) {
+    status_["outputs"] = *o_.outputs;
+    if (o_.outputs->contains("time"))
+      event("Normal", "OutputsKept", "KeepOutputs",
+            std::to_string(o_.outputs->value("files", 0)) + " files (" + std::to_string(o_.outputs->value("bytes", int64_t{0})) +
+                " bytes) and Valley's report in " + o_.outputs->value("uri", ""));
+  }
+  const bool pods_done = std::all_of(o_.pods.begin(), o_.pods.end(), [](const PodView& p) { return pod_finished(p); });
+  d_.collect_outputs = outputs_due(*spec_, status_, pods_done);
 }
 
 void Decider::finish(bool success, const std::string& reason, const std::string& message) {

@@ -117,6 +117,10 @@ class Decider {
   void run_epoch();
   bool stopped();
   void resume_if_suspended();
+  bool data_pending();
+  void record_history();
+  // Ended: status.outputs once the controller has listed them (asked for once its pods are done).
+  void record_outputs();
   bool admitted(const lifecycle::Admission* adm);
   void resize(int workers, const lifecycle::Admission* adm);
   bool decided_by_pods(bool mpi);

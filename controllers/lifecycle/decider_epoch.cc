@@ -29,6 +29,7 @@ void Decider::run_epoch() {
   if (stopped()) return;
   resume_if_suspended();
   record_checkpoint();
+  if (data_pending()) return;
   const lifecycle::Admission* adm = o_.admission ? &*o_.admission : nullptr;
   if (!admitted(adm)) return;
   const int workers = adm ? adm->workers : static_cast<int>(status_.value("epochReplicas", desired_workers(*spec_)));
@@ -39,6 +40,25 @@ void Decider::run_epoch() {
   if (decided_by_pods(mpi)) return;
   if (start_failed()) return;
   ensure_objects(workers, mpi);
+}
+
+// spec.data before the first admission: DataReady from what the controller read of the store; the
+// task waits (holding nothing) until its data lists. True while it waits.
+bool Decider::data_pending() {
+  if (!spec_->data || epoch_ > 0) return false;
+  if (!o_.data) {
+    if (!find_condition(status_, kDataReady))
+      set_condition(status_, kDataReady, false, "Checking", "listing " + spec_->data->uri, now_, generation_);
+    return waits_for_data(*spec_, status_);
+  }
+  const json* before = find_condition(status_, kDataReady);
+  const bool was_ready = before && before->value("status", "") == "True";
+  set_condition(status_, kDataReady, o_.data->ready, o_.data->ready ? "DataReadable" : kDataUnavailable, o_.data->message, now_, generation_);
+  if (o_.data->ready) return false;
+  if (status_.value("reason", "") != kDataUnavailable || status_.value("message", "") != o_.data->message || was_ready)
+    event("Warning", kDataUnavailable, "CheckData", o_.data->message);
+  set_phase(kPending, kDataUnavailable, o_.data->message);
+  return true;
 }
 
 // The deadline passed, or the task is suspended (by its spec, while idle, over its budget): true

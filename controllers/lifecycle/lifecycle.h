@@ -37,6 +37,7 @@
 #include "controllers/render/render.h"
 #include "controllers/api/spec.h"
 #include "controllers/gpu/utilization.h"
+#include "controllers/lifecycle/transfers.h"
 #include "operator/kube/timefmt.h"
 #include "operator/storage/checkpoint_record.h"
 
@@ -128,6 +129,10 @@ struct Observed {
   DisruptionConfig disruption;
   // The workload's latest.json as last read from the checkpoint store, if any.
   std::optional<storage::CheckpointRecord> checkpoint;
+  // spec.data: whether the store lists the data set (nullopt: not asked yet). See transfers.h.
+  std::optional<DataCheck> data;
+  // Outputs listed and the report written, once asked for (status.outputs as it is to read).
+  std::optional<json> outputs;
   std::optional<CreateRefusal> refusal;
   // The latest reading of its GPUs' utilization (DCGM through Prometheus), when Valley reads one,
   // and the idlePolicy in force (its own, else its tenant's; absent: the defaults).
@@ -163,6 +168,7 @@ struct Decision {
   std::vector<EventSpec> events;
   std::optional<std::chrono::seconds> requeue_after;
   bool delete_task = false;  // ttlSecondsAfterFinished has passed
+  bool collect_outputs = false;  // ended and its pods are done: list the outputs, write the report
 };
 
 Decision decide(const Observed& observed);

@@ -27,6 +27,8 @@ void push(json& object, const char* list, json item) {
 }  // namespace
 
 void add_transfers(const api::TaskSpec& spec, const std::string& role, json& pod_spec, json& container) {
+  // Every pod knows where the workers find the data (a launcher hands it on to its ranks).
+  if (spec.data) push(container, "env", {{"name", "VALLEY_DATA_DIR"}, {"value", spec.data->mount_path}});
   if (spec.data && role == "worker") {
     const std::string& dir = spec.data->mount_path;
     push(pod_spec, "initContainers",
@@ -34,7 +36,6 @@ void add_transfers(const api::TaskSpec& spec, const std::string& role, json& pod
                       {{"name", kDataContainer}, {"mountPath", dir}}));
     push(pod_spec, "volumes", {{"name", kDataContainer}, {"emptyDir", json::object()}});
     push(container, "volumeMounts", {{"name", kDataContainer}, {"mountPath", dir}, {"readOnly", true}});
-    push(container, "env", {{"name", "VALLEY_DATA_DIR"}, {"value", dir}});
   }
   if (spec.outputs) {
     json sidecar = io_container(spec, kOutputsContainer, {"keep", "--uri", spec.outputs->uri, "--dir", api::kOutputDir},

@@ -2,7 +2,7 @@
 // image (TaskSpec::io_image):
 //  - spec.data: workers get an init container `valley-data` that copies the data set into an
 //    emptyDir before the workload starts; the workload's container mounts it read-only at
-//    spec.data.mountPath (VALLEY_DATA_DIR).
+//    spec.data.mountPath (VALLEY_DATA_DIR, set in every pod: a launcher hands it on to its ranks).
 //  - outputs (spec.outputs, or beside an s3:// checkpoint): every pod gets a sidecar
 //    `valley-outputs` (an init container with restartPolicy Always, so the kubelet stops it after
 //    the workload's containers) that uploads the emptyDir mounted at VALLEY_OUTPUT_DIR when it is

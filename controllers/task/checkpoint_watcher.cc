@@ -2,9 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "operator/kube/base64.h"
-#include "operator/kube/error.h"
-#include "operator/storage/object_store.h"
+#include "controllers/task/task_store.h"
 
 namespace valley::task {
 
@@ -79,25 +77,8 @@ void CheckpointWatcher::read(const std::string& key, Entry entry) {
   std::optional<storage::CheckpointRecord> record;
   std::string error;
   try {
-    std::map<std::string, std::string> values;
-    if (!entry.secret.empty()) {
-      auto secret = client_.get(kube::resources::kSecrets, entry.ns, entry.secret);
-      const nlohmann::json data = secret.contains("data") && secret["data"].is_object() ? secret["data"] : nlohmann::json::object();
-      for (auto it = data.begin(); it != data.end(); ++it)
-        if (it->is_string()) values[it.key()] = kube::base64_decode(it->get<std::string>()).value_or("");
-    }
-    auto location = storage::parse_location(entry.uri, &error);
-    auto settings = location ? storage::s3_settings_from(values, &error) : std::nullopt;
-    if (settings) {
-      auto store = storage::make_s3_store(*location, *settings);
+    if (auto store = open_task_store(client_, entry.ns, entry.secret, entry.uri, "checkpoint", &error))
       if (auto text = store->get(storage::kLatestKey)) record = storage::parse_checkpoint_record(*text, &error);
-    } else if (!entry.secret.empty() || error.empty()) {
-      error = "checkpoint store " + entry.uri + ": " + error;
-    } else {
-      error = "checkpoint store " + entry.uri + ": no spec.checkpoint.secretRef (" + error + ")";
-    }
-  } catch (const kube::KubeError& e) {
-    error = "checkpoint Secret " + entry.ns + "/" + entry.secret + ": " + e.what();
   } catch (const std::exception& e) {
     error = e.what();
   }

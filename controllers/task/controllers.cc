@@ -124,6 +124,10 @@ void Controllers::run(const std::atomic<bool>& stop) {
     kube::name_this_thread("checkpoints");
     tasks_->run_checkpoints(stop);
   });
+  std::thread transfers([this, &stop] {
+    kube::name_this_thread("transfers");
+    tasks_->run_transfers(stop);
+  });
   ReconcileLoop* loops[] = {&tasks_->loop(), &tenants_->loop(), &policies_->loop(), &ownership_->loop()};
   for (ReconcileLoop* loop : loops) loop->start();
   running_ = true;
@@ -133,6 +137,7 @@ void Controllers::run(const std::atomic<bool>& stop) {
   planning_->wake();
   planner.join();
   checkpoint_reader.join();
+  transfers.join();
   cache_.stop();
 }
 

@@ -39,6 +39,7 @@ TaskReconciler::TaskReconciler(kube::Client& client, kube::EventRecorder& events
                      }
                      enqueue(key);
                    }),
+      transfers_(client_, options_.checkpoint_poll, [this](const std::string& key) { enqueue(key); }),
       loop_("trainingtask", "", options_.workers, [this](const std::string& key) { return reconcile(key); }) {}
 
 void TaskReconciler::observed_owned(const std::string& kind, const std::string& ns, const std::string& name, const std::string& uid) {
@@ -47,6 +48,7 @@ void TaskReconciler::observed_owned(const std::string& kind, const std::string& 
 
 Result TaskReconciler::task_gone(const std::string& key) {
   checkpoints_.forget(key);
+  transfers_.forget(key);
   written_.forget(key);
   {
     std::lock_guard lock(held_mu_);
@@ -118,6 +120,11 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
     if (auto n = cache_.node(p.node)) o.nodes[p.node] = lifecycle::NodeView{n->ready, n->not_ready_since, n->notice, n->fault};
   }
   observe_checkpoint(o, key);
+  if (o.parsed.spec && o.parsed.spec->data) {
+    transfers_.check_data(*o.parsed.spec);
+    o.data = transfers_.data(key);
+  }
+  o.outputs = transfers_.outputs(key);
   o.service_exists = cache_.services().store().get(ns + "/" + render::service_name(name)) != nullptr;
   // Asked only once the task was admitted at some point: the status records an epoch before anything
   // is created, so a task without one owns no Secret yet (a stale cache fails its status write first).
@@ -328,6 +335,11 @@ Result TaskReconciler::reconcile(const std::string& key) {
   hold_progress(key, o, stored_status, accounted, d);
   if (auto stop = write_status(key, o, d)) return *stop;
   const bool released = release_accounted(o, d, accounted);
+  if (d.collect_outputs && o.parsed.spec) {
+    nlohmann::json ended = o.task;
+    ended["status"] = d.status;
+    transfers_.keep_outputs(key, *o.parsed.spec, std::move(ended));
+  }
   for (const auto& ev : d.events) events_.record(o.task, ev.type, ev.reason, ev.action, ev.note);
   if (d.delete_task) {
     kube::DeleteOptions opts;

@@ -25,6 +25,7 @@
 #include "controllers/task/cluster_cache.h"
 #include "controllers/lifecycle/lifecycle.h"
 #include "controllers/task/options.h"
+#include "controllers/task/transfer_watcher.h"
 #include "controllers/task/reconcile_loop.h"
 #include "operator/kube/client.h"
 #include "operator/kube/events.h"
@@ -44,6 +45,8 @@ class TaskReconciler {
   void observed_owned(const std::string& kind, const std::string& ns, const std::string& name, const std::string& uid);
   // The checkpoint reader's thread (until *stop).
   void run_checkpoints(const std::atomic<bool>& stop) { checkpoints_.run(stop); }
+  // The data-in and outputs thread (until *stop).
+  void run_transfers(const std::atomic<bool>& stop) { transfers_.run(stop); }
 
  private:
   // The pods whose cost is settled in this reconcile and then released: done (ended, or being
@@ -110,6 +113,7 @@ class TaskReconciler {
   std::mutex checkpoint_errors_mu_;
   std::map<std::string, std::string> checkpoint_errors_;  // task -> last store error reported
   CheckpointWatcher checkpoints_;
+  TransferWatcher transfers_;
   ReconcileLoop loop_;
 };
 

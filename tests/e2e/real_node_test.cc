@@ -72,20 +72,24 @@ class RealNodeTest : public TaskTest {
     s3_.reset();
   }
   std::vector<std::string> operator_flags() const override {
-    return {"--pricing-policy=" + ns, "--cost-interval=1s", "--cost-settle=2s", "--planner-min-resize-interval=2s"};
+    // valley-io from the operator image node.bash built (no registry here).
+    return {"--pricing-policy=" + ns, "--cost-interval=1s", "--cost-settle=2s", "--planner-min-resize-interval=2s",
+            "--io-image=localhost/valley-operator:dev", "--checkpoint-poll-interval=2s"};
   }
 
   // valley-train under mpirun over the workers Valley lists in the hostfile; checkpoints in S3.
   json mpi_train_spec(int min, int max, int slots, int steps, int checkpoint_every, int step_delay_ms) {
+    // The model (rank 0's final weights) goes to VALLEY_OUTPUT_DIR, which the pods' sidecar keeps.
     const std::string train = "valley-train --steps " + std::to_string(steps) + " --checkpoint-every " +
-                              std::to_string(checkpoint_every) + " --step-delay-ms " + std::to_string(step_delay_ms);
+                              std::to_string(checkpoint_every) + " --step-delay-ms " + std::to_string(step_delay_ms) +
+                              " --output /valley/output/model.txt";
     return {{"taskType", "MPI"},
             {"replicas", {{"min", min}, {"max", max}}},
             {"master",
              {{"image", kTrainImage},
               {"command",
                {"sh", "-c",
-                "exec mpirun -np \"$VALLEY_WORLD_SIZE\" -x VALLEY_CHECKPOINT_URI -x VALLEY_EPOCH -x VALLEY_RESUME "
+                "exec mpirun -np \"$VALLEY_WORLD_SIZE\" -x VALLEY_CHECKPOINT_URI -x VALLEY_EPOCH -x VALLEY_RESUME -x VALLEY_DATA_DIR "
                 "-x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY -x AWS_REGION -x AWS_ENDPOINT_URL " +
                     train}},
               {"template", on_real_node()}}},
@@ -176,7 +180,11 @@ TEST_F(RealNodeTest, AnMpiTaskTrainsOnRealPodsCheckpointsToS3SucceedsAndCostsWha
   create_policy();
   record_pods();
   const auto submitted = std::chrono::steady_clock::now();
-  apply(mpi_train_spec(2, 2, 2, 300, 100, 10));
+  // A data set in the store, which the workers' valley-data init container copies in.
+  s3_->store(ns + "/data")->put("train/shard-0.bin", std::string(300000, 'd'));
+  json spec = mpi_train_spec(2, 2, 2, 300, 100, 10);
+  spec["data"] = {{"uri", "s3://" + std::string(testing::VersityGw::kBucket) + "/" + ns + "/data"}};
+  apply(spec);
   ASSERT_TRUE(wait_phase("Running", 180s)) << task().dump(2) << describe_pods() << operator_log();
   const double to_running = std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count();
   ASSERT_TRUE(wait_phase("Succeeded", 300s)) << task().dump(2) << describe_pods() << operator_log();
@@ -190,6 +198,7 @@ TEST_F(RealNodeTest, AnMpiTaskTrainsOnRealPodsCheckpointsToS3SucceedsAndCostsWha
   const std::string log = pod_log("job-launcher");
   EXPECT_TRUE(final_loss(log, 300)) << log;
   EXPECT_NE(log.find("world=4"), std::string::npos) << log;
+  EXPECT_NE(log.find("data: 300000 bytes in /valley/data on every rank"), std::string::npos) << log;
   // Its checkpoints are in the store: the last one at the final step, written at world size 4.
   auto latest = latest_checkpoint();
   ASSERT_TRUE(latest) << "no checkpoint record in S3";
@@ -215,6 +224,16 @@ TEST_F(RealNodeTest, AnMpiTaskTrainsOnRealPodsCheckpointsToS3SucceedsAndCostsWha
   const double actual = cost()["finalMicros"].get<int64_t>() / 1e6;
   std::printf("workers ran %.0f GPU-seconds: expected %.6f, final %.6f USD\n", gpu_seconds, expected, actual);
   EXPECT_NEAR(actual, expected, expected * 0.01 + 1e-6) << cost().dump(2);
+  // The model rank 0 wrote on worker 0 was kept by its sidecar when the pod stopped, and Valley's
+  // report beside it.
+  ASSERT_TRUE(eventually([&] { return task()["status"].value("outputs", json::object()).contains("time"); }, 60s))
+      << task()["status"].dump(2) << operator_log();
+  EXPECT_EQ(task()["status"]["outputs"].value("files", 0), 1) << task()["status"]["outputs"].dump(2);
+  auto outputs = s3_->store(ns + "/outputs");
+  EXPECT_TRUE(outputs->get("model.txt").has_value());
+  const json report = json::parse(outputs->get("valley-report.json").value_or("{}"));
+  EXPECT_EQ(report.value("phase", ""), "Succeeded") << report.dump(2);
+  EXPECT_EQ(report["outputs"].value("files", 0), 1) << report.dump(2);
 }
 
 TEST_F(RealNodeTest, AnElasticTaskGrowsWhenAGpuFreesAndResumesFromItsCheckpointAtTheNewWorldSize) {

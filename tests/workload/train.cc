@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -166,6 +167,17 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fprintf(stderr, "valley-train: %s\n", e.what());
     MPI_Finalize();
     return 2;
+  }
+  // A data set Valley copied in (VALLEY_DATA_DIR): the bytes every rank finds there, the least of them.
+  if (const std::string data = env("VALLEY_DATA_DIR"); !data.empty()) {
+    long long bytes = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(data, ec); !ec && it != std::filesystem::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_regular_file() && it->path().filename().string().rfind(".valley-", 0) != 0) bytes += static_cast<long long>(it->file_size());
+    long long least = 0;
+    MPI_Allreduce(&bytes, &least, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    if (rank == 0) std::printf("data: %lld bytes in %s on every rank\n", least, data.c_str());
   }
   std::string error;
   auto store = rank == 0 ? open_store(&error) : nullptr;
