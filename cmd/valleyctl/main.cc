@@ -1,5 +1,5 @@
 // valleyctl: the user's command line for Valley (also usable as the kubectl plugin `kubectl-valley`).
-// Commands: version, submit, estimate, list, describe, cost, tenants (common.h).
+// Commands: version, submit, estimate, list, describe, cost, tenants, outputs, report (common.h).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -21,6 +21,8 @@ commands:
   list             tasks in the namespace (-A: all) with phase, workers and cost
   describe NAME    one task: phase, workers and where, checkpoint, restarts, cost, recent events
   cost             what each task cost against its estimate, GPU-hours per pool, totals (-A: all)
+  outputs NAME     where the task's outputs are kept, whether they were, and what is there
+  report NAME      Valley's report of an ended task as an HTML page (--file PATH; -o json: its JSON)
   tenants          each Tenant: its namespaces, GPUs used/nominal, borrowed, lent, fair share,
                    spend this period against its budget, waiting tasks, and why it is not Ready
 )";
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
       {"output", "text", "-o: text, yaml or json", false},
       {"namespace", "", "-n: the namespace; empty: the kubeconfig's"},
       {"all-namespaces", "false", "-A: list, cost: every namespace", true},
+      {"file", "", "report: where to write the page (default NAME-report.html)"},
       {"dry-run", "false", "submit: validate with the API server without creating", true},
       {"help", "false", "print this help", true},
   });
@@ -79,6 +82,8 @@ int main(int argc, char** argv) {
   if (args[0] == "describe") return cmd_describe(flags, args);
   if (args[0] == "cost") return cmd_cost(flags);
   if (args[0] == "tenants") return cmd_tenants(flags);
+  if (args[0] == "outputs") return cmd_outputs(flags, args);
+  if (args[0] == "report") return cmd_report(flags, args);
   std::cerr << "valleyctl: unknown command \"" << args[0] << "\"\n\n" << kUsage;
   return 2;
 }

@@ -2,7 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "controllers/task/task_store.h"
+#include "controllers/task/poll_schedule.h"
+#include "operator/storage/task_store.h"
 
 namespace valley::task {
 
@@ -49,18 +50,8 @@ void CheckpointWatcher::run(const std::atomic<bool>& stop) {
     {
       std::unique_lock lock(mu_);
       const auto now = std::chrono::steady_clock::now();
-      auto due = entries_.end();
       auto wake = now + std::chrono::seconds(1);  // to notice `stop`
-      // The longest overdue first: a store slower than the poll interval is due again as soon as
-      // it has been read, and taking the first due in key order starved every task after it (the
-      // bad-input catalogue's slow store found this).
-      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (it->second.next <= now) {
-          if (due == entries_.end() || it->second.next < due->second.next) due = it;
-        } else {
-          wake = std::min(wake, it->second.next);
-        }
-      }
+      auto due = most_overdue(entries_, now, &wake, [](const Entry&) { return true; });
       if (due == entries_.end()) {
         cv_.wait_until(lock, wake);
         continue;
@@ -77,7 +68,7 @@ void CheckpointWatcher::read(const std::string& key, Entry entry) {
   std::optional<storage::CheckpointRecord> record;
   std::string error;
   try {
-    if (auto store = open_task_store(client_, entry.ns, entry.secret, entry.uri, "checkpoint", &error))
+    if (auto store = storage::open_task_store(client_, entry.ns, entry.secret, entry.uri, "checkpoint", &error))
       if (auto text = store->get(storage::kLatestKey)) record = storage::parse_checkpoint_record(*text, &error);
   } catch (const std::exception& e) {
     error = e.what();

@@ -3,7 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "controllers/render/task_report.h"
-#include "controllers/task/task_store.h"
+#include "controllers/task/poll_schedule.h"
+#include "operator/storage/task_store.h"
 #include "operator/kube/json_fields.h"
 #include "operator/kube/timefmt.h"
 
@@ -65,15 +66,7 @@ void TransferWatcher::run(const std::atomic<bool>& stop) {
       std::unique_lock lock(mu_);
       const auto now = std::chrono::steady_clock::now();
       auto wake = now + std::chrono::seconds(1);  // to notice `stop`
-      auto next = entries_.end();
-      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (!due(it->second)) continue;
-        if (it->second.next > now) {
-          wake = std::min(wake, it->second.next);
-        } else if (next == entries_.end() || it->second.next < next->second.next) {
-          next = it;
-        }
-      }
+      auto next = most_overdue(entries_, now, &wake, [this](const Entry& e) { return due(e); });
       if (next == entries_.end()) {
         cv_.wait_until(lock, wake);
         continue;
@@ -91,7 +84,7 @@ namespace {
 lifecycle::DataCheck check(kube::Client& client, const std::string& ns, const api::TaskSpec::Data& data) {
   std::string error;
   try {
-    auto store = open_task_store(client, ns, data.secret, data.uri, "data", &error);
+    auto store = storage::open_task_store(client, ns, data.secret, data.uri, "data", &error);
     if (!store) return {false, error};
     if (store->list(1).empty()) return {false, "data " + data.uri + ": no objects under it"};
     return {true, "data " + data.uri + " is readable"};
@@ -104,7 +97,7 @@ nlohmann::json keep(kube::Client& client, const std::string& ns, const api::Task
   nlohmann::json kept = {{"uri", out.uri}};
   std::string error;
   try {
-    auto store = open_task_store(client, ns, out.secret, out.uri, "outputs", &error);
+    auto store = storage::open_task_store(client, ns, out.secret, out.uri, "outputs", &error);
     if (!store) {
       kept["error"] = error;
       return kept;

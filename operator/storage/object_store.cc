@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <strings.h>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -117,20 +118,69 @@ class S3Store : public ObjectStore {
   }
 
   void upload(const std::string& key, const std::string& path) override {
+    const uint64_t size = static_cast<uint64_t>(fs::file_size(path));
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (!f) throw StoreError("open " + path + " failed");
-    Call c{"PUT", key};
-    c.source = f;
-    c.source_size = static_cast<uint64_t>(fs::file_size(path));
-    std::pair<long, std::string> r;
     try {
-      r = request(c);
+      if (size > settings_.multipart_threshold) {
+        upload_in_parts(key, f, size);
+      } else {
+        Call c{"PUT", key};
+        c.source = f;
+        c.source_size = size;
+        expect_ok(c, request(c));
+      }
     } catch (...) {
       std::fclose(f);
       throw;
     }
     std::fclose(f);
-    if (r.first != 200) throw StoreError("PUT " + uri(key) + ": HTTP " + std::to_string(r.first) + ": " + excerpt(r.second));
+  }
+
+ private:
+  struct Call;
+  void expect_ok(const Call& c, const std::pair<long, std::string>& r) const {
+    // CompleteMultipartUpload may answer 200 with an error in its body.
+    if (r.first != 200 || r.second.find("<Error>") != std::string::npos)
+      throw StoreError(c.method + " " + uri(c.key) + ": HTTP " + std::to_string(r.first) + ": " + excerpt(r.second));
+  }
+
+  void upload_in_parts(const std::string& key, std::FILE* f, uint64_t size) {
+    const std::string empty;
+    Call start{"POST", key};
+    start.query = {{"uploads", ""}};
+    start.body = &empty;
+    auto started = request(start);
+    expect_ok(start, started);
+    const std::string id = xml_text(element(started.second, "UploadId"));
+    if (id.empty()) throw StoreError("POST " + uri(key) + "?uploads: no UploadId in the answer");
+    try {
+      std::string parts;
+      int number = 1;
+      for (uint64_t offset = 0; offset < size; offset += settings_.part_size, ++number) {
+        Call part{"PUT", key};
+        part.query = {{"partNumber", std::to_string(number)}, {"uploadId", id}};
+        part.source = f;
+        part.source_size = std::min(settings_.part_size, size - offset);
+        std::string etag;
+        part.etag = &etag;
+        expect_ok(part, request(part));
+        parts += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" + etag + "</ETag></Part>";
+      }
+      const std::string xml = "<CompleteMultipartUpload>" + parts + "</CompleteMultipartUpload>";
+      Call done{"POST", key};
+      done.query = {{"uploadId", id}};
+      done.body = &xml;
+      expect_ok(done, request(done));
+    } catch (...) {
+      Call abort{"DELETE", key};
+      abort.query = {{"uploadId", id}};
+      try {
+        request(abort);
+      } catch (const StoreError&) {  // the store's lifecycle rules collect what is left
+      }
+      throw;
+    }
   }
 
  private:
@@ -146,6 +196,11 @@ class S3Store : public ObjectStore {
     uint64_t source_size = 0;
     std::FILE* sink = nullptr;
     uint64_t range_from = 0;
+    std::string* etag = nullptr;  // the response's ETag header, when asked for
+  };
+  struct Source {
+    std::FILE* file;
+    uint64_t left;  // a part reads no further than its size
   };
   struct Sink {
     std::FILE* file;
@@ -203,7 +258,22 @@ class S3Store : public ObjectStore {
     s->body->append(data, size * n);
     return size * n;
   }
-  static size_t from_file(char* data, size_t size, size_t n, void* in) { return std::fread(data, size, n, static_cast<std::FILE*>(in)) * size; }
+  static size_t from_file(char* data, size_t size, size_t n, void* in) {
+    auto* s = static_cast<Source*>(in);
+    const size_t got = std::fread(data, 1, static_cast<size_t>(std::min<uint64_t>(size * n, s->left)), s->file);
+    s->left -= got;
+    return got;
+  }
+  static size_t header_line(char* data, size_t size, size_t n, void* out) {
+    std::string line(data, size * n);
+    if (line.size() > 5 && strncasecmp(line.c_str(), "etag:", 5) == 0) {
+      line = line.substr(5);
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.erase(0, 1);
+      while (!line.empty() && (line.back() == '\r' || line.back() == '\n' || line.back() == ' ')) line.pop_back();
+      *static_cast<std::string*>(out) = line;
+    }
+    return size * n;
+  }
 
   std::pair<long, std::string> request(const Call& call) {
     SignedRequest r;
@@ -242,15 +312,22 @@ class S3Store : public ObjectStore {
       curl_easy_setopt(curl, CURLOPT_TIMEOUT, 300L);
     }
     if (!settings_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, settings_.ca_file.c_str());
+    Source source{call.source, call.source_size};
     if (call.source) {
       curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
       curl_easy_setopt(curl, CURLOPT_READFUNCTION, from_file);
-      curl_easy_setopt(curl, CURLOPT_READDATA, call.source);
+      curl_easy_setopt(curl, CURLOPT_READDATA, &source);
       curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(call.source_size));
-    } else if (call.method == "PUT") {
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PUT");
+    } else if (call.body) {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, call.method.c_str());
       curl_easy_setopt(curl, CURLOPT_POSTFIELDS, call.body->data());
       curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call.body->size()));
+    } else if (call.method != "GET") {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, call.method.c_str());
+    }
+    if (call.etag) {
+      curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, header_line);
+      curl_easy_setopt(curl, CURLOPT_HEADERDATA, call.etag);
     }
     CURLcode rc = curl_easy_perform(curl);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);

@@ -41,6 +41,9 @@ struct S3Settings {
   std::string region = "us-east-1";
   Credentials credentials;
   std::string ca_file;  // optional CA bundle for a private endpoint
+  // upload() sends a file larger than this in parts of part_size (S3 takes 5 MiB to 5 GiB a part).
+  uint64_t multipart_threshold = uint64_t{64} << 20;
+  uint64_t part_size = uint64_t{16} << 20;
 };
 // Keys: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, AWS_REGION or AWS_DEFAULT_REGION,
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_CA_BUNDLE. nullopt + error when
@@ -69,7 +72,8 @@ class ObjectStore {
   // Streams `key` into the file at `path` from byte `offset` of the object on, appending (offset 0
   // truncates): a download resumed where it stopped. Returns the bytes written; throws when absent.
   virtual uint64_t download(const std::string& key, const std::string& path, uint64_t offset) = 0;
-  // Streams the file at `path` to `key` (whole-object write, like put).
+  // Streams the file at `path` to `key` (whole-object write, like put; S3: a large file in parts,
+  // the upload aborted when a part fails so no parts are left behind).
   virtual void upload(const std::string& key, const std::string& path) = 0;
 };
 

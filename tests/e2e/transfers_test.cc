@@ -5,6 +5,9 @@
 // status.outputs, also when the operator was killed while the upload failed. kwok runs no
 // containers: the pods' side (valley-io) is tested against versitygw (tests/storage) and on the
 // real node.
+#include <fstream>
+#include <sstream>
+
 #include "tests/e2e/task_fixture.h"
 #include "tests/storage/versitygw.h"
 
@@ -112,6 +115,24 @@ TEST_F(TransfersTest, DataThatCannotBeListedHoldsNothingThenTheTaskRunsAndItsOut
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find(ns + "/job"), std::string::npos);
   EXPECT_TRUE(has_event("\nOutputsKept: ")) << events_text();
+  // valleyctl lists them and writes the page.
+  auto valleyctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), binary("valleyctl"));
+    args.push_back("--kubeconfig=" + admin_kubeconfig_path());
+    args.push_back("-n=" + ns);
+    ChildProcess p(args, ::testing::TempDir() + "/valleyctl-" + args[1] + "-" + ns + ".log");
+    EXPECT_EQ(p.wait(60s), 0) << p.output();
+    return p.output();
+  };
+  const std::string listing = valleyctl({"outputs", "job"});
+  EXPECT_NE(listing.find("Kept:   1 files, 1000 bytes; report written"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("model/weights.bin"), std::string::npos) << listing;
+  const std::string page = ::testing::TempDir() + "/report-" + ns + ".html";
+  EXPECT_NE(valleyctl({"report", "job", "--file=" + page}).find("wrote " + page), std::string::npos);
+  std::ifstream in(page);
+  std::stringstream written;
+  written << in.rdbuf();
+  EXPECT_EQ(written.str(), html);
 }
 
 }  // namespace

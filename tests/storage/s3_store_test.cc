@@ -116,6 +116,32 @@ TEST_F(S3StoreTest, StreamsFilesBothWaysAndResumesADownloadFromAnOffset) {
   EXPECT_THROW(store->download("absent", (dir / "absent").string(), 0), StoreError);
 }
 
+TEST_F(S3StoreTest, ALargeFileGoesUpInPartsAndReadsBackWhole) {
+  auto settings = gw_->settings();
+  settings.multipart_threshold = 6 << 20;
+  settings.part_size = 5 << 20;  // S3's smallest part: 12 MiB go up as 5 + 5 + 2
+  std::string err;
+  auto store = make_s3_store(*parse_location(std::string("s3://") + testing::VersityGw::kBucket + "/parts", &err), settings);
+  const fs::path file = fs::path(::testing::TempDir()) / "large.bin";
+  std::string blob(12 << 20, '\0');
+  for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<char>((i * 2654435761u) >> 13);
+  std::ofstream(file, std::ios::binary) << blob;
+  store->upload("model/large.bin", file.string());
+  auto back = store->get("model/large.bin");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->size(), blob.size());
+  EXPECT_TRUE(*back == blob);
+  // A part the store refuses (here: the credentials) fails the upload and leaves no object.
+  auto denied = make_s3_store(*parse_location(std::string("s3://") + testing::VersityGw::kBucket + "/parts", &err), [&] {
+    auto s = gw_->settings("not-the-secret");
+    s.multipart_threshold = 6 << 20;
+    s.part_size = 5 << 20;
+    return s;
+  }());
+  EXPECT_THROW(denied->upload("model/denied.bin", file.string()), StoreError);
+  EXPECT_FALSE(store->get("model/denied.bin").has_value());
+}
+
 TEST_F(S3StoreTest, FetchCopiesADataSetOnceAndResumesAFileCutOffMidCopy) {
   auto store = gw_->store("data/set1");
   store->put("train/shard-0.bin", std::string(1 << 20, 'a'));
@@ -133,7 +159,6 @@ TEST_F(S3StoreTest, FetchCopiesADataSetOnceAndResumesAFileCutOffMidCopy) {
   s = fetch_into(*store, dir.string(), nullptr);
   EXPECT_EQ(s.unchanged, 3);
   EXPECT_EQ(s.copied, 0);
-  // (another size: versitygw versions objects by the second they were written)
   store->put("labels.csv", "x,y\n3,4\n5,6\n");
   s = fetch_into(*store, dir.string(), nullptr);
   EXPECT_EQ(s.copied, 1);

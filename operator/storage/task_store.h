@@ -1,4 +1,4 @@
-// A task's s3:// store as the operator reaches it: the credentials and endpoint from the task's
+// A TrainingTask's s3:// store as the operator and valleyctl reach it: the credentials and endpoint from the task's
 // Secret (read through the API server), for the checkpoint record, the data check and the outputs.
 #pragma once
 
@@ -8,11 +8,11 @@
 #include "operator/kube/client.h"
 #include "operator/storage/object_store.h"
 
-namespace valley::task {
+namespace valley::storage {
 
 // nullptr + error ("<what> Secret ns/name: ...", "<what> store <uri>: ...") when the Secret cannot be
 // read or holds no usable keys; `what` names the spec field ("checkpoint", "data", "outputs").
-std::unique_ptr<storage::ObjectStore> open_task_store(kube::Client& client, const std::string& ns, const std::string& secret,
-                                                      const std::string& uri, const std::string& what, std::string* error);
+std::unique_ptr<ObjectStore> open_task_store(kube::Client& client, const std::string& ns, const std::string& secret,
+                                             const std::string& uri, const std::string& what, std::string* error);
 
-}  // namespace valley::task
+}  // namespace valley::storage

@@ -1,11 +1,11 @@
-#include "controllers/task/task_store.h"
+#include "operator/storage/task_store.h"
 
 #include "operator/kube/base64.h"
 #include "operator/kube/error.h"
 
-namespace valley::task {
+namespace valley::storage {
 
-std::unique_ptr<storage::ObjectStore> open_task_store(kube::Client& client, const std::string& ns, const std::string& secret,
+std::unique_ptr<ObjectStore> open_task_store(kube::Client& client, const std::string& ns, const std::string& secret,
                                                       const std::string& uri, const std::string& what, std::string* error) {
   std::map<std::string, std::string> values;
   if (!secret.empty()) {
@@ -20,13 +20,13 @@ std::unique_ptr<storage::ObjectStore> open_task_store(kube::Client& client, cons
     }
   }
   std::string why;
-  auto location = storage::parse_location(uri, &why);
-  auto settings = location ? storage::s3_settings_from(values, &why) : std::nullopt;
+  auto location = parse_location(uri, &why);
+  auto settings = location ? s3_settings_from(values, &why) : std::nullopt;
   if (!settings) {
     *error = what + " store " + uri + ": " + (secret.empty() && location ? "no spec." + what + ".secretRef (" + why + ")" : why);
     return nullptr;
   }
-  return storage::make_s3_store(*location, *settings);
+  return make_s3_store(*location, *settings);
 }
 
-}  // namespace valley::task
+}  // namespace valley::storage
