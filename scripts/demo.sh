@@ -14,7 +14,9 @@ K get nodes -o custom-columns='NODE:.metadata.name,NVIDIA:.status.allocatable.nv
 say "Valley's operator starts, wins leader election and watches TrainingTasks"
 scripts/operator.sh stop
 # A short resize interval so the demo shows a task growing back within a minute (default 5m).
-VALLEY_OPERATOR_ARGS="--planner-min-resize-interval=10s --checkpoint-poll-interval=2s --cost-interval=5s" scripts/operator.sh start
+# valley-io (data in, outputs out) from the operator image the real node builds (no registry here).
+VALLEY_OPERATOR_ARGS="--planner-min-resize-interval=10s --checkpoint-poll-interval=2s --cost-interval=5s --io-image=localhost/valley-operator:dev" \
+  scripts/operator.sh start
 for _ in $(seq 1 50); do grep -q "caches synced" .valley/logs/operator.log 2>/dev/null && break; sleep 0.2; done
 grep -E "became the leader|caches synced" .valley/logs/operator.log | tail -2 | cut -c31-
 
@@ -221,6 +223,8 @@ K -n valley-demo-lab-a get events.events.k8s.io --field-selector regarding.name=
   jq -r '.items | sort_by(.metadata.creationTimestamp) | .[] | "  \(.reason): \(.note)"' | grep -E "Admitted|Resizing|Resized|Preempted" || echo "  (no admission, resize or preemption Events)"
 st=$(K -n valley-demo-lab-a get tt sweep -o json | jq -c '.status.restarts // {}')
 echo "In short: lab-a's sweep was resized $(jq -r '.resizes // 0' <<<"$st") time(s) and preempted $(jq -r '.preemptions // 0' <<<"$st") time(s)."
+
+scripts/demo/real-node.sh
 
 say "Done. The cluster, the operator and the S3 store are still up:"
 echo "  .valley/bin/kubectl --kubeconfig .valley/kubeconfig -n $ns get tt"

@@ -24,17 +24,20 @@ int free_loopback_port() {
 }
 
 VersityGw::VersityGw(std::string host) : host_(std::move(host)) {
-  root_ = fs::temp_directory_path() / ("valley-s3-" + std::to_string(::getpid()) + "-" + std::to_string(free_loopback_port()));
+  const std::string id = std::to_string(::getpid()) + "-" + std::to_string(free_loopback_port());
+  root_ = fs::temp_directory_path() / ("valley-s3-" + id);
+  // Not a name that starts with the root's: versitygw refuses a sidecar it takes to be inside it.
+  meta_ = fs::temp_directory_path() / ("valley-s3meta-" + id);
   fs::create_directories(root_ / kBucket);  // a bucket is a directory
   // Objects' metadata (ETags, which multipart uploads check) in files beside the data, whatever the
   // file system's extended attributes.
-  fs::create_directories(root_.string() + ".meta");
+  fs::create_directories(meta_);
   port_ = free_loopback_port();
   std::string gw = std::string(VALLEY_SOURCE_DIR) + "/.valley/bin/versitygw";
   if (!fs::exists(gw)) throw std::runtime_error(gw + " missing: run make cluster-binaries");
   process_ = std::make_unique<e2e::ChildProcess>(
       std::vector<std::string>{gw, "--access", kAccess, "--secret", kSecret, "--port", host_ + ":" + std::to_string(port_),
-                               "posix", "--sidecar", root_.string() + ".meta", root_.string()},
+                               "posix", "--sidecar", meta_.string(), root_.string()},
       root_.string() + ".log");
   // Ready when it answers at all (a missing object is an answer).
   bool up = e2e::eventually(
@@ -54,7 +57,7 @@ VersityGw::~VersityGw() {
   process_.reset();
   std::error_code ec;
   fs::remove_all(root_, ec);
-  fs::remove_all(root_.string() + ".meta", ec);
+  fs::remove_all(meta_, ec);
   fs::remove(root_.string() + ".log", ec);
 }
 

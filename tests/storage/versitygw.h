@@ -30,7 +30,7 @@ class VersityGw {
   std::unique_ptr<storage::ObjectStore> store(const std::string& prefix, const std::string& secret = kSecret) const;
 
  private:
-  std::filesystem::path root_;
+  std::filesystem::path root_, meta_;
   std::string host_;
   int port_ = 0;
   std::unique_ptr<e2e::ChildProcess> process_;
