@@ -3,9 +3,10 @@
 //   valley-io fetch --uri s3://bucket/prefix --dir /valley/data
 //       an init container: the data set into the directory before the workload starts; resumes a
 //       copy cut off earlier and skips what the directory already holds (operator/storage/transfer.h).
-//   valley-io keep --uri s3://bucket/prefix --dir /valley/output [--now]
-//       a sidecar: waits for SIGTERM (the kubelet sends it once the workload's containers have
-//       ended, or when the pod is deleted), then uploads the directory's files; --now uploads at once.
+//   valley-io keep --uri s3://bucket/prefix --dir /valley/output [--every 30] [--now]
+//       a sidecar: uploads what changed in the directory every --every seconds (so a pod killed
+//       past its grace period loses at most that much) and once more on SIGTERM (the kubelet sends
+//       it once the workload's containers have ended, or when the pod is deleted); --now: once.
 // Credentials and endpoint from the AWS_* variables (the task's Secret). Exit 0 on success, 1 with a
 // message (also in the termination message the task's status reads) on failure.
 #include <chrono>
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage();
   const std::string mode = argv[1];
   std::string uri, dir;
-  int attempts = 5;
+  int attempts = 5, every = 30;
   bool now = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -53,6 +54,8 @@ int main(int argc, char** argv) {
       dir = value();
     } else if (a == "--attempts") {
       attempts = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--every") {
+      every = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--now") {
       now = true;
     } else {
@@ -60,14 +63,20 @@ int main(int argc, char** argv) {
     }
   }
   if ((mode != "fetch" && mode != "keep") || uri.empty() || dir.empty()) return usage();
-  if (mode == "keep" && !now) {
-    valley::ShutdownSignal shutdown;  // blocks SIGTERM before any other thread starts
-    say("keeping " + dir + " for " + uri + " when the pod stops");
-    shutdown.wait();
-  }
   std::string error;
   auto store = valley::storage::open_store_from_environment(uri, &error);
   if (!store) return fail(uri + ": " + error);
+  if (mode == "keep" && !now) {
+    valley::ShutdownSignal shutdown;  // blocks SIGTERM before any other thread starts
+    say("keeping " + dir + " in " + uri + " every " + std::to_string(every) + "s and when the pod stops");
+    while (!shutdown.wait_for(std::chrono::seconds(every))) {
+      try {
+        valley::storage::keep_from(dir, *store, say);
+      } catch (const std::exception& e) {
+        say(std::string(e.what()) + "; trying again in " + std::to_string(every) + "s");
+      }
+    }
+  }
   // A store that fails now may answer in a moment: each attempt continues where the last stopped.
   for (int attempt = 1;; ++attempt) {
     try {

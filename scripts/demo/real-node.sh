@@ -26,8 +26,9 @@ echo "  (its 2 GPUs are simulated: an extended resource with no device behind it
 
 pkill -f "[v]ersitygw --access valley-real" 2>/dev/null || true
 rm -rf .valley/s3-real .valley/s3meta-real && mkdir -p .valley/s3-real/checkpoints .valley/s3meta-real
-setsid .valley/bin/versitygw --access valley-real --secret valley-real-secret --port $store_ip:$port posix --sidecar .valley/s3meta-real \
-  .valley/s3-real > .valley/logs/versitygw-real.log 2>&1 < /dev/null &
+# Absolute paths: versitygw compares its root and its metadata sidecar as given.
+setsid .valley/bin/versitygw --access valley-real --secret valley-real-secret --port $store_ip:$port posix --sidecar "$PWD/.valley/s3meta-real" \
+  "$PWD/.valley/s3-real" > .valley/logs/versitygw-real.log 2>&1 < /dev/null &
 export AWS_ACCESS_KEY_ID=valley-real AWS_SECRET_ACCESS_KEY=valley-real-secret AWS_ENDPOINT_URL=http://$store_ip:$port AWS_REGION=us-east-1
 scripts/operator.sh release $ns
 K delete namespace $ns --ignore-not-found --wait=true >/dev/null
@@ -38,8 +39,17 @@ K -n $ns create secret generic s3 --from-literal=AWS_ACCESS_KEY_ID=$AWS_ACCESS_K
 # A data set in the store, uploaded with the same valley-io the pods use.
 data=$(mktemp -d)
 head -c 2000000 /dev/urandom > "$data/shard-0.bin"; head -c 1000000 /dev/urandom > "$data/shard-1.bin"
-for _ in $(seq 1 50); do build/bin/valley-io keep --now --uri s3://checkpoints/$ns/data --dir "$data" > /dev/null 2>&1 && break; sleep 0.2; done
+uploaded=""
+for _ in $(seq 1 50); do
+  build/bin/valley-io keep --now --attempts 1 --uri s3://checkpoints/$ns/data --dir "$data" > /dev/null 2>&1 && uploaded=yes && break
+  sleep 0.2
+done
 rm -rf "$data"
+if [ -z "$uploaded" ]; then
+  echo "  the S3 store on the node's bridge did not take the data set (.valley/logs/versitygw-real.log):"
+  tail -3 .valley/logs/versitygw-real.log | sed 's/^/    /'
+  exit 0
+fi
 echo "  data set: s3://checkpoints/$ns/data (2 files, 3.0 MB) in versitygw at $AWS_ENDPOINT_URL"
 
 K -n $ns apply -f - > /dev/null <<YAML
