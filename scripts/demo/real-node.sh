@@ -25,9 +25,8 @@ grep "real node" .valley/logs/demo-node-up.log | tail -1 | sed 's/^/  /'
 echo "  (its 2 GPUs are simulated: an extended resource with no device behind it; this machine has no GPU)"
 
 pkill -f "[v]ersitygw --access valley-real" 2>/dev/null || true
-rm -rf .valley/s3-real .valley/s3meta-real && mkdir -p .valley/s3-real/checkpoints .valley/s3meta-real
-# Absolute paths: versitygw compares its root and its metadata sidecar as given.
-setsid .valley/bin/versitygw --access valley-real --secret valley-real-secret --port $store_ip:$port posix --sidecar "$PWD/.valley/s3meta-real" \
+rm -rf .valley/s3-real && mkdir -p .valley/s3-real/checkpoints
+setsid .valley/bin/versitygw --access valley-real --secret valley-real-secret --port $store_ip:$port posix --nometa \
   "$PWD/.valley/s3-real" > .valley/logs/versitygw-real.log 2>&1 < /dev/null &
 export AWS_ACCESS_KEY_ID=valley-real AWS_SECRET_ACCESS_KEY=valley-real-secret AWS_ENDPOINT_URL=http://$store_ip:$port AWS_REGION=us-east-1
 scripts/operator.sh release $ns

@@ -23,22 +23,24 @@ int free_loopback_port() {
   return ntohs(a.sin_port);
 }
 
-VersityGw::VersityGw(std::string host) : host_(std::move(host)) {
+VersityGw::VersityGw(std::string host, bool metadata) : host_(std::move(host)) {
   const std::string id = std::to_string(::getpid()) + "-" + std::to_string(free_loopback_port());
   root_ = fs::temp_directory_path() / ("valley-s3-" + id);
   // Not a name that starts with the root's: versitygw refuses a sidecar it takes to be inside it.
   meta_ = fs::temp_directory_path() / ("valley-s3meta-" + id);
   fs::create_directories(root_ / kBucket);  // a bucket is a directory
-  // Objects' metadata (ETags, which multipart uploads check) in files beside the data, whatever the
-  // file system's extended attributes.
-  fs::create_directories(meta_);
+  if (metadata) fs::create_directories(meta_);
   port_ = free_loopback_port();
   std::string gw = std::string(VALLEY_SOURCE_DIR) + "/.valley/bin/versitygw";
   if (!fs::exists(gw)) throw std::runtime_error(gw + " missing: run make cluster-binaries");
-  process_ = std::make_unique<e2e::ChildProcess>(
-      std::vector<std::string>{gw, "--access", kAccess, "--secret", kSecret, "--port", host_ + ":" + std::to_string(port_),
-                               "posix", "--sidecar", meta_.string(), root_.string()},
-      root_.string() + ".log");
+  std::vector<std::string> argv{gw, "--access", kAccess, "--secret", kSecret, "--port", host_ + ":" + std::to_string(port_), "posix"};
+  if (metadata) {
+    argv.insert(argv.end(), {"--sidecar", meta_.string()});
+  } else {
+    argv.push_back("--nometa");
+  }
+  argv.push_back(root_.string());
+  process_ = std::make_unique<e2e::ChildProcess>(argv, root_.string() + ".log");
   // Ready when it answers at all (a missing object is an answer).
   bool up = e2e::eventually(
       [&] {

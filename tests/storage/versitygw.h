@@ -19,8 +19,10 @@ class VersityGw {
   static constexpr const char* kSecret = "valley-test-secret-key/+=";
   static constexpr const char* kBucket = "checkpoints";
 
-  // Starts it and waits until it answers; throws if it does not.
-  explicit VersityGw(std::string host = "127.0.0.1");
+  // Starts it and waits until it answers; throws if it does not. `metadata`: objects keep their
+  // metadata (ETags, which multipart uploads check) in a sidecar directory; without it the store
+  // lists no ETags (the setting the pods' tests run with).
+  explicit VersityGw(std::string host = "127.0.0.1", bool metadata = false);
   ~VersityGw();
   std::string endpoint() const { return "http://" + host_ + ":" + std::to_string(port_); }
   const std::filesystem::path& root() const { return root_; }
