@@ -77,7 +77,7 @@ sleep 12
 echo ">>> the demo puts a spot termination notice on $node (taint aws-node-termination-handler/spot-itn)"
 K taint node $node aws-node-termination-handler/spot-itn=true:NoSchedule > /dev/null
 for _ in $(seq 1 60); do case "$(phase phase)" in Restarting|Pending) break ;; esac; sleep 1; done
-for _ in $(seq 1 20); do [ -n "$(phase lastDisruption.checkpointStep)" ] && break; sleep 1; done
+for _ in $(seq 1 60); do [ -n "$(phase lastDisruption.checkpointStep)" ] && break; sleep 1; done
 step=$(phase lastDisruption.checkpointStep)
 echo "  Valley: $(phase phase) ($(phase lastDisruption.cause): $(phase lastDisruption.message))${step:+; checkpoint at step $step}"
 echo ">>> the notice is withdrawn (this one-node cluster has nowhere else to go)"
