@@ -44,24 +44,8 @@ std::optional<storage::CheckpointRecord> CheckpointWatcher::latest(const std::st
 }
 
 void CheckpointWatcher::run(const std::atomic<bool>& stop) {
-  while (!stop.load()) {
-    std::string key;
-    Entry entry;
-    {
-      std::unique_lock lock(mu_);
-      const auto now = std::chrono::steady_clock::now();
-      auto wake = now + std::chrono::seconds(1);  // to notice `stop`
-      auto due = most_overdue(entries_, now, &wake, [](const Entry&) { return true; });
-      if (due == entries_.end()) {
-        cv_.wait_until(lock, wake);
-        continue;
-      }
-      due->second.next = now + interval_;
-      key = due->first;
-      entry = due->second;
-    }
-    read(key, std::move(entry));
-  }
+  while (!stop.load())
+    if (auto due = take_due(mu_, cv_, entries_, interval_, [](const Entry&) { return true; })) read(due->first, std::move(due->second));
 }
 
 void CheckpointWatcher::read(const std::string& key, Entry entry) {

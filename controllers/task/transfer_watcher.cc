@@ -59,24 +59,8 @@ void TransferWatcher::forget(const std::string& key) {
 }
 
 void TransferWatcher::run(const std::atomic<bool>& stop) {
-  while (!stop.load()) {
-    std::string key;
-    Entry entry;
-    {
-      std::unique_lock lock(mu_);
-      const auto now = std::chrono::steady_clock::now();
-      auto wake = now + std::chrono::seconds(1);  // to notice `stop`
-      auto next = most_overdue(entries_, now, &wake, [this](const Entry& e) { return due(e); });
-      if (next == entries_.end()) {
-        cv_.wait_until(lock, wake);
-        continue;
-      }
-      next->second.next = now + retry_;
-      key = next->first;
-      entry = next->second;
-    }
-    work(key, std::move(entry));
-  }
+  while (!stop.load())
+    if (auto next = take_due(mu_, cv_, entries_, retry_, [this](const Entry& e) { return has_work(e); })) work(next->first, std::move(next->second));
 }
 
 namespace {

@@ -50,7 +50,7 @@ class TransferWatcher {
     std::optional<nlohmann::json> kept;
     std::chrono::steady_clock::time_point next{};
   };
-  bool due(const Entry& e) const { return (e.data && !(e.data_check && e.data_check->ready)) || (e.outputs && !e.task.is_null()); }
+  bool has_work(const Entry& e) const { return (e.data && !(e.data_check && e.data_check->ready)) || (e.outputs && !e.task.is_null()); }
   void work(const std::string& key, Entry entry);
 
   kube::Client& client_;
