@@ -92,7 +92,17 @@ TEST(RestrictedSsh, MpirunReachesANonRootSshdWithValleysKeysPortAndHostfile) {
   ASSERT_EQ(env_of(pod, "VALLEY_SSH_PORT"), "2222");
   replace_all(rsh_args, "/etc/valley/ssh", (dir / "keys").string());
   replace_all(rsh_args, "-p 2222", "-p " + port);
-  write(dir / "ssh_config", "Host *\n  HostName 127.0.0.1\n  BatchMode yes\n");
+  // Pods each have their own /tmp; here both "hosts" share one, and two OpenMPI daemons making the
+  // same session directory at once race (mkdir: File exists). So each host's daemon gets its own
+  // tmpdir, passed through the AcceptEnv valley-sshd allows.
+  std::string ssh_config;
+  for (int host = 0; host < 2; ++host) {
+    const fs::path tmp = dir / ("tmp-" + std::to_string(host));
+    fs::create_directories(tmp);
+    ASSERT_EQ(::chown(tmp.c_str(), uid, gid), 0);
+    ssh_config += "Host job-worker-" + std::to_string(host) + ".*\n  SetEnv OMPI_MCA_orte_tmpdir_base=" + tmp.string() + "\n";
+  }
+  write(dir / "ssh_config", ssh_config + "Host *\n  HostName 127.0.0.1\n  BatchMode yes\n");
   write(dir / "hostfile", render::hostfile(*parsed.spec, 2));
   const std::vector<std::string> as_user{"/usr/bin/setpriv", "--reuid=" + std::to_string(uid), "--regid=" + std::to_string(gid), "--init-groups",
                                          "/usr/bin/env", "HOME=" + home, "TMPDIR=/tmp"};
