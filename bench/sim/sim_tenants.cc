@@ -5,6 +5,8 @@
 #include <cmath>
 #include <iostream>
 
+#include "controllers/planner/fair_share.h"
+
 namespace valley::sim::detail {
 
 // Each tenant's nominal quota in every pool, and its fair-share weight: its normalized weight.
@@ -37,9 +39,10 @@ std::map<std::string, int64_t> Simulator::used_by_node() const {
   return used;
 }
 
-// A job arriving when its gang fits in its tenant's unused nominal quota of a pool it may use
-// (quotas are per pool, as the planner keeps them), while that pool has not enough GPUs free: the
-// tenant's quota there is held by others, and must come back.
+// A job arriving when its gang fits in its tenant's unused nominal quota, summed over the pools of
+// one vendor it may use (quotas are per pool, as the planner keeps them, and a gang may use several
+// pools of its vendor), while those pools have not enough GPUs free: the tenant's quota there is
+// held by others, and must come back.
 bool Simulator::claims_nominal(const SimJob& j) const {
   auto tenant = tenants_.find(j.trace.tenant);
   if (tenant == tenants_.end() || j.traits.reduce_cost || j.trace.submit >= window_end_) return false;
@@ -51,12 +54,18 @@ bool Simulator::claims_nominal(const SimJob& j) const {
   for (const auto& other : jobs_)
     if (other.state == State::Running && other.trace.tenant == j.trace.tenant)
       for (const auto& w : other.workers) usage[planner::pool_of(node(w.node).node)] += w.count * 1000;
-  bool held_by_others = false;
+  std::map<std::string, int64_t> free_by_vendor, unused_by_vendor;
   for (const auto& [pool, gpus] : free) {
-    if (gpus >= j.traits.min_workers) return false;  // it starts at once anyway
+    const std::string vendor = pool.substr(0, pool.find('/'));
+    free_by_vendor[vendor] += gpus;
     auto q = tenant->second.quota.find(pool);
     const int64_t nominal = q == tenant->second.quota.end() ? 0 : q->second.nominal_milli;
-    held_by_others = held_by_others || usage[pool] + int64_t{j.traits.min_workers} * 1000 <= nominal;
+    unused_by_vendor[vendor] += std::max<int64_t>(0, nominal - usage[pool]);
+  }
+  bool held_by_others = false;
+  for (const auto& [vendor, gpus] : free_by_vendor) {
+    if (gpus >= j.traits.min_workers) return false;  // it starts at once anyway
+    held_by_others = held_by_others || int64_t{j.traits.min_workers} * 1000 <= unused_by_vendor[vendor];
   }
   return held_by_others;
 }
@@ -93,28 +102,11 @@ void Simulator::measure_tenants(int64_t from, int64_t to) {
   for (const auto& n : nodes_)
     if (n.alive) capacity += n.pool->gpus_per_node;
   if (capacity <= 0) return;
-  // Water-filling: each round gives what is left by weight; tenants that want less keep their demand.
+  std::map<std::string, planner::FairShareClaim> claims;
+  for (const auto& [name, d] : demand) claims[name] = {tenants_.at(name).weight, static_cast<int64_t>(std::llround(d * 1000))};
   std::map<std::string, double> fair;
-  std::set<std::string> open;
-  for (const auto& [name, d] : demand)
-    if (d > 0) open.insert(name);
-  double left = capacity;
-  while (!open.empty() && left > 1e-9) {
-    double weights = 0;
-    for (const auto& name : open) weights += tenants_.at(name).weight;
-    std::vector<std::string> satisfied;
-    for (const auto& name : open)
-      if (demand[name] - fair[name] <= left * tenants_.at(name).weight / weights) satisfied.push_back(name);
-    if (satisfied.empty()) {
-      for (const auto& name : open) fair[name] += left * tenants_.at(name).weight / weights;
-      break;
-    }
-    for (const auto& name : satisfied) {
-      left -= demand[name] - fair[name];
-      fair[name] = demand[name];
-      open.erase(name);
-    }
-  }
+  for (const auto& [name, milli] : planner::fair_shares(static_cast<int64_t>(std::llround(capacity * 1000)), claims))
+    fair[name] = static_cast<double>(milli) / 1000;
   for (const auto& name : backlogged) {
     auto& f = figures_[name];
     f.backlogged_hours += dt / 3600;

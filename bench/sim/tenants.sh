@@ -25,21 +25,27 @@ done
 python3 - "$out" <<'PY'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
-rows = ["| slice (jobs, sampled) | tenancy | Jain's index (hours measured) | owner claims | claim wait p50 / p95 / max (s) | GPU allocation in the slice | cost (USD) | mean JCT (h) | preemptions |",
-        "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+rows = ["| slice (jobs, sampled) | tenancy | Jain's index (hours measured) | lowest held / fair share while backlogged | tenants below 0.8 | owner claims | claim wait p50 / p95 / max (s) | GPU allocation in the slice | cost (USD) | mean JCT (h) | preemptions |",
+        "| --- | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: |"]
 detail = []
 for d in sorted(p for p in out.iterdir() if p.is_dir() and (p / "sim.json").exists()):
     s = json.loads((d / "sim.json").read_text())
     for p in s["policies"]:
         c = p["nominalClaims"]
         jain = f"{p['jainIndex']:.3f} ({p['jainHours']})" if p["jainHours"] > 0 else "n/a (never backlogged with another tenant active)"
-        rows.append(f"| {d.name} ({s['slice']['jobs']}, {s['slice']['sampled']:.0%}) | {p['policy']} | {jain} | {c['count']} | "
+        # Each backlogged tenant's mean share held against its mean fair share over its backlogged hours.
+        ratios = {n: t["shareWhenBacklogged"] / t["fairShareWhenBacklogged"] for n, t in p["tenants"].items()
+                  if t["backloggedHours"] > 0 and t["fairShareWhenBacklogged"] > 0}
+        low = min(ratios.items(), key=lambda kv: kv[1]) if ratios else None
+        lowest = f"{low[1]:.2f} ({low[0]}, {p['tenants'][low[0]]['backloggedHours']} h)" if low else "n/a"
+        below = ", ".join(f"{n} {r:.2f}" for n, r in sorted(ratios.items(), key=lambda kv: kv[1]) if r < 0.8) or "none"
+        rows.append(f"| {d.name} ({s['slice']['jobs']}, {s['slice']['sampled']:.0%}) | {p['policy']} | {jain} | {lowest} | {below} | {c['count']} | "
                     f"{c['waitP50Seconds']:.0f} / {c['waitP95Seconds']:.0f} / {c['waitMaxSeconds']:.0f} | {p['windowAllocationPercent']}% | {p['totalCost']} | "
                     f"{p['meanJctHours']} | {p['preemptions']} |")
-        detail.append(f"\n{d.name}, {p['policy']}: tenant weight / nominal GPUs / GPU-hours held / hours backlogged / share held while backlogged vs its fair share")
+        detail.append(f"\n{d.name}, {p['policy']}: tenant weight / nominal GPUs / GPU-hours held / hours backlogged / share held while backlogged vs its fair share (ratio)")
         for name, t in sorted(p["tenants"].items(), key=lambda kv: -kv[1]["weight"]):
             if t["backloggedHours"] > 0:
-                detail.append(f"  {name}: {t['weight']:.3f} / {t['nominalGpus']} / {t['gpuHours']} / {t['backloggedHours']} / {t['shareWhenBacklogged']:.3f} vs {t['fairShareWhenBacklogged']:.3f}")
+                detail.append(f"  {name}: {t['weight']:.3f} / {t['nominalGpus']} / {t['gpuHours']} / {t['backloggedHours']} / {t['shareWhenBacklogged']:.3f} vs {t['fairShareWhenBacklogged']:.3f} ({t['shareWhenBacklogged'] / t['fairShareWhenBacklogged'] if t['fairShareWhenBacklogged'] else 0:.2f})")
 (out / "tenants.md").write_text("\n".join(rows) + "\n" + "\n".join(detail) + "\n")
 print("\n".join(rows))
 PY

@@ -61,8 +61,8 @@ int cmd_tenants(const valley::Flags& flags) {
     } catch (const valley::kube::KubeError&) {  // may not list namespaces: what each spec names
       for (const auto& t : tenants) owned[t.spec.name] = t.spec.namespaces;
     }
-    std::printf("%-18s %-28s %-11s %-9s %-7s %-7s %-8s %-24s %-8s %s\n", "TENANT", resolved ? "NAMESPACES" : "NAMESPACES (listed)", "GPUS", "BORROWED",
-                "LENT", "WEIGHT", "SHARE", "SPEND (PERIOD)", "WAITING", "STATUS");
+    std::printf("%-18s %-28s %-11s %-9s %-7s %-7s %-8s %-10s %-24s %-8s %s\n", "TENANT", resolved ? "NAMESPACES" : "NAMESPACES (listed)", "GPUS",
+                "BORROWED", "LENT", "WEIGHT", "SHARE", "HELD/FAIR", "SPEND (PERIOD)", "WAITING", "STATUS");
     for (const auto& t : items) {
       const std::string name = t["metadata"].value("name", "");
       const json st = t.value("status", json::object());
@@ -82,9 +82,14 @@ int cmd_tenants(const valley::Flags& flags) {
                                     ? "-"
                                     : valley::kube::string_at(spend, "summary") + " (" + valley::kube::string_at(spend, "period") + ")";
       auto text = [&](const char* k) { return st.contains(k) && st[k].is_string() ? st[k].get<std::string>() : std::string("-"); };
-      std::printf("%-18s %-28s %-11s %-9s %-7s %-7s %-8s %-24s %-8d %s\n", name.c_str(), (namespaces.empty() ? "-" : namespaces).c_str(),
+      // The part of its fair share it held over about the last half-life (fair share now in brackets).
+      const json fair = valley::kube::object_at(st, "fairShare");
+      const std::string held_of_fair = valley::kube::string_at(fair, "heldOfFair").empty()
+                                           ? "-"
+                                           : valley::kube::string_at(fair, "heldOfFair") + " (" + valley::kube::string_at(fair, "fairGpus") + ")";
+      std::printf("%-18s %-28s %-11s %-9s %-7s %-7s %-8s %-10s %-24s %-8d %s\n", name.c_str(), (namespaces.empty() ? "-" : namespaces).c_str(),
                   text("gpus").c_str(), text("borrowed").c_str(), text("lent").c_str(),
-                  t.value("spec", json::object()).value("weight", "1").c_str(), text("share").c_str(), spent.c_str(),
+                  t.value("spec", json::object()).value("weight", "1").c_str(), text("share").c_str(), held_of_fair.c_str(), spent.c_str(),
                   static_cast<int>(valley::kube::int_at(st, "waitingTasks").value_or(0)), status.c_str());
     }
     if (items.empty()) std::cout << "no Tenants\n";

@@ -7,6 +7,7 @@
 
 #include "operator/storage/object_store.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "operator/duration.h"
@@ -319,6 +320,19 @@ ParsedTask parse_task(const json& object) {
   parse_limits(r, spec, s);
   if (result.errors.empty()) result.spec = std::move(s);
   return result;
+}
+
+int64_t gpu_milli_at_max(const json& object) {
+  const json* spec = object.is_object() && object.contains("spec") && object["spec"].is_object() ? &object["spec"] : nullptr;
+  if (!spec) return 0;
+  int64_t max_workers = 1;
+  if (auto r = spec->find("replicas"); r != spec->end() && r->is_object())
+    if (auto m = r->find("max"); m != r->end() && m->is_number_integer()) max_workers = std::max<int64_t>(0, m->get<int64_t>());
+  std::string gpus = "1";
+  if (auto w = spec->find("worker"); w != spec->end() && w->is_object())
+    if (auto g = w->find("gpus"); g != w->end() && g->is_string()) gpus = g->get<std::string>();
+  const auto request = parse_gpus(gpus);
+  return request ? max_workers * request->milli : 0;
 }
 
 }  // namespace valley::api

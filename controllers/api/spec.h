@@ -130,6 +130,9 @@ struct ParsedTask {
 };
 
 ParsedTask parse_task(const json& object);
+// Thousandths of a GPU the task's workers ask for at replicas.max, read from its spec alone (cheaper
+// than parse_task, for counting what waiting tasks want); 0 when the spec does not say validly.
+int64_t gpu_milli_at_max(const json& object);
 
 // spec.idlePolicy of a TrainingTask or a Tenant (`path` prefixes the errors).
 std::optional<IdlePolicy> parse_idle_policy(const json& o, const std::string& path, std::vector<std::string>* errors);

@@ -130,6 +130,7 @@ class Plan {
   int64_t mean_price(const std::vector<Task::Worker>& placed) const;
   int idle_percent() const;
   std::string insufficient(size_t i, int need);
+  std::string tenant_entitlement(size_t i);
   const Tenant* tenant_of(const Task& t) const { return tenant_of_name(t.tenant); }
   const Tenant* tenant_of_name(const std::string& name) const;
   static std::string money(int64_t micros);
@@ -150,8 +151,21 @@ class Plan {
   double share(const std::string& tenant) const;
   FairQueue fair_queue(const std::vector<size_t>& ordered) const;
   std::optional<size_t> next_fair(FairQueue& q) const;
-  bool goes_before(size_t w, size_t i) const;
-  std::set<std::string> nominal_room(const Task& t, int workers) const;
+  bool goes_before(size_t w, size_t i);
+  // Each tenant's weighted max-min fair share of the GPU pools (fair_share.h) by what it holds and
+  // what it waits for at full size, as the plan starts admitting.
+  void measure_fair_shares();
+  int64_t fair_of(const std::string& tenant) const;
+  // Whether the tenant, holding `adding` more, stays within its fair share; whether it is beyond it.
+  bool within_fair(const std::string& tenant, int64_t adding) const;
+  bool beyond_fair(const std::string& tenant) const { return quota_.total_usage(tenant) > fair_of(tenant); }
+  // The pools whose nodes task i's new gang may use, by vendor ("<vendor>/<class>"; cached).
+  const std::map<std::string, std::vector<std::string>>& usable_pools(size_t i);
+  // What of its tenant's nominal task i could claim back, per pool: its unused nominal there.
+  std::map<std::string, int64_t> unused_nominal(size_t i);
+  // Whether the tenant's unused nominal, summed over the pools of one vendor the gang may use,
+  // holds `workers` of task i (never without tenants).
+  bool nominal_covers(size_t i, int workers);
 
   // plan_placement.cc
   std::optional<std::vector<Task::Worker>> place(size_t i, int count, const std::vector<Task::Worker>& prefer, const PlaceOptions& options = {});
@@ -160,6 +174,8 @@ class Plan {
 
   // plan_reclaim.cc
   bool reclaim_for(size_t i, int need);
+  bool reclaim_could_hold(size_t i, int need, const std::map<std::string, int64_t>& own_by_vendor, bool fair_claim);
+  int64_t over_nominal(const std::string& tenant, const std::vector<std::string>& pools) const;
   void finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, const Task& for_task);
 
   // plan_reduce_cost.cc: a reduceCost task's turn (admitted, or waiting with its reason).
@@ -225,6 +241,8 @@ class Plan {
   std::vector<std::array<int64_t, kRoomColumns>> demand_;  // task -> room one worker asks for
   std::map<std::string, std::string> unplaceable_;   // unplaceable()'s answers by task shape
   std::vector<std::vector<char>> eligible_;           // task -> node -> may place new workers (lazily)
+  std::map<size_t, std::map<std::string, std::vector<std::string>>> usable_pools_;  // usable_pools()
+  std::map<std::string, int64_t> fair_;               // tenant -> fair share, thousandths (measure_fair_shares)
   mutable std::vector<int64_t> scratch_;              // fits()' what-if row
   std::set<std::string> pools_;
   QuotaBook quota_;                                   // disabled without tenants

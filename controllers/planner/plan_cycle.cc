@@ -82,6 +82,7 @@ void Plan::keep_admitted() {
 }
 
 void Plan::admit_waiting() {
+  measure_fair_shares();
   int position = 0;
   FairQueue queue = fair_queue(order(/*admitted=*/false));
   while (auto next = next_fair(queue)) {

@@ -5,6 +5,8 @@
 #include <limits>
 #include <tuple>
 
+#include "controllers/planner/fair_share.h"
+
 namespace valley::planner::detail {
 
 namespace {
@@ -82,19 +84,64 @@ std::optional<size_t> Plan::next_fair(FairQueue& q) const {
 // Waiting task w goes before running task i (so i may not grow into what w waits for): by
 // priority without tenants or within one; across tenants, when w's tenant has the lower share or
 // the nominal room to reclaim what i would take.
-bool Plan::goes_before(size_t w, size_t i) const {
+bool Plan::goes_before(size_t w, size_t i) {
   const Task &x = tasks_[w], &y = tasks_[i];
   if (!quota_.enabled() || x.tenant == y.tenant) return x.priority > y.priority;
-  return share(x.tenant) < share(y.tenant) || !nominal_room(x, x.min_workers).empty();
+  return share(x.tenant) < share(y.tenant) || nominal_covers(w, x.min_workers);
 }
 
-// The pools where t's tenant has the nominal room for `workers` of t (none without tenants).
-std::set<std::string> Plan::nominal_room(const Task& t, int workers) const {
-  std::set<std::string> out;
-  if (quota_.enabled())
-    for (const auto& pool : pools_)
-      if (quota_.usage(t.tenant, pool) + int64_t{workers} * t.gpu_milli <= quota_.nominal(t.tenant, pool)) out.insert(pool);
+void Plan::measure_fair_shares() {
+  if (!quota_.enabled()) return;
+  std::map<std::string, FairShareClaim> claims;
+  for (const auto& [name, tenant] : config_.tenants) claims[name] = {tenant.weight, quota_.total_usage(name)};
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    if (admitted_.count(i) || tasks_[i].tenant.empty()) continue;
+    if (auto c = claims.find(tasks_[i].tenant); c != claims.end()) c->second.demand += int64_t{tasks_[i].max_workers} * tasks_[i].gpu_milli;
+  }
+  fair_ = fair_shares(quota_.total_capacity(), claims);
+}
+
+int64_t Plan::fair_of(const std::string& tenant) const {
+  auto it = fair_.find(tenant);
+  return it == fair_.end() ? 0 : it->second;
+}
+
+bool Plan::within_fair(const std::string& tenant, int64_t adding) const {
+  return quota_.enabled() && !tenant.empty() && quota_.total_usage(tenant) + adding <= fair_of(tenant);
+}
+
+const std::map<std::string, std::vector<std::string>>& Plan::usable_pools(size_t i) {
+  auto [it, added] = usable_pools_.try_emplace(i);
+  if (added) {
+    const std::vector<std::string> vendors = gang_vendors(tasks_[i]);
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      const std::string& vendor = nodes_[k]->vendor;
+      if (info_[k].whole < 0 || std::find(vendors.begin(), vendors.end(), vendor) == vendors.end() || !may_place(i, k)) continue;
+      auto& pools = it->second[vendor];
+      if (std::find(pools.begin(), pools.end(), info_[k].pool) == pools.end()) pools.push_back(info_[k].pool);
+    }
+  }
+  return it->second;
+}
+
+std::map<std::string, int64_t> Plan::unused_nominal(size_t i) {
+  std::map<std::string, int64_t> out;
+  if (!quota_.enabled()) return out;
+  const std::string& tenant = tasks_[i].tenant;
+  for (const auto& [vendor, pools] : usable_pools(i))
+    for (const auto& pool : pools) out[pool] = std::max<int64_t>(0, quota_.nominal(tenant, pool) - quota_.usage(tenant, pool));
   return out;
+}
+
+bool Plan::nominal_covers(size_t i, int workers) {
+  if (!quota_.enabled()) return false;
+  const std::map<std::string, int64_t> unused = unused_nominal(i);
+  for (const auto& [vendor, pools] : usable_pools(i)) {
+    int64_t sum = 0;
+    for (const auto& pool : pools) sum += unused.at(pool);
+    if (sum >= int64_t{workers} * tasks_[i].gpu_milli) return true;
+  }
+  return false;
 }
 
 }  // namespace valley::planner::detail

@@ -8,9 +8,47 @@ namespace valley::planner::detail {
 
 // Shrink tasks toward their minimum, then preempt whole ones, until task i's gang fits; roll
 // everything back if even that is not enough. Victims: lower-priority tasks of its own tenant (of
-// any task when there are no tenants), and tasks of other tenants that borrow in a pool where
-// i's tenant has the nominal room for i's gang (reclaim: borrowers first, lowest priority and
-// most over their share first; each shrinks only while its tenant still borrows there).
+// any task when there are no tenants), and workers of other tenants where those borrow (never
+// inside another tenant's nominal, summed over the pools of the vendor the gang may use): up to the
+// unused nominal of i's tenant in those pools (its quota comes back), and, while i's tenant stays
+// within its fair share with the gang, from tenants beyond theirs. The gang may so start partly on
+// its tenant's nominal in several pools of one vendor and partly on borrowed capacity; reclaim is
+// tried only when that could hold it. Borrowers go first, lowest priority and most over their fair
+// share first; each shrinks only while its tenant still borrows there.
+// What `tenant` holds beyond its nominal over `pools` together (negative when within it): a tenant
+// borrowing in one pool of a vendor while leaving its nominal in another idle borrows nothing there.
+int64_t Plan::over_nominal(const std::string& tenant, const std::vector<std::string>& pools) const {
+  int64_t over = 0;
+  for (const auto& pool : pools) over += quota_.usage(tenant, pool) - quota_.nominal(tenant, pool);
+  return over;
+}
+
+// Whether the gang could start on what is free for it now plus what reclaim may take back: its
+// tenant's unused nominal, and (on a fair-share claim) what tenants beyond their share borrow in
+// the pools it may use; for one vendor at least.
+bool Plan::reclaim_could_hold(size_t i, int need, const std::map<std::string, int64_t>& own_by_vendor, bool fair_claim) {
+  const Task& t = tasks_[i];
+  for (const auto& [vendor, pools] : usable_pools(i)) {
+    int64_t workers_free = 0, reclaimable = own_by_vendor.at(vendor);
+    for (size_t k = 0; k < nodes_.size(); ++k)
+      if (nodes_[k]->vendor == vendor && may_place(i, k)) workers_free += fits(i, k, row(k), need);
+    if (fair_claim)
+      for (const auto& [name, tenant] : config_.tenants)
+        if (name != t.tenant && beyond_fair(name)) reclaimable += std::max<int64_t>(0, over_nominal(name, pools));
+    if (workers_free * t.gpu_milli + reclaimable >= int64_t{need} * t.gpu_milli) return true;
+  }
+  return false;
+}
+
+// Shrink tasks toward their minimum, then preempt whole ones, until task i's gang fits; roll
+// everything back if even that is not enough. Victims: lower-priority tasks of its own tenant (of
+// any task when there are no tenants), and workers of other tenants where those borrow (never
+// inside another tenant's nominal, summed over the pools of the vendor the gang may use): up to the
+// unused nominal of i's tenant in those pools (its quota comes back), and, while i's tenant stays
+// within its fair share with the gang, from tenants beyond theirs. The gang may so start partly on
+// its tenant's nominal in several pools of one vendor and partly on borrowed capacity; reclaim is
+// tried only when that could hold it. Borrowers go first, lowest priority and most over their fair
+// share first; each shrinks only while its tenant still borrows there.
 bool Plan::reclaim_for(size_t i, int need) {
   const Task& t = tasks_[i];
   // Only tasks holding GPUs this task could use are worth shrinking (an AMD job frees nothing
@@ -20,14 +58,24 @@ bool Plan::reclaim_for(size_t i, int need) {
     if (k == kNoNode || !may_place(i, k)) return false;
     return info_[k].nvidia || (nodes_[k]->vendor == "amd" && t.amd_support);
   };
-  const std::set<std::string> claim_pools = nominal_room(t, need);
-  // A worker of v that reclaim may take: in a claim pool where v's tenant borrows.
+  const auto& pools_of = usable_pools(i);
+  std::map<std::string, int64_t> own;  // vendor -> its tenant's unused nominal in the pools the gang may use
+  for (const auto& [pool, milli] : unused_nominal(i)) own[pool.substr(0, pool.find('/'))] += milli;
+  const bool fair_claim = within_fair(t.tenant, int64_t{need} * t.gpu_milli);
+  std::map<std::string, int64_t> freed;  // vendor -> thousandths taken back from other tenants so far
+  // A worker of v that reclaim may take: on a pool the gang may use, of a tenant holding more than
+  // its nominal over those pools, and either within the unused nominal of i's tenant there or, on a
+  // fair-share claim, from a tenant beyond its share.
   auto lent = [&](size_t v, const Task::Worker& w) {
     const size_t k = node_at(w.node);
     if (k == kNoNode || info_[k].whole < 0) return false;
-    return claim_pools.count(info_[k].pool) && quota_.borrowed(tasks_[v].tenant, info_[k].pool) > 0;
+    auto pools = pools_of.find(nodes_[k]->vendor);
+    if (pools == pools_of.end() || std::find(pools->second.begin(), pools->second.end(), info_[k].pool) == pools->second.end()) return false;
+    if (over_nominal(tasks_[v].tenant, pools->second) <= 0) return false;
+    return freed[pools->first] < own[pools->first] || (fair_claim && beyond_fair(tasks_[v].tenant));
   };
   auto other_tenant = [&](size_t v) { return quota_.enabled() && tasks_[v].tenant != t.tenant; };
+  if (quota_.enabled() && !reclaim_could_hold(i, need, own, fair_claim)) return false;
   std::vector<size_t> victims;
   for (size_t v : admitted_) {
     if (new_.count(v)) continue;
@@ -38,12 +86,10 @@ bool Plan::reclaim_for(size_t i, int need) {
       victims.push_back(v);
     }
   }
+  // Most over its fair share first (held per fair thousandth).
   auto over_share = [&](size_t v) {
-    const Tenant* tenant = tenant_of(tasks_[v]);
-    const double weight = tenant ? std::max(tenant->weight, 1e-3) : 1.0;
-    int64_t borrowed = 0;
-    for (const auto& pool : claim_pools) borrowed += quota_.borrowed(tasks_[v].tenant, pool);
-    return -static_cast<double>(borrowed) / weight;
+    const int64_t fair = std::max<int64_t>(1, fair_of(tasks_[v].tenant));
+    return -static_cast<double>(quota_.total_usage(tasks_[v].tenant)) / static_cast<double>(fair);
   };
   std::sort(victims.begin(), victims.end(), [&](size_t a, size_t b) {
     const Task &x = tasks_[a], &y = tasks_[b];
@@ -77,7 +123,9 @@ bool Plan::reclaim_for(size_t i, int need) {
   std::set<size_t> touched;
   auto release = [&](size_t v) {
     if (touched.insert(v).second) saved.emplace_back(v, decisions_[v]);
-    const size_t k = node_at(decisions_[v].placement.back().node);
+    const Task::Worker& last = decisions_[v].placement.back();
+    const size_t k = node_at(last.node);
+    if (k != kNoNode && other_tenant(v)) freed[nodes_[k]->vendor] += share_of(resource_id(last.gpu_resource), last.count);
     release_last(v);
     if (k != kNoNode) refit(k);
   };

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "controllers/api/money.h"
+
 namespace valley::planner::detail {
 
 using gpu::kTimeSliced;
@@ -189,7 +191,19 @@ std::string Plan::insufficient(size_t i, int need) {
   int per = whole_gpus(t.gpu_milli);
   return "InsufficientCapacity: needs " + std::to_string(need * per) + " GPUs (" + std::to_string(need) +
          " workers x " + (t.gpu_milli % 1000 ? std::to_string(t.gpu_milli / 1000.0).substr(0, 5) : std::to_string(per)) +
-         "), " + std::to_string(free_gpus) + " free";
+         "), " + std::to_string(free_gpus) + " free" + tenant_entitlement(i);
+}
+
+// "; tenant lab: unused nominal 10.8 on nvidia/on-demand and 5.4 on nvidia/spot; fair share 30
+// GPUs, holds 24": what a waiting gang's tenant could claim back (empty without tenants).
+std::string Plan::tenant_entitlement(size_t i) {
+  const Task& t = tasks_[i];
+  if (!quota_.enabled() || t.tenant.empty()) return "";
+  std::string nominal;
+  for (const auto& [pool, milli] : unused_nominal(i))
+    if (milli > 0) nominal += (nominal.empty() ? "" : " and ") + api::format_milli(milli) + " on " + pool;
+  return "; tenant " + t.tenant + ": " + (nominal.empty() ? "no unused nominal where it may run" : "unused nominal " + nominal) +
+         "; fair share " + api::format_milli(fair_of(t.tenant)) + " GPUs, holds " + api::format_milli(quota_.total_usage(t.tenant));
 }
 
 namespace {

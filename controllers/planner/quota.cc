@@ -79,4 +79,10 @@ int64_t QuotaBook::total_usage(const std::string& tenant) const {
   return sum;
 }
 
+int64_t QuotaBook::total_capacity() const {
+  int64_t sum = 0;
+  for (const auto& [pool, milli] : capacity_) sum += milli;
+  return sum;
+}
+
 }  // namespace valley::planner

@@ -41,6 +41,8 @@ class QuotaBook {
   int64_t room(const std::string& tenant, const std::string& pool) const;
   // The tenant's usage in all pools, thousandths of a GPU.
   int64_t total_usage(const std::string& tenant) const;
+  // Every pool's capacity together, thousandths of a GPU.
+  int64_t total_capacity() const;
 
  private:
   const PoolQuota* quota(const std::string& tenant, const std::string& pool) const;

@@ -1,5 +1,6 @@
 #include "controllers/task/tenant_reconciler.h"
 
+#include "controllers/api/spec.h"
 #include "controllers/cost/engine.h"
 #include "controllers/task/status_writer.h"
 #include "operator/kube/json_fields.h"
@@ -42,6 +43,7 @@ std::optional<nlohmann::json> TenantReconciler::status_now(const nlohmann::json&
     t.use.uid = kube::string_at(meta, "uid");
     t.use.accrued = cost::accrued_micros(kube::object_at(st, "cost"));
     t.use.waiting = kube::string_at(st, "phase") == "Pending";
+    if (t.use.waiting) t.use.wants_milli = api::gpu_milli_at_max(*task);
     for (const auto& pod : cache_.pods_owned_by(t.use.uid)) {
       const cost::PodUse use = cost::pod_use(*pod);
       if (use.share_milli > 0 && use.start && !use.end) t.running.emplace_back(use.node, use.share_milli);
@@ -51,9 +53,10 @@ std::optional<nlohmann::json> TenantReconciler::status_now(const nlohmann::json&
   tenancy::PoolUse use = tenancy::pool_use(cache_.nodes(), std::move(tasks), tenancy.ownership);
   auto conflicts = tenancy.ownership.conflicts.find(name);
   const auto p = cache_.policy();
+  const auto fair = tenancy::fair_shares_now(tenancy.tenants, use);
   return tenancy::tenant_status(*tenant, use.tasks[name], tenancy::lent_milli(name, tenancy.tenants, use.used, use.capacity),
                                 conflicts == tenancy.ownership.conflicts.end() ? std::vector<std::string>{} : conflicts->second, p.get(), now,
-                                options_.usage_half_life);
+                                options_.usage_half_life, fair.count(name) ? fair.at(name) : 0);
 }
 
 Result TenantReconciler::reconcile(const std::string& name) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "controllers/gpu/resources.h"
+#include "controllers/planner/fair_share.h"
 #include "controllers/tenancy/usage.h"
 #include "operator/kube/json_fields.h"
 
@@ -18,10 +19,13 @@ const api::TimeZone& zone_of(const api::Policy* policy) {
   return policy ? policy->zone : utc;
 }
 
-double decayed_at(const json& status, kube::SystemTime now, std::chrono::seconds half_life, double gpus_since) {
+// A decayed figure of the status's fairShare (`field`: GPU-hours), brought to `now` with `gpus_since`
+// taken as the rate since its last update.
+double decayed_at(const json& status, kube::SystemTime now, std::chrono::seconds half_life, double gpus_since,
+                  const char* field = "decayedGpuHours") {
   const json& fs = kube::object_at(status, "fairShare");
   double usage = 0;
-  const std::string text = kube::string_at(fs, "decayedGpuHours");
+  const std::string text = kube::string_at(fs, field);
   if (!text.empty()) usage = std::max(0.0, std::strtod(text.c_str(), nullptr));
   auto updated = kube::time_at(fs, "updated");
   if (!updated || *updated >= now) return usage;
@@ -129,7 +133,7 @@ std::map<std::string, int64_t> lent_milli(const std::string& tenant, const std::
 
 json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, const std::map<std::string, int64_t>& lent,
                    const std::vector<std::string>& conflicts, const api::Policy* policy, kube::SystemTime now,
-                   std::chrono::seconds half_life) {
+                   std::chrono::seconds half_life, int64_t fair_now) {
   json s = json::object();
   s["observedGeneration"] = t.spec.generation;
   std::map<std::string, int64_t> used;
@@ -159,9 +163,16 @@ json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, con
   s["borrowed"] = api::format_milli(borrowed_all);
   s["lent"] = api::format_milli(lent_all);
   const double decayed = decayed_at(t.status, now, half_life, static_cast<double>(used_all) / 1000.0);
-  char buf[32];
+  const double fair = decayed_at(t.status, now, half_life, static_cast<double>(fair_now) / 1000.0, "fairGpuHours");
+  char buf[32], fair_text[32], ratio[32];
   std::snprintf(buf, sizeof buf, "%.3f", decayed);
-  s["fairShare"] = {{"decayedGpuHours", buf}, {"updated", kube::format_time(now)}};
+  std::snprintf(fair_text, sizeof fair_text, "%.3f", fair);
+  s["fairShare"] = {{"decayedGpuHours", buf}, {"fairGpuHours", fair_text}, {"fairGpus", api::format_milli(fair_now)},
+                    {"updated", kube::format_time(now)}};
+  if (fair > 1e-3) {
+    std::snprintf(ratio, sizeof ratio, "%.2f", decayed / fair);
+    s["fairShare"]["heldOfFair"] = ratio;
+  }
   std::snprintf(buf, sizeof buf, "%.3f", decayed / (static_cast<double>(t.spec.weight_milli) / 1000.0));
   s["share"] = buf;
   // Spend, in the budget's period (a calendar month without a budget).
@@ -245,6 +256,21 @@ PoolUse pool_use(const std::vector<planner::Node>& nodes, std::vector<TaskPods> 
     out.tasks[tenant].push_back(std::move(t.use));
   }
   return out;
+}
+
+std::map<std::string, int64_t> fair_shares_now(const std::vector<TenantObject>& tenants, const PoolUse& use) {
+  std::map<std::string, planner::FairShareClaim> claims;
+  for (const auto& t : tenants) {
+    planner::FairShareClaim& c = claims[t.spec.name];
+    c.weight = static_cast<double>(t.spec.weight_milli) / 1000.0;
+    if (auto used = use.used.find(t.spec.name); used != use.used.end())
+      for (const auto& [pool, milli] : used->second) c.demand += milli;
+    if (auto tasks = use.tasks.find(t.spec.name); tasks != use.tasks.end())
+      for (const auto& task : tasks->second) c.demand += task.waiting ? task.wants_milli : 0;
+  }
+  int64_t capacity = 0;
+  for (const auto& [pool, milli] : use.capacity) capacity += milli;
+  return planner::fair_shares(capacity, claims);
 }
 
 }  // namespace valley::tenancy

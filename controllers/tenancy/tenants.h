@@ -52,6 +52,7 @@ struct TaskUse {
   api::Micros accrued = 0;
   std::map<std::string, int64_t> held_milli;
   bool waiting = false;  // not admitted (Pending)
+  int64_t wants_milli = 0;  // while waiting: the GPU thousandths it asks for at its full size
 };
 // A task as the tenant usage counts it: its namespace, accrued cost, whether it waits, and the GPU
 // thousandths each of its running pods holds on its node.
@@ -68,6 +69,10 @@ struct PoolUse {
 };
 PoolUse pool_use(const std::vector<planner::Node>& nodes, std::vector<TaskPods> tasks, const Ownership& ownership);
 
+// Each tenant's fair share of all the pools now (planner/fair_share.h), thousandths of a GPU: by
+// weight, over what it holds plus what its waiting tasks ask for at full size.
+std::map<std::string, int64_t> fair_shares_now(const std::vector<TenantObject>& tenants, const PoolUse& use);
+
 // What `tenant` lends now, per pool, in thousandths of a GPU. Others' use beyond their nominal is
 // served first by capacity no tenant is guaranteed, then by the tenants' idle nominal (within their
 // lending limits) in proportion to how much each has idle. `used`: tenant -> pool -> thousandths,
@@ -78,9 +83,11 @@ std::map<std::string, int64_t> lent_milli(const std::string& tenant, const std::
 
 // The Tenant's next status: usage per pool against nominal, what it lends (`lent`, per pool), decayed usage brought to `now` (the GPUs
 // held now taken as held since the last update), spend counted in the period, conditions.
+// `fair_now`: its fair share now (fair_shares_now); the status keeps it decayed beside the GPUs held,
+// and their ratio: the share it held of its fair share over about the last half-life.
 nlohmann::json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, const std::map<std::string, int64_t>& lent,
                              const std::vector<std::string>& conflicts, const api::Policy* policy, kube::SystemTime now,
-                             std::chrono::seconds half_life);
+                             std::chrono::seconds half_life, int64_t fair_now = 0);
 
 // The status of a Tenant whose spec Valley cannot use: Ready False, InvalidSpec, the errors (the
 // condition's transition time kept while it stays so, so that rewriting it changes nothing).

@@ -166,6 +166,48 @@ TEST_F(TenantTest, ABorrowerShrinksWhenTheOwnerComesBackForItsQuota) {
   EXPECT_EQ(tenant_status(b)["conditions"][0]["status"], "True") << tenant_status(b).dump(2);
 }
 
+// A gang larger than its tenant's nominal in any one pool: a has 8 A100s of nominal on demand and 8
+// on spot; its 12-worker gang is admitted by reclaiming what b borrows across both pools, by
+// shrinking b's elastic task (never below b's own 16).
+TEST_F(TenantTest, AGangLargerThanEitherPoolsNominalReclaimsAcrossBoth) {
+  wait_until_no_valley_pods(*admin);
+  const std::string a = ns + "-a", b = ns + "-b";
+  const json quotas = json::parse(R"({"quotas":[{"pool":"nvidia/on-demand","nominal":8},{"pool":"nvidia/spot","nominal":8}]})");
+  tenant(a, ns, quotas);
+  tenant(b, other, quotas);
+  // The A100 nodes of both pools (a task that selects its nodes may use spot ones without a checkpoint).
+  auto on_a100s = [](json spec) {
+    spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"node.kubernetes.io/instance-type", "p4de.24xlarge"}}}}}};
+    return spec;
+  };
+  json wide = on_a100s(mpi_spec(4, 32));
+  wide["priority"] = 50;
+  apply_in(other, wide, "wide");
+  auto workers_in = [&](const std::string& where, const std::string& name) { return workers_of(task_in(where, name)); };
+  auto phase_in = [&](const std::string& where, const std::string& name) {
+    return task_in(where, name).value("status", json::object()).value("phase", "");
+  };
+  ASSERT_TRUE(eventually([&] { return phase_in(other, "wide") == "Running" && workers_in(other, "wide") == 32; }, 120s))
+      << task_in(other, "wide").dump(2) << operator_log();
+  ASSERT_TRUE(eventually([&] { return tenant_status(b).value("borrowed", "") == "16"; }, 30s)) << tenant_status(b).dump(2);
+  // a's gang of 12: neither pool's nominal (8) holds it; both together (16) do.
+  apply(on_a100s(mpi_spec(12, 12)), "gang");
+  ASSERT_TRUE(eventually([&] { return phase("gang") == "Running" && workers_of(task("gang")) == 12; }, 120s))
+      << task("gang").dump(2) << task_in(other, "wide").dump(2) << operator_log();
+  ASSERT_TRUE(eventually([&] { return phase_in(other, "wide") == "Running" && workers_in(other, "wide") == 20; }, 90s))
+      << task_in(other, "wide").dump(2);
+  const json shrunk = task_in(other, "wide");
+  EXPECT_EQ(shrunk["status"]["restarts"].value("preemptions", 0), 0) << "shrinking was enough; no preemption";
+  EXPECT_NE(shrunk["status"].value("lastResizeReason", "").find("tenant " + a + " reclaims its quota lent to " + b), std::string::npos)
+      << shrunk["status"].dump(2);
+  // a holds 12 of its 16; b its own 16 and 4 of a's idle nominal.
+  EXPECT_TRUE(eventually([&] { return tenant_status(a).value("gpus", "") == "12/16" && tenant_status(b).value("gpus", "") == "20/16"; }, 30s))
+      << tenant_status(a).dump(2) << tenant_status(b).dump(2);
+  // Each tenant's fair share now (both get what they ask for here) and the part of it each held.
+  EXPECT_TRUE(eventually([&] { return tenant_status(a)["fairShare"].value("fairGpus", "") == "12"; }, 30s)) << tenant_status(a).dump(2);
+  EXPECT_FALSE(tenant_status(b)["fairShare"].value("heldOfFair", "").empty()) << tenant_status(b).dump(2);
+}
+
 TEST_F(TenantTest, ASpentBudgetHoldsNewTasksAndTheTenantSaysUntilWhen) {
   const std::string a = ns + "-a";
   // 2 GPUs at 3.60/h spend 0.01 in 5 s.

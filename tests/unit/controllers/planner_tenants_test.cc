@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "controllers/planner/fair_share.h"
 #include "tests/unit/controllers/planner_fixtures.h"
 
 // --- Tenants: quotas, borrowing, reclaim, fair share, budgets ---
@@ -219,6 +220,94 @@ TEST(PlannerProperties, GivingBackOnTheSideEqualsAddingToFree) {
       }
     }
   }
+}
+
+// --- Gangs bigger than a tenant's nominal in any one pool ---
+
+// Two NVIDIA pools (on demand and spot), two nodes of 8 each; a and b have `nominal` in each.
+struct TwoPools {
+  std::vector<Node> nodes = {nvidia("od1", 8), nvidia("od2", 8), nvidia("sp1", 8, "spot"), nvidia("sp2", 8, "spot")};
+  Config config;
+  explicit TwoPools(int64_t nominal) {
+    config.min_marginal_efficiency = 0;
+    for (const char* t : {"a", "b"})
+      for (const char* pool : {"nvidia/on-demand", "nvidia/spot"}) config.tenants[t].quota[pool] = PoolQuota{nominal * 1000, std::nullopt, std::nullopt};
+  }
+};
+Task checkpointed(Task t) {
+  t.checkpointed = true;  // may run on spot
+  return t;
+}
+
+TEST(PlannerBigGangs, AGangLargerThanAnyOnePoolsNominalReclaimsAcrossPoolsByShrinking) {
+  TwoPools p(8);
+  Task b = of("b", checkpointed(task("b/wide", 50, 4, 32)));
+  auto ds = plan(p.nodes, {b}, kNow - 1h, p.config);
+  ASSERT_EQ(ds[0].workers, 32);  // all of a's idle nominal is lent
+  b = apply(b, ds[0], kNow - 1h);
+  // a's 12-worker gang: 8 of nominal in each pool, neither alone holds it; both together do.
+  ds = plan(p.nodes, {b, of("a", checkpointed(task("a/gang", 0, 12, 12)))}, kNow, p.config);
+  const Decision& a = find(ds, "a/gang");
+  ASSERT_EQ(a.action, Action::Admit) << a.reason;
+  EXPECT_EQ(a.workers, 12);
+  EXPECT_EQ(find(ds, "b/wide").action, Action::Shrink);  // shrunk, not preempted
+  EXPECT_EQ(find(ds, "b/wide").workers, 20);  // its 16 of nominal and 4 of what a does not use
+  EXPECT_EQ(find(ds, "b/wide").reason, "shrunk for a/gang: tenant a reclaims its quota lent to b");
+}
+
+TEST(PlannerBigGangs, AGangMayStartPartlyOnNominalAndPartlyOnBorrowedCapacityWithinItsFairShare) {
+  // One pool of 24: a is guaranteed 8, b nothing; b's elastic task holds all 24.
+  std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8)};
+  Config c = two_teams(8, 0);
+  Task b = of("b", task("b/wide", 50, 4, 24));
+  b = apply(b, plan(nodes, {b}, kNow - 1h, c)[0], kNow - 1h);
+  ASSERT_EQ(b.workers.size(), 24u);
+  // a's 12: its 8 back, and 4 borrowed from b, which holds twice its fair share (12 of 24).
+  auto ds = plan(nodes, {b, of("a", task("a/gang", 0, 12, 12))}, kNow, c);
+  ASSERT_EQ(find(ds, "a/gang").action, Action::Admit) << find(ds, "a/gang").reason;
+  EXPECT_EQ(find(ds, "b/wide").workers, 12);
+  // With a weight that makes its fair share 4 GPUs, a claims its nominal only: 8 do not hold 12.
+  c.tenants["a"].weight = 0.2;
+  ds = plan(nodes, {b, of("a", task("a/gang", 0, 12, 12))}, kNow, c);
+  EXPECT_EQ(find(ds, "a/gang").action, Action::Wait);
+  EXPECT_EQ(find(ds, "b/wide").action, Action::Keep);
+  EXPECT_EQ(find(ds, "a/gang").reason,
+            "InsufficientCapacity: needs 12 GPUs (12 workers x 1), 0 free; tenant a: unused nominal 8 on nvidia/on-demand; fair share 4 GPUs, holds 0");
+}
+
+TEST(PlannerBigGangs, AFairShareClaimTakesOnlyWhatTenantsBeyondTheirShareBorrow) {
+  // Three tenants on 24 GPUs, weights equal. c holds its nominal 8 exactly; b borrows 16.
+  std::vector<Node> nodes = {nvidia("n1", 8), nvidia("n2", 8), nvidia("n3", 8)};
+  Config cfg = two_teams(0, 0);
+  cfg.tenants["c"].quota["nvidia/on-demand"] = PoolQuota{8000, std::nullopt, std::nullopt};
+  Task c = of("c", task("c/own", 0, 8, 8)), b = of("b", task("b/wide", 90, 8, 16));
+  auto ds = plan(nodes, {c, b}, kNow - 1h, cfg);
+  c = apply(c, find(ds, "c/own"), kNow - 1h);
+  b = apply(b, find(ds, "b/wide"), kNow - 1h);
+  ASSERT_EQ(b.workers.size() + c.workers.size(), 24u);
+  // a (fair share 8 of 24) wants 8: b, beyond its fair share and only borrowing, gives 8 back by
+  // shrinking; c, inside its nominal, is not touched although its priority is the lowest.
+  ds = plan(nodes, {c, b, of("a", task("a/eight", 100, 8, 8))}, kNow, cfg);
+  EXPECT_EQ(find(ds, "a/eight").action, Action::Admit) << find(ds, "a/eight").reason;
+  EXPECT_EQ(find(ds, "b/wide").workers, 8);
+  EXPECT_EQ(find(ds, "c/own").action, Action::Keep);
+  // A gang beyond a's fair share waits rather than take from anyone.
+  ds = plan(nodes, {c, b, of("a", task("a/sixteen", 100, 16, 16))}, kNow, cfg);
+  EXPECT_EQ(find(ds, "a/sixteen").action, Action::Wait);
+  EXPECT_EQ(find(ds, "b/wide").action, Action::Keep);
+}
+
+TEST(FairShares, WhatSatisfiedTenantsLeaveGoesToTheRestByWeight) {
+  // 100 by weight 1:1:2: a wants only 10, so b and c share the 90 left 1:2.
+  auto fair = fair_shares(100, {{"a", {1, 10}}, {"b", {1, 100}}, {"c", {2, 100}}});
+  EXPECT_EQ(fair["a"], 10);
+  EXPECT_EQ(fair["b"], 30);
+  EXPECT_EQ(fair["c"], 60);
+  // Everyone wants less than there is: each gets what it wants; no demand, no share.
+  fair = fair_shares(100, {{"a", {1, 10}}, {"b", {5, 20}}, {"c", {1, 0}}});
+  EXPECT_EQ(fair["a"], 10);
+  EXPECT_EQ(fair["b"], 20);
+  EXPECT_EQ(fair["c"], 0);
 }
 
 }  // namespace

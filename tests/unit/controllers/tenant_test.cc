@@ -258,6 +258,32 @@ TEST(Tenancy, StatusCountsUsageShareAndSpendAndABudgetHoldsOrStops) {
   EXPECT_TRUE(tenancy::planner_tenant(t, nullptr, now + std::chrono::hours(13), std::chrono::hours(168)).hold.empty());
 }
 
+TEST(Tenancy, TheFairShareCountsWhatWaitingTasksAskForAndTheStatusKeepsHeldAgainstFair) {
+  std::vector<tenancy::TenantObject> ts = {tenant(R"({"metadata":{"name":"big"},"spec":{"namespaces":["big"],"weight":"1"}})"),
+                                           tenant(R"({"metadata":{"name":"lab"},"spec":{"namespaces":["lab"],"weight":"1"}})")};
+  tenancy::PoolUse use;
+  use.capacity = {{"nvidia/on-demand", 24000}};
+  use.used = {{"big", {{"nvidia/on-demand", 24000}}}};  // big holds everything; lab waits for a gang of 16
+  use.tasks["big"] = {{"b1", 0, {{"nvidia/on-demand", 24000}}, false, 0}};
+  use.tasks["lab"] = {{"l1", 0, {}, true, 16000}};
+  auto fair = tenancy::fair_shares_now(ts, use);
+  EXPECT_EQ(fair["lab"], 12000);
+  EXPECT_EQ(fair["big"], 12000);
+  // Two hours of lab holding nothing against a fair 12: it held none of its fair share.
+  const auto now = *kube::parse_time("2026-11-23T12:00:00Z");
+  auto s = tenancy::tenant_status(ts[1], use.tasks["lab"], {}, {}, nullptr, now, std::chrono::hours(168), fair["lab"]);
+  ts[1].status = s;
+  s = tenancy::tenant_status(ts[1], use.tasks["lab"], {}, {}, nullptr, now + std::chrono::hours(2), std::chrono::hours(168), fair["lab"]);
+  EXPECT_EQ(s["fairShare"]["fairGpus"], "12");
+  EXPECT_NEAR(std::stod(s["fairShare"]["fairGpuHours"].get<std::string>()), 24, 0.1);
+  EXPECT_EQ(s["fairShare"]["heldOfFair"], "0.00");
+  // The next two hours it holds its 12: half of its fair share over the four.
+  ts[1].status = s;
+  s = tenancy::tenant_status(ts[1], {{"l1", 0, {{"nvidia/on-demand", 12000}}, false, 0}}, {}, {}, nullptr, now + std::chrono::hours(4),
+                             std::chrono::hours(168), fair["lab"]);
+  EXPECT_EQ(s["fairShare"]["heldOfFair"], "0.50");
+}
+
 TEST(Tenancy, PrioritiesFollowTheTenantsDefaultAndMaximum) {
   auto t = tenant(R"({"metadata":{"name":"students"},"spec":{"namespaces":["s"],"maxPriority":30,"defaultPriority":10}})");
   bool capped = false;
