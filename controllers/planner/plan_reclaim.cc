@@ -75,7 +75,6 @@ bool Plan::reclaim_for(size_t i, int need) {
     return freed[pools->first] < own[pools->first] || (fair_claim && beyond_fair(tasks_[v].tenant));
   };
   auto other_tenant = [&](size_t v) { return quota_.enabled() && tasks_[v].tenant != t.tenant; };
-  if (quota_.enabled() && !reclaim_could_hold(i, need, own, fair_claim)) return false;
   std::vector<size_t> victims;
   for (size_t v : admitted_) {
     if (new_.count(v)) continue;
@@ -86,6 +85,7 @@ bool Plan::reclaim_for(size_t i, int need) {
       victims.push_back(v);
     }
   }
+  if (victims.empty() || (quota_.enabled() && !reclaim_could_hold(i, need, own, fair_claim))) return false;
   // Most over its fair share first (held per fair thousandth).
   auto over_share = [&](size_t v) {
     const int64_t fair = std::max<int64_t>(1, fair_of(tasks_[v].tenant));
@@ -99,7 +99,6 @@ bool Plan::reclaim_for(size_t i, int need) {
     return std::make_tuple(!x.reduce_cost, x.priority, -x.created.time_since_epoch().count(), x.key) <
            std::make_tuple(!y.reduce_cost, y.priority, -y.created.time_since_epoch().count(), y.key);
   });
-  if (victims.empty()) return false;
   // What fits of the gang on each node alone, summed per vendor: the gang cannot be placed while
   // no vendor's sum reaches `need`, so place() is only tried once it may succeed (each release
   // changes one node's term).

@@ -443,6 +443,12 @@ std::string pvc_directory(const Location& location) {
   return pvc_mount_path(location) + (location.prefix.empty() ? "" : "/" + location.prefix);
 }
 
+namespace {
+// Every variable s3_settings_from reads (the AWS SDKs' names).
+constexpr const char* kS3Variables[] = {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",      "AWS_REGION",        "AWS_DEFAULT_REGION",
+                                        "AWS_ACCESS_KEY_ID",   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_CA_BUNDLE"};
+}  // namespace
+
 std::optional<S3Settings> s3_settings_from(const std::map<std::string, std::string>& values, std::string* error) {
   auto get = [&](const char* k) {
     auto it = values.find(k);
@@ -489,8 +495,7 @@ std::unique_ptr<ObjectStore> open_store_from_environment(const std::string& uri,
       return make_dir_store(pvc_directory(*location));
     case Location::Scheme::S3: {
       std::map<std::string, std::string> values;
-      for (const char* k : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
-                            "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_CA_BUNDLE"})
+      for (const char* k : kS3Variables)
         if (const char* v = std::getenv(k); v && *v) values[k] = v;
       auto settings = s3_settings_from(values, error);
       return settings ? make_s3_store(*location, *settings) : nullptr;
