@@ -29,21 +29,4 @@ bench/sim/run.sh "$results/sim"
 echo "bench: tenants on a shared cluster (Philly virtual clusters): without tenants, Valley's tenants, strict quotas"
 bench/sim/tenants.sh "$results/tenants"
 
-python3 - "$results" <<'PY'
-import json, sys, pathlib
-d = pathlib.Path(sys.argv[1])
-rows = []
-for f in sorted(d.glob("*.json")):
-    data = json.loads(f.read_text())
-    name = data.pop("benchmark", f.stem)
-    rows.append((name, ", ".join(f"{k} = {v}" for k, v in data.items())))
-lines = ["# Benchmark results", "", "Written by `make bench` on the project machine (2 cores); see BENCHMARKS.md.", "",
-         "| benchmark | figures |", "| --- | --- |"] + [f"| {n} | {v} |" for n, v in rows]
-for title, table in (("Control plane (bench/controlplane)", d / "controlplane" / "controlplane.md"),
-                     ("Trace replay (bench/sim)", d / "sim" / "sim.md"),
-                     ("Tenants (bench/sim/tenants.sh)", d / "tenants" / "tenants.md")):
-    if table.exists():
-        lines += ["", "## " + title, "", table.read_text().rstrip()]
-(d / "README.md").write_text("\n".join(lines) + "\n")
-print("\n".join(lines))
-PY
+bench/results_readme.py "$results"
