@@ -176,7 +176,7 @@ class Plan {
   bool reclaim_for(size_t i, int need);
   bool reclaim_could_hold(size_t i, int need, const std::map<std::string, int64_t>& own_by_vendor, bool fair_claim);
   int64_t over_nominal(const std::string& tenant, const std::vector<std::string>& pools) const;
-  void finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, const Task& for_task);
+  void finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, size_t i);
 
   // plan_reduce_cost.cc: a reduceCost task's turn (admitted, or waiting with its reason).
   void wait_off_peak_or_idle(size_t i, int need, int& position);
@@ -250,6 +250,7 @@ class Plan {
   std::set<size_t> admitted_, new_, lost_;
   std::map<size_t, std::vector<size_t>> kept_index_;  // tasks that lost workers: the indexes of those kept
   std::vector<size_t> waiting_;
+  std::map<size_t, std::string> reclaimed_from_;  // admitted by reclaim: whose workers it takes ("a/x shrunk 4 -> 2")
   mutable std::vector<size_t> age_rank_;  // age_rank()
 };
 

@@ -11,6 +11,8 @@ std::vector<Decision> Plan::run() {
   admit_waiting();
   grow();
   by_worker_index();
+  for (const auto& [i, from] : reclaimed_from_)  // (after grow: it words a fresh task's admission anew)
+    if (decisions_[i].action == Action::Admit) decisions_[i].reason += "; its GPUs come back from " + from;
   return std::move(decisions_);
 }
 

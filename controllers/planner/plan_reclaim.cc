@@ -140,8 +140,8 @@ bool Plan::reclaim_for(size_t i, int need) {
       release(v);
       if (!may_fit()) continue;
       if (auto placed = place(i, need, {})) {
-        finish_reclaim(saved, t);
         admit(i, std::move(*placed));
+        finish_reclaim(saved, i);
         return true;
       }
     }
@@ -154,8 +154,8 @@ bool Plan::reclaim_for(size_t i, int need) {
     while (vd.workers > 0) release(v);
     if (!may_fit()) continue;
     if (auto placed = place(i, need, {})) {
-      finish_reclaim(saved, t);
       admit(i, std::move(*placed));
+      finish_reclaim(saved, i);
       return true;
     }
   }
@@ -163,15 +163,20 @@ bool Plan::reclaim_for(size_t i, int need) {
   return false;
 }
 
-void Plan::finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, const Task& for_task) {
+// The victims' decisions say for whom they gave workers back; the admitted task's, from whom.
+void Plan::finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, size_t i) {
+  const Task& for_task = tasks_[i];
+  std::string from;
   for (const auto& [v, before] : saved) {
     Decision& vd = decisions_[v];
     if (vd.workers == before.workers) continue;
     const Task& victim = tasks_[v];
-    const std::string why = quota_.enabled() && victim.tenant != for_task.tenant
-                                ? for_task.key + ": tenant " + tenant_name(for_task.tenant) + " reclaims its quota lent to " +
-                                      tenant_name(victim.tenant)
-                                : for_task.key + " (priority " + std::to_string(for_task.priority) + ")";
+    const bool other = quota_.enabled() && victim.tenant != for_task.tenant;
+    const std::string why = other ? for_task.key + ": tenant " + tenant_name(for_task.tenant) + " reclaims its quota lent to " +
+                                        tenant_name(victim.tenant)
+                                  : for_task.key + " (priority " + std::to_string(for_task.priority) + ")";
+    from += (from.empty() ? "" : ", ") + victim.key + (other ? " of tenant " + tenant_name(victim.tenant) : "") +
+            (vd.workers == 0 ? " preempted" : " shrunk " + std::to_string(before.workers) + " -> " + std::to_string(vd.workers));
     if (vd.workers == 0) {
       vd.action = Action::Preempt;
       vd.reason = "preempted for " + why;
@@ -181,6 +186,7 @@ void Plan::finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved,
       vd.reason = "shrunk for " + why;
     }
   }
+  if (!from.empty()) reclaimed_from_[i] = from;
 }
 
 }  // namespace valley::planner::detail

@@ -250,6 +250,7 @@ TEST(PlannerBigGangs, AGangLargerThanAnyOnePoolsNominalReclaimsAcrossPoolsByShri
   const Decision& a = find(ds, "a/gang");
   ASSERT_EQ(a.action, Action::Admit) << a.reason;
   EXPECT_EQ(a.workers, 12);
+  EXPECT_EQ(a.reason, "minimum gang of 12 fits; its GPUs come back from b/wide of tenant b shrunk 32 -> 20");
   EXPECT_EQ(find(ds, "b/wide").action, Action::Shrink);  // shrunk, not preempted
   EXPECT_EQ(find(ds, "b/wide").workers, 20);  // its 16 of nominal and 4 of what a does not use
   EXPECT_EQ(find(ds, "b/wide").reason, "shrunk for a/gang: tenant a reclaims its quota lent to b");
