@@ -73,6 +73,7 @@ bool keeps(const Task& t, const Task::Worker& w, const Node& n, const Config& c,
 struct PlaceOptions {
   bool spot_only = false;              // only spot nodes (a reduceCost task starting outside off-peak)
   std::optional<int64_t> price_cap;    // no node dearer than this a GPU-hour (reduceCost growth)
+  const std::vector<char>* only = nullptr;  // by node index: only these (one topology domain)
 };
 
 class Plan {
@@ -171,6 +172,16 @@ class Plan {
   std::optional<std::vector<Task::Worker>> place(size_t i, int count, const std::vector<Task::Worker>& prefer, const PlaceOptions& options = {});
   std::optional<std::vector<Task::Worker>> place_on(size_t i, const std::string& vendor, int count, const std::vector<size_t>& preferred,
                                                     const PlaceOptions& options);
+  // place_on under task i's topology rule: one domain of its level (its own domain first when it
+  // has workers; else the cheapest that holds the gang); a preferred rule then spreads wider.
+  std::optional<std::vector<Task::Worker>> place_in_domain(size_t i, const std::string& vendor, int count,
+                                                           const std::vector<size_t>& preferred, const PlaceOptions& options);
+  // Node k's domain at topology level `level` ("" when it has none there).
+  const std::string& domain_of(size_t k, size_t level) const;
+  // How many topology levels, narrowest first, nodes a and b share a domain at.
+  int64_t shared_levels(size_t a, size_t b) const;
+  // Index of a level by name in config_.topology (npos if none).
+  size_t level_index(const std::string& name) const;
 
   // plan_reclaim.cc
   bool reclaim_for(size_t i, int need);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 
 namespace valley::planner::detail {
 
@@ -31,7 +32,7 @@ std::optional<std::vector<Task::Worker>> Plan::place(size_t i, int count, const 
   std::optional<std::vector<Task::Worker>> chosen;
   int64_t chosen_price = 0;
   for (const auto& vendor : vendors) {
-    auto gang = place_on(i, vendor, count, preferred, options);
+    auto gang = place_in_domain(i, vendor, count, preferred, options);
     if (!gang) continue;
     int64_t price = by_price ? mean_price(*gang) : 0;
     if (!chosen || price < chosen_price) {
@@ -65,6 +66,7 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
   const int wanted = static_cast<int>(of_vendor - vendors_.begin());
   for (size_t k = 0; k < nodes_.size(); ++k) {
     if (info_[k].vendor != wanted || !may_place(i, k) || (options.spot_only && !info_[k].spot)) continue;
+    if (options.only && !(*options.only)[k]) continue;
     if (options.price_cap && info_[k].price > *options.price_cap) continue;
     const int f = fits(i, k, row(k), count);
     if (f == 0) continue;
@@ -79,10 +81,12 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     size_t best = kNoNode;
     // Score, highest wins. By price: least GPU wasted (a MIG slice over a whole GPU for a
     // fraction), the task's own nodes, the lowest price now, the capacity class that suits it
-    // (spot if it checkpoints), most workers here (fewest nodes), the tightest fit. Packing first
-    // (before price-first placement): most workers here, least waste, own nodes, the capacity
-    // class that suits the task, the lowest price, the tightest fit.
-    std::array<int64_t, 6> best_score{};
+    // (spot if it checkpoints), most workers here (fewest nodes), the most topology levels shared
+    // with the gang's first node, the tightest fit. Packing first (before price-first placement):
+    // most workers here, least waste, own nodes, the capacity class that suits the task, the
+    // lowest price, shared levels, the tightest fit.
+    const size_t anchor = !claimed.empty() ? claimed.front().first : !preferred.empty() ? preferred.front() : kNoNode;
+    std::array<int64_t, 7> best_score{};
     int best_fit = 0;
     std::vector<int64_t> node_free;
     for (const size_t k : candidates) {
@@ -111,16 +115,17 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
       const int64_t waste = -(share - int64_t{fit} * t.gpu_milli);
       const int64_t own = std::find(preferred.begin(), preferred.end(), k) != preferred.end();
       const int64_t price = info_[k].price;
-      std::array<int64_t, 6> score{};
+      const int64_t shared = anchor == kNoNode ? 0 : shared_levels(k, anchor);
+      std::array<int64_t, 7> score{};
       switch (config_.placement) {
         case Placement::Price:
-          score = {waste, own, -price, info_[k].spot == t.checkpointed, fit, -left};
+          score = {waste, own, -price, info_[k].spot == t.checkpointed, fit, shared, -left};
           break;
         case Placement::PackThenClass:
-          score = {fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, -left};
+          score = {fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, shared, -left};
           break;
         case Placement::Pack:
-          score = {fit, waste, own, -left, 0, 0};
+          score = {fit, waste, own, shared, -left, 0, 0};
           break;
       }
       if (best == kNoNode || score > best_score) {
@@ -143,6 +148,73 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     remaining -= best_fit;
   }
   return out;
+}
+
+std::optional<std::vector<Task::Worker>> Plan::place_in_domain(size_t i, const std::string& vendor, int count,
+                                                                  const std::vector<size_t>& preferred, const PlaceOptions& options) {
+  const Task& t = tasks_[i];
+  const size_t level = t.topology ? level_index(t.topology->level) : std::string::npos;
+  if (level == std::string::npos) return place_on(i, vendor, count, preferred, options);
+  std::map<std::string, std::vector<char>> domains;  // domain -> its nodes, by index
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    const std::string& d = domain_of(k, level);
+    if (d.empty() || nodes_[k]->vendor != vendor) continue;
+    auto& mask = domains[d];
+    if (mask.empty()) mask.assign(nodes_.size(), 0);
+    mask[k] = 1;
+  }
+  auto in = [&](const std::vector<char>& mask) {
+    PlaceOptions within = options;
+    within.only = &mask;
+    return place_on(i, vendor, count, preferred, within);
+  };
+  // A task with workers grows, or replaces lost ones, in its own domain first.
+  std::string own;
+  for (size_t k : preferred)
+    if (own.empty()) own = domain_of(k, level);
+  if (!own.empty() && domains.count(own))
+    if (auto gang = in(domains[own])) return gang;
+  if (!own.empty() && t.topology->required) return std::nullopt;  // a gang never leaves its domain
+  std::optional<std::vector<Task::Worker>> best;
+  int64_t best_price = 0;
+  size_t best_nodes = 0;
+  for (const auto& [domain, mask] : domains) {
+    auto gang = in(mask);
+    if (!gang) continue;
+    std::set<std::string> used;
+    for (const auto& w : *gang) used.insert(w.node);
+    const int64_t price = mean_price(*gang);
+    if (!best || price < best_price || (price == best_price && used.size() < best_nodes)) {
+      best = std::move(gang);
+      best_price = price;
+      best_nodes = used.size();
+    }
+    if (config_.placement != Placement::Price) break;  // packing: the first domain that holds it
+  }
+  if (best || t.topology->required) return best;
+  return place_on(i, vendor, count, preferred, options);
+}
+
+const std::string& Plan::domain_of(size_t k, size_t level) const {
+  static const std::string kNone;
+  const auto& labels = nodes_[k]->labels;
+  auto it = labels.find(config_.topology[level].label);
+  return it == labels.end() ? kNone : it->second;
+}
+
+int64_t Plan::shared_levels(size_t a, size_t b) const {
+  int64_t shared = 0;
+  for (size_t level = 0; level < config_.topology.size(); ++level) {
+    const std::string& d = domain_of(a, level);
+    if (!d.empty() && d == domain_of(b, level)) ++shared;
+  }
+  return shared;
+}
+
+size_t Plan::level_index(const std::string& name) const {
+  for (size_t level = 0; level < config_.topology.size(); ++level)
+    if (config_.topology[level].name == name) return level;
+  return std::string::npos;
 }
 
 }  // namespace valley::planner::detail

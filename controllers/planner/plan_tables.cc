@@ -191,7 +191,10 @@ std::string Plan::insufficient(size_t i, int need) {
   int per = whole_gpus(t.gpu_milli);
   return "InsufficientCapacity: needs " + std::to_string(need * per) + " GPUs (" + std::to_string(need) +
          " workers x " + (t.gpu_milli % 1000 ? std::to_string(t.gpu_milli / 1000.0).substr(0, 5) : std::to_string(per)) +
-         "), " + std::to_string(free_gpus) + " free" + tenant_entitlement(i);
+         "), " + std::to_string(free_gpus) + " free" + tenant_entitlement(i) +
+         (t.topology && t.topology->required && level_index(t.topology->level) != std::string::npos
+              ? "; topology: all in one " + t.topology->level + " (required), and no " + t.topology->level + " has room for them"
+              : "");
 }
 
 // "; tenant lab: unused nominal 10.8 on nvidia/on-demand and 5.4 on nvidia/spot; fair share 30

@@ -83,6 +83,18 @@ struct NodeRequirement {
   std::vector<std::string> values;
 };
 
+// A topology level: nodes with the same value of `label` share a domain at this level (an NVLink
+// clique, a block, a rack, a zone). Config::topology lists the levels narrowest first.
+struct TopologyLevel {
+  std::string name, label;
+};
+// A task's topology rule: its gang in one domain of `level` (required: or it waits; preferred: else
+// spread wider, as without a rule).
+struct TopologyRule {
+  std::string level;
+  bool required = false;
+};
+
 struct Task {
   std::string key;  // namespace/name
   std::string tenant;  // "" without one
@@ -112,6 +124,7 @@ struct Task {
   // much room left take it.
   std::map<std::string, int64_t> worker_room;
   std::vector<std::string> avoid_nodes;  // nodes where its pods could not be bound lately
+  std::optional<TopologyRule> topology;  // none: the fewest nodes, then the narrowest common domain
   // Current state.
   bool admitted = false;
   struct Worker {
@@ -194,6 +207,9 @@ struct Config {
   // Fair share: a tenant holding g GPUs adds g x this many hours to its decayed usage when tenants
   // are compared (the usage it would settle at: half-life / ln 2).
   double usage_mean_life_hours = 168 / 0.6931471805599453;
+  // Topology levels, narrowest first (none: nodes only). Among placements of equal price a gang
+  // takes nodes in the narrowest domain it already has; a task's TopologyRule bounds it to one.
+  std::vector<TopologyLevel> topology;
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt };
