@@ -261,6 +261,8 @@ TEST_F(TenantTest, ASpentBudgetWithSuspendStopsWhatRunsAndItsCostStops) {
   EXPECT_TRUE(wait_phase("Running", 60s, "runner")) << task("runner").dump(2) << tenant_status(a).dump(2);
 }
 
+// Run it on a fresh API server: one where this test already created and deleted its policies may
+// fail to find the binding's ConfigMap params although it exists (kubernetes/kubernetes#133827).
 TEST_F(TenantTest, AdmissionRefusesAPriorityAboveTheTenantsMaximumAndANamespaceWithoutTenant) {
   const std::string a = ns + "-a", b = ns + "-b";
   tenant(a, ns, json::parse(R"({"maxPriority":50})"));
