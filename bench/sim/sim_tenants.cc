@@ -56,7 +56,7 @@ bool Simulator::claims_nominal(const SimJob& j) const {
       for (const auto& w : other.workers) usage[planner::pool_of(node(w.node).node)] += w.count * 1000;
   std::map<std::string, int64_t> free_by_vendor, unused_by_vendor;
   for (const auto& [pool, gpus] : free) {
-    const std::string vendor = pool.substr(0, pool.find('/'));
+    const std::string vendor = planner::vendor_of_pool(pool);
     free_by_vendor[vendor] += gpus;
     auto q = tenant->second.quota.find(pool);
     const int64_t nominal = q == tenant->second.quota.end() ? 0 : q->second.nominal_milli;

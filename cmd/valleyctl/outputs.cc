@@ -4,6 +4,7 @@
 // JSON on standard output).
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "cmd/valleyctl/common.h"
@@ -44,17 +45,24 @@ std::optional<TaskOutputs> open_outputs(kube::Client& client, const std::string&
   return t;
 }
 
-}  // namespace
-
-int cmd_outputs(const Flags& flags, const std::vector<std::string>& args) {
-  if (!one_argument(args, "valleyctl outputs NAME [-n NAMESPACE]")) return 2;
+// Runs `use` on task args[1]'s outputs (after checking the arguments against `usage`): its exit code.
+int with_outputs(const Flags& flags, const std::vector<std::string>& args, const char* usage,
+                 const std::function<int(const std::string& ns, TaskOutputs& t)>& use) {
+  if (!one_argument(args, usage)) return 2;
   return with_cluster([&] {
     std::string ns;
     auto client = connect(flags, &ns);
     auto t = open_outputs(*client, ns, args[1]);
-    if (!t) return 1;
-    const json kept = t->task.value("status", json::object()).value("outputs", json::object());
-    std::cout << "Outputs of " << ns << "/" << args[1] << " in " << t->where.uri << "\n";
+    return t ? use(ns, *t) : 1;
+  });
+}
+
+}  // namespace
+
+int cmd_outputs(const Flags& flags, const std::vector<std::string>& args) {
+  return with_outputs(flags, args, "valleyctl outputs NAME [-n NAMESPACE]", [&](const std::string& ns, TaskOutputs& t) {
+    const json kept = t.task.value("status", json::object()).value("outputs", json::object());
+    std::cout << "Outputs of " << ns << "/" << args[1] << " in " << t.where.uri << "\n";
     if (kept.contains("time")) {
       std::cout << "Kept:   " << kept.value("files", 0) << " files, " << kept.value("bytes", 0) << " bytes"
                 << (kept.value("partial", false) ? " (partial: the task did not succeed)" : "") << "; report written " << kept.value("time", "")
@@ -66,22 +74,17 @@ int cmd_outputs(const Flags& flags, const std::vector<std::string>& args) {
     }
     std::cout << "\n";
     std::printf("%-12s  %s\n", "BYTES", "KEY");
-    for (const auto& o : t->store->list()) std::printf("%-12llu  %s\n", static_cast<unsigned long long>(o.size), o.key.c_str());
+    for (const auto& o : t.store->list()) std::printf("%-12llu  %s\n", static_cast<unsigned long long>(o.size), o.key.c_str());
     return 0;
   });
 }
 
 int cmd_report(const Flags& flags, const std::vector<std::string>& args) {
-  if (!one_argument(args, "valleyctl report NAME [-n NAMESPACE] [--file PATH] [-o json]")) return 2;
-  return with_cluster([&] {
-    std::string ns;
-    auto client = connect(flags, &ns);
-    auto t = open_outputs(*client, ns, args[1]);
-    if (!t) return 1;
+  return with_outputs(flags, args, "valleyctl report NAME [-n NAMESPACE] [--file PATH] [-o json]", [&](const std::string&, TaskOutputs& t) {
     const bool as_json = flags.get("output") == "json";
-    auto page = t->store->get(as_json ? lifecycle::kReportJson : lifecycle::kReportHtml);
+    auto page = t.store->get(as_json ? lifecycle::kReportJson : lifecycle::kReportHtml);
     if (!page) {
-      std::cerr << "valleyctl: no report in " << t->where.uri << " yet: Valley writes it once the task has ended and its pods have stopped\n";
+      std::cerr << "valleyctl: no report in " << t.where.uri << " yet: Valley writes it once the task has ended and its pods have stopped\n";
       return 1;
     }
     if (as_json) {

@@ -60,7 +60,7 @@ bool Plan::reclaim_for(size_t i, int need) {
   };
   const auto& pools_of = usable_pools(i);
   std::map<std::string, int64_t> own;  // vendor -> its tenant's unused nominal in the pools the gang may use
-  for (const auto& [pool, milli] : unused_nominal(i)) own[pool.substr(0, pool.find('/'))] += milli;
+  for (const auto& [pool, milli] : unused_nominal(i)) own[vendor_of_pool(pool)] += milli;
   const bool fair_claim = within_fair(t.tenant, int64_t{need} * t.gpu_milli);
   std::map<std::string, int64_t> freed;  // vendor -> thousandths taken back from other tenants so far
   // A worker of v that reclaim may take: on a pool the gang may use, of a tenant holding more than

@@ -77,6 +77,8 @@ std::vector<const Task*> refs(const std::vector<Task>& tasks) {
 
 std::string pool_of(const Node& n) { return n.vendor + "/" + n.capacity_class; }
 
+std::string vendor_of_pool(const std::string& pool) { return pool.substr(0, pool.find('/')); }
+
 bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since, SystemTime now, std::chrono::seconds grace) {
   return !ready && not_ready_since && now - *not_ready_since >= grace;
 }

@@ -233,6 +233,8 @@ struct Decision {
 
 // The capacity pool of a GPU node, as quotas and cost breakdowns name it: "<vendor>/<class>".
 std::string pool_of(const Node& n);
+// The vendor of a pool name pool_of made ("nvidia/spot" -> "nvidia").
+std::string vendor_of_pool(const std::string& pool);
 // A node NotReady (or Unknown) for `grace` or longer is lost: its pods will not be heard from again.
 // Before that its pods run on (the planner keeps its workers there; the lifecycle waits).
 bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since, SystemTime now, std::chrono::seconds grace);

@@ -40,6 +40,20 @@ TEST(TaskSpec, ParsesEveryField) {
   EXPECT_EQ(s.run_policy.clean_pod_policy, CleanPodPolicy::All);
 }
 
+// The light reader the Tenant status uses for waiting tasks agrees with the parser.
+TEST(TaskSpec, GpusAtMaxReadLightlyAgreeWithTheParser) {
+  for (const char* spec : {R"({"taskType":"MPI","replicas":{"min":2,"max":6},"master":{"image":"l"},"worker":{"image":"w","gpus":"4"}})",
+                           R"({"taskType":"MPI","replicas":{"min":1,"max":3},"master":{"image":"l"},"worker":{"image":"w","gpus":"0.25"}})",
+                           R"({"taskType":"MPI","master":{"image":"l"},"worker":{"image":"w"}})",
+                           R"({"taskType":"Single","image":"i","worker":{"gpus":"2"}})", R"({"taskType":"Single","image":"i"})"}) {
+    const json object = {{"metadata", {{"name", "t"}, {"namespace", "n"}, {"uid", "u"}}}, {"spec", json::parse(spec)}};
+    auto parsed = parse_task(object);
+    ASSERT_TRUE(parsed.spec) << spec << ": " << parsed.errors.front();
+    EXPECT_EQ(gpu_milli_at_max(object), int64_t{parsed.spec->max_workers} * parsed.spec->gpus.milli) << spec;
+  }
+  EXPECT_EQ(gpu_milli_at_max(json::parse(R"({"spec":{"worker":{"gpus":"lots"}}})")), 0);
+}
+
 TEST(TaskSpec, FractionalGpus) {
   json t = mpi_task();
   t["spec"]["worker"]["gpus"] = "0.5";
