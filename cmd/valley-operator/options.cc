@@ -51,6 +51,8 @@ Flags make_flags() {
       {"start-grace", "3m", "pods that cannot start this long (image pull, missing Secret, unschedulable launcher) give their GPUs back; a task's runPolicy.startGraceSeconds overrides"},
       {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
+      {"topology-levels", "clique=nvidia.com/gpu.clique,block=valley.dev/topology-block,rack=valley.dev/topology-rack,zone=topology.kubernetes.io/zone",
+       "topology levels, narrowest first (name=node label, comma-separated): a task's spec.topology names one; a gang keeps to the narrowest domains it can; empty: nodes only"},
       {"launcher-node-selector", "",
        "node labels (key=value, comma-separated) of the launcher pool: MPI launchers run only there (stable capacity; a launcher holds no GPU but its loss restarts the gang); empty: beside worker 0"},
       {"pod-security", "Baseline",
@@ -170,6 +172,12 @@ task::ControllerOptions controller_options(const Flags& flags) {
   o.checkpoint_poll = seconds("checkpoint-poll-interval");
   o.pricing_policy = flags.get("pricing-policy");
   o.launcher_pool = label_pairs(flags, "launcher-node-selector");
+  for (const auto& [name, label] : label_pairs(flags, "topology-levels")) {
+    if (label.empty()) throw std::invalid_argument("--topology-levels: the level " + name + " names no node label");
+    for (const auto& l : o.planner.topology)
+      if (l.name == name || l.label == label) throw std::invalid_argument("--topology-levels: " + name + "=" + label + " repeats a level or label");
+    o.planner.topology.push_back({name, label});
+  }
   if (flags.get("pod-security") == "Restricted") o.pod_security = api::PodSecurityLevel::Restricted;
   else if (flags.get("pod-security") != "Baseline")
     throw std::invalid_argument("--pod-security=" + flags.get("pod-security") + " must be Baseline or Restricted");

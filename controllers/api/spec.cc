@@ -172,6 +172,16 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
     r.error("spec.elasticity: must be Restart or Hot");
   }
   s.reduce_cost = r.boolean(*spec, "reduceCost", "spec.reduceCost").value_or(false);
+  if (const json* topo = r.object(*spec, "topology", "spec.topology")) {
+    auto required = r.str(*topo, "required", "spec.topology.required");
+    auto preferred = r.str(*topo, "preferred", "spec.topology.preferred");
+    if (required.has_value() == preferred.has_value())
+      r.error("spec.topology: give exactly one of required and preferred (a level name such as rack)");
+    else if ((required ? *required : *preferred).empty() || (required ? *required : *preferred).size() > 63)
+      r.error("spec.topology: the level name must be 1 to 63 characters");
+    else
+      s.topology = TaskSpec::Topology{required ? *required : *preferred, required.has_value()};
+  }
 
   if (const json* w = r.object(*spec, "worker", "spec.worker")) {
     s.worker = container(r, *w, "spec.worker");

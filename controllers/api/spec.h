@@ -79,6 +79,13 @@ struct TaskSpec {
   std::optional<int> target_workers;  // kubectl scale
   bool amd_support = false;
   bool reduce_cost = false;
+  // spec.topology: the gang in one domain of a level the operator declares (--topology-levels):
+  // required (it waits until one domain holds it) or preferred (else it spreads wider).
+  struct Topology {
+    std::string level;
+    bool required = false;
+  };
+  std::optional<Topology> topology;
   ContainerSpec launcher;  // MPI only
   ContainerSpec worker;    // the MPI workers, or the one pod of a Single task
   GpuRequest gpus;

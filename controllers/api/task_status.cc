@@ -62,6 +62,7 @@ const json& status_schema() {
     "restarts": {"total": "integer", "failures": "integer", "resizes": "integer", "preemptions": "integer",
                  "disruptions": "integer", "startFailures": "integer"},
     "startFailure": {"reason": "string", "message": "string", "retryAfter": "string", "generation": "integer"},
+    "topology": {"summary": "string", "levels": [{"level": "string", "domains": ["string"]}]},
     "checkpoint": {"step": "integer", "time": "string", "epoch": "integer", "worldSize": "integer", "uri": "string"},
     "lastDisruption": {"time": "string", "cause": "string", "node": "string", "message": "string", "epoch": "integer",
                        "workers": "integer",

@@ -339,7 +339,8 @@ std::optional<Decider::Disruption> Decider::find_disruption() const {
     // Deleted, but not by Valley: Valley deletes a current-epoch pod only beyond the size (Hot
     // shrink) or before it is bound (re-placement; before the epoch runs, it may have been bound
     // since, where the plan no longer has it).
-    const bool ours = p.role == "worker" && (p.worker_index >= size || p.node.empty() || (phase_ != kRunning && replanned(p)));
+    const bool ours = o_.deleted_by_valley.count(p.uid) > 0 ||
+                      (p.role == "worker" && (p.worker_index >= size || p.node.empty() || (phase_ != kRunning && replanned(p))));
     // (A kubelet marks a deleted pod Failed once its containers stopped: still a deletion.)
     if (p.deleting && !ours && p.phase != "Succeeded") return Disruption{"PodDeleted", p.node, who + " was deleted"};
   }

@@ -131,6 +131,7 @@ class Decider {
   void suspend(const std::string& reason, const std::string& message, const std::string& note);
   // A worker pinned to a node other than the one the plan now has for its index.
   bool replanned(const PodView& p) const;
+  void report_topology(int workers, bool starts_running);
   void ensure_objects(int workers, bool mpi);
 
   const Observed& o_;

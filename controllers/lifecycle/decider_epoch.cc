@@ -1,5 +1,6 @@
 // The epoch a task runs: admission or waiting, resizes, its pods (decider.h).
 #include "controllers/lifecycle/decider.h"
+#include "controllers/lifecycle/topology_status.h"
 
 #include <algorithm>
 #include <set>
@@ -334,7 +335,8 @@ void Decider::ensure_objects(int workers, bool mpi) {
     running = ready == 1;
   }
 
-  if (running && phase_ != kRunning) {
+  const bool starts_running = running && phase_ != kRunning;
+  if (starts_running) {
     std::string message = std::to_string(workers) + (workers == 1 ? " worker" : " workers") + " running (epoch " +
                           std::to_string(epoch_) + ")";
     set_phase(kRunning, "Running", message);
@@ -348,6 +350,27 @@ void Decider::ensure_objects(int workers, bool mpi) {
     set_phase(kAdmitted, "PodsStarting", "waiting for the launcher of epoch " + std::to_string(epoch_));
     set_condition(status_, "Running", false, "PodsStarting", "launcher not running", now_, generation_);
   }
+  report_topology(workers, starts_running);
+}
+
+// status.topology from the workers of this epoch that are bound; an Event when they run spread wider
+// than spec.topology prefers (told as the epoch starts running, and when the spread changes).
+void Decider::report_topology(int workers, bool starts_running) {
+  if (o_.topology.empty()) return;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : o_.pods) {
+    if (p.role != "worker" || p.epoch != epoch_ || p.node.empty() || p.deleting || p.worker_index >= workers) continue;
+    auto it = o_.nodes.find(p.node);
+    rows.push_back(it == o_.nodes.end() ? std::vector<std::string>{} : it->second.domains);
+  }
+  json now = topology_status(o_.topology, spec_->topology, rows);
+  if (now.is_null()) return;  // nothing bound: it keeps saying where it ran last
+  const json before = status_.value("topology", json());
+  status_["topology"] = now;
+  if (phase_ != kRunning) return;
+  const int n = static_cast<int>(rows.size());
+  if (std::string note = spread_wider(now, spec_->topology, n); !note.empty() && (starts_running || note != spread_wider(before, spec_->topology, n)))
+    event("Warning", "SpreadWider", "Place", note);
 }
 
 }  // namespace valley::lifecycle::detail

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,7 @@ struct NodeView {
   std::optional<kube::SystemTime> not_ready_since;
   std::string notice;  // the disruption taint it carries (spot termination notice), "" if none
   std::string fault;   // a GPU fault its health tooling reports (planner::Node::fault), "" if none
+  std::vector<std::string> domains;  // its domain at each of Observed::topology's levels ("" unlabelled)
 };
 
 struct DisruptionConfig {
@@ -143,6 +145,12 @@ struct Observed {
   std::vector<std::pair<std::string, std::string>> spot_labels;
   // The launcher pool the operator names (render::LauncherPlacement); empty: beside worker 0.
   std::vector<std::pair<std::string, std::string>> launcher_pool;
+  // Uids of the task's pods this process deleted itself: their deletion is never a disruption.
+  // Empty after an operator restart; Valley's own deletions are then told from the plan.
+  std::set<std::string> deleted_by_valley;
+  // The operator's topology levels (names, narrowest first): status.topology reports the workers'
+  // domains at each.
+  std::vector<std::string> topology;
 };
 
 struct EventSpec {

@@ -182,6 +182,14 @@ class Plan {
   int64_t shared_levels(size_t a, size_t b) const;
   // Index of a level by name in config_.topology (npos if none).
   size_t level_index(const std::string& name) const;
+  // Why task i's topology rule can never be met, "" if it can: a level the operator does not
+  // declare, or a required level no domain of which holds `need` workers even empty.
+  std::string topology_unplaceable(size_t i, int need) const;
+  // The worker of task i's placement a shrink takes (release_last): the one whose leaving keeps the
+  // rest in the fewest domains (the fewest gang-mates at the widest level, then the narrower ones,
+  // then on its node). The last one without topology levels, for a task resized in place, or one
+  // whose placement is by worker index (workers keep their index there).
+  size_t shrink_pick(size_t i) const;
 
   // plan_reclaim.cc
   bool reclaim_for(size_t i, int need);

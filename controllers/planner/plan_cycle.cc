@@ -100,7 +100,7 @@ void Plan::admit_waiting() {
     }
     // A gang no node set can hold waits holding nothing, and nobody is shrunk or kept from growing
     // for it.
-    if (std::string why = unplaceable(i); !why.empty()) {
+    if (std::string why = unplaceable(i); !why.empty() || !(why = topology_unplaceable(i, need)).empty()) {
       d.action = Action::Wait;
       d.workers = 0;
       d.reason = std::move(why);

@@ -211,6 +211,65 @@ int64_t Plan::shared_levels(size_t a, size_t b) const {
   return shared;
 }
 
+std::string Plan::topology_unplaceable(size_t i, int need) const {
+  const Task& t = tasks_[i];
+  if (!t.topology) return "";
+  const size_t level = level_index(t.topology->level);
+  if (level == std::string::npos) {
+    std::string known;
+    for (const auto& l : config_.topology) known += (known.empty() ? "" : ", ") + l.name;
+    return "Unplaceable: spec.topology names the level \"" + t.topology->level + "\", which the operator does not declare (" +
+           (known.empty() ? std::string("it declares none") : "its levels: " + known) + ")";
+  }
+  if (!t.topology->required || t.gpu_milli % 1000 != 0) return "";
+  // What each domain holds of this gang when empty: whole GPUs by node, worker by worker.
+  const int64_t per = std::max<int64_t>(1, t.gpu_milli / 1000);
+  const auto vendors = gang_vendors(t);
+  std::map<std::string, int64_t> holds;  // domain -> workers
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    const Node* n = nodes_[k];
+    const std::string& d = domain_of(k, level);
+    if (d.empty() || info_[k].whole < 0 || std::find(vendors.begin(), vendors.end(), n->vendor) == vendors.end()) continue;
+    if ((kept_off_spot(t, config_) && info_[k].spot) || !selects(t, *n)) continue;
+    auto cap = n->capacity.find(names_[info_[k].whole]);
+    const int64_t gpus = cap == n->capacity.end() ? row(k)[info_[k].whole] : cap->second;
+    holds[d] += gpus / per;
+  }
+  std::string largest;
+  int64_t most = 0;
+  for (const auto& [d, w] : holds)
+    if (w > most) most = w, largest = d;
+  if (most >= need || holds.empty()) return "";  // no labelled node yet: it waits as any task does
+  return "Unplaceable: needs " + std::to_string(need) + " workers in one " + t.topology->level + " (spec.topology.required); the largest " +
+         t.topology->level + " it may use, " + largest + ", holds " + std::to_string(most);
+}
+
+size_t Plan::shrink_pick(size_t i) const {
+  const auto& placement = decisions_[i].placement;
+  if (placement.empty()) return 0;
+  if (config_.topology.empty() || tasks_[i].hot_elastic || kept_index_.count(i) || placement.size() < 2) return placement.size() - 1;
+  // Gang-mates by domain at each level, widest first; the node last.
+  const size_t levels = config_.topology.size();
+  std::vector<std::map<std::string, int>> mates(levels + 1);
+  std::vector<std::vector<std::string>> where(placement.size(), std::vector<std::string>(levels + 1));
+  for (size_t x = 0; x < placement.size(); ++x) {
+    const size_t k = node_at(placement[x].node);
+    for (size_t l = 0; l < levels; ++l) where[x][l] = k == kNoNode ? "" : domain_of(k, levels - 1 - l);
+    where[x][levels] = placement[x].node;
+    for (size_t l = 0; l <= levels; ++l) ++mates[l][where[x][l]];
+  }
+  auto score = [&](size_t x) {
+    std::vector<int> s;
+    for (size_t l = 0; l <= levels; ++l) s.push_back(mates[l][where[x][l]]);
+    return s;
+  };
+  size_t pick = placement.size() - 1;
+  auto best = score(pick);
+  for (size_t x = placement.size() - 1; x-- > 0;)
+    if (auto s = score(x); s < best) best = std::move(s), pick = x;
+  return pick;
+}
+
 size_t Plan::level_index(const std::string& name) const {
   for (size_t level = 0; level < config_.topology.size(); ++level)
     if (config_.topology[level].name == name) return level;

@@ -122,7 +122,7 @@ bool Plan::reclaim_for(size_t i, int need) {
   std::set<size_t> touched;
   auto release = [&](size_t v) {
     if (touched.insert(v).second) saved.emplace_back(v, decisions_[v]);
-    const Task::Worker& last = decisions_[v].placement.back();
+    const Task::Worker& last = decisions_[v].placement[shrink_pick(v)];
     const size_t k = node_at(last.node);
     if (k != kNoNode && other_tenant(v)) freed[nodes_[k]->vendor] += share_of(resource_id(last.gpu_resource), last.count);
     release_last(v);
@@ -136,7 +136,8 @@ bool Plan::reclaim_for(size_t i, int need) {
   // Shrink, one worker at a time, in victim order.
   for (size_t v : victims) {
     Decision& vd = decisions_[v];
-    while (vd.workers > tasks_[v].min_workers && (!other_tenant(v) || lent(v, vd.placement.back()))) {
+    // (The worker a shrink takes is the one that leaves the rest in the fewest domains.)
+    while (vd.workers > tasks_[v].min_workers && (!other_tenant(v) || lent(v, vd.placement[shrink_pick(v)]))) {
       release(v);
       if (!may_fit()) continue;
       if (auto placed = place(i, need, {})) {

@@ -140,6 +140,7 @@ int Plan::fits(size_t i, size_t k, const int64_t* units, int cap) const {
 
 void Plan::release_last(size_t i) {
   Decision& d = decisions_[i];
+  if (const size_t pick = shrink_pick(i); pick + 1 < d.placement.size()) std::swap(d.placement[pick], d.placement.back());
   give(i, d.placement.back());
   d.placement.pop_back();
   d.workers = static_cast<int>(d.placement.size());

@@ -104,6 +104,7 @@ struct Task {
   bool checkpointed = false;  // has a checkpoint store: a spot loss costs it a restart, not its work
   bool selects_spot = false;  // its nodeSelector asks for spot capacity itself
   bool fastest = false;       // speed over cost: grows to max whenever GPUs are free
+  bool hot_elastic = false;   // resized in place: a shrink drops its highest worker indices
   Scaling scaling;            // measured rate per size (status.scaling)
   // What tasks of its kind measured (ScalingPriors), used while it has measured fewer than two sizes.
   std::shared_ptr<const Scaling> prior_scaling;

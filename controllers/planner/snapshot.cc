@@ -182,6 +182,8 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
   t.priority = spec.priority;
   t.reduce_cost = spec.reduce_cost;
   t.amd_support = spec.amd_support;
+  t.hot_elastic = spec.hot_elastic;
+  if (spec.topology) t.topology = TopologyRule{spec.topology->level, spec.topology->required};
   t.checkpointed = !spec.checkpoint_uri.empty();
   t.min_workers = spec.type == api::TaskType::Single ? 1 : spec.min_workers;
   t.max_workers = spec.type == api::TaskType::Single ? 1 : spec.max_workers;

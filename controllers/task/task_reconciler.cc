@@ -54,6 +54,10 @@ Result TaskReconciler::task_gone(const std::string& key) {
     std::lock_guard lock(held_mu_);
     held_since_.erase(key);
   }
+  {
+    std::lock_guard lock(deleted_mu_);
+    deleted_by_valley_.erase(key);
+  }
   // Deleted: owner references let the garbage collector remove the rest, once the pods it
   // deletes are released.
   const auto slash = key.find('/');
@@ -110,14 +114,33 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   const std::string name = o.task["metadata"].value("name", "");
   const std::string uid = o.task["metadata"].value("uid", "");
   for (const auto& pod : owned) o.pods.push_back(lifecycle::view_pod(*pod));
+  {
+    // Kept while the pod is: a uid is never reused.
+    std::lock_guard lock(deleted_mu_);
+    auto it = deleted_by_valley_.find(key);
+    if (it != deleted_by_valley_.end()) {
+      for (const auto& p : o.pods)
+        if (it->second.count(p.uid)) o.deleted_by_valley.insert(p.uid);
+      if (o.deleted_by_valley.empty()) deleted_by_valley_.erase(it);
+      else it->second = o.deleted_by_valley;
+    }
+  }
   observe_gpus(o);
   o.nodes_known = true;
   o.disruption = options_.disruption;
   o.spot_labels = cache_.node_facts().spot_labels;
   o.launcher_pool = options_.launcher_pool;
+  for (const auto& level : options_.planner.topology) o.topology.push_back(level.name);
   for (const auto& p : o.pods) {
     if (p.node.empty() || o.nodes.count(p.node)) continue;
-    if (auto n = cache_.node(p.node)) o.nodes[p.node] = lifecycle::NodeView{n->ready, n->not_ready_since, n->notice, n->fault};
+    if (auto n = cache_.node(p.node)) {
+      lifecycle::NodeView v{n->ready, n->not_ready_since, n->notice, n->fault, {}};
+      for (const auto& level : options_.planner.topology) {
+        auto label = n->labels.find(level.label);
+        v.domains.push_back(label == n->labels.end() ? "" : label->second);
+      }
+      o.nodes[p.node] = std::move(v);
+    }
   }
   observe_checkpoint(o, key);
   if (o.parsed.spec && o.parsed.spec->data) {
@@ -288,6 +311,10 @@ bool TaskReconciler::delete_pods(const std::string& key, const lifecycle::Observ
     if (del.force) opts.grace_period_seconds = 0;
     try {
       client_.remove(res::kPods, ns, del.name, opts);
+      {
+        std::lock_guard lock(deleted_mu_);
+        deleted_by_valley_[key].insert(del.uid);
+      }
       spdlog::debug("{}: deleted pod {} (uid {}, status epoch {})", key, del.name, del.uid, d.status.value("epoch", 0));
       if (del.force) spdlog::info("{}: force-deleted pod {} (its node is lost or it outlived its grace period)", key, del.name);
     } catch (const kube::KubeError& e) {

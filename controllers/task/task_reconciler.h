@@ -110,6 +110,8 @@ class TaskReconciler {
   std::map<std::string, std::chrono::steady_clock::time_point> held_since_;  // task -> first held change
   std::mutex secrets_mu_;
   std::set<std::string> known_secrets_;  // ns/task@uid whose SSH key Secret exists
+  std::mutex deleted_mu_;
+  std::map<std::string, std::set<std::string>> deleted_by_valley_;  // task -> uids of its pods this process deleted
   std::mutex checkpoint_errors_mu_;
   std::map<std::string, std::string> checkpoint_errors_;  // task -> last store error reported
   CheckpointWatcher checkpoints_;

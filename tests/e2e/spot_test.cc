@@ -56,17 +56,7 @@ class SpotTest : public TaskTest {
 
   std::string node(int i) const { return pool_ + "-spot-" + std::to_string(i); }
   void add_node(int i) {
-    const std::string name = node(i);
-    admin->create(kNodes, "", {{"apiVersion", "v1"},
-                               {"kind", "Node"},
-                               {"metadata",
-                                {{"name", name},
-                                 {"labels", {{"kubernetes.io/hostname", name}, {"type", "kwok"}, {"valley.dev/pool", pool_},
-                                             {"karpenter.sh/capacity-type", "spot"}, {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}},
-                                 {"annotations", {{"kwok.x-k8s.io/node", "fake"}}}}},
-                               {"status",
-                                {{"capacity", {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}}},
-                                 {"allocatable", {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}}}}}});
+    admin->create(kNodes, "", kwok_gpu_node(node(i), {{"valley.dev/pool", pool_}, {"karpenter.sh/capacity-type", "spot"}}, 8));
   }
   int ready_nodes() {
     kube::ListOptions lo;

@@ -185,6 +185,23 @@ TEST(Disruption, EvictionAndDeletionByOthersAreDisruptionsValleysOwnShrinkIsNot)
   EXPECT_FALSE(d.status.contains("lastDisruption"));
 }
 
+// Valley re-places a worker it saw unbound; the scheduler may have bound it meanwhile, on the
+// very node the plan has again. The deletion is still Valley's: the record of its uid says so.
+TEST(Disruption, APodValleyDeletedIsNeverADisruptionWhereverItIsBound) {
+  auto pods = running_pods();
+  pods[0].deleting = true;
+  pods[0].node = pods[0].pinned = "n1";
+  json st = running_status();
+  st["phase"] = "Admitted";
+  Observed o = on_nodes(st, pods, healthy());
+  o.admission->placement[0].node = "n1";
+  EXPECT_EQ(decide(o).status["reason"], "PodDeleted");  // nothing says Valley did it
+  o.deleted_by_valley.insert(pods[0].uid);
+  Decision d = decide(o);
+  EXPECT_FALSE(d.status.contains("lastDisruption")) << d.status.dump(2);
+  EXPECT_EQ(d.status["epoch"], 1);
+}
+
 TEST(Disruption, SchedulerPreemptionAndTaintManagerAreNamed) {
   auto pods = running_pods();
   pods[0].disruption = "PreemptionByScheduler";

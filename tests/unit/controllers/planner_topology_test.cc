@@ -56,11 +56,17 @@ TEST(PlannerTopology, ARequiredLevelTakesTheOneDomainThatHoldsTheGangOrWaitsSayi
   auto ds = plan(nodes, {ruled(task("t", 0, 8, 8), "rack", true)}, kNow, racks());
   ASSERT_EQ(ds[0].action, Action::Admit);
   EXPECT_EQ(racks_of(ds[0], nodes), std::set<std::string>{"r2"});
-  // 10 fit in the cluster but in no rack: it waits, and says so.
+  // 10 fit in the cluster but no rack ever holds them: it waits, and says what it would need.
   ds = plan(nodes, {ruled(task("t", 0, 10, 10), "rack", true)}, kNow, racks());
   EXPECT_EQ(ds[0].action, Action::Wait);
+  EXPECT_EQ(ds[0].reason, "Unplaceable: needs 10 workers in one rack (spec.topology.required); the largest rack it may use, r2, holds 8");
+  // r2 could hold 8 but has 6 free now (as r1): it waits for room there.
+  std::vector<Node> busy = nodes;
+  busy[2].free["nvidia.com/gpu"] = 2;
+  ds = plan(busy, {ruled(task("t", 0, 8, 8), "rack", true)}, kNow, racks());
+  EXPECT_EQ(ds[0].action, Action::Wait);
   EXPECT_EQ(ds[0].reason,
-            "InsufficientCapacity: needs 10 GPUs (10 workers x 1), 14 free; topology: all in one rack (required), and no rack has room for them");
+            "InsufficientCapacity: needs 8 GPUs (8 workers x 1), 12 free; topology: all in one rack (required), and no rack has room for them");
   // Preferred: spread over both racks rather than wait.
   ds = plan(nodes, {ruled(task("t", 0, 10, 10), "rack", false)}, kNow, racks());
   EXPECT_EQ(ds[0].action, Action::Admit);
@@ -86,10 +92,31 @@ TEST(PlannerTopology, ATaskGrowsAndReplacesLostWorkersInsideItsOwnDomain) {
   EXPECT_EQ(racks_of(ds[0], without_a), std::set<std::string>{"r1"}) << ds[0].reason;
 }
 
-TEST(PlannerTopology, AnUnknownLevelPlacesAsWithoutARule) {
+TEST(PlannerTopology, AnUnknownLevelWaitsNamingTheLevelsTheOperatorDeclares) {
   std::vector<Node> nodes = {in_rack("a", 4, "r1"), in_rack("b", 4, "r2")};
-  auto ds = plan(nodes, {ruled(task("t", 0, 8, 8), "block", true)}, kNow, racks());
-  EXPECT_EQ(ds[0].action, Action::Admit);
+  for (bool required : {true, false}) {
+    auto ds = plan(nodes, {ruled(task("t", 0, 8, 8), "blok", required)}, kNow, racks());
+    EXPECT_EQ(ds[0].action, Action::Wait);
+    EXPECT_EQ(ds[0].reason, "Unplaceable: spec.topology names the level \"blok\", which the operator does not declare (its levels: rack)");
+  }
+}
+
+TEST(PlannerTopology, AShrinkTakesTheWorkerThatLeavesTheRestInFewerDomains) {
+  std::vector<Node> nodes = {in_rack("a", 4, "r1"), in_rack("b", 4, "r2")};
+  Task t = task("t", 0, 1, 3);  // max lowered to 3 under it
+  t.admitted = true;
+  t.workers = {{"b", "nvidia.com/gpu", 1, true, 0}, {"a", "nvidia.com/gpu", 1, true, 1}, {"a", "nvidia.com/gpu", 1, true, 2},
+               {"a", "nvidia.com/gpu", 1, true, 3}};
+  t.last_resize = kNow - 1h;
+  nodes[0].free["nvidia.com/gpu"] = 1;
+  nodes[1].free["nvidia.com/gpu"] = 3;
+  auto ds = plan(nodes, {t}, kNow, racks());
+  ASSERT_EQ(ds[0].workers, 3);
+  EXPECT_EQ(racks_of(ds[0], nodes), std::set<std::string>{"r1"});
+  // A task resized in place keeps its workers' indexes: its highest one goes.
+  t.hot_elastic = true;
+  ds = plan(nodes, {t}, kNow, racks());
+  EXPECT_EQ(racks_of(ds[0], nodes), (std::set<std::string>{"r1", "r2"}));
 }
 
 }  // namespace
