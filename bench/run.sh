@@ -26,6 +26,9 @@ BENCH_CP_TIMEOUT=${BENCH_CP_TIMEOUT:-900} bench/controlplane/run.sh "${BENCH_CP_
 echo "bench: trace replay of the planner and cost engine (fifo, priority-backfill, valley) and the LP bound"
 bench/sim/run.sh "$results/sim"
 
+echo "bench: topology awareness (racks), backfill and valley, on the placement-measured step times"
+bench/sim/topology.sh "$results/topology"
+
 echo "bench: tenants on a shared cluster (Philly virtual clusters): without tenants, Valley's tenants, strict quotas"
 bench/sim/tenants.sh "$results/tenants"
 

@@ -6,7 +6,8 @@
 //              [--policy naive,backfill,valley-v1,valley] [--out DIR] [--solver glpsol]
 //              [--slot-seconds 3600] [--no-bound] [--scratch DIR] [--profile-drop 8,12]
 //              [--duration-error 50] [--label NAME] [--load L] [--tenancy none,borrowing,strict]
-//              [--usage-half-life-hours 168] [--jobs-out]
+//              [--usage-half-life-hours 168] [--jobs-out] [--topology unaware,aware]
+//              [--placement-speed fewest|measured]
 //
 // The trace is an ITP slice (job_id,submission_time,duration,num_gpu) or the Philly-derived job list
 // of the Pollux artifact (timestamp,duration,num_gpus,gpu_time,cluster), whose virtual clusters are
@@ -15,6 +16,13 @@
 // policy once per tenancy. --load keeps a stable sample of the slice's jobs (by a hash of the id)
 // whose GPU demand in the slice is L times the cluster's GPUs: a trace of a bigger cluster scaled
 // down to this one without choosing jobs.
+//
+// --placement-speed measured: a job runs at the throughput Pollux measured for its placement (the
+// trace's duration holds on the fewest nodes, a wider placement is slower: Speedup::spread; a rack
+// beyond the fewest counts as a node); fewest (the default, what the economics figures use): every
+// placement runs as fast as the fewest nodes. --topology replays every policy unaware (no levels) and/or aware: racks (cluster pools'
+// nodesPerRack) are a topology level and each multi-worker job prefers one rack, as Kueue's TAS
+// would place it for the peers and Valley's planner does.
 //
 // --profile-drop leaves the named GPU counts out of the Pollux profiles (interpolated instead):
 // their 8-GPU points were measured on two 4-GPU nodes, not on one 8-GPU node.
@@ -74,6 +82,7 @@ std::string fixed(double v, int digits) {
 json result_json(const Result& r, const std::optional<Bound>& bound, const std::string& currency) {
   std::string name = to_string(r.policy);
   if (r.tenancy != Tenancy::None) name += std::string("+") + to_string(r.tenancy);
+  if (r.topology_aware) name += "+topology";
   json j = {{"policy", name},
             {"currency", currency},
             {"totalCost", money(r.cost)},
@@ -94,6 +103,11 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
             {"restarts", r.restarts},
             {"spotInterruptions", r.interruptions},
             {"launcherLosses", r.launcher_losses},
+            {"placements", {{"multiGpu", r.multi_gpu_segments},
+                            {"spreadBeyondFewestNodes", r.spread_node_segments},
+                            {"spreadBeyondFewestRacks", r.spread_rack_segments},
+                            {"spreadShare", r.multi_gpu_segments ? std::round(1000.0 * r.spread_node_segments / r.multi_gpu_segments) / 1000 : 0.0},
+                            {"rackSpreadShare", r.multi_gpu_segments ? std::round(1000.0 * r.spread_rack_segments / r.multi_gpu_segments) / 1000 : 0.0}}},
             {"workLostGpuHours", std::round(r.work_lost_gpu_hours * 100) / 100},
             {"makespanHours", std::round(static_cast<double>(r.makespan) / 36) / 100},
             {"jobsFinished", static_cast<int>(r.jobs.size()) - r.unfinished},
@@ -149,7 +163,7 @@ Options parse_args(int argc, char** argv) {
                                             {"duration-error", "50"}, {"label", ""}, {"out", "bench/out/sim"}, {"scratch", "bench/out/sim-lp"},
                                             {"solver", "glpsol"},  {"slot-seconds", "3600"},
                                             {"from-hour", "0"},    {"to-hour", "1000000"},
-                                            {"max-jobs", "0"},     {"tenancy", "none"},
+                                            {"max-jobs", "0"},     {"tenancy", "none"}, {"topology", "unaware"}, {"placement-speed", "fewest"},
                                             {"load", "0"},         {"usage-half-life-hours", "168"}};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -207,6 +221,9 @@ Inputs read_inputs(Options& opt, double* kept_share) {
   for (const auto& app : in.workload.apps)
     in.speedups.emplace(app, Speedup::from_placements(kube::read_file(opt["profiles"] + "/" + app + "/placements.csv", "speedup profile"), drop));
   in.duration_error_percent = std::stoi(opt["duration-error"]);
+  if (opt["placement-speed"] != "fewest" && opt["placement-speed"] != "measured")
+    throw InputError("--placement-speed: fewest or measured, not " + opt["placement-speed"]);
+  in.placement_speed = opt["placement-speed"] == "measured";
   return in;
 }
 
@@ -225,7 +242,7 @@ Bounds solve_bounds(const Inputs& in, const std::vector<Result>& results, Option
   int64_t& valley_makespan = b.valley_makespan;
   for (const auto& r : results) {
     horizon = std::max(horizon, r.makespan);
-    if (r.policy == PolicyKind::Valley && r.tenancy == Tenancy::None) valley_makespan = r.makespan;
+    if (r.policy == PolicyKind::Valley && r.tenancy == Tenancy::None && !r.topology_aware) valley_makespan = r.makespan;
   }
   if (valley_makespan == 0) valley_makespan = horizon;
   b.slot = std::stoll(opt["slot-seconds"]);
@@ -364,7 +381,10 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(out);
     std::vector<Result> results;
     for (const auto& name : split_list(opt["policy"]))
-      for (const auto& tenancy : split_list(opt["tenancy"])) {
+      for (const auto& tenancy : split_list(opt["tenancy"]))
+        for (const auto& topology : split_list(opt["topology"])) {
+          if (topology != "aware" && topology != "unaware") throw InputError("--topology: aware or unaware, not " + topology);
+        in.topology_aware = topology == "aware";
         in.tenancy = tenancy_from(tenancy);
         auto started = std::chrono::steady_clock::now();
         results.push_back(simulate(in, policy_from(name)));

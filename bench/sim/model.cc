@@ -163,6 +163,8 @@ Cluster parse_cluster(const std::string& cluster_yaml, const std::string& spot_y
     std::string type = field<std::string>(p, "capacityType", "on-demand", where);
     pool.nodes = field<int>(p, "nodes", 1, where);
     pool.gpus_per_node = field<int>(p, "gpusPerNode", 8, where);
+    pool.nodes_per_rack = field<int>(p, "nodesPerRack", 0, where);
+    if (pool.nodes_per_rack < 0) throw InputError(where + ": nodesPerRack >= 0");
     if (pool.name.empty() || !names.insert(pool.name).second) throw InputError(where + ".name: missing or repeated");
     if (pool.vendor != "nvidia" && pool.vendor != "amd") throw InputError(where + ".vendor: nvidia or amd");
     if (type != "on-demand" && type != "spot") throw InputError(where + ".capacityType: on-demand or spot");
@@ -274,6 +276,27 @@ Speedup Speedup::from_placements(const std::string& csv, const std::set<int>& dr
       best[r.gpus] = {r.nodes, r.step};
   }
   if (!best.count(1)) throw InputError("placements: no single-GPU measurement at batch size " + std::to_string(s.local_bsz_));
+  // Placements wider than the fewest nodes (Pollux's nodes hold 4 GPUs), size by size.
+  std::map<int, std::map<int, double>> fastest;  // gpus -> nodes -> best step
+  for (const auto& r : rows) {
+    if (r.bsz != s.local_bsz_ || r.gpus < 2 || r.step <= 0) continue;
+    auto& step = fastest[r.gpus][r.nodes];
+    step = step > 0 ? std::min(step, r.step) : r.step;
+  }
+  std::map<int, std::pair<double, int>> ratios;  // extra nodes -> (sum of factors, sizes)
+  for (const auto& [gpus, by_nodes] : fastest) {
+    const auto& [fewest, step] = *by_nodes.begin();
+    for (const auto& [nodes, wider] : by_nodes)
+      if (nodes > fewest) {
+        ratios[nodes - fewest].first += step / wider;
+        ++ratios[nodes - fewest].second;
+      }
+  }
+  double last = 1;
+  for (const auto& [extra, sum] : ratios) {
+    last = std::min(last, sum.first / sum.second);  // wider is never faster
+    s.spread_[extra] = last;
+  }
   double one = best[1].second;
   double previous = 0;
   for (const auto& [gpus, m] : best) {
@@ -283,6 +306,15 @@ Speedup Speedup::from_placements(const std::string& csv, const std::set<int>& dr
     previous = v;
   }
   return s;
+}
+
+double Speedup::spread(int extra) const {
+  if (extra <= 0 || spread_.empty()) return 1;
+  if (auto it = spread_.find(extra); it != spread_.end()) return it->second;
+  // A gap in what was measured: the next wider measurement. Past the widest: the widest's, since
+  // once the gang's traffic crosses the network a ring all-reduce's time no longer grows with nodes.
+  auto it = spread_.lower_bound(extra);
+  return it == spread_.end() ? std::prev(spread_.end())->second : it->second;
 }
 
 double Speedup::at(int gpus) const {

@@ -48,6 +48,7 @@ struct Pool {
   std::string name, vendor = "nvidia", product;
   bool spot = false;
   int nodes = 1, gpus_per_node = 8;
+  int nodes_per_rack = 0;  // its nodes fill racks of this many, in order (0: no racks)
   std::map<std::string, std::string> labels;  // what the node would carry (pricing matches on them)
 };
 struct SpotModel {
@@ -90,10 +91,15 @@ class Speedup {
   static Speedup from_placements(const std::string& csv, const std::set<int>& drop = {});
   static Speedup linear();
   double at(int gpus) const;
+  // Throughput on a placement `extra` nodes wider than the fewest, relative to the fewest: at each
+  // measured size, step time on the fewest nodes over step time on that many more, averaged over
+  // the sizes measured both ways; past the widest measured, the widest's. 1 for 0.
+  double spread(int extra) const;
   int local_batch() const { return local_bsz_; }
 
  private:
   std::map<int, double> speedup_;  // gpus -> speedup
+  std::map<int, double> spread_;   // extra nodes -> throughput factor (non-increasing)
   int local_bsz_ = 0;
 };
 

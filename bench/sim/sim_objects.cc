@@ -20,7 +20,7 @@ std::string Simulator::namespace_of(const SimJob& j) const {
 
 nlohmann::json node_object(const SimNode& n) {
   nlohmann::json labels = nlohmann::json::object();
-  for (const auto& [k, v] : n.pool->labels) labels[k] = v;
+  for (const auto& [k, v] : n.node.labels) labels[k] = v;
   nlohmann::json node = {{"apiVersion", "v1"},
                          {"kind", "Node"},
                          {"metadata", {{"name", n.node.name}, {"labels", labels}}},
@@ -33,7 +33,8 @@ nlohmann::json node_object(const SimNode& n) {
   return node;
 }
 
-nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero, std::optional<int64_t> stated_seconds) {
+nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero, std::optional<int64_t> stated_seconds,
+                           bool topology_aware) {
   auto at = [zero](int64_t t) { return zero + std::chrono::seconds(t); };
   // The job's app is its image: jobs of one app are the same program (what scaling priors pool).
   nlohmann::json worker = {{"image", j.traits.app.empty() ? std::string("sim") : j.traits.app}, {"gpus", "1"}};
@@ -49,6 +50,7 @@ nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string
                          // Every replayed job checkpoints (periodically, and on SIGTERM).
                          {"checkpoint", {{"uri", "s3://sim/" + j.trace.id + "/"}}},
                          {"estimatedDuration", std::to_string(std::max<int64_t>(1, stated_seconds.value_or(j.trace.duration))) + "s"}};
+  if (topology_aware && j.traits.max_workers > 1) spec["topology"] = {{"preferred", "rack"}};
   nlohmann::json status = nlohmann::json::object();
   status["phase"] = j.state == State::Running ? "Running" : j.state == State::Done ? "Succeeded" : "Pending";
   status["epoch"] = j.epoch;
@@ -108,7 +110,7 @@ void Simulator::sync_snapshot() {
       continue;
     }
     const std::string ns = namespace_of(j);
-    snapshot_.upsert_task(std::make_shared<const nlohmann::json>(task_object(j, policy_, ns, at(0))));
+    snapshot_.upsert_task(std::make_shared<const nlohmann::json>(task_object(j, policy_, ns, at(0), std::nullopt, in_.topology_aware)));
     for (size_t k = 0; k < j.workers.size(); ++k) {
       auto pod = std::make_shared<const api::Pod>(api::pod_from(worker_pod(j, k, ns)));
       j.pod_keys.push_back(pod->key());

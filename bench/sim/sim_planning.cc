@@ -38,6 +38,8 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
     case PolicyKind::Valley:
       break;
   }
+  config.topology.clear();
+  if (in_.topology_aware) config.topology.push_back({"rack", kRackLabel});
   // The tenants' decayed usage as this replay measures it (there are no Tenant objects to read it from).
   if (tenants_planned()) {
     config.tenants = tenants_;

@@ -80,7 +80,9 @@ struct SimJob {
     for (const auto& w : workers) n += static_cast<int>(w.count);
     return n;
   }
-  double rate() const { return speedup ? speedup->at(gpus()) : gpus(); }
+  // Its segment's placement: the share of the fewest-nodes speed it runs at (Speedup::spread).
+  double placement_factor = 1;
+  double rate() const { return (speedup ? speedup->at(gpus()) : gpus()) * placement_factor; }
 };
 
 inline bool same_placement(std::vector<planner::Task::Worker> a, std::vector<planner::Task::Worker> b) {
@@ -95,14 +97,20 @@ inline bool same_placement(std::vector<planner::Task::Worker> a, std::vector<pla
 // `ns`; trace second 0 is `zero`; its estimatedDuration the trace's duration unless `stated` says
 // otherwise) and its worker pods (sim_objects.cc).
 nlohmann::json node_object(const SimNode& n);
+// topology_aware: a multi-worker job prefers one rack (spec.topology.preferred).
 nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero,
-                           std::optional<int64_t> stated_seconds = std::nullopt);
+                           std::optional<int64_t> stated_seconds = std::nullopt, bool topology_aware = false);
 nlohmann::json worker_pod(const SimJob& j, size_t index, const std::string& ns);
+
+// The node label of the simulated racks (a topology level when Inputs::topology_aware).
+inline constexpr const char* kRackLabel = "valley.dev/topology-rack";
 
 class Simulator {
  public:
   Simulator(const Inputs& in, PolicyKind policy);
   Result run();
+  // Segments by spread (Result's counters of the same names).
+  int multi_gpu_segments_ = 0, spread_node_segments_ = 0, spread_rack_segments_ = 0;
 
  private:
   SystemTime at(int64_t t) const { return SystemTime{} + std::chrono::seconds(in_.workload.start_epoch + t); }
@@ -134,6 +142,8 @@ class Simulator {
   // records of one segment give its rate at that size (what the operator folds into status.scaling).
   void learn();
   void start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart);
+  // How much wider than the fewest nodes (and racks) that hold them j's workers are; counted.
+  double placement_factor(const SimJob& j);
   void finish(SimJob& j);
   // What a kill without a checkpoint leaves: the segment's start plus its periodic checkpoints.
   void lose_work(SimJob& j);

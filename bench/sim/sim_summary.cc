@@ -32,6 +32,10 @@ Result Simulator::summarize() {
   Result r;
   r.policy = policy_;
   r.tenancy = in_.tenancy;
+  r.topology_aware = in_.topology_aware;
+  r.multi_gpu_segments = multi_gpu_segments_;
+  r.spread_node_segments = spread_node_segments_;
+  r.spread_rack_segments = spread_rack_segments_;
   std::vector<double> jct, jct_not_reduce_cost, queue;
   for (auto& j : jobs_) {
     if (j.state == State::Rejected) {

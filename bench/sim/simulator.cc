@@ -26,6 +26,7 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
       n.node.capacity[resource] = pool.gpus_per_node;
       n.node.free[resource] = pool.gpus_per_node;
       n.node.labels = pool.labels;
+      if (pool.nodes_per_rack > 0) n.node.labels[kRackLabel] = pool.name + "-rack-" + std::to_string(i / pool.nodes_per_rack);
       n.rate = cost::rate_for(in.pricing, pool.vendor, pool.labels);
       n.rng.seed(in.workload.seed * 1000003u + std::hash<std::string>{}(n.node.name));
       nodes_.push_back(std::move(n));
@@ -205,6 +206,7 @@ void Simulator::learn() {
 
 void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart) {
   j.workers = std::move(placement);
+  j.placement_factor = placement_factor(j);
   j.launcher_node = launcher_node_for(j);
   j.segment_start = now_;
   j.progress_from = now_ + (restart ? in_.workload.restart_seconds : 0);
@@ -214,6 +216,32 @@ void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> plac
   j.state = State::Running;
   ++j.epoch;
   touch(j);
+}
+
+// The trace's durations hold on the fewest nodes; a job placed wider runs at the throughput Pollux
+// measured for that many more nodes (Speedup::spread). No trace measures racks: each rack beyond
+// the fewest that hold the nodes is charged as one more node.
+double Simulator::placement_factor(const SimJob& j) {
+  std::set<std::string> nodes, racks;
+  int per_node = 1, per_rack = 0;
+  for (const auto& w : j.workers) {
+    const SimNode& n = node(w.node);
+    nodes.insert(w.node);
+    per_node = std::max(per_node, n.pool->gpus_per_node);
+    per_rack = std::max(per_rack, n.pool->nodes_per_rack);
+    if (auto r = n.node.labels.find(kRackLabel); r != n.node.labels.end()) racks.insert(r->second);
+  }
+  const int gpus = j.gpus();
+  const int fewest_nodes = (gpus + per_node - 1) / per_node;
+  const int fewest_racks = per_rack > 0 ? (fewest_nodes + per_rack - 1) / per_rack : 0;
+  const int extra_nodes = std::max(0, static_cast<int>(nodes.size()) - fewest_nodes);
+  const int extra_racks = racks.empty() ? 0 : std::max(0, static_cast<int>(racks.size()) - fewest_racks);
+  if (gpus > 1) {
+    ++multi_gpu_segments_;
+    spread_node_segments_ += extra_nodes > 0;
+    spread_rack_segments_ += extra_racks > 0;
+  }
+  return j.speedup && in_.placement_speed ? j.speedup->spread(extra_nodes + extra_racks) : 1;
 }
 
 // Valley puts a launcher beside its worker 0; kube-scheduler puts the peers' (and Valley's before

@@ -68,6 +68,12 @@ struct Inputs {
   std::map<std::string, Speedup> speedups;  // by app; missing apps scale linearly
   int duration_error_percent = 50;          // the second estimate: estimatedDuration off by up to this
   Tenancy tenancy = Tenancy::None;
+  // Topology awareness (Kueue-style TAS for the peers, the planner's levels for Valley): racks are a
+  // topology level and every multi-worker job prefers one rack (spec.topology.preferred).
+  bool topology_aware = false;
+  // Jobs run at the throughput measured for their placement (Speedup::spread); else every placement
+  // runs as fast as the fewest nodes (the trace's durations as they are).
+  bool placement_speed = false;
   // Each tenant's entitlement (any scale; normalized over these tenants). Empty: no tenant figures.
   std::map<std::string, double> tenant_weights;
   // Fairness and reclaim figures are taken in [0, window) (0: until the last arrival).
@@ -98,6 +104,7 @@ struct JobResult {
 struct Result {
   PolicyKind policy;
   Tenancy tenancy = Tenancy::None;
+  bool topology_aware = false;
   std::vector<JobResult> jobs;
   int rejected = 0;      // could never fit this policy's capacity
   int unfinished = 0;    // still queued or running at the horizon
@@ -110,6 +117,9 @@ struct Result {
   double allocation_percent = 0;  // GPU-seconds held / GPU-seconds of live nodes, until the last job ends
   int preemptions = 0, restarts = 0, interruptions = 0, launcher_losses = 0;
   double work_lost_gpu_hours = 0;
+  // Segments (a start or restart) of more than one GPU; of those, on more nodes than the fewest that
+  // hold its GPUs, and in more racks than the fewest.
+  int multi_gpu_segments = 0, spread_node_segments = 0, spread_rack_segments = 0;
   int64_t makespan = 0;
   int plan_calls = 0;
   std::vector<double> hourly_allocation_percent;  // per hour of simulated time

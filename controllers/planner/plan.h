@@ -180,6 +180,10 @@ class Plan {
   const std::string& domain_of(size_t k, size_t level) const;
   // How many topology levels, narrowest first, nodes a and b share a domain at.
   int64_t shared_levels(size_t a, size_t b) const;
+  // After task i grew (or was admitted and grew) in this plan, worker by worker: a gang that starts
+  // at its new size anyway (a fresh one, or one resized by restart) is placed again as a whole when
+  // that takes fewer nodes for no more money. Only with topology levels.
+  void regather(size_t i);
   // Index of a level by name in config_.topology (npos if none).
   size_t level_index(const std::string& name) const;
   // Why task i's topology rule can never be met, "" if it can: a level the operator does not

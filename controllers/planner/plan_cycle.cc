@@ -195,6 +195,7 @@ void Plan::grow() {
       continue;
     }
     for (auto& w : added) d.placement.push_back(w);
+    regather(i);
     const int before = d.workers;
     d.workers += gain;
     if (!fresh) {
@@ -216,6 +217,31 @@ void Plan::grow() {
   }
   for (size_t i = 0; i < decisions_.size(); ++i)
     if (!decisions_[i].placement.empty()) decisions_[i].price_micros = mean_price(decisions_[i].placement);
+}
+
+void Plan::regather(size_t i) {
+  const Task& t = tasks_[i];
+  Decision& d = decisions_[i];
+  if (config_.topology.empty() || t.hot_elastic || kept_index_.count(i)) return;
+  auto nodes_of = [](const std::vector<Task::Worker>& ws) {
+    std::set<std::string> nodes;
+    for (const auto& w : ws) nodes.insert(w.node);
+    return nodes.size();
+  };
+  const size_t spread = nodes_of(d.placement);
+  if (spread <= 1) return;
+  const int64_t price = mean_price(d.placement);
+  PlaceOptions options;
+  if (t.reduce_cost && config_.placement == Placement::Price) options.price_cap = price;
+  for (const auto& w : d.placement) give(i, w);
+  auto gathered = place(i, static_cast<int>(d.placement.size()), {}, options);
+  if (gathered && nodes_of(*gathered) < spread && mean_price(*gathered) <= price) {
+    d.placement = std::move(*gathered);
+    return;
+  }
+  if (gathered)
+    for (const auto& w : *gathered) give(i, w);
+  for (const auto& w : d.placement) take(i, w);
 }
 
 // The workers of a task that lost some are planned as its kept ones in order, then the added

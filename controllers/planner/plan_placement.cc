@@ -191,8 +191,18 @@ std::optional<std::vector<Task::Worker>> Plan::place_in_domain(size_t i, const s
     }
     if (config_.placement != Placement::Price) break;  // packing: the first domain that holds it
   }
-  if (best || t.topology->required) return best;
-  return place_on(i, vendor, count, preferred, options);
+  if (t.topology->required) return best;
+  // Preferred: one domain, unless that takes more nodes (or more money) than spreading wider. A
+  // node boundary costs a gang more than a domain boundary above it.
+  auto wider = place_on(i, vendor, count, preferred, options);
+  if (!best) return wider;
+  if (wider) {
+    std::set<std::string> used;
+    for (const auto& w : *wider) used.insert(w.node);
+    const int64_t price = mean_price(*wider);
+    if (price < best_price || (price == best_price && used.size() < best_nodes)) return wider;
+  }
+  return best;
 }
 
 const std::string& Plan::domain_of(size_t k, size_t level) const {

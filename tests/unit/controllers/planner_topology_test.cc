@@ -92,6 +92,24 @@ TEST(PlannerTopology, ATaskGrowsAndReplacesLostWorkersInsideItsOwnDomain) {
   EXPECT_EQ(racks_of(ds[0], without_a), std::set<std::string>{"r1"}) << ds[0].reason;
 }
 
+// Admitted at its minimum on the tightest node, then grown worker by worker: it starts at 4 anyway,
+// so it starts on the one node that holds all 4.
+TEST(PlannerTopology, AGangThatGrewWorkerByWorkerStartsOnTheFewestNodes) {
+  std::vector<Node> nodes = {in_rack("a", 2, "r1"), in_rack("b", 4, "r1")};
+  auto ds = plan(nodes, {task("t", 0, 2, 4)}, kNow, racks());
+  ASSERT_EQ(ds[0].workers, 4);
+  std::set<std::string> used;
+  for (const auto& w : ds[0].placement) used.insert(w.node);
+  EXPECT_EQ(used, std::set<std::string>{"b"});
+  // Without levels the plan is as it was: the minimum where it fit tightest, the rest beside it.
+  Config plain = racks();
+  plain.topology.clear();
+  ds = plan(nodes, {task("t", 0, 2, 4)}, kNow, plain);
+  used.clear();
+  for (const auto& w : ds[0].placement) used.insert(w.node);
+  EXPECT_EQ(used.size(), 2u);
+}
+
 TEST(PlannerTopology, AnUnknownLevelWaitsNamingTheLevelsTheOperatorDeclares) {
   std::vector<Node> nodes = {in_rack("a", 4, "r1"), in_rack("b", 4, "r2")};
   for (bool required : {true, false}) {

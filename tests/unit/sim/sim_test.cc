@@ -79,6 +79,21 @@ TEST(SimInputs, SpeedupFromPlacementsInterpolatesAndExtrapolates) {
   EXPECT_DOUBLE_EQ(at32.at(8), 5.0);   // past the last size: its efficiency kept
 }
 
+TEST(SimInputs, SpreadIsTheMeasuredSlowdownOfWiderPlacements) {
+  // 2 GPUs: "2" 1.0 s, "11" 1.25 s (0.8); 4 GPUs: "4" 1.0 s, "22" 1.0 s, "13" 2.0 s (two nodes, the
+  // faster counts: 1.0), "1111" 2.0 s (0.5 at three more nodes).
+  auto s = Speedup::from_placements(
+      "placement,local_bsz,step_time,sync_time\n1,8,1.0,0\n2,8,1.0,0\n11,8,1.25,0\n4,8,1.0,0\n22,8,1.0,0\n13,8,2.0,0\n1111,8,2.0,0\n");
+  EXPECT_DOUBLE_EQ(s.spread(0), 1.0);
+  EXPECT_DOUBLE_EQ(s.spread(1), 0.9);   // mean of 0.8 (2 GPUs) and 1.0 (4 GPUs)
+  EXPECT_DOUBLE_EQ(s.spread(2), 0.5);   // not measured: the next wider measurement
+  EXPECT_DOUBLE_EQ(s.spread(3), 0.5);
+  EXPECT_DOUBLE_EQ(s.spread(7), 0.5);   // past the widest: the widest's
+  // Wider is never faster, whatever a testbed measured.
+  auto faster = Speedup::from_placements("placement,local_bsz,step_time,sync_time\n1,8,1.0,0\n2,8,1.0,0\n11,8,0.8,0\n");
+  EXPECT_DOUBLE_EQ(faster.spread(1), 1.0);
+}
+
 TEST(SimPolicies, FifoRunsInArrivalOrderAndPricesGpuSeconds) {
   auto in = small("pools:\n- {name: od, nodes: 2}\n",
                   {{"a", 0, 3600, 8, ""}, {"b", 0, 3600, 8, ""}, {"c", 10, 3600, 16, ""}, {"d", 20, 1800, 1, ""}});
