@@ -106,6 +106,7 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
             {"placements", {{"multiGpu", r.multi_gpu_segments},
                             {"spreadBeyondFewestNodes", r.spread_node_segments},
                             {"spreadBeyondFewestRacks", r.spread_rack_segments},
+                            {"spreadThreeOrMoreNodesWider", r.spread_far_segments},
                             {"spreadShare", r.multi_gpu_segments ? std::round(1000.0 * r.spread_node_segments / r.multi_gpu_segments) / 1000 : 0.0},
                             {"rackSpreadShare", r.multi_gpu_segments ? std::round(1000.0 * r.spread_rack_segments / r.multi_gpu_segments) / 1000 : 0.0}}},
             {"workLostGpuHours", std::round(r.work_lost_gpu_hours * 100) / 100},

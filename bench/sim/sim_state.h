@@ -110,7 +110,7 @@ class Simulator {
   Simulator(const Inputs& in, PolicyKind policy);
   Result run();
   // Segments by spread (Result's counters of the same names).
-  int multi_gpu_segments_ = 0, spread_node_segments_ = 0, spread_rack_segments_ = 0;
+  int multi_gpu_segments_ = 0, spread_node_segments_ = 0, spread_rack_segments_ = 0, spread_far_segments_ = 0;
 
  private:
   SystemTime at(int64_t t) const { return SystemTime{} + std::chrono::seconds(in_.workload.start_epoch + t); }

@@ -36,6 +36,7 @@ Result Simulator::summarize() {
   r.multi_gpu_segments = multi_gpu_segments_;
   r.spread_node_segments = spread_node_segments_;
   r.spread_rack_segments = spread_rack_segments_;
+  r.spread_far_segments = spread_far_segments_;
   std::vector<double> jct, jct_not_reduce_cost, queue;
   for (auto& j : jobs_) {
     if (j.state == State::Rejected) {

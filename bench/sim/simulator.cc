@@ -239,6 +239,7 @@ double Simulator::placement_factor(const SimJob& j) {
   if (gpus > 1) {
     ++multi_gpu_segments_;
     spread_node_segments_ += extra_nodes > 0;
+    spread_far_segments_ += extra_nodes >= 3;
     spread_rack_segments_ += extra_racks > 0;
   }
   return j.speedup && in_.placement_speed ? j.speedup->spread(extra_nodes + extra_racks) : 1;

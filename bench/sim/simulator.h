@@ -120,6 +120,7 @@ struct Result {
   // Segments (a start or restart) of more than one GPU; of those, on more nodes than the fewest that
   // hold its GPUs, and in more racks than the fewest.
   int multi_gpu_segments = 0, spread_node_segments = 0, spread_rack_segments = 0;
+  int spread_far_segments = 0;  // on 3 or more nodes beyond the fewest (where Pollux measured a cost)
   int64_t makespan = 0;
   int plan_calls = 0;
   std::vector<double> hourly_allocation_percent;  // per hour of simulated time
