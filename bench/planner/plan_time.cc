@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     t.min_workers = 1 + static_cast<int>(rng() % 16);
     t.max_workers = t.min_workers + static_cast<int>(rng() % 32);
     t.gpu_milli = std::vector<int>{1000, 1000, 2000, 500, 8000}[rng() % 5];
-    t.amd_support = rng() % 2;
+    if (rng() % 2) t.vendors = {"nvidia", "amd"};
     t.reduce_cost = rng() % 4 == 0;
     t.created = now - std::chrono::seconds(rng() % 7200);
     tasks.push_back(t);

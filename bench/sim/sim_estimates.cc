@@ -17,7 +17,7 @@ api::TaskSpec Simulator::spec_of(const SimJob& j, int64_t duration_seconds) cons
   spec.min_workers = j.traits.min_workers;
   spec.max_workers = j.traits.max_workers;
   spec.reduce_cost = j.traits.reduce_cost;
-  spec.amd_support = j.traits.amd;
+  if (j.traits.amd) spec.vendors = {"nvidia", "amd"};
   spec.checkpoint_uri = "s3://sim/" + j.trace.id;
   spec.estimated_duration = std::chrono::seconds(std::max<int64_t>(1, duration_seconds));
   return spec;

@@ -160,13 +160,13 @@ void Simulator::arrive(SimJob& j) {
 
 planner::Task Simulator::where_it_may_run(const SimJob& j) const {
   planner::Task probe;
-  probe.amd_support = j.traits.amd;
+  if (j.traits.amd) probe.vendors = {"nvidia", "amd"};
   if (policy_ == PolicyKind::Naive) probe.node_selector["karpenter.sh/capacity-type"] = "on-demand";
   return probe;
 }
 
 bool Simulator::usable_by(const planner::Task& t, const SimNode& n) const {
-  if (n.pool->vendor == "amd" && !t.amd_support) return false;
+  if (!planner::runs_on(t, n.pool->vendor)) return false;
   return planner::selects(t, n.node);
 }
 

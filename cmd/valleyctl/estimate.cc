@@ -67,14 +67,20 @@ std::optional<Market> read_market(const Flags& flags) {
   return m;
 }
 
+std::string join_vendors(const std::vector<std::string>& vendors) {
+  std::string out;
+  for (const auto& v : vendors) out += (out.empty() ? "" : "/") + v;
+  return out;
+}
+
 // Offline: every GPU price in the policy the task may use, on demand and spot.
 std::vector<cost::NodeRate> policy_rates(const cost::Policy& policy, const api::TaskSpec& spec) {
   std::vector<cost::NodeRate> out;
   for (const auto& g : policy.gpu) {
-    if (g.vendor == "amd" && !spec.amd_support) continue;
-    std::map<std::string, std::string> labels;
-    if (!g.product.empty()) labels[g.vendor == "amd" ? "amd.com/gpu.product-name" : "nvidia.com/gpu.product"] = g.product;
     const std::string vendor = g.vendor.empty() ? "nvidia" : g.vendor;
+    if (!spec.runs_on(vendor)) continue;
+    std::map<std::string, std::string> labels;
+    if (!g.product.empty()) labels[vendor == "amd" ? "amd.com/gpu.product-name" : vendor == "intel" ? "gpu.intel.com/product" : "nvidia.com/gpu.product"] = g.product;
     out.push_back(cost::rate_for(policy, vendor, labels));
     labels[policy.spot_labels.front().first] = policy.spot_labels.front().second;
     out.push_back(cost::rate_for(policy, vendor, labels));
@@ -106,7 +112,7 @@ void print_estimate(const api::TaskSpec& spec, const cost::Policy& policy, const
                     const planner::Decision& d, bool offline, kube::SystemTime now) {
   std::cout << "task        " << spec.name << " (" << (spec.type == api::TaskType::MPI ? "MPI" : "Single") << ", priority "
             << spec.priority << ", " << spec.min_workers << "-" << spec.max_workers << " workers x " << api::format_milli(spec.gpus.milli)
-            << " GPU" << (spec.reduce_cost ? ", reduceCost" : "") << (spec.amd_support ? ", amdSupport" : "") << ")\n";
+            << " GPU" << (spec.reduce_cost ? ", reduceCost" : "") << (spec.vendors.size() > 1 || spec.vendors[0] != "nvidia" ? ", on " + join_vendors(spec.vendors) : std::string()) << ")\n";
   if (!d.reason.empty()) std::cout << "planner     " << d.reason << "\n";
   std::cout << "expected    " << out["expected"].get<std::string>() << " " << policy.currency << "  " << e.basis << "\n";
   std::cout << "gpu-hours   " << out["gpuHours"].get<std::string>() << " (" << e.workers << " workers for " << out["hours"].get<std::string>()

@@ -48,7 +48,7 @@ struct Policy {
                                                                   {"eks.amazonaws.com/capacityType", "SPOT"},
                                                                   {"cloud.google.com/gke-spot", "true"},
                                                                   {"cloud.google.com/gke-preemptible", "true"}};
-  std::vector<std::string> product_labels = {"nvidia.com/gpu.product", "amd.com/gpu.product-name"};
+  std::vector<std::string> product_labels = {"nvidia.com/gpu.product", "amd.com/gpu.product-name", "gpu.intel.com/product"};
   // Electricity.
   std::string time_zone_name = "UTC";
   TimeZone zone = TimeZone::utc();

@@ -1,6 +1,7 @@
 #include "controllers/api/spec.h"
 
 #include "controllers/api/money.h"
+#include "controllers/api/vendors.h"
 
 #include "operator/kube/json_fields.h"
 #include "operator/kube/timefmt.h"
@@ -85,10 +86,34 @@ class Reader {
   std::vector<std::string>& errors_;
 };
 
+// spec.vendors and the older spec.amdSupport, into TaskSpec::vendors (kVendors order).
+void parse_vendors(Reader& r, const json* spec, TaskSpec& s) {
+  std::vector<std::string> listed = {"nvidia"};
+  if (spec->contains("vendors")) {
+    listed = r.strings(*spec, "vendors", "spec.vendors");
+    if (listed.empty()) r.error("spec.vendors: list at least one of nvidia, amd, intel");
+    for (const auto& v : listed)
+      if (!is_vendor(v)) r.error("spec.vendors: \"" + v + "\" is not one of nvidia, amd, intel");
+  }
+  if (r.boolean(*spec, "amdSupport", "spec.amdSupport").value_or(false)) listed.push_back("amd");
+  s.vendors.clear();
+  for (const char* v : kVendors)
+    if (std::find(listed.begin(), listed.end(), v) != listed.end()) s.vendors.push_back(v);
+}
+
 ContainerSpec container(Reader& r, const json& c, const std::string& path) {
   ContainerSpec out;
   out.image = r.str(c, "image", path + ".image").value_or("");
-  out.amd_image = r.str(c, "amdImage", path + ".amdImage").value_or("");
+  if (auto amd = r.str(c, "amdImage", path + ".amdImage")) out.vendor_images["amd"] = *amd;
+  if (const json* images = r.object(c, "vendorImages", path + ".vendorImages"))
+    for (const auto& [vendor, image] : images->items()) {
+      if (!is_vendor(vendor) || !image.is_string() || image.get<std::string>().empty())
+        r.error(path + ".vendorImages." + vendor + ": must be an image, for nvidia, amd or intel");
+      else if (vendor == "amd" && out.vendor_images.count("amd") && out.vendor_images["amd"] != image.get<std::string>())
+        r.error(path + ".vendorImages.amd: differs from amdImage; give one");
+      else
+        out.vendor_images[vendor] = image.get<std::string>();
+    }
   out.command = r.strings(c, "command", path + ".command");
   out.args = r.strings(c, "args", path + ".args");
   if (const json* res = r.object(c, "resources", path + ".resources")) out.resources = *res;
@@ -164,7 +189,7 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
   if (s.target_workers && (*s.target_workers < s.min_workers || *s.target_workers > s.max_workers))
     r.error("spec.replicas.target: must lie within spec.replicas.min..max");
 
-  s.amd_support = r.boolean(*spec, "amdSupport", "spec.amdSupport").value_or(false);
+  parse_vendors(r, spec, s);
   std::string elasticity = r.str(*spec, "elasticity", "spec.elasticity").value_or("Restart");
   if (elasticity == "Hot") {
     s.hot_elastic = true;
@@ -206,7 +231,10 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
     if (s.launcher.image.empty()) r.error("spec.master.image: an MPI task needs a launcher image");
     if (s.worker.image.empty()) r.error("spec.worker.image: an MPI task needs a worker image");
   }
-  if (!s.worker.amd_image.empty() && !s.amd_support) r.error("spec.worker.amdImage: only used with spec.amdSupport true");
+  for (const auto& [vendor, image] : s.worker.vendor_images)
+    if (!s.runs_on(vendor))
+      r.error(vendor == "amd" ? "spec.worker.amdImage: only used with spec.amdSupport true (or amd in spec.vendors)"
+                              : "spec.worker.vendorImages." + vendor + ": " + vendor + " is not in spec.vendors");
 
 }
 

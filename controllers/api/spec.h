@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,7 +25,12 @@ enum class CleanPodPolicy { Running, All, None };
 
 struct ContainerSpec {
   std::string image;
-  std::string amd_image;  // workers only: the image to use on AMD nodes ("" = image)
+  // Workers only: the image to use on a vendor's nodes (amdImage is vendorImages.amd); absent: image.
+  std::map<std::string, std::string> vendor_images;
+  const std::string& image_for(const std::string& vendor) const {
+    auto it = vendor_images.find(vendor);
+    return it == vendor_images.end() || it->second.empty() ? image : it->second;
+  }
   std::vector<std::string> command, args;
   json resources = json::object();  // requests/limits besides GPUs
   json pod_template = json::object();  // optional PodTemplateSpec merged under Valley's pod
@@ -77,7 +84,10 @@ struct TaskSpec {
   bool priority_set = false;  // spec.priority given (else its tenant's defaultPriority applies)
   int min_workers = 1, max_workers = 1;
   std::optional<int> target_workers;  // kubectl scale
-  bool amd_support = false;
+  // The GPU vendors its images run on, in kVendors order: spec.vendors (default nvidia), and amd
+  // with amdSupport (the seed format's AMDSupport).
+  std::vector<std::string> vendors = {"nvidia"};
+  bool runs_on(const std::string& vendor) const { return std::find(vendors.begin(), vendors.end(), vendor) != vendors.end(); }
   bool reduce_cost = false;
   // spec.topology: the gang in one domain of a level the operator declares (--topology-levels):
   // required (it waits until one domain holds it) or preferred (else it spreads wider).

@@ -10,7 +10,7 @@ std::vector<NodeRate> candidate_rates(const Policy& p, const api::TaskSpec& spec
   std::vector<NodeRate> out;
   for (const auto& n : nodes) {
     planner::Node node = planner::node_from(n, facts);
-    if (node.vendor != "nvidia" && !(node.vendor == "amd" && spec.amd_support)) continue;
+    if (!spec.runs_on(node.vendor)) continue;
     if (!planner::selects(shape, node) || !planner::worker_shape(spec.gpus.milli, node)) continue;  // cannot host a worker
     out.push_back(rate_for(p, node.vendor, node.labels));
   }

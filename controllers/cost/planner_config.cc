@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "controllers/api/vendors.h"
+
 namespace valley::cost {
 
 std::vector<planner::TariffStep> tariff_steps(const Policy& p, SystemTime from, std::chrono::seconds span, int max_steps) {
@@ -19,7 +21,7 @@ std::vector<planner::TariffStep> tariff_steps(const Policy& p, SystemTime from, 
 
 NodeRate price_node(const Policy& p, planner::Node& n) {
   NodeRate rate = rate_for(p, n.vendor, n.labels);
-  if (n.vendor == "amd" || n.vendor == "nvidia") {
+  if (api::is_vendor(n.vendor)) {
     n.price_micros = rate.gpu_per_hour;
     n.kw_milli = int64_t{rate.watts} * p.pue_milli / 1000;
   }

@@ -2,8 +2,20 @@
 
 namespace valley::gpu {
 
+std::string whole_resource(const std::string& vendor, bool offers_xe) {
+  if (vendor == "intel") return offers_xe ? kIntelXe : kIntelI915;
+  return vendor + ".com/gpu";
+}
+
+std::string vendor_of_whole(const std::string& resource) {
+  if (resource == "nvidia.com/gpu") return "nvidia";
+  if (resource == "amd.com/gpu") return "amd";
+  if (resource == kIntelI915 || resource == kIntelXe) return "intel";
+  return "";
+}
+
 bool is_gpu_resource(const std::string& name) {
-  return name == "nvidia.com/gpu" || name == "amd.com/gpu" || name == kTimeSliced || name.rfind("nvidia.com/mig-", 0) == 0;
+  return !vendor_of_whole(name).empty() || name == kTimeSliced || name.rfind("nvidia.com/mig-", 0) == 0;
 }
 
 int64_t share_milli(const std::string& resource, int64_t count) {

@@ -26,7 +26,15 @@ inline constexpr const char* kTimeSliced = "nvidia.com/gpu.shared";
 // planner uses it only to prefer slices over whole GPUs, never to account capacity).
 inline constexpr int64_t kTimeSlicedShareMilli = 500;
 
-inline std::string whole_resource(const std::string& vendor) { return vendor + ".com/gpu"; }
+// Intel's GPU device plugin: i915 (and xe, for the newer kernel driver) whole GPUs.
+inline constexpr const char* kIntelI915 = "gpu.intel.com/i915";
+inline constexpr const char* kIntelXe = "gpu.intel.com/xe";
+
+// The whole-GPU resource of a vendor's node: nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915 (xe
+// when the node offers that instead: `offers` says whether it does).
+std::string whole_resource(const std::string& vendor, bool offers_xe = false);
+// The vendor of a whole-GPU resource ("" for anything else, MIG slices and replicas included).
+std::string vendor_of_whole(const std::string& resource);
 
 bool is_gpu_resource(const std::string& name);
 

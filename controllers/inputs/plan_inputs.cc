@@ -213,19 +213,28 @@ void PlanInputs::take_config(const Tenancy& tenancy) {
 }
 
 void PlanInputs::refresh_rates() {
-  // Two lists for every task rather than one per task, each rate once (in the order of the first
-  // node that has it: the estimate takes the first of equally cheap ones).
+  // Each rate once, in the order of the first node that has it (the estimate takes the first of
+  // equally cheap ones); a task's vendors filter it (rates_for, once per vendor set and round).
   if (!round_.rates_changed) return;
-  nvidia_rates_.clear();
-  any_rates_.clear();
+  all_rates_.clear();
+  rates_for_.clear();
   std::set<std::tuple<std::string, std::string, std::string, decltype(cost::NodeRate::gpu_per_hour), int>> seen;
   for (const planner::Node* n : round_.nodes) {
     if (!round_.pricing || n->vendor.empty()) continue;
     const cost::NodeRate& rate = nodes_.at(n->name).rate;
     if (!seen.emplace(rate.vendor, rate.product, rate.capacity_class, rate.gpu_per_hour, rate.watts).second) continue;
-    if (rate.vendor == "nvidia") nvidia_rates_.push_back(rate);
-    if (rate.vendor == "nvidia" || rate.vendor == "amd") any_rates_.push_back(rate);
+    all_rates_.push_back(rate);
   }
+}
+
+const std::vector<cost::NodeRate>& PlanInputs::rates_for(const std::vector<std::string>& vendors) {
+  std::string key;
+  for (const auto& v : vendors) key += v + "/";
+  auto [it, fresh] = rates_for_.try_emplace(key);
+  if (fresh)
+    for (const auto& rate : all_rates_)
+      if (std::find(vendors.begin(), vendors.end(), rate.vendor) != vendors.end()) it->second.push_back(rate);
+  return it->second;
 }
 
 const cost::NodeRate* PlanInputs::rate_of(const std::string& node) const {

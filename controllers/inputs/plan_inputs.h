@@ -93,12 +93,11 @@ class PlanInputs {
                     kube::SystemTime now, const ClusterFacts& facts);
   // The task's input rebuilt from its entry alone (what an incremental round must equal).
   static TaskState task_state(const std::shared_ptr<const TaskEntry>& entry, const std::shared_ptr<const api::Policy>& pricing);
-  // Of the last round: a node's rate (nullptr for a node without GPUs), its vendor; the distinct
-  // rates of the NVIDIA nodes, and of the NVIDIA and AMD ones (where a task may run, for estimates).
+  // Of the last round: a node's rate (nullptr for a node without GPUs), its vendor.
   const cost::NodeRate* rate_of(const std::string& node) const;
   std::string vendor_of(const std::string& node) const;
-  const std::vector<cost::NodeRate>& nvidia_rates() const { return nvidia_rates_; }
-  const std::vector<cost::NodeRate>& any_rates() const { return any_rates_; }
+  // The distinct rates of the nodes of these vendors, each once (cached for the round's vendor sets).
+  const std::vector<cost::NodeRate>& rates_for(const std::vector<std::string>& vendors);
   bool planned_in_last_round(const std::string& key) const;
   const InputOptions& options() const { return options_; }
 
@@ -126,7 +125,8 @@ class PlanInputs {
   std::unordered_map<std::string, TaskState> tasks_;
   std::map<std::string, std::map<std::string, kube::SystemTime>> avoid_;  // task -> node -> until
   std::set<std::string> priority_capped_;  // uid@generation told once
-  std::vector<cost::NodeRate> nvidia_rates_, any_rates_;
+  std::vector<cost::NodeRate> all_rates_;  // distinct, in the order of the first node that has each
+  std::map<std::string, std::vector<cost::NodeRate>> rates_for_;  // by "vendor/vendor/": all_rates_ of those
   planner::ScalingPriors priors_;  // what each kind's tasks measured, kept after they end
 };
 

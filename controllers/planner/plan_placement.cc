@@ -21,8 +21,9 @@ std::optional<std::vector<Task::Worker>> Plan::place(size_t i, int count, const 
     if (const size_t k = node_at(w.node); k != kNoNode) used_vendor = nodes_[k]->vendor;
   if (!used_vendor.empty()) {
     vendors.push_back(used_vendor);  // a gang stays on one vendor
-  } else if (t.amd_support && t.reduce_cost && config_.amd_cheaper && !by_price) {
-    vendors = {"amd", "nvidia"};
+  } else if (runs_on(t, "amd") && t.reduce_cost && config_.amd_cheaper && !by_price) {
+    vendors = gang_vendors(t);
+    std::stable_partition(vendors.begin(), vendors.end(), [](const std::string& v) { return v == "amd"; });
   } else {
     vendors = gang_vendors(t);
   }

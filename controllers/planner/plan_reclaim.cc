@@ -56,7 +56,7 @@ bool Plan::reclaim_for(size_t i, int need) {
   auto usable = [&](const Task::Worker& w) {
     const size_t k = node_at(w.node);
     if (k == kNoNode || !may_place(i, k)) return false;
-    return info_[k].nvidia || (nodes_[k]->vendor == "amd" && t.amd_support);
+    return runs_on(t, nodes_[k]->vendor);
   };
   const auto& pools_of = usable_pools(i);
   std::map<std::string, int64_t> own;  // vendor -> its tenant's unused nominal in the pools the gang may use

@@ -59,7 +59,7 @@ std::optional<Plan::Option> Plan::cheapest_reachable(size_t i, int need) {
   std::map<std::tuple<std::string, std::string, int64_t, int64_t>, std::vector<size_t>> pools;
   for (size_t k = 0; k < nodes_.size(); ++k) {
     const Node* n = nodes_[k];
-    if (n->vendor.empty() || (n->vendor == "amd" && !t.amd_support) || !may_place(i, k)) continue;
+    if (n->vendor.empty() || !runs_on(t, n->vendor) || !may_place(i, k)) continue;
     pools[{n->vendor, n->capacity_class, n->price_micros, n->kw_milli}].push_back(k);
   }
   // GPUs the running tasks release, by when they are expected to end.

@@ -31,7 +31,7 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
   std::vector<const std::map<std::string, int64_t>*> given_back(nodes_.size(), nullptr);
   for (size_t k = 0; k < nodes_.size(); ++k) {
     const Node* n = nodes_[k];
-    if (!n->vendor.empty()) intern(whole_resource(n->vendor));
+    if (!n->vendor.empty()) intern(whole_of(*n));
     for (const auto& [r, units] : n->free) intern(r);
     // A resource's id is only its column in the table (no scan goes by id order): interning what
     // is given back after `free` decides nothing.
@@ -74,7 +74,7 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
     info.spot = n->capacity_class == "spot";
     info.vendor = vendor_id(n->vendor);
     if (n->vendor.empty()) continue;
-    info.whole = resource_id(whole_resource(n->vendor));
+    info.whole = resource_id(whole_of(*n));
     info.pool = planner::pool_of(*n);
     pools_.insert(info.pool);
     if (n->schedulable)
@@ -186,7 +186,7 @@ std::string Plan::insufficient(size_t i, int need) {
   int64_t free_gpus = 0;
   for (size_t k = 0; k < nodes_.size(); ++k) {
     const Node* n = nodes_[k];
-    if (!may_place(i, k) || n->vendor.empty() || (n->vendor == "amd" && !t.amd_support)) continue;
+    if (!may_place(i, k) || n->vendor.empty() || !runs_on(t, n->vendor)) continue;
     free_gpus += std::max<int64_t>(0, row(k)[info_[k].whole]);
   }
   int per = whole_gpus(t.gpu_milli);
@@ -237,7 +237,8 @@ std::string Plan::unplaceable(size_t i) {
   // Tasks that select no nodes themselves share the answer with every task of the same shape.
   std::string shape_key;
   if (!selective) {
-    shape_key = std::to_string(t.gpu_milli) + (t.amd_support ? "a" : "n") + (off_spot ? "s" : "-");
+    shape_key = std::to_string(t.gpu_milli) + (off_spot ? "s" : "-");
+    for (const auto& v : t.vendors) shape_key += "/" + v;
     for (int64_t d : demand) shape_key += "/" + std::to_string(d);
     if (auto it = unplaceable_.find(shape_key); it != unplaceable_.end()) return it->second;
   }
@@ -296,7 +297,7 @@ std::string Plan::money(int64_t micros) {
 }
 
 std::vector<std::string> Plan::gang_vendors(const Task& t) {
-  return t.amd_support ? std::vector<std::string>{"nvidia", "amd"} : std::vector<std::string>{"nvidia"};
+  return t.vendors;
 }
 
 }  // namespace valley::planner::detail

@@ -116,6 +116,8 @@ bool satisfies(const NodeRequirement& r, const Node& n) {
 }
 }  // namespace
 
+std::string whole_of(const Node& n) { return gpu::whole_resource(n.vendor, n.capacity.count(gpu::kIntelXe) > 0); }
+
 bool selects(const Task& t, const Node& n) {
   for (const auto& [k, v] : t.node_selector) {
     auto it = n.labels.find(k);
@@ -208,7 +210,7 @@ const char* to_string(Action a) {
 std::optional<Task::Worker> worker_shape(int gpu_milli, const Node& node) {
   std::array<std::string, detail::kMigCount> mig;
   for (size_t p = 0; p < detail::kMigCount; ++p) mig[p] = gpu::kMigProfiles[p].resource;
-  auto s = detail::shape_rule<std::string>(gpu_milli, !node.vendor.empty(), node.vendor == "nvidia", gpu::whole_resource(node.vendor), gpu::kTimeSliced,
+  auto s = detail::shape_rule<std::string>(gpu_milli, !node.vendor.empty(), node.vendor == "nvidia", whole_of(node), gpu::kTimeSliced,
                                    mig.data(), [&node](const std::string& r) {
                                      auto it = node.free.find(r);
                                      return it == node.free.end() ? int64_t{0} : it->second;

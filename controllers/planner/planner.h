@@ -30,6 +30,7 @@
 // as possible among equal prices; the cheaper vendor's gang wins.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <unordered_map>
@@ -54,7 +55,7 @@ struct Toleration {
 
 struct Node {
   std::string name;
-  std::string vendor;                    // "nvidia", "amd", "" (no GPUs)
+  std::string vendor;                    // "nvidia", "amd", "intel", "" (no GPUs)
   std::string capacity_class = "on-demand";  // or "spot"
   std::map<std::string, int64_t> free;   // GPU resource -> units free for Valley's workers
   std::map<std::string, int64_t> capacity;  // GPU resource -> allocatable units
@@ -100,7 +101,7 @@ struct Task {
   std::string tenant;  // "" without one
   int priority = 0;
   bool reduce_cost = false;
-  bool amd_support = false;
+  std::vector<std::string> vendors = {"nvidia"};  // whose GPUs its images run on (api::kVendors order)
   bool checkpointed = false;  // has a checkpoint store: a spot loss costs it a restart, not its work
   bool selects_spot = false;  // its nodeSelector asks for spot capacity itself
   bool fastest = false;       // speed over cost: grows to max whenever GPUs are free
@@ -243,6 +244,12 @@ bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since
 // The task's worker template selects the node (its nodeSelector labels all match, and one of its
 // required node affinity terms, if it has any).
 bool selects(const Task& t, const Node& n);
+// Whether the task's images run on this vendor's GPUs.
+inline bool runs_on(const Task& t, const std::string& vendor) {
+  return std::find(t.vendors.begin(), t.vendors.end(), vendor) != t.vendors.end();
+}
+// The node's whole-GPU resource (its vendor's; for Intel, xe when the node offers it).
+std::string whole_of(const Node& n);
 
 // The size t should run at when it runs `current` workers (0: not running): pinned; min when its
 // idlePolicy shrinks it; max for a fastest task, one at `fastest_priority` or when growth is not

@@ -56,7 +56,8 @@ Node node_from(const json& node, const NodeFacts& facts) {
     if (units <= 0) continue;
     n.free[k] = units;
     n.capacity[k] = units;
-    if (n.vendor.empty() || k == "nvidia.com/gpu" || k == "amd.com/gpu") n.vendor = k.substr(0, k.find('.'));
+    if (std::string vendor = gpu::vendor_of_whole(k); !vendor.empty()) n.vendor = vendor;
+    else if (n.vendor.empty()) n.vendor = k.substr(0, k.find('.'));  // MIG slices and replicas alone: NVIDIA's
   }
   for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
     if (!api::is_node_room_resource(k)) continue;
@@ -181,7 +182,7 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
   t.key = spec.ns + "/" + spec.name;
   t.priority = spec.priority;
   t.reduce_cost = spec.reduce_cost;
-  t.amd_support = spec.amd_support;
+  t.vendors = spec.vendors;
   t.hot_elastic = spec.hot_elastic;
   if (spec.topology) t.topology = TopologyRule{spec.topology->level, spec.topology->required};
   t.checkpointed = !spec.checkpoint_uri.empty();

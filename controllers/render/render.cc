@@ -218,7 +218,7 @@ WorkerPlacement default_placement(const TaskSpec& spec) {
 
 json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement) {
   api::ContainerSpec c = spec.worker;
-  if (placement.vendor == "amd" && !spec.worker.amd_image.empty()) c.image = spec.worker.amd_image;
+  c.image = spec.worker.image_for(placement.vendor);
   std::string name = spec.type == api::TaskType::Single ? worker_name(spec.name, 0) : worker_name(spec.name, index);
   json pod = pod_from_template(spec, c, name, "worker", shape);
   pod["metadata"]["labels"][label::kWorkerIndex] = std::to_string(index);

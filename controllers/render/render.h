@@ -49,7 +49,7 @@ std::string task_selector(const std::string& task);
 // Where and on what a worker runs: the GPU resource to request and, once the planner decides
 // placement, the node it is pinned to.
 struct WorkerPlacement {
-  std::string vendor = "nvidia";        // "nvidia" or "amd": chooses the image (amdImage)
+  std::string vendor = "nvidia";        // chooses the image (worker.vendorImages)
   std::string gpu_resource = "nvidia.com/gpu";
   int gpu_count = 1;                     // of gpu_resource
   std::string node;                      // "" = let kube-scheduler choose; else required node affinity

@@ -120,7 +120,7 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
     a.cheap_until = task.cheap_until;
     if (r.pricing) {
       const api::TaskSpec& spec = *ts.entry->parsed->spec;
-      a.estimate_basis = cost::estimate_basis(spec, task, d, r.config, rate_of, spec.amd_support ? inputs_.any_rates() : inputs_.nvidia_rates(),
+      a.estimate_basis = cost::estimate_basis(spec, task, d, r.config, rate_of, inputs_.rates_for(spec.vendors),
                                               r.now);
     }
     for (const auto& w : d.placement)

@@ -96,13 +96,13 @@ inline void wait_until_no_valley_pods(kube::Client& client) {
   }, 120s)) << "earlier tests' tasks or pods linger";
 }
 
-// A kwok node (simulated: no kubelet) with `gpus` NVIDIA A100s and the given labels besides its
-// hostname's and type=kwok.
-inline json kwok_gpu_node(const std::string& name, json labels, int gpus) {
+// A kwok node (simulated: no kubelet) with `gpus` of `resource` (NVIDIA A100s by default) and the
+// given labels besides its hostname's and type=kwok.
+inline json kwok_gpu_node(const std::string& name, json labels, int gpus, const std::string& resource = "nvidia.com/gpu") {
   labels["kubernetes.io/hostname"] = name;
   labels["type"] = "kwok";
-  labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
-  const json resources = {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", std::to_string(gpus)}};
+  if (resource == "nvidia.com/gpu") labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
+  const json resources = {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {resource, std::to_string(gpus)}};
   return {{"apiVersion", "v1"},
           {"kind", "Node"},
           {"metadata", {{"name", name}, {"labels", labels}, {"annotations", {{"kwok.x-k8s.io/node", "fake"}}}}},

@@ -45,7 +45,7 @@ TEST(PlacementByPrice, CheapestVendorWinsAndAGangStaysOnOneVendor) {
   // reduceCost or not; a task that may not use AMD never does.
   std::vector<Node> nodes = {pool_node("a100", "nvidia", "on-demand", 8, 2'400'000), pool_node("mi250", "amd", "on-demand", 8, 1'600'000)};
   Task portable = task("portable", 4, 4), cuda = task("cuda", 2, 2);
-  portable.amd_support = true;
+  portable.vendors = {"nvidia", "amd"};
   auto ds = plan(nodes, {portable, cuda}, kNow);
   EXPECT_EQ(nodes_of(ds[0]), (std::map<std::string, int>{{"mi250", 4}}));
   EXPECT_EQ(nodes_of(ds[1]), (std::map<std::string, int>{{"a100", 2}}));
@@ -56,7 +56,7 @@ TEST(PlacementByPrice, CheapestVendorWinsAndAGangStaysOnOneVendor) {
   // A gang larger than the cheap vendor's free GPUs does not spill onto the other vendor.
   nodes[1].price_micros = 1'600'000;
   Task big = task("big", 12, 12);
-  big.amd_support = true;
+  big.vendors = {"nvidia", "amd"};
   nodes.push_back(pool_node("a100-2", "nvidia", "on-demand", 8, 2'400'000));
   auto d = plan(nodes, {big}, kNow)[0];
   EXPECT_EQ(d.action, Action::Admit);
@@ -174,7 +174,8 @@ TEST(ReduceCost, AmdSupportAndReduceCostLandsOnTheCheapestPoolNotOnDemandA100) {
                              pool_node("a100-spot", "nvidia", "spot", 8, 950'000, 560),
                              pool_node("mi250", "amd", "on-demand", 8, 1'600'000, 784)};
   Task t = task("t", 4, 4);
-  t.amd_support = t.reduce_cost = true;
+  t.vendors = {"nvidia", "amd"};
+  t.reduce_cost = true;
   t.cheap_until = kNow + 6h;
   Config c;  // as with a PricingPolicy
   c.spot_needs_checkpoint = true;

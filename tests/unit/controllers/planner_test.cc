@@ -82,7 +82,8 @@ TEST(Planner, TasksOnGpusTheNewcomerCannotUseAreLeftAlone) {
   nodes[0].price_micros = 2'400'000;
   nodes[1].price_micros = 1'600'000;
   Task on_amd = task("amd-job", 10, 2, 8);
-  on_amd.amd_support = on_amd.reduce_cost = true;
+  on_amd.vendors = {"nvidia", "amd"};
+  on_amd.reduce_cost = true;
   Task on_nv = task("nv-job", 20, 2, 8);
   auto first = greedy_plan(nodes, {on_amd, on_nv}, kNow);
   on_amd = apply(on_amd, find(first, "amd-job"), kNow);
@@ -107,19 +108,20 @@ TEST(Planner, AmdNodesOnlyForAmdSupportAndGangsNeverMixVendors) {
   std::vector<Node> nodes = {nvidia("n1", 4), amd("m1", 8)};
   EXPECT_EQ(greedy_plan(nodes, {task("a", 0, 6, 6)}, kNow)[0].action, Action::Wait);
   Task a = task("a", 0, 6, 6);
-  a.amd_support = true;
+  a.vendors = {"nvidia", "amd"};
   auto ds = greedy_plan(nodes, {a}, kNow);
   ASSERT_EQ(ds[0].action, Action::Admit);
   for (const auto& w : ds[0].placement) EXPECT_EQ(w.gpu_resource, "amd.com/gpu");
   // 4 NVIDIA + 8 AMD = 12 GPUs, but a 10-worker gang cannot span both.
   Task big = task("big", 0, 10, 10);
-  big.amd_support = true;
+  big.vendors = {"nvidia", "amd"};
   EXPECT_EQ(greedy_plan(nodes, {big}, kNow)[0].action, Action::Wait);
 }
 
 TEST(Planner, AmdTasksGoToAmdWhenItIsCheaper) {
   Task a = task("a", 0, 2, 2);
-  a.amd_support = a.reduce_cost = true;
+  a.vendors = {"nvidia", "amd"};
+  a.reduce_cost = true;
   Node n1 = nvidia("n1", 8), m1 = amd("m1", 8);
   n1.price_micros = 2'400'000;
   m1.price_micros = 1'600'000;
@@ -337,7 +339,7 @@ TEST(Planner, ReduceCostWaitsForOffPeakUnlessSpotOrIdleCapacityTakesIt) {
 TEST(Planner, ReduceCostPrefersAmdOnlyWhenItIsCheaper) {
   Task t = task("t", 0, 2, 2);
   t.reduce_cost = true;
-  t.amd_support = true;
+  t.vendors = {"nvidia", "amd"};
   std::vector<Node> nodes = {nvidia("nv", 8), amd("amd", 8)};
   Config c;  // Valley before price-first placement: a global "AMD is cheaper" switch
   c.placement = Placement::PackThenClass;
@@ -366,7 +368,7 @@ TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterminis
       int min = 1 + static_cast<int>(rng() % 8);
       Task t = task("t" + std::to_string(i), static_cast<int>(rng() % 4) * 25, min, min + static_cast<int>(rng() % 8),
                     std::vector<int>{1000, 2000, 500, 100}[rng() % 4]);
-      t.amd_support = rng() % 2;
+      if (rng() % 2) t.vendors = {"nvidia", "amd"};
       t.reduce_cost = rng() % 3 == 0;
       t.created = kNow - std::chrono::seconds(rng() % 3000);
       tasks.push_back(t);
@@ -393,7 +395,7 @@ TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterminis
           std::set<std::string> vendors;
           for (const auto& w : d.placement) vendors.insert(w.gpu_resource.substr(0, w.gpu_resource.find('.')));
           ASSERT_EQ(vendors.size(), 1u) << d.key;
-          if (!t.amd_support) {
+          if (!runs_on(t, "amd")) {
             ASSERT_EQ(*vendors.begin(), "nvidia") << d.key;
           }
         }
@@ -407,7 +409,7 @@ TEST(PlannerProperties, NeverOvercommitsNeverSplitsAGangPrioritiesHoldDeterminis
         if (ds[i].action != Action::Wait) continue;
         for (size_t j = 0; j < ds.size(); ++j) {
           if (tasks[j].priority >= tasks[i].priority || ds[j].workers == 0) continue;
-          bool same_pool = tasks[j].gpu_milli == tasks[i].gpu_milli && !tasks[i].amd_support && !tasks[j].amd_support;
+          bool same_pool = tasks[j].gpu_milli == tasks[i].gpu_milli && !runs_on(tasks[i], "amd") && !runs_on(tasks[j], "amd");
           if (same_pool && tasks[j].admitted && ds[j].action != Action::Admit) {
             ASSERT_EQ(ds[j].workers, tasks[j].min_workers) << tasks[i].key << " waits while " << tasks[j].key << " holds extra";
           }

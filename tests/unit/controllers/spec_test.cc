@@ -27,9 +27,11 @@ TEST(TaskSpec, ParsesEveryField) {
   EXPECT_EQ(s.priority, 20);
   EXPECT_EQ(s.min_workers, 4);
   EXPECT_EQ(s.max_workers, 16);
-  EXPECT_TRUE(s.amd_support && s.reduce_cost);
+  EXPECT_EQ(s.vendors, (std::vector<std::string>{"nvidia", "amd"}));
+  EXPECT_TRUE(s.reduce_cost);
   EXPECT_EQ(s.launcher.command.size(), 3u);
-  EXPECT_EQ(s.worker.amd_image, "w-rocm:1");
+  EXPECT_EQ(s.worker.image_for("amd"), "w-rocm:1");
+  EXPECT_EQ(s.worker.image_for("nvidia"), "w:1");
   EXPECT_EQ(s.gpus.milli, 2000);
   EXPECT_EQ(s.slots_per_worker, 2);
   EXPECT_EQ(s.checkpoint_secret, "s3");

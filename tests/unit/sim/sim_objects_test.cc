@@ -49,7 +49,7 @@ planner::Task input_of(const nlohmann::json& object, const std::vector<api::Pod>
 
 std::string describe(const planner::Task& t) {
   std::string out = t.key + " p" + std::to_string(t.priority) + " " + std::to_string(t.min_workers) + "-" + std::to_string(t.max_workers) +
-                    " rc" + std::to_string(t.reduce_cost) + " amd" + std::to_string(t.amd_support) + " ck" + std::to_string(t.checkpointed) +
+                    " rc" + std::to_string(t.reduce_cost) + " amd" + std::to_string(runs_on(t, "amd")) + " ck" + std::to_string(t.checkpointed) +
                     " adm" + std::to_string(t.admitted) + " milli" + std::to_string(t.gpu_milli) +
                     " created" + std::to_string(t.created.time_since_epoch().count()) + " scaling" + std::to_string(t.scaling.size()) +
                     " cheap" + (t.cheap_until ? std::to_string(t.cheap_until->time_since_epoch().count()) : "-") +
