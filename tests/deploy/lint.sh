@@ -32,7 +32,8 @@ quiet "$bin/helm" template valley "$chart" -n valley-system --kube-version "$kub
 quiet "$bin/helm" template team "$chart" -n ml-platform --kube-version "$kube_version" \
   --set serviceMonitor.enabled=true,prometheusRule.enabled=true,pricingPolicy.create=true,podSecurity=Restricted \
   --set networkPolicy.enabled=true,podDisruptionBudget.enabled=true,extraArgs[0]=--cost-interval=1m \
-  --set gpuHealth.prometheusUrl=http://prometheus.monitoring:9090 > "$out/helm-all.yaml"
+  --set gpuHealth.prometheusUrl=http://prometheus.monitoring:9090 \
+  --set 'topologyLevels[0].name=rack,topologyLevels[0].label=topology.example.com/rack' > "$out/helm-all.yaml"
 for k in base overlays/dev overlays/production; do
   "$bin/kubectl" kustomize "deploy/$k" > "$out/kustomize-${k//\//-}.yaml"
 done
