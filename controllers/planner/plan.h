@@ -194,6 +194,8 @@ class Plan {
   // then on its node). The last one without topology levels, for a task resized in place, or one
   // whose placement is by worker index (workers keep their index there).
   size_t shrink_pick(size_t i) const;
+  // How many distinct nodes a placement uses.
+  static size_t node_count(const std::vector<Task::Worker>& placed);
 
   // plan_reclaim.cc
   bool reclaim_for(size_t i, int need);

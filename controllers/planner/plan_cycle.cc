@@ -223,19 +223,14 @@ void Plan::regather(size_t i) {
   const Task& t = tasks_[i];
   Decision& d = decisions_[i];
   if (config_.topology.empty() || t.hot_elastic || kept_index_.count(i)) return;
-  auto nodes_of = [](const std::vector<Task::Worker>& ws) {
-    std::set<std::string> nodes;
-    for (const auto& w : ws) nodes.insert(w.node);
-    return nodes.size();
-  };
-  const size_t spread = nodes_of(d.placement);
+  const size_t spread = node_count(d.placement);
   if (spread <= 1) return;
   const int64_t price = mean_price(d.placement);
   PlaceOptions options;
   if (t.reduce_cost && config_.placement == Placement::Price) options.price_cap = price;
   for (const auto& w : d.placement) give(i, w);
   auto gathered = place(i, static_cast<int>(d.placement.size()), {}, options);
-  if (gathered && nodes_of(*gathered) < spread && mean_price(*gathered) <= price) {
+  if (gathered && node_count(*gathered) < spread && mean_price(*gathered) <= price) {
     d.placement = std::move(*gathered);
     return;
   }

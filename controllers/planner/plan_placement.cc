@@ -182,13 +182,12 @@ std::optional<std::vector<Task::Worker>> Plan::place_in_domain(size_t i, const s
   for (const auto& [domain, mask] : domains) {
     auto gang = in(mask);
     if (!gang) continue;
-    std::set<std::string> used;
-    for (const auto& w : *gang) used.insert(w.node);
     const int64_t price = mean_price(*gang);
-    if (!best || price < best_price || (price == best_price && used.size() < best_nodes)) {
+    const size_t nodes = node_count(*gang);
+    if (!best || price < best_price || (price == best_price && nodes < best_nodes)) {
       best = std::move(gang);
       best_price = price;
-      best_nodes = used.size();
+      best_nodes = nodes;
     }
     if (config_.placement != Placement::Price) break;  // packing: the first domain that holds it
   }
@@ -198,10 +197,8 @@ std::optional<std::vector<Task::Worker>> Plan::place_in_domain(size_t i, const s
   auto wider = place_on(i, vendor, count, preferred, options);
   if (!best) return wider;
   if (wider) {
-    std::set<std::string> used;
-    for (const auto& w : *wider) used.insert(w.node);
     const int64_t price = mean_price(*wider);
-    if (price < best_price || (price == best_price && used.size() < best_nodes)) return wider;
+    if (price < best_price || (price == best_price && node_count(*wider) < best_nodes)) return wider;
   }
   return best;
 }
@@ -253,6 +250,12 @@ std::string Plan::topology_unplaceable(size_t i, int need) const {
   if (most >= need || holds.empty()) return "";  // no labelled node yet: it waits as any task does
   return "Unplaceable: needs " + std::to_string(need) + " workers in one " + t.topology->level + " (spec.topology.required); the largest " +
          t.topology->level + " it may use, " + largest + ", holds " + std::to_string(most);
+}
+
+size_t Plan::node_count(const std::vector<Task::Worker>& placed) {
+  std::set<std::string> nodes;
+  for (const auto& w : placed) nodes.insert(w.node);
+  return nodes.size();
 }
 
 size_t Plan::shrink_pick(size_t i) const {
