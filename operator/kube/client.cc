@@ -176,14 +176,16 @@ void Client::watch(const Resource& r, const std::string& ns, const WatchOptions&
   add_query(path, "fieldSelector", options.field_selector);
   if (options.bookmarks) add_query(path, "allowWatchBookmarks", "true");
   if (options.timeout_seconds > 0) add_query(path, "timeoutSeconds", std::to_string(options.timeout_seconds));
-  watch(path, on_event, cancel, options.object_fields);
+  watch(path, on_event, cancel, options.object_fields, std::chrono::seconds(options.idle_timeout_seconds));
 }
 
 void Client::watch(const std::string& path, const std::function<bool(WatchEvent&&)>& on_event,
-                   const std::atomic<bool>* cancel, std::shared_ptr<const FieldMask> object_fields) {
+                   const std::atomic<bool>* cancel, std::shared_ptr<const FieldMask> object_fields,
+                   std::chrono::seconds idle_timeout) {
   HttpRequest req;
   req.path = path;
   req.timeout = std::chrono::milliseconds(0);
+  req.idle_timeout = idle_timeout;
   // The handler runs inside libcurl's write callback: an exception must not unwind through C
   // frames. It is caught here, the stream stopped, and rethrown once curl has returned.
   std::exception_ptr failure;

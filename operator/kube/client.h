@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -44,6 +45,9 @@ struct WatchOptions {
   std::string field_selector;
   int timeout_seconds = 300;  // the server ends the watch after this; the reflector then resumes
   bool bookmarks = true;
+  // The watch fails when the server sends nothing for this long (0 = never): it sends a bookmark
+  // about every minute to a watcher that allows them, so silence means a dead connection.
+  int idle_timeout_seconds = 0;
   // When set, each event's object is built only as far as this keeps it (field_mask.h).
   std::shared_ptr<const FieldMask> object_fields;
 };
@@ -88,9 +92,11 @@ class Client {
   // Streams a watch (`path` already holding watch=1 and any selectors). Calls on_event for each
   // event until it returns false, *cancel is set, or the server closes the stream. A non-2xx answer
   // throws KubeError (e.g. 410 Gone when resourceVersion is too old); ERROR events are passed on.
-  // An exception thrown by on_event stops the stream and is rethrown to the caller.
+  // An exception thrown by on_event stops the stream and is rethrown to the caller. A stream with
+  // no byte for `idle_timeout` (0 = never) throws KubeError.
   void watch(const std::string& path, const std::function<bool(WatchEvent&&)>& on_event,
-             const std::atomic<bool>* cancel = nullptr, std::shared_ptr<const FieldMask> object_fields = nullptr);
+             const std::atomic<bool>* cancel = nullptr, std::shared_ptr<const FieldMask> object_fields = nullptr,
+             std::chrono::seconds idle_timeout = std::chrono::seconds(0));
 
   // GET /version: {major, minor, gitVersion, ...}.
   json server_version();

@@ -259,9 +259,16 @@ HttpResponse HttpClient::stream(const HttpRequest& request, const std::function<
   curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(h->curl, CURLOPT_XFERINFODATA, &st);
+  if (request.idle_timeout.count() > 0) {
+    curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(request.idle_timeout.count()));
+  }
   CURLcode rc = curl_easy_perform(h->curl);
   curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &response.status);
   observe("WATCH", response.status, start);
+  if (rc == CURLE_OPERATION_TIMEDOUT && request.idle_timeout.count() > 0 && !st.stopped)
+    throw KubeError("watch " + config_.server + request.path + ": no byte for " +
+                    std::to_string(request.idle_timeout.count()) + " s, the connection is taken for dead");
   if (rc != CURLE_OK && !st.stopped)
     throw KubeError("watch " + config_.server + request.path + ": " + curl_easy_strerror(rc));
   // A stream stopped midway leaves its connection unusable; only a completed one is reused.

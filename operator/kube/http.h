@@ -28,6 +28,10 @@ struct HttpRequest {
   std::string content_type = "application/json";
   // Whole-request limit; 0 = none (watch streams, which the server ends by its own timeoutSeconds).
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+  // Streams only: the stream fails when no byte arrives for this long (0 = never). A connection
+  // that died without a FIN (a NAT entry dropped, a proxy wedged) is otherwise noticed only when
+  // the whole request's limit ends it.
+  std::chrono::seconds idle_timeout{0};
 };
 
 struct HttpResponse {

@@ -110,6 +110,7 @@ void InformerBase::watch_once() {
   wo.object_fields = options_.fields;
   auto min = static_cast<int>(options_.watch_timeout_min.count());
   wo.timeout_seconds = min + static_cast<int>(rng() % static_cast<unsigned>(std::max(1, min)));
+  wo.idle_timeout_seconds = static_cast<int>(options_.watch_idle_timeout.count());
   ++stats_.watches;
   client_.watch(resource_, options_.ns, wo, [this](WatchEvent&& ev) {
     apply_event(std::move(ev));

@@ -29,6 +29,10 @@ struct InformerOptions {
   int64_t page_size = 500;
   // The server ends each watch after a random time in [min, 2*min) so reconnects do not synchronise.
   std::chrono::seconds watch_timeout_min{300};
+  // A watch silent this long is taken for a dead connection and resumed from the last
+  // resourceVersion (no relist). The server sends a bookmark about every minute, so this allows
+  // two to be missed; 0 = wait for the server's timeout.
+  std::chrono::seconds watch_idle_timeout{150};
   // Applied to each object before it is cached: by default drops metadata.managedFields, which
   // Valley never reads and which is a large part of every object.
   std::function<void(nlohmann::json&)> transform = strip_managed_fields;

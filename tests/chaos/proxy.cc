@@ -62,6 +62,11 @@ void Proxy::drop_for(std::chrono::milliseconds d) {
   ++generation_;
 }
 
+void Proxy::stall_open() {
+  stalled_below_ = generation_.load() + 1;
+  ++generation_;
+}
+
 bool Proxy::dropping() const { return steady_ms() < drop_until_ms_.load(); }
 
 void Proxy::accept_loop() {
@@ -91,7 +96,11 @@ void Proxy::pipe(int client) {
   }
   pollfd fds[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
   char buf[64 * 1024];
-  while (!stop_ && generation_ == generation) {
+  while (!stop_ && (generation_ == generation || generation < stalled_below_)) {
+    if (generation < stalled_below_) {  // wedged: hold the connection open, forward nothing
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
     if (::poll(fds, 2, 200) <= 0) continue;
     bool closed = false;
     for (int i = 0; i < 2 && !closed; ++i) {

@@ -13,6 +13,7 @@
 #include "operator/kube/events.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/timefmt.h"
+#include "tests/chaos/proxy.h"
 #include "tests/e2e/support.h"
 
 namespace valley::e2e {
@@ -163,6 +164,37 @@ TEST_F(Watch, DeletesAndIndexesFollowTheServer) {
   EXPECT_EQ(informer.store().by_index(kube::index::kNamespace, ns).size(), 4u);
   // Cached objects carry no managedFields (stripped to save memory).
   EXPECT_FALSE((*informer.store().get(ns + "/x-0"))["metadata"].contains("managedFields"));
+  informer.stop();
+}
+
+// A connection that dies without a FIN sends nothing more, and the server's own watch timeout is
+// minutes away: the informer's idle deadline must take it for dead and resume from its last
+// resourceVersion (no relist), so what changed meanwhile still arrives.
+TEST_F(Watch, AWatchWhoseConnectionWentSilentResumesWithoutARelist) {
+  kube::ClusterConfig config = admin_config();
+  const auto colon = config.server.rfind(':');
+  chaos::Proxy proxy("127.0.0.1", std::stoi(config.server.substr(colon + 1)));
+  config.server = config.server.substr(0, colon + 1) + std::to_string(proxy.port());
+  kube::HttpOptions options;
+  options.qps = 0;
+  kube::Client client(config, options);
+  kube::InformerOptions io;
+  io.ns = ns;
+  io.label_selector = "watched=yes";
+  io.watch_idle_timeout = 3s;
+  kube::Informer informer(client, kConfigMaps, io);
+  Recorder rec;
+  informer.add_handlers(rec.handlers());
+  informer.start();
+  ASSERT_TRUE(informer.wait_for_sync(10s));
+  proxy.stall_open();
+  admin->create(kConfigMaps, ns, config_map("after-stall", {{"watched", "yes"}}));
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard l(rec.mu);
+    return rec.added.count("after-stall") == 1;
+  }, 60s)) << "the change made while the watch was silent never arrived";
+  EXPECT_GE(informer.stats().watch_errors.load(), 1u);
+  EXPECT_EQ(informer.stats().lists.load(), 1u) << "a silent watch must resume, not relist";
   informer.stop();
 }
 
