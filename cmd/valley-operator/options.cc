@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "controllers/api/vendors.h"
 #include "operator/duration.h"
 #include "operator/metrics/registry.h"
 
@@ -53,6 +54,9 @@ Flags make_flags() {
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
       {"topology-levels", "clique=nvidia.com/gpu.clique,block=valley.dev/topology-block,rack=valley.dev/topology-rack,zone=topology.kubernetes.io/zone",
        "topology levels, narrowest first (name=node label, comma-separated): a task's spec.topology names one; a gang keeps to the narrowest domains it can; empty: nodes only"},
+      {"dra-drivers", "gpu.nvidia.com=nvidia,gpu.amd.com=amd,gpu.intel.com=intel",
+       "DRA drivers whose devices are GPUs (driver=vendor, or driver=vendor:DeviceClass when the class is not named after the driver), comma-separated"},
+      {"dra-product-attributes", "productName,model", "device attributes read as a DRA GPU's product (pricing keys on it), first found wins"},
       {"launcher-node-selector", "",
        "node labels (key=value, comma-separated) of the launcher pool: MPI launchers run only there (stable capacity; a launcher holds no GPU but its loss restarts the gang); empty: beside worker 0"},
       {"pod-security", "Baseline",
@@ -143,6 +147,16 @@ void node_signal_options(const Flags& flags, task::ControllerOptions& o) {
   if (o.gpu_health_interval.count() < 1 || o.gpu_health.window.count() < 1)
     throw std::invalid_argument("--gpu-health-interval and --gpu-health-window must be at least 1s");
   o.node_facts.spot_labels = label_pairs(flags, "spot-labels");
+  o.node_facts.dra_drivers.clear();
+  for (const auto& [driver, value] : label_pairs(flags, "dra-drivers")) {
+    const auto colon = value.find(':');
+    const std::string vendor = value.substr(0, colon), device_class = colon == std::string::npos ? driver : value.substr(colon + 1);
+    if (!api::is_vendor(vendor))
+      throw std::invalid_argument("--dra-drivers: " + driver + "=" + value + ": the vendor must be nvidia, amd or intel");
+    if (device_class.empty()) throw std::invalid_argument("--dra-drivers: " + driver + "=" + value + " names no DeviceClass");
+    o.node_facts.dra_drivers.push_back({driver, vendor, device_class});
+  }
+  o.node_facts.dra_product_attributes = split_list(flags.get("dra-product-attributes"));
 }
 
 task::ControllerOptions controller_options(const Flags& flags) {

@@ -176,7 +176,7 @@ int cmd_estimate(const Flags& flags, const std::vector<std::string>& args) {
   if (!pn.empty()) d = planner::plan(pn, {t}, now, config)[0];
   std::map<std::string, cost::NodeRate> rates;
   for (const auto& n : pn)
-    if (!n.vendor.empty()) rates[n.name] = cost::rate_for(*policy, n.vendor, n.labels);
+    if (!n.vendor.empty()) rates[n.name] = cost::rate_for(*policy, n.vendor, n.labels, n.dra_product);
   auto basis = cost::estimate_basis(spec, t, d, config, rates, candidates, now);
   auto e = cost::estimate(*policy, spec, basis);
   json out = cost::estimate_json(*policy, *e);

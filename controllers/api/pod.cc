@@ -72,6 +72,14 @@ int64_t extended_quantity(const json& v) {
   return std::stoll(s);
 }
 
+ClaimedGpus claimed_gpus(const std::string& annotation) {
+  const auto eq = annotation.rfind('=');
+  if (eq == std::string::npos || eq == 0) return {};
+  const int64_t count = extended_quantity(annotation.substr(eq + 1));
+  if (count <= 0) return {};
+  return {annotation.substr(0, eq), count};
+}
+
 std::string pinned_node(const json& pod) {
   const json& terms = array_at(object_at(object_at(object_at(object_at(pod, "spec"), "affinity"), "nodeAffinity"),
                                          "requiredDuringSchedulingIgnoredDuringExecution"),
@@ -108,6 +116,9 @@ Pod pod_from(const json& pod) {
   p.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   p.deletion_timestamp = kube::time_at(meta, "deletionTimestamp");
   p.hostfile = string_at(object_at(meta, "annotations"), kHostfileAnnotation);
+  const ClaimedGpus claimed = claimed_gpus(string_at(object_at(meta, "annotations"), kClaimedGpusAnnotation));
+  p.claimed_class = claimed.device_class;
+  p.claimed_count = claimed.count;
   const json& spec = object_at(pod, "spec");
   p.node_name = string_at(spec, "nodeName");
   p.pinned = pinned_node(pod);

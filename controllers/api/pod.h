@@ -6,7 +6,8 @@
 // reads as absent ("" / nullopt / false / empty).
 // Kept:
 //   metadata: namespace, name, uid, resourceVersion, labels (string values), owner UIDs, finalizers,
-//             deletionTimestamp (whether present, and its time), the kHostfileAnnotation annotation;
+//             deletionTimestamp (whether present, and its time), the kHostfileAnnotation and
+//             kClaimedGpusAnnotation annotations;
 //   spec:     nodeName; the node a required node affinity pins it to (a matchFields term
 //             metadata.name In [one node], as render writes it); per container and init container
 //             the extended resources (names with a '/', e.g. nvidia.com/gpu), cpu (thousandths),
@@ -36,6 +37,15 @@ using kube::SystemTime;
 // An MPI launcher's hostfile, in the annotation its downward-API volume mounts as
 // /etc/mpi/hostfile (controllers/render): Valley rewrites it when the task is resized in place.
 inline constexpr const char* kHostfileAnnotation = "valley.dev/hostfile";
+// What a Valley worker's DRA claim holds, "<DeviceClass>=<count>": a pod's claims name no count,
+// so render writes it here and the planner counts the pod's GPUs from it, as a device plugin's
+// pod shows them in its requests.
+inline constexpr const char* kClaimedGpusAnnotation = "valley.dev/claimed-gpus";
+struct ClaimedGpus {
+  std::string device_class;
+  int64_t count = 0;  // 0: the annotation is absent or malformed
+};
+ClaimedGpus claimed_gpus(const std::string& annotation);
 
 struct PodCondition {
   std::string type, status, reason, message;
@@ -77,6 +87,9 @@ struct PodContent {
   bool deleting = false;                         // metadata.deletionTimestamp present
   std::optional<SystemTime> deletion_timestamp;  // ... and its time
   std::string hostfile;                          // metadata.annotations[kHostfileAnnotation]
+  // metadata.annotations[kClaimedGpusAnnotation], read: the DeviceClass and count (0: none).
+  std::string claimed_class;
+  int64_t claimed_count = 0;
   std::string node_name;                         // spec.nodeName
   std::string pinned;                            // the node its required affinity names, "" if none
   std::vector<PodContainer> containers, init_containers;

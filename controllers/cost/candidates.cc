@@ -12,7 +12,7 @@ std::vector<NodeRate> candidate_rates(const Policy& p, const api::TaskSpec& spec
     planner::Node node = planner::node_from(n, facts);
     if (!spec.runs_on(node.vendor)) continue;
     if (!planner::selects(shape, node) || !planner::worker_shape(spec.gpus.milli, node)) continue;  // cannot host a worker
-    out.push_back(rate_for(p, node.vendor, node.labels));
+    out.push_back(rate_for(p, node.vendor, node.labels, node.dra_product));
   }
   return out;
 }

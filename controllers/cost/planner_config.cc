@@ -20,7 +20,7 @@ std::vector<planner::TariffStep> tariff_steps(const Policy& p, SystemTime from, 
 }
 
 NodeRate price_node(const Policy& p, planner::Node& n) {
-  NodeRate rate = rate_for(p, n.vendor, n.labels);
+  NodeRate rate = rate_for(p, n.vendor, n.labels, n.dra_product);
   if (api::is_vendor(n.vendor)) {
     n.price_micros = rate.gpu_per_hour;
     n.kw_milli = int64_t{rate.watts} * p.pue_milli / 1000;

@@ -35,9 +35,11 @@ bool in_window(const TariffWindow& w, const Local& l) {
 
 }  // namespace
 
-NodeRate rate_for(const Policy& p, const std::string& vendor, const std::map<std::string, std::string>& labels) {
+NodeRate rate_for(const Policy& p, const std::string& vendor, const std::map<std::string, std::string>& labels,
+                  const std::string& product_fallback) {
   NodeRate n;
   n.vendor = vendor;
+  n.product = product_fallback;
   for (const auto& l : p.product_labels)
     if (auto it = labels.find(l); it != labels.end()) {
       n.product = it->second;

@@ -33,7 +33,9 @@ struct NodeRate {
   int watts = 0;
   bool operator==(const NodeRate&) const = default;
 };
-NodeRate rate_for(const Policy& p, const std::string& vendor, const std::map<std::string, std::string>& labels);
+// `product_fallback`: the product when no product label names one (a DRA GPU's, from its attributes).
+NodeRate rate_for(const Policy& p, const std::string& vendor, const std::map<std::string, std::string>& labels,
+                  const std::string& product_fallback = "");
 
 int64_t multiplier_milli(const Policy& p, int priority);
 

@@ -14,8 +14,14 @@ std::string vendor_of_whole(const std::string& resource) {
   return "";
 }
 
+std::string dra_resource(const std::string& device_class) { return kDraPrefix + device_class; }
+
+std::string dra_class_of(const std::string& resource) {
+  return resource.rfind(kDraPrefix, 0) == 0 ? resource.substr(std::char_traits<char>::length(kDraPrefix)) : "";
+}
+
 bool is_gpu_resource(const std::string& name) {
-  return !vendor_of_whole(name).empty() || name == kTimeSliced || name.rfind("nvidia.com/mig-", 0) == 0;
+  return !vendor_of_whole(name).empty() || !dra_class_of(name).empty() || name == kTimeSliced || name.rfind("nvidia.com/mig-", 0) == 0;
 }
 
 int64_t share_milli(const std::string& resource, int64_t count) {

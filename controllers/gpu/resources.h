@@ -30,6 +30,13 @@ inline constexpr int64_t kTimeSlicedShareMilli = 500;
 inline constexpr const char* kIntelI915 = "gpu.intel.com/i915";
 inline constexpr const char* kIntelXe = "gpu.intel.com/xe";
 
+// Whole GPUs a DRA driver publishes, as the planner counts them: "dra:<DeviceClass>". The colon
+// cannot occur in a resource name, so these never meet a device plugin's extended resources.
+inline constexpr const char* kDraPrefix = "dra:";
+std::string dra_resource(const std::string& device_class);
+// The DeviceClass of a DRA resource, "" for anything else.
+std::string dra_class_of(const std::string& resource);
+
 // The whole-GPU resource of a vendor's node: nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915 (xe
 // when the node offers that instead: `offers` says whether it does).
 std::string whole_resource(const std::string& vendor, bool offers_xe = false);

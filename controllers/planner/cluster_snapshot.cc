@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "controllers/api/quantity.h"
+#include "controllers/planner/dra_devices.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
 
@@ -36,6 +37,12 @@ void take_held(Node& n, const std::map<std::string, int64_t>& held) {
       r->second -= units;
     }
   }
+}
+
+// Less what claims Valley did not make hold: only of DRA GPUs the node counts as its own.
+void take_claimed(Node& n, const std::map<std::string, int64_t>& held) {
+  for (const auto& [resource, units] : held)
+    if (n.capacity.count(resource)) n.free[resource] -= units;
 }
 
 // The view's entry of a task from its object and pods (by name).
@@ -73,18 +80,86 @@ std::shared_ptr<const SnapshotView::TaskEntry> task_entry(const std::string& key
 
 bool operator==(const NodeFacts& a, const NodeFacts& b) {
   return a.spot_labels == b.spot_labels && a.disruption_taints == b.disruption_taints && a.gpu_fault_conditions == b.gpu_fault_conditions &&
-         a.gpu_fault_taints == b.gpu_fault_taints;
+         a.gpu_fault_taints == b.gpu_fault_taints && a.dra_drivers == b.dra_drivers &&
+         a.dra_product_attributes == b.dra_product_attributes;
 }
 
 void ClusterSnapshot::set_facts(const NodeFacts& facts) {
   if (facts == facts_) return;
   facts_ = facts;
-  for (auto& [name, entry] : nodes_) entry = {entry.object, node_from(*entry.object, facts_), nullptr};
+  for (const auto& [name, object] : slice_objects_) slices_[name] = api::dra_slice_from(*object, facts_.dra_product_attributes);
+  for (auto& [name, entry] : nodes_) entry = {entry.object, read_node(entry.object), nullptr};
+  claims_stale_ = true;
+}
+
+Node ClusterSnapshot::read_node(const ObjectPtr& object) const {
+  Node n = node_from(*object, facts_);
+  std::vector<const api::DraSlice*> on_node;
+  for (const auto& [name, slice] : slices_)
+    if (slice.node == n.name) on_node.push_back(&slice);
+  if (!on_node.empty()) add_dra_devices(n, on_node, facts_);
+  return n;
+}
+
+void ClusterSnapshot::reread_node(const std::string& name) {
+  if (auto it = nodes_.find(name); it != nodes_.end()) it->second = {it->second.object, read_node(it->second.object), nullptr};
 }
 
 void ClusterSnapshot::upsert_node(const ObjectPtr& node) {
   const std::string name = key_of(*node);
-  nodes_[name] = {node, node_from(*node, facts_), nullptr};
+  nodes_[name] = {node, read_node(node), nullptr};
+}
+
+void ClusterSnapshot::upsert_slice(const ObjectPtr& slice) {
+  const std::string name = key_of(*slice);
+  remove_slice(name);
+  slice_objects_[name] = slice;
+  api::DraSlice s = api::dra_slice_from(*slice, facts_.dra_product_attributes);
+  const std::string node = s.node;
+  slices_[name] = std::move(s);
+  reread_node(node);
+  claims_stale_ = true;
+}
+
+void ClusterSnapshot::remove_slice(const std::string& name) {
+  auto it = slices_.find(name);
+  if (it == slices_.end()) return;
+  const std::string node = it->second.node;
+  slices_.erase(it);
+  slice_objects_.erase(name);
+  reread_node(node);
+  claims_stale_ = true;
+}
+
+void ClusterSnapshot::upsert_claim(const ObjectPtr& claim) {
+  api::DraClaim c = api::dra_claim_from(*claim);
+  auto& entry = claims_[c.key];
+  if (entry == c) return;
+  entry = std::move(c);
+  claims_stale_ = true;
+}
+
+void ClusterSnapshot::remove_claim(const std::string& key) {
+  if (claims_.erase(key)) claims_stale_ = true;
+}
+
+void ClusterSnapshot::recount_claims() {
+  if (!claims_stale_) return;
+  claims_stale_ = false;
+  std::vector<const api::DraSlice*> slices;
+  for (const auto& [name, s] : slices_) slices.push_back(&s);
+  std::vector<const api::DraClaim*> claims;
+  for (const auto& [key, c] : claims_) claims.push_back(&c);
+  auto held = held_by_claims(slices, claims, facts_);
+  for (const auto* side : {&held, &claim_held_})
+    for (const auto& [node, units] : *side) {
+      auto before = claim_held_.find(node);
+      auto after = held.find(node);
+      const bool same = before != claim_held_.end() && after != held.end() && before->second == after->second;
+      if (!same)
+        if (auto n = nodes_.find(node); n != nodes_.end()) n->second.view = nullptr;
+    }
+  claim_held_ = std::move(held);
 }
 
 void ClusterSnapshot::remove_node(const std::string& name) { nodes_.erase(name); }
@@ -175,12 +250,14 @@ void ClusterSnapshot::remove_task(const std::string& key) {
 }
 
 SnapshotView ClusterSnapshot::view() {
+  recount_claims();
   SnapshotView v;
   v.nodes.reserve(nodes_.size());
   for (auto& [name, entry] : nodes_) {
     if (!entry.view) {
       Node n = entry.node;
       if (auto held = held_.find(name); held != held_.end()) take_held(n, held->second);
+      if (auto held = claim_held_.find(name); held != claim_held_.end()) take_claimed(n, held->second);
       entry.view = std::make_shared<const Node>(std::move(n));
     }
     v.nodes.push_back(entry.view);
@@ -259,11 +336,31 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
 }
 
 SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodPtr>& pods, const std::vector<ObjectPtr>& tasks,
-                     const NodeFacts& facts) {
+                     const NodeFacts& facts, const std::vector<ObjectPtr>& slice_objects, const std::vector<ObjectPtr>& claim_objects) {
   SnapshotView v;
   std::map<std::string, std::vector<SnapshotView::Worker>> workers;
+  std::map<std::string, api::DraSlice> slices;  // by name: the newest object of a name wins, as in a cache
+  for (const auto& s : slice_objects) slices[key_of(*s)] = api::dra_slice_from(*s, facts.dra_product_attributes);
+  std::vector<const api::DraSlice*> all_slices;
+  for (const auto& [name, s] : slices) all_slices.push_back(&s);
   std::map<std::string, Node> by_name;
-  for (const auto& n : nodes) by_name[key_of(*n)] = node_from(*n, facts);
+  for (const auto& n : nodes) {
+    Node node = node_from(*n, facts);
+    std::vector<const api::DraSlice*> on_node;
+    for (const auto* s : all_slices)
+      if (s->node == node.name) on_node.push_back(s);
+    if (!on_node.empty()) add_dra_devices(node, on_node, facts);
+    by_name[key_of(*n)] = std::move(node);
+  }
+  std::map<std::string, api::DraClaim> claims;
+  for (const auto& c : claim_objects) {
+    api::DraClaim claim = api::dra_claim_from(*c);
+    claims[claim.key] = std::move(claim);
+  }
+  std::vector<const api::DraClaim*> all_claims;
+  for (const auto& [key, c] : claims) all_claims.push_back(&c);
+  for (const auto& [node, held] : held_by_claims(all_slices, all_claims, facts))
+    if (auto n = by_name.find(node); n != by_name.end()) take_claimed(n->second, held);
   std::map<std::string, PodPtr> pods_by_key;
   for (const auto& p : pods) pods_by_key[p->key()] = p;
   for (const auto& [key, p] : pods_by_key) {

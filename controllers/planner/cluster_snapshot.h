@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/api/dra.h"
 #include "controllers/api/spec.h"
 #include "controllers/planner/planner.h"
 #include "controllers/planner/snapshot.h"
@@ -76,6 +77,11 @@ class ClusterSnapshot {
   void remove_pod(const std::string& key);  // namespace/name
   void upsert_task(const ObjectPtr& task);
   void remove_task(const std::string& key);
+  // DRA: ResourceSlices (GPUs a driver publishes for a node) and ResourceClaims (what they hold).
+  void upsert_slice(const ObjectPtr& slice);
+  void remove_slice(const std::string& name);
+  void upsert_claim(const ObjectPtr& claim);
+  void remove_claim(const std::string& key);  // namespace/name
 
   SnapshotView view();
   // A node as node_from read it under the current facts (allocatable, not less what pods hold);
@@ -105,6 +111,11 @@ class ClusterSnapshot {
   };
   void hold(const PodEntry& p, int sign);
   void touch_owner(const std::string& uid);
+  // The node as node_from reads it with its DRA GPUs laid over.
+  Node read_node(const ObjectPtr& object) const;
+  void reread_node(const std::string& name);
+  // Claims' holds recomputed after a slice or claim changed; nodes whose hold changed are redone.
+  void recount_claims();
 
   NodeFacts facts_;
   struct NodeEntry {
@@ -119,6 +130,11 @@ class ClusterSnapshot {
   std::map<std::string, TaskWorkers> workers_;                         // by the task the labels name
   std::map<std::string, TaskEntry> tasks_;                             // by namespace/name
   std::map<std::string, std::string> task_by_uid_;                     // UID -> task key
+  std::map<std::string, ObjectPtr> slice_objects_;                     // by name
+  std::map<std::string, api::DraSlice> slices_;                        // by name, read with facts_
+  std::map<std::string, api::DraClaim> claims_;                        // by namespace/name
+  std::map<std::string, std::map<std::string, int64_t>> claim_held_;   // node -> DRA resource -> devices
+  bool claims_stale_ = false;
 };
 
 // A task the plan is given: its current epoch and its workers as the plan's input has them (its
@@ -139,6 +155,6 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
 
 // The view, computed from scratch from the objects (what ClusterSnapshot must always equal).
 SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodPtr>& pods, const std::vector<ObjectPtr>& tasks,
-                     const NodeFacts& facts);
+                     const NodeFacts& facts, const std::vector<ObjectPtr>& slices = {}, const std::vector<ObjectPtr>& claims = {});
 
 }  // namespace valley::planner

@@ -116,7 +116,10 @@ bool satisfies(const NodeRequirement& r, const Node& n) {
 }
 }  // namespace
 
-std::string whole_of(const Node& n) { return gpu::whole_resource(n.vendor, n.capacity.count(gpu::kIntelXe) > 0); }
+std::string whole_of(const Node& n) {
+  if (!n.dra_class.empty()) return gpu::dra_resource(n.dra_class);
+  return gpu::whole_resource(n.vendor, n.capacity.count(gpu::kIntelXe) > 0);
+}
 
 bool selects(const Task& t, const Node& n) {
   for (const auto& [k, v] : t.node_selector) {

@@ -56,6 +56,9 @@ struct Toleration {
 struct Node {
   std::string name;
   std::string vendor;                    // "nvidia", "amd", "intel", "" (no GPUs)
+  // Its whole GPUs come from a DRA driver through this DeviceClass ("" : a device plugin's), and
+  // the product their attributes name (pricing reads it where no product label is set).
+  std::string dra_class, dra_product;
   std::string capacity_class = "on-demand";  // or "spot"
   std::map<std::string, int64_t> free;   // GPU resource -> units free for Valley's workers
   std::map<std::string, int64_t> capacity;  // GPU resource -> allocatable units

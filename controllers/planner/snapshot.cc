@@ -145,7 +145,9 @@ std::map<std::string, int64_t> pod_requests(const api::Pod& pod, Counted counted
 }  // namespace
 
 std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
-  return pod_requests(pod, [](const std::string& k) { return gpu::is_gpu_resource(k); });
+  auto out = pod_requests(pod, [](const std::string& k) { return gpu::is_gpu_resource(k); });
+  if (pod.claimed_count > 0) out[gpu::dra_resource(pod.claimed_class)] += pod.claimed_count;
+  return out;
 }
 
 std::map<std::string, int64_t> room_requests(const api::Pod& pod) {

@@ -17,6 +17,13 @@ namespace valley::planner {
 
 using json = nlohmann::json;
 
+// A DRA driver whose devices are GPUs Valley places work on: whose GPUs (vendor) and the
+// DeviceClass a claim names to get one.
+struct DraDriver {
+  std::string driver, vendor, device_class;
+  bool operator==(const DraDriver&) const = default;
+};
+
 struct NodeFacts {
   // label=value pairs that mark spot/preemptible capacity.
   std::vector<std::pair<std::string, std::string>> spot_labels = {{"karpenter.sh/capacity-type", "spot"},
@@ -36,6 +43,13 @@ struct NodeFacts {
                                                    "NVSwitchFatalError", "NVSwitchDown"};
   std::vector<std::string> gpu_fault_taints = {"nvidia.com/gpu-xid-error", "nvidia.com/gpu-nvlink-error",
                                                "nvidia.com/syslog-xid-error", "nvidia.com/gpu-error"};
+  // The GPU drivers of NVIDIA, AMD and Intel as their DRA drivers name themselves, each with the
+  // DeviceClass it installs under the same name (the operator's --dra-drivers adds others).
+  std::vector<DraDriver> dra_drivers = {{"gpu.nvidia.com", "nvidia", "gpu.nvidia.com"},
+                                        {"gpu.amd.com", "amd", "gpu.amd.com"},
+                                        {"gpu.intel.com", "intel", "gpu.intel.com"}};
+  // Device attributes read as a DRA GPU's product (pricing keys on it), first found wins.
+  std::vector<std::string> dra_product_attributes = {"productName", "model"};
 };
 
 // `name` matches `pattern`, where '*' stands for any run of characters.

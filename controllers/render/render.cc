@@ -226,8 +226,15 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
   container["env"].push_back(env("VALLEY_WORKER_INDEX", std::to_string(index)));
   if (placement.gpu_count > 0) {
     pod["metadata"]["finalizers"] = json::array({kAccountingFinalizer});
-    container["resources"]["limits"][placement.gpu_resource] = std::to_string(placement.gpu_count);
-    container["resources"]["requests"][placement.gpu_resource] = std::to_string(placement.gpu_count);
+    if (const std::string device_class = gpu::dra_class_of(placement.gpu_resource); !device_class.empty()) {
+      pod["metadata"]["annotations"][api::kClaimedGpusAnnotation] = device_class + "=" + std::to_string(placement.gpu_count);
+      pod["spec"]["resourceClaims"] =
+          json::array({{{"name", kGpuClaim}, {"resourceClaimTemplateName", gpu_claim_template_name(spec.name, device_class, placement.gpu_count)}}});
+      container["resources"]["claims"] = json::array({{{"name", kGpuClaim}}});
+    } else {
+      container["resources"]["limits"][placement.gpu_resource] = std::to_string(placement.gpu_count);
+      container["resources"]["requests"][placement.gpu_resource] = std::to_string(placement.gpu_count);
+    }
   }
   if (!placement.node.empty()) {
     // kube-scheduler still binds the pod (checking CPU, memory, taints), but only to the planned node.
@@ -236,6 +243,19 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
          json::array({{{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {placement.node}}}})}}})}};
   }
   return pod;
+}
+
+std::string gpu_claim_template_name(const std::string& task, const std::string& device_class, int count) {
+  return task + "-gpus-" + std::to_string(count) + "." + device_class;
+}
+
+json gpu_claim_template(const TaskSpec& spec, const std::string& device_class, int count) {
+  json request = {{"name", kGpuClaim},
+                  {"exactly", {{"deviceClassName", device_class}, {"allocationMode", "ExactCount"}, {"count", count}}}};
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaimTemplate"},
+          {"metadata", metadata(spec, gpu_claim_template_name(spec.name, device_class, count), "", 0)},
+          {"spec", {{"metadata", {{"labels", labels(spec, "worker", 0)}}}, {"spec", {{"devices", {{"requests", json::array({request})}}}}}}}};
 }
 
 // The launcher goes out with its workers; this init container holds mpirun back until every worker

@@ -65,7 +65,15 @@ struct Shape {
   int epoch = 1;
 };
 
+// A worker placed on DRA GPUs (gpu_resource "dra:<DeviceClass>") asks for them through a claim
+// made from gpu_claim_template (kube-scheduler allocates it on the node Valley pinned) and says
+// what it holds in api::kClaimedGpusAnnotation; any other GPU resource is a limit and a request.
 json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement);
+// The ResourceClaimTemplate such a worker names: `count` devices of `device_class`, owned by the
+// task; its claims carry Valley's labels (so the planner counts them through the pods, not twice).
+std::string gpu_claim_template_name(const std::string& task, const std::string& device_class, int count);
+json gpu_claim_template(const TaskSpec& spec, const std::string& device_class, int count);
+inline constexpr const char* kGpuClaim = "gpus";  // the claim's name in the pod and its request's
 // An MPI launcher is created with its workers. Its last init container (kWaitForWorkers, the
 // launcher's image and ssh settings) waits until every worker in the hostfile answers over ssh, so
 // mpirun starts only when it can reach them all; after VALLEY_WORKERS_WAIT_SECONDS (the launcher's

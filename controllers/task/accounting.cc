@@ -39,7 +39,7 @@ nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::
     cost::PodUse u = cost::pod_use(*pod);
     if (!u.end && ended_now.count(u.uid)) u.end = o.now;
     if (!u.node.empty() && !rates.count(u.node))
-      if (auto n = cache_.node(u.node)) rates[u.node] = cost::rate_for(*p, n->vendor, n->labels);
+      if (auto n = cache_.node(u.node)) rates[u.node] = cost::rate_for(*p, n->vendor, n->labels, n->dra_product);
     if (u.end && until.count(u.uid) &&
         until[u.uid] < std::chrono::duration_cast<std::chrono::milliseconds>(u.end->time_since_epoch()).count())
       pod_ended = true;

@@ -55,6 +55,8 @@ ClusterCache::ClusterCache(kube::Client& client, const ControllerOptions& option
   pricing_ = std::make_unique<kube::Informer>(client_, res::kPricingPolicies);
   tenants_ = std::make_unique<kube::Informer>(client_, res::kTenants);
   namespaces_ = std::make_unique<kube::Informer>(client_, res::kNamespaces);
+  slices_ = std::make_unique<kube::Informer>(client_, res::kResourceSlices);
+  claims_ = std::make_unique<kube::Informer>(client_, res::kResourceClaims);
   // The planning snapshot follows the caches event by event (registered first, so that whatever
   // these events wake finds it up to date).
   auto snapshot_handlers = [this]<class T>(void (planner::ClusterSnapshot::*upsert)(const std::shared_ptr<const T>&),
@@ -73,6 +75,8 @@ ClusterCache::ClusterCache(kube::Client& client, const ControllerOptions& option
   tasks_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_task, &planner::ClusterSnapshot::remove_task));
   pods_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_pod, &planner::ClusterSnapshot::remove_pod));
   nodes_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_node, &planner::ClusterSnapshot::remove_node));
+  slices_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_slice, &planner::ClusterSnapshot::remove_slice));
+  claims_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_claim, &planner::ClusterSnapshot::remove_claim));
 }
 
 ClusterCache::~ClusterCache() { stop(); }
@@ -91,6 +95,12 @@ void ClusterCache::start(const std::atomic<bool>& stop) {
     if (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(5)))
       spdlog::warn("tenants: {} not listed yet (is the Tenant CRD installed, may Valley list namespaces?): planning without tenants meanwhile",
                    inf == tenants_.get() ? "tenants" : "namespaces");
+  // DRA likewise: a cluster before Kubernetes 1.34 (or one that turned it off) has no resource.k8s.io/v1.
+  for (auto* inf : {slices_.get(), claims_.get()}) inf->start();
+  for (auto* inf : {slices_.get(), claims_.get()})
+    if (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(5)))
+      spdlog::warn("dra: {} not listed yet (resource.k8s.io/v1 served? may Valley list them?): GPUs published through DRA are not placed on meanwhile",
+                   inf->resource().plural);
   gpu_stop_ = false;
   gpu_thread_ = std::make_unique<std::thread>([this] {
     kube::name_this_thread("gpu-metrics");
@@ -105,7 +115,7 @@ void ClusterCache::stop() {
     gpu_thread_.reset();
   }
   kube::InformerBase* all[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), pricing_.get(), tenants_.get(),
-                               namespaces_.get()};
+                               namespaces_.get(), slices_.get(), claims_.get()};
   for (auto* inf : all)
     if (inf) inf->stop();
 }

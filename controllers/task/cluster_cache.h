@@ -1,7 +1,7 @@
 // The cluster as Valley's loops read it, shared by all of them: informers over TrainingTasks, all
 // pods and nodes (cached lean: cache_fields.h), the Services Valley made, the namespace-ownership
 // ConfigMap, PricingPolicies, Tenants and namespaces; the planning snapshot kept from their events;
-// the PricingPolicy in force; namespace ownership as last resolved; GPU faults and utilization from
+// DRA ResourceSlices and ResourceClaims; the PricingPolicy in force; namespace ownership as last resolved; GPU faults and utilization from
 // Prometheus (GpuWatcher). The loops register their handlers before start(); everything else is a
 // read. Nodes are parsed once, in the snapshot (node() and nodes() hand out those), with the GPU
 // faults Prometheus reports laid over them.
@@ -54,6 +54,8 @@ class ClusterCache {
   kube::Informer& pricing() { return *pricing_; }
   kube::Informer& tenants() { return *tenants_; }
   kube::Informer& namespaces() { return *namespaces_; }
+  kube::Informer& slices() { return *slices_; }
+  kube::Informer& claims() { return *claims_; }
   const kube::Informer& tasks() const { return *tasks_; }
 
   kube::ObjectPtr task(const std::string& key) const;
@@ -96,6 +98,7 @@ class ClusterCache {
   kube::Client& client_;
   const ControllerOptions& options_;
   std::unique_ptr<kube::Informer> tasks_, nodes_, services_, configs_, pricing_, tenants_, namespaces_;
+  std::unique_ptr<kube::Informer> slices_, claims_;  // DRA (resource.k8s.io/v1)
   // Pods typed (api::Pod): every pod of the cluster is cached, and a typed one is a tenth of its JSON.
   std::unique_ptr<kube::BasicInformer<api::Pod>> pods_;
   std::mutex snapshot_mu_;

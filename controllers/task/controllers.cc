@@ -107,6 +107,8 @@ void Controllers::route_events() {
   auto dirty = [replan](const auto&) { replan(); };
   cache_.pods().add_handlers({dirty, replan_if_needed, dirty});
   cache_.nodes_informer().add_handlers({dirty, replan_if_needed, dirty});
+  cache_.slices().add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
+  cache_.claims().add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
 }
 
 void Controllers::run(const std::atomic<bool>& stop) {

@@ -3,6 +3,9 @@
 // the API server's refusals mean for the task. The SSH key Secret is asked for by name.
 #include <spdlog/spdlog.h>
 
+#include <set>
+
+#include "controllers/api/pod.h"
 #include "controllers/render/render.h"
 #include "controllers/render/ssh_keys.h"
 #include "controllers/task/task_reconciler.h"
@@ -19,6 +22,16 @@ std::vector<TaskReconciler::Creation> TaskReconciler::creations_of(const lifecyc
   const std::string ns = kube::string_at(kube::object_at(o.task, "metadata"), "namespace");
   if (d.create_ssh_secret && o.parsed.spec)
     creations.push_back({&res::kSecrets, render::ssh_secret(*o.parsed.spec, render::generate_ssh_key_pair(o.parsed.spec->name)), "", false, {}});
+  // A worker on DRA GPUs names a claim template: made with it (409 when it exists: fine).
+  std::set<std::string> templates;
+  for (const auto& object : d.create) {
+    if (object.value("kind", "") != "Pod" || !o.parsed.spec) continue;
+    const auto claimed = api::claimed_gpus(
+        kube::string_at(kube::object_at(kube::object_at(object, "metadata"), "annotations"), api::kClaimedGpusAnnotation));
+    const int count = static_cast<int>(claimed.count);
+    if (count > 0 && templates.insert(render::gpu_claim_template_name(o.parsed.spec->name, claimed.device_class, count)).second)
+      creations.push_back({&res::kResourceClaimTemplates, render::gpu_claim_template(*o.parsed.spec, claimed.device_class, count), "", false, {}});
+  }
   for (const auto& object : d.create) {
     const std::string kind = object.value("kind", "");
     const kube::Resource* r = kind == "Pod" ? &res::kPods : &res::kServices;

@@ -36,6 +36,10 @@ inline const Resource kServiceAccounts{"", "v1", "serviceaccounts", "ServiceAcco
 inline const Resource kDeployments{"apps", "v1", "deployments", "Deployment", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 inline const Resource kEvents{"events.k8s.io", "v1", "events", "Event", true};
+inline const Resource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false};
+inline const Resource kResourceClaims{"resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true};
+inline const Resource kResourceClaimTemplates{"resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true};
+inline const Resource kDeviceClasses{"resource.k8s.io", "v1", "deviceclasses", "DeviceClass", false};
 inline const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                                  "CustomResourceDefinition", false};
 inline const Resource kTrainingTasks{"valley.dev", "v1alpha1", "trainingtasks", "TrainingTask", true};

@@ -66,6 +66,12 @@ class TaskTest : public ClusterTest {
     lo.label_selector = "valley.dev/task=" + name;
     return admin->list(kPods, ns, lo).items;
   }
+  std::vector<json> workers(const std::string& name = "job") {
+    std::vector<json> out;
+    for (const auto& p : pods(name))
+      if (p["metadata"]["labels"].value("valley.dev/role", "") == "worker") out.push_back(p);
+    return out;
+  }
   json cost(const std::string& name = "job") { return task(name).value("status", json::object()).value("cost", json::object()); }
   std::string operator_log() const { return op_ ? op_->output() : ""; }
   // The namespace's Events, "Reason: note" a line.

@@ -51,12 +51,6 @@ class VendorsTest : public TaskTest {
     }
     return spec;
   }
-  std::vector<json> workers(const std::string& task) {
-    std::vector<json> out;
-    for (const auto& p : pods(task))
-      if (p["metadata"]["labels"].value("valley.dev/role", "") == "worker") out.push_back(p);
-    return out;
-  }
   std::string pool_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "controllers/api/pod.h"
 #include "controllers/render/render.h"
 
 namespace valley::planner {
@@ -15,7 +16,8 @@ json dump(const SnapshotView& v) {
   for (const auto& node : v.nodes) {
     const Node& n = *node;
     out["nodes"].push_back({{"name", n.name}, {"vendor", n.vendor}, {"class", n.capacity_class}, {"free", n.free},
-                            {"capacity", n.capacity}, {"schedulable", n.schedulable}, {"notice", n.notice}, {"fault", n.fault}});
+                            {"capacity", n.capacity}, {"schedulable", n.schedulable}, {"notice", n.notice}, {"fault", n.fault},
+                            {"draClass", n.dra_class}, {"draProduct", n.dra_product}});
   }
   for (const auto& entry : v.tasks) {
     const auto& t = *entry;
@@ -38,19 +40,39 @@ json dump(const SnapshotView& v) {
 // Random objects over a small name space, so that updates, deletions and re-creations collide.
 struct World {
   std::mt19937 rng{7};
-  std::map<std::string, ObjectPtr> nodes, tasks;
+  std::map<std::string, ObjectPtr> nodes, tasks, slices, claims;
   std::map<std::string, PodPtr> pods;
   int pick(int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); }
 
   ObjectPtr node() {
     json n = {{"metadata", {{"name", "n" + std::to_string(pick(5))}, {"labels", json::object()}}},
-              {"status", {{"allocatable", {{"nvidia.com/gpu", std::to_string(pick(9))}}},
+              {"status", {{"allocatable", pick(3) ? json{{"nvidia.com/gpu", std::to_string(pick(9))}} : json::object()},
                           {"conditions", json::array({{{"type", "Ready"}, {"status", pick(4) ? "True" : "False"}}})}}},
               {"spec", json::object()}};
     if (pick(3) == 0) n["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot";
     if (pick(3) == 0) n["metadata"]["labels"]["example.com/spot"] = "yes";
     if (pick(5) == 0) n["spec"]["taints"] = json::array({{{"key", "nvidia.com/gpu-xid-error"}, {"effect", "NoSchedule"}}});
     return std::make_shared<const json>(std::move(n));
+  }
+  // A DRA driver's slice of a pool on a node (n5 never exists; gpu.example.com is not a GPU driver).
+  ObjectPtr slice() {
+    const std::string node = "n" + std::to_string(pick(6)), driver = pick(5) ? "gpu.nvidia.com" : "gpu.example.com";
+    json devices = json::array();
+    for (int d = 0, count = pick(5); d < count; ++d)
+      devices.push_back({{"name", "gpu-" + std::to_string(pick(6))}, {"attributes", {{"productName", {{"string", pick(2) ? "H100" : "A100"}}}}}});
+    return std::make_shared<const json>(json{{"metadata", {{"name", "s" + std::to_string(pick(6))}}},
+                                             {"spec", {{"driver", driver}, {"nodeName", node}, {"pool", {{"name", node}, {"generation", pick(3)}}},
+                                                       {"devices", devices}}}});
+  }
+  // A claim holding devices of a node's pool; Valley's sometimes.
+  ObjectPtr claim() {
+    json results = json::array();
+    for (int d = 0, count = pick(3); d < count; ++d)
+      results.push_back({{"driver", "gpu.nvidia.com"}, {"pool", "n" + std::to_string(pick(6))}, {"device", "gpu-" + std::to_string(pick(6))}});
+    json c = {{"metadata", {{"name", "c" + std::to_string(pick(5))}, {"namespace", "ns"}, {"labels", json::object()}}},
+              {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
+    if (pick(3) == 0) c["metadata"]["labels"][render::label::kManagedBy] = "valley";
+    return std::make_shared<const json>(std::move(c));
   }
   ObjectPtr task() {
     const int i = pick(4);
@@ -84,6 +106,7 @@ struct World {
                                                   {"message", "0/5 nodes are available: " + std::to_string(pick(3))}}});
     }
     if (pick(6) == 0) p["metadata"]["labels"].erase(render::label::kManagedBy);  // someone else's pod
+    if (pick(4) == 0) p["metadata"]["annotations"][api::kClaimedGpusAnnotation] = "gpu.nvidia.com=" + std::to_string(pick(3));
     return std::make_shared<const api::Pod>(api::pod_from(p));
   }
   static std::string key(const ObjectPtr& o) {
@@ -104,7 +127,7 @@ TEST(ClusterSnapshot, EqualsARebuildAfterRandomEventSequences) {
   NodeFacts facts;
   ClusterSnapshot snapshot(facts);
   for (int step = 0; step < 4000; ++step) {
-    switch (w.pick(8)) {
+    switch (w.pick(11)) {
       case 0: {
         auto n = w.node();
         w.nodes[World::key(n)] = n;
@@ -148,10 +171,34 @@ TEST(ClusterSnapshot, EqualsARebuildAfterRandomEventSequences) {
           snapshot.set_facts(facts);
         }
         break;
+      case 8: {
+        auto s = w.slice();
+        w.slices[World::key(s)] = s;
+        snapshot.upsert_slice(s);
+        break;
+      }
+      case 9: {
+        auto c = w.claim();
+        w.claims[World::key(c)] = c;
+        snapshot.upsert_claim(c);
+        break;
+      }
+      case 10:
+        if (w.pick(2)) {
+          const std::string name = "s" + std::to_string(w.pick(6));
+          w.slices.erase(name);
+          snapshot.remove_slice(name);
+        } else {
+          const std::string key = "ns/c" + std::to_string(w.pick(5));
+          w.claims.erase(key);
+          snapshot.remove_claim(key);
+        }
+        break;
     }
     if (step % 7 == 0) {
       const json incremental = dump(snapshot.view());
-      const json reference = dump(rebuild(World::all(w.nodes), World::all(w.pods), World::all(w.tasks), facts));
+      const json reference =
+          dump(rebuild(World::all(w.nodes), World::all(w.pods), World::all(w.tasks), facts, World::all(w.slices), World::all(w.claims)));
       ASSERT_EQ(incremental, reference) << "after step " << step << "\nincremental: " << incremental.dump() << "\nrebuild: " << reference.dump();
     }
   }

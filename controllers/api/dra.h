@@ -1,0 +1,50 @@
+// Dynamic Resource Allocation objects (resource.k8s.io/v1) as the planner reads them, typed and
+// read tolerantly (a field absent or of another type reads as absent):
+// - a ResourceSlice: the devices one driver publishes for one node in one pool, at the pool's
+//   generation (only the newest generation of a pool counts; a slice without a nodeName, such as
+//   network-attached devices, is read but places nothing);
+// - a ResourceClaim: the devices its allocation holds (driver, pool, device per result) and
+//   whether Valley made it (from one of its templates: the planner counts those through the worker
+//   pods instead, so no device is counted twice).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace valley::api {
+
+struct DraDevice {
+  std::string name;
+  std::string product;  // the first product attribute it has ("" if none)
+  bool operator==(const DraDevice&) const = default;
+};
+
+struct DraSlice {
+  std::string name, driver, pool, node;
+  int64_t generation = 0;
+  std::vector<DraDevice> devices;
+  bool operator==(const DraSlice&) const = default;
+};
+
+// product_attributes: device attribute names read as the product, first found wins; each is
+// looked up as given and qualified by the driver ("<driver>/<name>").
+DraSlice dra_slice_from(const nlohmann::json& slice, const std::vector<std::string>& product_attributes);
+
+struct DraClaimResult {
+  std::string driver, pool, device;
+  bool operator==(const DraClaimResult&) const = default;
+};
+
+struct DraClaim {
+  std::string key;  // namespace/name
+  bool valley = false;  // labelled app.kubernetes.io/managed-by=valley
+  std::vector<DraClaimResult> allocated;  // empty while not allocated
+  bool operator==(const DraClaim&) const = default;
+};
+
+DraClaim dra_claim_from(const nlohmann::json& claim);
+
+}  // namespace valley::api

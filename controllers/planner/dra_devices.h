@@ -1,0 +1,29 @@
+// GPUs published through Dynamic Resource Allocation, as the planner counts them, purely:
+// - a node's DRA GPUs: the devices of the newest generation of each pool its ResourceSlices
+//   publish, from drivers NodeFacts names, counted as "dra:<DeviceClass>" units with the driver's
+//   vendor and the product their attributes give. A node whose device plugin already advertises
+//   GPUs keeps those alone: the same GPUs published both ways must not be counted twice.
+// - what allocated ResourceClaims hold, by node (the pool's node) and DRA resource. Claims Valley
+//   made are left out: its worker pods say what they hold (api::kClaimedDevicesAnnotation), as a
+//   device plugin's pod does.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "controllers/api/dra.h"
+#include "controllers/planner/planner.h"
+#include "controllers/planner/snapshot.h"
+
+namespace valley::planner {
+
+// `n` (from node_from) with the DRA GPUs of `slices` (those whose nodeName is n) laid over.
+void add_dra_devices(Node& n, const std::vector<const api::DraSlice*>& slices, const NodeFacts& facts);
+
+// Node -> DRA resource -> devices held by the allocated claims Valley did not make.
+std::map<std::string, std::map<std::string, int64_t>> held_by_claims(const std::vector<const api::DraSlice*>& slices,
+                                                                     const std::vector<const api::DraClaim*>& claims,
+                                                                     const NodeFacts& facts);
+
+}  // namespace valley::planner
