@@ -10,6 +10,7 @@ pods=${BENCH_INFORMER_PODS:-10000}
 
 echo "bench: planner decision time, 1,000 nodes x 500 pending tasks"
 build/bin/bench_planner 1000 500 3 | tee "$results/planner.json"
+build/bin/bench_planner 1000 500 3 dra | tee "$results/planner_dra.json"
 echo "bench: one plan while a burst of N tasks runs (bench/controlplane's cluster), N = 200 1000 2000 5000"
 for n in 200 1000 2000 5000; do build/bin/bench_planner running "$n" 3; done | tee "$results/planner_running.jsonl"
 echo "bench: watch stream decoding"

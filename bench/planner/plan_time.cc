@@ -1,7 +1,8 @@
 // Planner decision time on a large snapshot: N nodes (mixed NVIDIA 8-GPU on-demand/spot, AMD, MIG)
 // and T pending tasks of mixed sizes and priorities, planned from scratch; then the same cluster
 // re-planned with the result as its state (the steady-state case). Prints JSON.
-//   bench_planner [nodes=1000] [tasks=500] [repeats=5]
+//   bench_planner [nodes=1000] [tasks=500] [repeats=5] [dra]: with `dra`, half the nodes (every
+//   other one; whole NVIDIA or AMD GPUs) have their GPUs through DRA instead of a device plugin
 //   bench_planner running N [repeats=5]: the cluster of bench/controlplane once all is admitted: N
 //   nodes of 8 GPUs and N tasks of 8 one-GPU workers, each task on a node of its own, re-planned
 //   (what every plan of the operator costs while a burst of N tasks runs; its growth with N): the
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
   int n_nodes = argc > 1 ? std::atoi(argv[1]) : 1000;
   int n_tasks = argc > 2 ? std::atoi(argv[2]) : 500;
   int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
+  const bool dra = argc > 4 && std::string(argv[4]) == "dra";
   std::mt19937 rng(42);
   std::vector<Node> nodes;
   for (int i = 0; i < n_nodes; ++i) {
@@ -94,6 +96,10 @@ int main(int argc, char** argv) {
     } else {
       n.vendor = "nvidia";
       n.free = {{"nvidia.com/gpu", 4}, {"nvidia.com/mig-1g.10gb", 14}, {"nvidia.com/mig-3g.40gb", 4}};
+    }
+    if (dra && i % 2 == 0) {  // kinds 0-8 only: whole GPUs of NVIDIA or AMD
+      n.dra_class = "gpu." + n.vendor + ".com";
+      n.free = {{"dra:" + n.dra_class, 8}};
     }
     nodes.push_back(n);
   }
@@ -131,8 +137,9 @@ int main(int argc, char** argv) {
     plan(nodes, state, now + std::chrono::minutes(1));
     warm_best = std::min(warm_best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::printf("{\"benchmark\":\"planner\",\"nodes\":%d,\"tasks\":%d,\"admitted\":%d,\"workers_placed\":%d,"
+  std::printf("{\"benchmark\":\"planner\",\"nodes\":%d,\"tasks\":%d,\"draNodes\":%d,\"admitted\":%d,\"workers_placed\":%d,"
               "\"plan_ms_from_scratch\":%.1f,\"plan_ms_steady_state\":%.1f}\n",
-              n_nodes, n_tasks, admitted, workers, cold_best, warm_best);
+              n_nodes, n_tasks, static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const Node& n) { return !n.dra_class.empty(); })),
+              admitted, workers, cold_best, warm_best);
   return 0;
 }

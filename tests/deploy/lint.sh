@@ -33,7 +33,8 @@ quiet "$bin/helm" template team "$chart" -n ml-platform --kube-version "$kube_ve
   --set serviceMonitor.enabled=true,prometheusRule.enabled=true,pricingPolicy.create=true,podSecurity=Restricted \
   --set networkPolicy.enabled=true,podDisruptionBudget.enabled=true,extraArgs[0]=--cost-interval=1m \
   --set gpuHealth.prometheusUrl=http://prometheus.monitoring:9090 \
-  --set 'topologyLevels[0].name=rack,topologyLevels[0].label=topology.example.com/rack' > "$out/helm-all.yaml"
+  --set 'topologyLevels[0].name=rack,topologyLevels[0].label=topology.example.com/rack' \
+  --set 'draDrivers[0].driver=gpu.example.com,draDrivers[0].vendor=nvidia,draDrivers[0].deviceClass=gpu.example.com' > "$out/helm-all.yaml"
 for k in base overlays/dev overlays/production; do
   "$bin/kubectl" kustomize "deploy/$k" > "$out/kustomize-${k//\//-}.yaml"
 done
