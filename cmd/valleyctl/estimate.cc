@@ -13,6 +13,7 @@
 #include "controllers/cost/engine.h"
 #include "controllers/cost/planner_config.h"
 #include "controllers/cost/report.h"
+#include "controllers/planner/cluster_snapshot.h"
 #include "controllers/planner/scaling.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/api/seed.h"
@@ -41,6 +42,7 @@ namespace cost = valley::cost;
 struct Market {
   json policy_object;
   std::vector<json> nodes;
+  std::vector<planner::ObjectPtr> slices, claims;  // DRA, when the cluster serves it
   std::unique_ptr<kube::Client> client;  // null offline
 };
 std::optional<Market> read_market(const Flags& flags) {
@@ -58,6 +60,12 @@ std::optional<Market> read_market(const Flags& flags) {
     m.client = std::make_unique<kube::Client>(kube::load_default(flags.get("kubeconfig"), flags.get("context")));
     if (m.policy_object.is_null()) m.policy_object = m.client->get(kube::resources::kPricingPolicies, "", flags.get("pricing-policy"));
     m.nodes = m.client->list(kube::resources::kNodes, "").items;
+    try {
+      for (auto& s : m.client->list(kube::resources::kResourceSlices, "").items) m.slices.push_back(std::make_shared<const json>(std::move(s)));
+      for (auto& c : m.client->list(kube::resources::kResourceClaims, "").items) m.claims.push_back(std::make_shared<const json>(std::move(c)));
+    } catch (const kube::KubeError&) {
+      // No resource.k8s.io/v1 (before Kubernetes 1.34) or not allowed: device plugins' GPUs only.
+    }
   } catch (const kube::KubeError& e) {
     if (m.policy_object.is_null()) {
       std::cerr << "valleyctl: no PricingPolicy: " << e.what() << " (pass --policy FILE to estimate offline)\n";
@@ -88,24 +96,23 @@ std::vector<cost::NodeRate> policy_rates(const cost::Policy& policy, const api::
   return out;
 }
 
-// The cluster's GPU nodes less what its pods hold (nothing offline or when pods cannot be listed).
-std::vector<planner::Node> free_nodes(const Market& m) {
-  std::vector<planner::Node> pn;
-  std::map<std::string, size_t> index;
-  for (const auto& n : m.nodes) {
-    index[n["metadata"].value("name", "")] = pn.size();
-    pn.push_back(planner::node_from(n));
-  }
-  if (!m.client || pn.empty()) return pn;
-  try {
-    for (const auto& pod : m.client->list(kube::resources::kPods, "").items) {
-      auto it = index.find(pod["spec"].value("nodeName", ""));
-      if (it != index.end()) planner::subtract(pn[it->second], api::pod_from(pod));
+// The cluster's GPU nodes as the operator's planner reads them (device plugins' and DRA's GPUs),
+// less what its pods and claims hold when `free` (nothing offline or when pods cannot be listed).
+std::vector<planner::Node> market_nodes(const Market& m, bool free) {
+  std::vector<planner::ObjectPtr> nodes;
+  for (const auto& n : m.nodes) nodes.push_back(std::make_shared<const json>(n));
+  std::vector<planner::PodPtr> pods;
+  if (free && m.client && !nodes.empty()) {
+    try {
+      for (const auto& pod : m.client->list(kube::resources::kPods, "").items) pods.push_back(std::make_shared<const api::Pod>(api::pod_from(pod)));
+    } catch (const kube::KubeError& e) {
+      std::cerr << "valleyctl: cannot list pods (" << e.what() << "); estimating as if the cluster were empty\n";
     }
-  } catch (const kube::KubeError& e) {
-    std::cerr << "valleyctl: cannot list pods (" << e.what() << "); estimating as if the cluster were empty\n";
   }
-  return pn;
+  const auto view = planner::rebuild(nodes, pods, {}, {}, m.slices, free ? m.claims : std::vector<planner::ObjectPtr>{});
+  std::vector<planner::Node> out;
+  for (const auto& n : view.nodes) out.push_back(*n);
+  return out;
 }
 
 void print_estimate(const api::TaskSpec& spec, const cost::Policy& policy, const cost::Estimate& e, const json& out,
@@ -153,7 +160,7 @@ int cmd_estimate(const Flags& flags, const std::vector<std::string>& args) {
     std::cerr << "\n";
     return 1;
   }
-  std::vector<cost::NodeRate> candidates = cost::candidate_rates(*policy, spec, *task, market->nodes);
+  std::vector<cost::NodeRate> candidates = cost::candidate_rates(*policy, spec, *task, market_nodes(*market, false));
   if (candidates.empty()) candidates = policy_rates(*policy, spec);
   if (candidates.empty()) {
     std::cerr << "valleyctl: no GPU the task could use is priced\n";
@@ -165,7 +172,7 @@ int cmd_estimate(const Flags& flags, const std::vector<std::string>& args) {
   const auto now = std::chrono::system_clock::now();
   if (!(*task)["metadata"].contains("creationTimestamp")) (*task)["metadata"]["creationTimestamp"] = kube::format_time(now);
   planner::Task t = planner::task_from(spec, *task, {});
-  std::vector<planner::Node> pn = free_nodes(*market);
+  std::vector<planner::Node> pn = market_nodes(*market, true);
   planner::Config config = cost::planner_config(*policy, pn, now, {});
   if (spec.reduce_cost) {
     t.cheap_until = planner::cheap_until(now, policy->reduce_cost_patience, spec.deadline(now), spec.estimated_duration, 0, {}, t.min_workers,

@@ -5,11 +5,10 @@
 namespace valley::cost {
 
 std::vector<NodeRate> candidate_rates(const Policy& p, const api::TaskSpec& spec, const nlohmann::json& task_object,
-                                      const std::vector<nlohmann::json>& nodes, const planner::NodeFacts& facts) {
+                                      const std::vector<planner::Node>& nodes) {
   const planner::Task shape = planner::task_from(spec, task_object, {});
   std::vector<NodeRate> out;
-  for (const auto& n : nodes) {
-    planner::Node node = planner::node_from(n, facts);
+  for (const auto& node : nodes) {
     if (!spec.runs_on(node.vendor)) continue;
     if (!planner::selects(shape, node) || !planner::worker_shape(spec.gpus.milli, node)) continue;  // cannot host a worker
     out.push_back(rate_for(p, node.vendor, node.labels, node.dra_product));

@@ -18,8 +18,9 @@
 
 namespace valley::cost {
 
+// `nodes`: as the planner reads them (their GPUs whether a device plugin or DRA publishes them).
 std::vector<NodeRate> candidate_rates(const Policy& p, const api::TaskSpec& spec, const nlohmann::json& task_object,
-                                      const std::vector<nlohmann::json>& nodes, const planner::NodeFacts& facts = {});
+                                      const std::vector<planner::Node>& nodes);
 
 std::optional<NodeRate> likely_rate(const api::TaskSpec& spec, const std::vector<NodeRate>& candidates,
                                     const std::optional<NodeRate>& placed = std::nullopt);

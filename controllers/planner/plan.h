@@ -188,6 +188,9 @@ class Plan {
   size_t level_index(const std::string& name) const;
   // Why task i's topology rule can never be met, "" if it can: a level the operator does not
   // declare, or a required level no domain of which holds `need` workers even empty.
+  // Node k's whole GPUs when empty: allocatable, or at least what is free now (a node given
+  // without capacity).
+  int64_t node_whole_gpus(size_t k) const;
   std::string topology_unplaceable(size_t i, int need) const;
   // The worker of task i's placement a shrink takes (release_last): the one whose leaving keeps the
   // rest in the fewest domains (the fewest gang-mates at the widest level, then the narrower ones,

@@ -239,9 +239,7 @@ std::string Plan::topology_unplaceable(size_t i, int need) const {
     const std::string& d = domain_of(k, level);
     if (d.empty() || info_[k].whole < 0 || std::find(vendors.begin(), vendors.end(), n->vendor) == vendors.end()) continue;
     if ((kept_off_spot(t, config_) && info_[k].spot) || !selects(t, *n)) continue;
-    auto cap = n->capacity.find(names_[info_[k].whole]);
-    const int64_t gpus = cap == n->capacity.end() ? row(k)[info_[k].whole] : cap->second;
-    holds[d] += gpus / per;
+    holds[d] += node_whole_gpus(k) / per;
   }
   std::string largest;
   int64_t most = 0;

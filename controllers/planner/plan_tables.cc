@@ -229,6 +229,12 @@ std::string amount(int column, int64_t units) {
 }
 }  // namespace
 
+int64_t Plan::node_whole_gpus(size_t k) const {
+  int64_t gpus = row(k)[info_[k].whole];
+  if (auto cap = nodes_[k]->capacity.find(names_[info_[k].whole]); cap != nodes_[k]->capacity.end()) gpus = std::max(gpus, cap->second);
+  return gpus;
+}
+
 std::string Plan::unplaceable(size_t i) {
   const Task& t = tasks_[i];
   const auto& demand = demand_[i];
@@ -259,9 +265,7 @@ std::string Plan::unplaceable(size_t i) {
       most[c] = std::max(most[c], have);
       holds = holds && have >= demand[c];
     }
-    // Its whole GPUs: allocatable, or at least what is free now (a node given without capacity).
-    int64_t gpus = row(k)[info_[k].whole];
-    if (auto cap = n->capacity.find(names_[info_[k].whole]); cap != n->capacity.end()) gpus = std::max(gpus, cap->second);
+    int64_t gpus = node_whole_gpus(k);
     if (t.gpu_milli % 1000 != 0) gpus = std::max<int64_t>(gpus, 1);  // a fraction fits any GPU node (a slice, a replica)
     most_gpus = std::max(most_gpus, gpus);
     one_holds = holds && gpus >= per_worker;

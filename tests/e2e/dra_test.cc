@@ -3,6 +3,8 @@
 // written by the test, no kubelet plugin prepares anything), beside a node whose device plugin
 // advertises nvidia.com/gpu. kube-scheduler allocates the claims Valley's templates make; Valley
 // places, counts and prices those GPUs like the rest.
+#include <fstream>
+
 #include "operator/kube/error.h"
 #include "tests/e2e/task_fixture.h"
 
@@ -142,6 +144,19 @@ TEST_F(DraTest, ForeignClaimsAndBothKindsOfGpusAreCountedOnceAndNothingOverbooks
   EXPECT_NE(phase("waits"), "Running");
   EXPECT_TRUE(workers("waits").empty()) << "a gang that fits nowhere creates no pod";
   EXPECT_EQ(allocated_devices(&all)[dra_node()], 4) << "the DRA node's four GPUs, each allocated once";
+}
+
+// valleyctl estimate reads the cluster as the operator does: the H100s only DRA publishes are there,
+// and the cheapest.
+TEST_F(DraTest, ValleyctlEstimatesOnDraGpusAtTheirProductsPrice) {
+  const std::string file = ::testing::TempDir() + "/dra-task-" + ns + ".yaml";
+  std::ofstream(file) << json{{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "plan"}, {"namespace", ns}}},
+                              {"spec", [&] { json s = gang(4); s["estimatedDuration"] = "1h"; return s; }()}}.dump();
+  ChildProcess run({binary("valleyctl"), "estimate", file, "--kubeconfig=" + admin_kubeconfig_path(), "--pricing-policy=" + ns, "-o", "json"},
+                   ::testing::TempDir() + "/valleyctl-estimate-dra-" + ns + ".log");
+  ASSERT_EQ(run.wait(30s), 0) << run.output();
+  const json out = json::parse(run.output());
+  EXPECT_NE(out.value("basis", "").find("at 1.50"), std::string::npos) << out.dump(2);
 }
 
 }  // namespace
