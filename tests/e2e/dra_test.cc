@@ -33,29 +33,15 @@ class DraTest : public TaskTest {
     } catch (const kube::KubeError& e) {
       if (e.http_status() != 409) throw;
     }
-    admin->create(kPricingPolicies, "",
-                  {{"apiVersion", "valley.dev/v1alpha1"},
-                   {"kind", "PricingPolicy"},
-                   {"metadata", {{"name", ns}}},
-                   {"spec", json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"nvidia","product":"NVIDIA-H100-80GB"},"onDemand":"1.50","spot":"0.60"},
+    own(kPricingPolicies, {{"apiVersion", "valley.dev/v1alpha1"},
+                           {"kind", "PricingPolicy"},
+                           {"metadata", {{"name", ns}}},
+                           {"spec", json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"nvidia","product":"NVIDIA-H100-80GB"},"onDemand":"1.50","spot":"0.60"},
                                             {"match":{"vendor":"nvidia"},"onDemand":"2.40","spot":"0.95"}]})")}});
-    admin->create(kNodes, "", kwok_gpu_node(dra_node(), {{"valley.dev/pool", pool_}}, 0, "example.com/none"));
-    admin->create(kResourceSlices, "", slice(4));
-    admin->create(kNodes, "", kwok_gpu_node(plugin_node(), {{"valley.dev/pool", pool_}}, 4));
+    own(kNodes, kwok_gpu_node(dra_node(), {{"valley.dev/pool", pool_}}, 0, "example.com/none"));
+    own(kResourceSlices, slice(4));
+    own(kNodes, kwok_gpu_node(plugin_node(), {{"valley.dev/pool", pool_}}, 4));
     start_operator();
-  }
-  void TearDown() override {
-    for (const auto& [r, name] : {std::pair{&kResourceSlices, dra_node() + "-gpus"}, {&kNodes, dra_node()}, {&kNodes, plugin_node()}}) {
-      try {
-        admin->remove(*r, "", name);
-      } catch (const kube::KubeError&) {
-      }
-    }
-    TaskTest::TearDown();
-    try {
-      admin->remove(kPricingPolicies, "", ns);
-    } catch (const kube::KubeError&) {
-    }
   }
   std::string dra_node() const { return pool_ + "-dra"; }
   std::string plugin_node() const { return pool_ + "-plugin"; }
@@ -157,6 +143,30 @@ TEST_F(DraTest, ValleyctlEstimatesOnDraGpusAtTheirProductsPrice) {
   ASSERT_EQ(run.wait(30s), 0) << run.output();
   const json out = json::parse(run.output());
   EXPECT_NE(out.value("basis", "").find("at 1.50"), std::string::npos) << out.dump(2);
+}
+
+// The DeviceClass Valley is told to claim from selects no device (a driver reinstalled with other
+// attributes, a class edited by hand): kube-scheduler cannot allocate the claims of the workers
+// pinned to the DRA node. The task is not wedged there: the refusal, in the scheduler's words,
+// moves the gang to GPUs that take it.
+class DraClassMatchingNothingTest : public DraTest {
+ protected:
+  std::vector<std::string> operator_flags() const override {
+    auto flags = DraTest::operator_flags();
+    flags.push_back(std::string("--dra-drivers=") + kDriver + "=nvidia:" + ns + "-nothing");
+    return flags;
+  }
+};
+
+TEST_F(DraClassMatchingNothingTest, AClaimTheSchedulerCannotAllocateMovesTheGangInsteadOfWedgingIt) {
+  own(kDeviceClasses, {{"apiVersion", "resource.k8s.io/v1"},
+                       {"kind", "DeviceClass"},
+                       {"metadata", {{"name", ns + "-nothing"}}},
+                       {"spec", {{"selectors", json::array({{{"cel", {{"expression", "device.driver == \"none.example.com\""}}}}})}}}});
+  apply(gang(2), "moved");
+  ASSERT_TRUE(wait_phase("Running", 90s, "moved")) << task("moved").dump(2) << operator_log();
+  for (const auto& p : workers("moved")) EXPECT_EQ(p["spec"].value("nodeName", ""), plugin_node());
+  EXPECT_NE(operator_log().find("planning around it"), std::string::npos) << operator_log();
 }
 
 }  // namespace

@@ -37,12 +37,6 @@ class SpotTest : public TaskTest {
     admin->create(kSecrets, ns, secret);
   }
   void TearDown() override {
-    for (int i = 0; i < 3; ++i) {
-      try {
-        admin->remove(kNodes, "", node(i));
-      } catch (const kube::KubeError&) {
-      }
-    }
     TaskTest::TearDown();
     gw_.reset();
   }
@@ -56,7 +50,7 @@ class SpotTest : public TaskTest {
 
   std::string node(int i) const { return pool_ + "-spot-" + std::to_string(i); }
   void add_node(int i) {
-    admin->create(kNodes, "", kwok_gpu_node(node(i), {{"valley.dev/pool", pool_}, {"karpenter.sh/capacity-type", "spot"}}, 8));
+    own(kNodes, kwok_gpu_node(node(i), {{"valley.dev/pool", pool_}, {"karpenter.sh/capacity-type", "spot"}}, 8));
   }
   int ready_nodes() {
     kube::ListOptions lo;

@@ -19,6 +19,12 @@ class TaskTest : public ClusterTest {
   }
   void TearDown() override {
     stop_operator();
+    for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) {
+      try {
+        admin->remove(*it->first, "", it->second);
+      } catch (const kube::KubeError&) {
+      }
+    }
     // Every plan was also made from rebuilt inputs (--debug-verify-plan-inputs): the inputs kept
     // from plan to plan decided the same, through whatever this test's events were.
     for (const auto& [file, log] : logs_) EXPECT_EQ(log.find("plan inputs differ"), std::string::npos) << file;
@@ -48,6 +54,13 @@ class TaskTest : public ClusterTest {
     op_->wait(15s);
     logs_.emplace_back("operator log " + std::to_string(starts_), op_->output());
     op_.reset();
+  }
+
+  // A cluster-scoped object of the test's own (a kwok node, a ResourceSlice, a PricingPolicy):
+  // created now, removed when the test ends whatever happened.
+  json own(const kube::Resource& r, const json& object) {
+    owned_.emplace_back(&r, object["metadata"].value("name", ""));
+    return admin->create(r, "", object);
   }
 
   json apply(const json& spec, const std::string& name = "job") {
@@ -90,6 +103,7 @@ class TaskTest : public ClusterTest {
   std::unique_ptr<ChildProcess> op_;
   int starts_ = 0;
   std::vector<std::pair<std::string, std::string>> logs_;  // of the operators stopped so far
+  std::vector<std::pair<const kube::Resource*, std::string>> owned_;  // own(): removed at the end
 };
 
 // Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their

@@ -21,8 +21,7 @@ class TopologyTest : public TaskTest {
     for (const char* rack : {"a", "b"})
       for (int i = 0; i < 2; ++i) {
         const std::string name = node(rack, i);
-        nodes_.push_back(name);
-        admin->create(kNodes, "", kwok_gpu_node(name, {{"valley.dev/pool", pool_}, {"valley.dev/topology-rack", std::string("rack-") + rack}}, 8));
+        own(kNodes, kwok_gpu_node(name, {{"valley.dev/pool", pool_}, {"valley.dev/topology-rack", std::string("rack-") + rack}}, 8));
       }
     ASSERT_TRUE(eventually([&] {
       kube::ListOptions lo;
@@ -30,15 +29,6 @@ class TopologyTest : public TaskTest {
       return admin->list(kNodes, "", lo).items.size() == 4;
     }, 30s));
     start_operator();
-  }
-  void TearDown() override {
-    for (const auto& n : nodes_) {
-      try {
-        admin->remove(kNodes, "", n);
-      } catch (const kube::KubeError&) {
-      }
-    }
-    TaskTest::TearDown();
   }
   std::string node(const std::string& rack, int i) const { return pool_ + "-" + rack + "-" + std::to_string(i); }
   static std::string rack_of(const std::string& node) { return "rack-" + node.substr(node.size() - 3, 1); }
@@ -66,7 +56,6 @@ class TopologyTest : public TaskTest {
   }
 
   std::string pool_;
-  std::vector<std::string> nodes_;
 };
 
 // rack-a has 12 GPUs free (a filler holds 4 of a-0), rack-b 16: the 16-worker gang that prefers one

@@ -18,29 +18,15 @@ class VendorsTest : public TaskTest {
   void SetUp() override {
     ClusterTest::SetUp();
     pool_ = "e2e-" + ns.substr(ns.size() - 6);
-    admin->create(kPricingPolicies, "",
-                  {{"apiVersion", "valley.dev/v1alpha1"},
-                   {"kind", "PricingPolicy"},
-                   {"metadata", {{"name", ns}}},
-                   {"spec", json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"intel"},"onDemand":"1.20","spot":"0.50"},
+    own(kPricingPolicies, {{"apiVersion", "valley.dev/v1alpha1"},
+                           {"kind", "PricingPolicy"},
+                           {"metadata", {{"name", ns}}},
+                           {"spec", json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"intel"},"onDemand":"1.20","spot":"0.50"},
                                             {"match":{"vendor":"nvidia"},"onDemand":"2.40","spot":"0.95"}]})")}});
-    admin->create(kNodes, "", kwok_gpu_node(pool_ + "-nvidia", {{"valley.dev/pool", pool_}}, 8));
-    admin->create(kNodes, "", kwok_gpu_node(pool_ + "-intel", {{"valley.dev/pool", pool_}, {"gpu.intel.com/product", "Max_1550"}}, 8,
-                                            "gpu.intel.com/i915"));
+    own(kNodes, kwok_gpu_node(pool_ + "-nvidia", {{"valley.dev/pool", pool_}}, 8));
+    own(kNodes, kwok_gpu_node(pool_ + "-intel", {{"valley.dev/pool", pool_}, {"gpu.intel.com/product", "Max_1550"}}, 8,
+                              "gpu.intel.com/i915"));
     start_operator();
-  }
-  void TearDown() override {
-    for (const char* n : {"-nvidia", "-intel"}) {
-      try {
-        admin->remove(kNodes, "", pool_ + n);
-      } catch (const kube::KubeError&) {
-      }
-    }
-    TaskTest::TearDown();
-    try {
-      admin->remove(kPricingPolicies, "", ns);
-    } catch (const kube::KubeError&) {
-    }
   }
   json gang(int workers, const json& vendors = nullptr) {
     json spec = mpi_spec(workers, workers);
