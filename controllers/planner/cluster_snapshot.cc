@@ -94,11 +94,15 @@ void ClusterSnapshot::set_facts(const NodeFacts& facts) {
 
 Node ClusterSnapshot::read_node(const ObjectPtr& object) const {
   Node n = node_from(*object, facts_);
-  std::vector<const api::DraSlice*> on_node;
-  for (const auto& [name, slice] : slices_)
-    if (slice.node == n.name) on_node.push_back(&slice);
-  if (!on_node.empty()) add_dra_devices(n, on_node, facts_);
+  if (!slices_.empty()) add_dra_devices(n, slice_list(), facts_);
   return n;
+}
+
+std::vector<const api::DraSlice*> ClusterSnapshot::slice_list() const {
+  std::vector<const api::DraSlice*> out;
+  out.reserve(slices_.size());
+  for (const auto& [name, slice] : slices_) out.push_back(&slice);
+  return out;
 }
 
 void ClusterSnapshot::reread_node(const std::string& name) {
@@ -146,11 +150,9 @@ void ClusterSnapshot::remove_claim(const std::string& key) {
 void ClusterSnapshot::recount_claims() {
   if (!claims_stale_) return;
   claims_stale_ = false;
-  std::vector<const api::DraSlice*> slices;
-  for (const auto& [name, s] : slices_) slices.push_back(&s);
   std::vector<const api::DraClaim*> claims;
   for (const auto& [key, c] : claims_) claims.push_back(&c);
-  auto held = held_by_claims(slices, claims, facts_);
+  auto held = held_by_claims(slice_list(), claims, facts_);
   for (const auto* side : {&held, &claim_held_})
     for (const auto& [node, units] : *side) {
       auto before = claim_held_.find(node);
@@ -346,10 +348,7 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodP
   std::map<std::string, Node> by_name;
   for (const auto& n : nodes) {
     Node node = node_from(*n, facts);
-    std::vector<const api::DraSlice*> on_node;
-    for (const auto* s : all_slices)
-      if (s->node == node.name) on_node.push_back(s);
-    if (!on_node.empty()) add_dra_devices(node, on_node, facts);
+    add_dra_devices(node, all_slices, facts);
     by_name[key_of(*n)] = std::move(node);
   }
   std::map<std::string, api::DraClaim> claims;

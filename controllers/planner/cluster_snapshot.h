@@ -113,6 +113,7 @@ class ClusterSnapshot {
   void touch_owner(const std::string& uid);
   // The node as node_from reads it with its DRA GPUs laid over.
   Node read_node(const ObjectPtr& object) const;
+  std::vector<const api::DraSlice*> slice_list() const;
   void reread_node(const std::string& name);
   // Claims' holds recomputed after a slice or claim changed; nodes whose hold changed are redone.
   void recount_claims();

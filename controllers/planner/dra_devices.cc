@@ -26,9 +26,12 @@ std::map<std::pair<std::string, std::string>, int64_t> newest_generations(const 
 
 }  // namespace
 
-void add_dra_devices(Node& n, const std::vector<const api::DraSlice*>& slices, const NodeFacts& facts) {
+void add_dra_devices(Node& n, const std::vector<const api::DraSlice*>& all, const NodeFacts& facts) {
   for (const auto& [resource, units] : n.capacity)
     if (!gpu::vendor_of_whole(resource).empty() && units > 0) return;  // a device plugin's GPUs
+  std::vector<const api::DraSlice*> slices;
+  for (const auto* s : all)
+    if (s->node == n.name) slices.push_back(s);
   const auto newest = newest_generations(slices);
   std::set<std::tuple<std::string, std::string, std::string>> seen;  // a device listed twice counts once
   for (const auto* s : slices) {

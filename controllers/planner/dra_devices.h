@@ -18,7 +18,8 @@
 
 namespace valley::planner {
 
-// `n` (from node_from) with the DRA GPUs of `slices` (those whose nodeName is n) laid over.
+// `n` (from node_from) with the DRA GPUs of the `slices` whose nodeName is n laid over (the others
+// are passed over: the caller may hand every slice it has).
 void add_dra_devices(Node& n, const std::vector<const api::DraSlice*>& slices, const NodeFacts& facts);
 
 // Node -> DRA resource -> devices held by the allocated claims Valley did not make.
