@@ -39,7 +39,10 @@ nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::
     cost::PodUse u = cost::pod_use(*pod);
     if (!u.end && ended_now.count(u.uid)) u.end = o.now;
     if (!u.node.empty() && !rates.count(u.node))
-      if (auto n = cache_.node(u.node)) rates[u.node] = cost::rate_for(*p, n->vendor, n->labels, n->dra_product);
+      if (auto n = cache_.node_as_last_seen(u.node)) rates[u.node] = cost::rate_for(*p, n->vendor, n->labels, n->dra_product);
+    if (u.start && u.share_milli > 0 && !rates.count(u.node) && !until.count(u.uid))
+      spdlog::warn("{}/{}: pod {} ran on node {}, gone before this process saw it: its GPU time cannot be priced", o.parsed.spec->ns,
+                   o.parsed.spec->name, u.name, u.node);
     if (u.end && until.count(u.uid) &&
         until[u.uid] < std::chrono::duration_cast<std::chrono::milliseconds>(u.end->time_since_epoch()).count())
       pod_ended = true;

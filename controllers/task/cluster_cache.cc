@@ -72,6 +72,16 @@ ClusterCache::ClusterCache(kube::Client& client, const ControllerOptions& option
                                             (snapshot_.*remove)(kube::ObjectTraits<T>::key(*o));
                                           }};
   };
+  // Before the snapshot forgets a deleted node: pods that ran on it are priced by it.
+  nodes_->add_handlers(kube::InformerHandlers{[this](const kube::ObjectPtr& o) {
+                                                std::lock_guard lock(snapshot_mu_);
+                                                departed_nodes_.erase(kube::ObjectTraits<nlohmann::json>::key(*o));
+                                              },
+                                              nullptr,
+                                              [this](const kube::ObjectPtr& o) {
+                                                std::lock_guard lock(snapshot_mu_);
+                                                remember_departed(kube::ObjectTraits<nlohmann::json>::key(*o));
+                                              }});
   tasks_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_task, &planner::ClusterSnapshot::remove_task));
   pods_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_pod, &planner::ClusterSnapshot::remove_pod));
   nodes_->add_handlers(snapshot_handlers(&planner::ClusterSnapshot::upsert_node, &planner::ClusterSnapshot::remove_node));
@@ -164,6 +174,27 @@ std::optional<planner::Node> ClusterCache::node(const std::string& name) {
   }
   if (n) *n = planner::with_gpu_fault(std::move(*n), gpu_fault_of(*n));
   return n;
+}
+
+void ClusterCache::remember_departed(const std::string& name) {
+  constexpr auto kKept = std::chrono::hours(24);
+  constexpr size_t kMostKept = 10'000;
+  auto n = snapshot_.node(name);
+  if (!n) return;
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(departed_nodes_, [&](const auto& entry) { return now - entry.second.gone > kKept; });
+  if (departed_nodes_.size() >= kMostKept)
+    departed_nodes_.erase(std::min_element(departed_nodes_.begin(), departed_nodes_.end(),
+                                           [](const auto& a, const auto& b) { return a.second.gone < b.second.gone; }));
+  departed_nodes_[name] = {now, std::move(*n)};
+}
+
+std::optional<planner::Node> ClusterCache::node_as_last_seen(const std::string& name) {
+  if (auto n = node(name)) return n;
+  std::lock_guard lock(snapshot_mu_);
+  auto it = departed_nodes_.find(name);
+  if (it == departed_nodes_.end()) return std::nullopt;
+  return it->second.node;
 }
 
 std::vector<planner::Node> ClusterCache::nodes() {

@@ -185,6 +185,10 @@ void Checker::observe(const Snapshot& s) {
 }
 
 void Checker::task_update(double t, const json& before, const json& after) {
+  for (const auto& e : array_at(object_at(object_at(after, "status"), "cost"), "ledger")) {
+    int64_t& until = charged_until_ms_[string_at(e, "uid")];
+    until = std::max(until, int_at(e, "untilMs").value_or(0));
+  }
   if (uid_of(before) != uid_of(after)) return;
   const std::string name = name_of(after);
   const int64_t was = micros_of(before, "accruedMicros"), now = micros_of(after, "accruedMicros");
@@ -222,6 +226,10 @@ void Checker::check_final(const Snapshot& s) {
                    std::to_string(std::lround(seen_end - *r.start)) + "s" + (r.end ? "" : " (vanished)") +
                    (r.resurrected ? " (shown running again after it ended)" : "") +
                    (r.end_rewritten ? " (shown ending again later)" : "");
+      if (auto charged = charged_until_ms_.find(pod_uid); charged == charged_until_ms_.end())
+        intervals += " (in no ledger seen)";
+      else
+        intervals += " (a ledger charged it " + std::to_string(std::lround(double(charged->second) / 1000 - *r.start)) + "s)";
       if (r.starts_seen.size() > 1) {  // the status moved its start: say by how much, for the diagnosis
         intervals += " (starts seen at +0";
         for (auto it = std::next(r.starts_seen.begin()); it != r.starts_seen.end(); ++it)

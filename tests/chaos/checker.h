@@ -89,6 +89,7 @@ class Checker {
   std::vector<Violation> violations_;
   std::set<std::string> reported_;  // rule + object, so a lasting violation is reported once
   std::map<std::string, PodRecord> pods_;                         // by pod uid
+  std::map<std::string, int64_t> charged_until_ms_;  // by pod uid: how far a status ledger charged it (for the report)
   std::map<std::string, std::pair<std::string, std::string>> node_class_;  // node -> vendor, class
   std::map<std::string, double> orphan_since_;                    // object uid -> first seen orphaned
   int looks_ = 0, costs_checked_ = 0, costs_unpriceable_ = 0;

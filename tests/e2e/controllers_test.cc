@@ -221,6 +221,50 @@ TEST_F(ControllersTest, PolicyReconcilerPutsAValidPolicyInForceAndReportsAnInval
   EXPECT_EQ(policy_changes, 2);
 }
 
+// A worker can start and lose its node before any accrual wrote its ledger entry (the status waits
+// out its coalescing window, or the leader is between writes): it is priced by its node as the
+// cache last saw it, not dropped.
+TEST_F(ControllersTest, APodWhoseNodeWentBeforeItsFirstAccrualIsPricedAsTheNodeWas) {
+  admin->create(kPricingPolicies, "",
+                {{"apiVersion", "valley.dev/v1alpha1"},
+                 {"kind", "PricingPolicy"},
+                 {"metadata", {{"name", ns}}},
+                 {"spec", json::parse(R"({"gpu":[{"onDemand":"3.60","spot":"1.80"}]})")}});
+  ASSERT_TRUE(eventually([&] { return cache->pricing().store().get(ns) != nullptr; }, 10s));
+  EXPECT_TRUE(policies->reconcile(ns).ok);
+  ASSERT_NE(cache->policy(), nullptr);
+  const std::string node = ns + "-gone";
+  admin->create(kube::resources::kNodes, "", kwok_gpu_node(node, {{"karpenter.sh/capacity-type", "spot"}}, 8));
+  ASSERT_TRUE(eventually([&] { return cache->node(node).has_value(); }, 10s));
+  admin->remove(kube::resources::kNodes, "", node);
+  ASSERT_TRUE(eventually([&] { return !cache->node(node).has_value(); }, 10s));
+  ASSERT_TRUE(cache->node_as_last_seen(node).has_value());
+  EXPECT_FALSE(cache->node_as_last_seen(ns + "-never").has_value());
+
+  create_task("job", mpi_spec(1, 1));
+  ASSERT_TRUE(cached_task("job"));
+  lifecycle::Observed o;
+  o.task = *cache->task(ns + "/job");
+  o.parsed = api::parse_task(o.task);
+  ASSERT_TRUE(o.parsed.spec);
+  o.now = std::chrono::system_clock::now();
+  api::Pod worker;  // 4 GPUs, running for 100 s on the node now gone
+  worker.uid = ns + "-worker";
+  worker.name = "job-worker-0";
+  worker.node_name = node;
+  worker.containers.push_back({"worker", {{"nvidia.com/gpu", 4}}, {{"nvidia.com/gpu", 4}}});
+  api::PodContainerStatus running;
+  running.name = "worker";
+  running.running = true;
+  running.running_since = std::chrono::floor<std::chrono::seconds>(o.now) - std::chrono::seconds(100);
+  worker.container_statuses.push_back(running);
+  o.now = *running.running_since + std::chrono::seconds(100);
+  const json cost = accounting->cost_status(o, {std::make_shared<const api::Pod>(worker)}, false, true, {worker.uid});
+  // 4 GPUs x 100 s at the spot rate, 1.80 a GPU-hour: 0.20.
+  EXPECT_EQ(kube::object_at(kube::object_at(cost, "breakdown"), "gpuMilliSeconds").value("nvidia/spot", int64_t{0}), 400'000) << cost.dump(2);
+  EXPECT_EQ(cost.value("accruedMicros", int64_t{0}), 200'000) << cost.dump(2);
+}
+
 TEST_F(ControllersTest, OwnershipReconcilerResolvesAndPublishesWhichTenantOwnsWhichNamespace) {
   create_tenant(1);
   ASSERT_TRUE(eventually([&] { return cache->tenants().store().get(ns) != nullptr; }, 10s));
