@@ -25,6 +25,7 @@ NODE=$VALLEY_HOME/node
 NODE_NAME=valley-node-0
 NODE_IP=10.244.0.1
 NODE_BRIDGE=valley0
+NODE_BRIDGE_MAC=02:76:6c:79:00:01  # locally administered
 POD_SUBNET=10.244.0.0/24
 POD_RANGE_START=10.244.0.10
 NODE_GPUS=2
@@ -207,6 +208,10 @@ node_network_up() {
   if ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
     ip link add "$NODE_BRIDGE" type bridge
   fi
+  # A bridge without an address of its own takes the lowest of its ports' and changes it when that
+  # pod's veth goes: the other pods' ARP entries for the node's IP then point nowhere for up to a
+  # minute (a sidecar uploading outputs as its neighbours stop timed out). Its own address holds.
+  ip link set "$NODE_BRIDGE" address "$NODE_BRIDGE_MAC"
   ip addr show dev "$NODE_BRIDGE" | grep -q "inet $NODE_IP/" || ip addr add "$NODE_IP/24" dev "$NODE_BRIDGE"
   ip addr show dev "$NODE_BRIDGE" | grep -q "inet $KUBERNETES_SERVICE_IP/" || ip addr add "$KUBERNETES_SERVICE_IP/32" dev "$NODE_BRIDGE"
   ip link set "$NODE_BRIDGE" up

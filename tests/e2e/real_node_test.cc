@@ -9,6 +9,7 @@
 #include <mutex>
 #include <regex>
 
+#include "operator/kube/json_fields.h"
 #include "operator/kube/timefmt.h"
 #include "operator/storage/checkpoint_record.h"
 #include "tests/e2e/task_fixture.h"
@@ -139,6 +140,17 @@ class RealNodeTest : public TaskTest {
     for (const auto& [uid, p] : seen_) out.push_back(p);
     return out;
   }
+  // Each pod's outputs sidecar as last seen (its state says whether it kept the files and, failing,
+  // why: its termination message holds its last log lines), for a failed outputs check.
+  std::string outputs_sidecars() {
+    std::string out;
+    for (const auto& p : seen_pods())
+      for (const auto& cs : kube::array_at(kube::object_at(p, "status"), "initContainerStatuses"))
+        if (kube::string_at(cs, "name") == "valley-outputs")
+          out += "\n" + kube::string_at(kube::object_at(p, "metadata"), "name") + " (" + kube::string_at(kube::object_at(p, "status"), "phase") +
+                 "): " + kube::object_at(cs, "state").dump() + " last " + kube::object_at(cs, "lastState").dump();
+    return out;
+  }
   // A100 on demand at 3.60/GPU-h, 400 W per GPU at 0.50/kWh flat, no priority multiplier.
   void create_policy() {
     json spec = json::parse(R"({"currency":"USD",
@@ -229,7 +241,7 @@ TEST_F(RealNodeTest, AnMpiTaskTrainsOnRealPodsCheckpointsToS3SucceedsAndCostsWha
   // report beside it.
   ASSERT_TRUE(eventually([&] { return task()["status"].value("outputs", json::object()).contains("time"); }, 60s))
       << task()["status"].dump(2) << operator_log();
-  EXPECT_EQ(task()["status"]["outputs"].value("files", 0), 1) << task()["status"]["outputs"].dump(2);
+  EXPECT_EQ(task()["status"]["outputs"].value("files", 0), 1) << task()["status"]["outputs"].dump(2) << outputs_sidecars() << operator_log();
   auto outputs = s3_->store(ns + "/outputs");
   EXPECT_TRUE(outputs->get("model.txt").has_value());
   const json report = json::parse(outputs->get("valley-report.json").value_or("{}"));
