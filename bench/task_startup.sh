@@ -12,7 +12,7 @@ K create namespace $ns >/dev/null
 until K -n $ns get serviceaccount default >/dev/null 2>&1; do sleep 0.1; done
 start=$(date +%s.%N)
 K -n $ns apply -f - >/dev/null <<YAML
-apiVersion: valley.dev/v1alpha1
+apiVersion: valley.dev/v1beta1
 kind: TrainingTask
 metadata: {name: startup}
 spec:

@@ -47,7 +47,7 @@ K apply -f scripts/demo/resnet50-mpi.yaml -f scripts/demo/spot-train-mpi.yaml -f
 echo
 echo "A bad spec is refused by the API server before Valley sees it:"
 K -n $ns apply -f - <<'YAML' 2>&1 | sed 's/^/  /' || true
-apiVersion: valley.dev/v1alpha1
+apiVersion: valley.dev/v1beta1
 kind: TrainingTask
 metadata: {name: broken}
 spec: {replicas: {min: 8, max: 2}, master: {image: l}, worker: {image: w, gpus: "1.5"}}
@@ -79,7 +79,7 @@ while [ $((SECONDS - start)) -lt 150 ]; do
     urgent=yes
     echo ">>> kubectl apply urgent (priority 90, 16 workers on on-demand nodes, runs 15s)"
     K -n $ns apply -f - >/dev/null <<'YAML'
-apiVersion: valley.dev/v1alpha1
+apiVersion: valley.dev/v1beta1
 kind: TrainingTask
 metadata: {name: urgent}
 spec:
@@ -184,7 +184,7 @@ for team in lab-a lab-b; do
 done
 team() {  # name, then more of its spec (flow style)
   K apply -f - <<YAML
-apiVersion: valley.dev/v1alpha1
+apiVersion: valley.dev/v1beta1
 kind: Tenant
 metadata: {name: $1}
 spec: {namespaces: [valley-demo-$1], quotas: [{pool: nvidia/on-demand, nominal: 8}], $2}
@@ -194,7 +194,7 @@ team lab-a "maxPriority: 90"
 team lab-b 'budget: {amount: "50", period: Month, action: Wait}'
 team_task() {  # namespace name min max run-time priority
   K -n "$1" apply -f - >/dev/null <<YAML
-apiVersion: valley.dev/v1alpha1
+apiVersion: valley.dev/v1beta1
 kind: TrainingTask
 metadata: {name: $2}
 spec:

@@ -31,7 +31,7 @@ using json = nlohmann::json;
 
 namespace {
 
-const kube::Resource kTrainingTasks{"valley.dev", "v1alpha1", "trainingtasks", "TrainingTask", true};
+const kube::Resource kTrainingTasks{"valley.dev", "v1beta1", "trainingtasks", "TrainingTask", true};
 const kube::Resource kMpiJobs{"kubeflow.org", "v2beta1", "mpijobs", "MPIJob", true};
 constexpr const char* kImage = "valley.dev/bench:1";
 
@@ -52,7 +52,7 @@ json container(const std::string& name, int gpus) {
 }
 
 json training_task(const std::string& name, int workers) {
-  return {{"apiVersion", "valley.dev/v1alpha1"},
+  return {{"apiVersion", "valley.dev/v1beta1"},
           {"kind", "TrainingTask"},
           {"metadata", {{"name", name}}},
           {"spec",

@@ -43,7 +43,7 @@ json sample_pod_from_server(const std::string& ns, const std::string& name, int 
   meta["uid"] = "5d0c2f9e-8f4c-4d7a-9a41-" + std::to_string(100000000000 + resource_version);
   meta["resourceVersion"] = std::to_string(resource_version);
   meta["creationTimestamp"] = "2026-11-22T03:04:05Z";
-  meta["ownerReferences"] = {{{"apiVersion", "valley.dev/v1alpha1"},
+  meta["ownerReferences"] = {{{"apiVersion", "valley.dev/v1beta1"},
                               {"kind", "TrainingTask"},
                               {"name", "resnet50"},
                               {"uid", "0b7a1c3e-1111-4222-8333-944445555666"},

@@ -59,7 +59,7 @@ nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string
   if (!j.scaling.empty()) status["scaling"] = planner::scaling_json(j.scaling);
   // The work done so far, as the accrued cost's breakdown counts GPU time.
   if (j.result.gpu_seconds > 0) status["cost"] = {{"breakdown", {{"gpuMilliSeconds", {{"all", j.result.gpu_seconds * 1000}}}}}};
-  return {{"apiVersion", "valley.dev/v1alpha1"},
+  return {{"apiVersion", "valley.dev/v1beta1"},
           {"kind", "TrainingTask"},
           {"metadata",
            {{"name", j.trace.id},

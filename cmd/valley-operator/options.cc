@@ -49,6 +49,8 @@ Flags make_flags() {
        "node labels (key=value, comma-separated) that mark spot/preemptible capacity"},
       {"node-not-ready-grace", "30s", "a node NotReady/Unknown this long is lost: its tasks restart elsewhere"},
       {"failure-settle", "10s", "wait this long after a launcher's permanent-looking exit for a disruption that explains it"},
+      {"refused-retry", "10m",
+       "after the API server refuses a task's objects in a way retrying cannot heal (Pod Security, an invalid object, an admission policy), they are tried again when the task's spec or its namespace's labels change, or after this long"},
       {"start-grace", "3m", "pods that cannot start this long (image pull, missing Secret, unschedulable launcher) give their GPUs back; a task's runPolicy.startGraceSeconds overrides"},
       {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
@@ -61,6 +63,8 @@ Flags make_flags() {
        "node labels (key=value, comma-separated) of the launcher pool: MPI launchers run only there (stable capacity; a launcher holds no GPU but its loss restarts the gang); empty: beside worker 0"},
       {"pod-security", "Baseline",
        "the Pod Security level (Baseline or Restricted) Valley renders pods for when a task sets no spec.podSecurity.level"},
+      {"task-network-policies", "true",
+       "give each MPI task a NetworkPolicy that admits only its own pods (and the ports its templates declare) to its launcher and workers; false: leave isolation to the cluster's own policies", true},
       {"io-image", "",
        "the image with valley-io for task pods' data-in and outputs containers; empty: the operator's own pod's image (POD_NAME), else ghcr.io/valley-dev/valley-operator:<version>"},
       {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
@@ -183,6 +187,7 @@ task::ControllerOptions controller_options(const Flags& flags) {
   o.disruption.node_not_ready_grace = seconds("node-not-ready-grace");
   o.disruption.failure_settle = seconds("failure-settle");
   o.disruption.start_grace = seconds("start-grace");
+  o.refused_retry = seconds("refused-retry");
   o.checkpoint_poll = seconds("checkpoint-poll-interval");
   o.pricing_policy = flags.get("pricing-policy");
   o.launcher_pool = label_pairs(flags, "launcher-node-selector");
@@ -196,6 +201,7 @@ task::ControllerOptions controller_options(const Flags& flags) {
   else if (flags.get("pod-security") != "Baseline")
     throw std::invalid_argument("--pod-security=" + flags.get("pod-security") + " must be Baseline or Restricted");
   o.io_image = flags.get("io-image");
+  o.task_network_policies = flags.get_bool("task-network-policies");
   o.cost_interval = seconds("cost-interval");
   if (o.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");
   try {

@@ -1,5 +1,6 @@
 // valleyctl: the user's command line for Valley (also usable as the kubectl plugin `kubectl-valley`).
-// Commands: version, submit, estimate, list, describe, cost, tenants, outputs, report (common.h).
+// Commands: version, submit, estimate, list, describe, cost, tenants, outputs, report,
+// migrate-storage (common.h).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ commands:
   report NAME      Valley's report of an ended task as an HTML page (--file PATH; -o json: its JSON)
   tenants          each Tenant: its namespaces, GPUs used/nominal, borrowed, lent, fair share,
                    spend this period against its budget, waiting tasks, and why it is not Ready
+  migrate-storage  after an upgrade: rewrite Valley's objects in the version their CRDs store and
+                   record that no older version is stored (--dry-run: count only); README, Upgrading
 )";
 
 }  // namespace
@@ -42,7 +45,7 @@ int main(int argc, char** argv) {
       {"namespace", "", "-n: the namespace; empty: the kubeconfig's"},
       {"all-namespaces", "false", "-A: list, cost: every namespace", true},
       {"file", "", "report: where to write the page (default NAME-report.html)"},
-      {"dry-run", "false", "submit: validate with the API server without creating", true},
+      {"dry-run", "false", "submit: validate with the API server without creating; migrate-storage: count only", true},
       {"help", "false", "print this help", true},
   });
   // kubectl's short flags: -n NS, -A, -o FORMAT (also -oyaml, -n=NS).
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
   if (args[0] == "tenants") return cmd_tenants(flags);
   if (args[0] == "outputs") return cmd_outputs(flags, args);
   if (args[0] == "report") return cmd_report(flags, args);
+  if (args[0] == "migrate-storage") return cmd_migrate_storage(flags);
   std::cerr << "valleyctl: unknown command \"" << args[0] << "\"\n\n" << kUsage;
   return 2;
 }

@@ -41,7 +41,7 @@ int cmd_submit(const valley::Flags& flags, const std::vector<std::string>& args)
     if (!flags.get("namespace").empty() || !(*task)["metadata"].contains("namespace")) (*task)["metadata"]["namespace"] = ns;
     ns = (*task)["metadata"]["namespace"];
     const bool dry = flags.get_bool("dry-run");
-    std::string path = "/apis/valley.dev/v1alpha1/namespaces/" + ns + "/trainingtasks" + (dry ? "?dryRun=All" : "");
+    std::string path = "/apis/valley.dev/v1beta1/namespaces/" + ns + "/trainingtasks" + (dry ? "?dryRun=All" : "");
     json created = client->create(path, *task);
     if (flags.get("output") == "yaml" || flags.get("output") == "json") {
       print(flags, created);

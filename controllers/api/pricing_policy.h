@@ -1,4 +1,4 @@
-// A PricingPolicy (valley.dev/v1alpha1, cluster-scoped; the one named "default" is used) as typed
+// A PricingPolicy (valley.dev/v1beta1, cluster-scoped; the one named "default" is used) as typed
 // values: GPU prices by vendor, product and capacity class, electricity tariffs in a time zone,
 // priority multipliers, and the reduceCost and growth settings. Parsing is pure apart from reading
 // the tz database. The lookups on it (a node's rate, the tariff at an instant) are cost/policy.h.

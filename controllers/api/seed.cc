@@ -111,7 +111,7 @@ json seed_to_task(const YamlDocument& doc, const std::string& default_namespace,
   std::string ns = d.contains("Namespace") ? str("Namespace", false) : default_namespace;
   json meta = {{"name", name}};
   if (!ns.empty()) meta["namespace"] = ns;
-  return {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", meta}, {"spec", spec}};
+  return {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", meta}, {"spec", spec}};
 }
 
 }  // namespace valley::api

@@ -1,4 +1,4 @@
-// A Tenant (valley.dev/v1alpha1, cluster-scoped): a team that shares the cluster and pays for what
+// A Tenant (valley.dev/v1beta1, cluster-scoped): a team that shares the cluster and pays for what
 // it uses. It owns namespaces (a list and/or a label selector), has a GPU quota per capacity pool
 // (guaranteed nominal, how much more it may borrow, how much of its nominal it lends), a fair-share
 // weight, a money budget per period with what happens when it is spent, and the priorities its

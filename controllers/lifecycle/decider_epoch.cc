@@ -11,6 +11,7 @@
 #include "controllers/lifecycle/start_failure.h"
 #include "controllers/planner/planner.h"
 #include "controllers/planner/scaling.h"
+#include "controllers/render/network_policy.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
 
@@ -280,6 +281,7 @@ void Decider::ensure_objects(int workers, bool mpi) {
   if (mpi) {
     if (!o_.service_exists) d_.create.push_back(render::headless_service(*spec_));
     if (!o_.secret_exists) d_.create_ssh_secret = true;
+    if (o_.isolate && !o_.network_policy_exists) d_.create.push_back(render::task_network_policy(*spec_));
   }
 
   // Pods by name; stale ones (older epoch, index beyond the size, wrong role) go.

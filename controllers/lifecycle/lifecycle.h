@@ -121,6 +121,9 @@ struct Observed {
   std::vector<PodView> pods;  // owned by the task
   bool service_exists = false;
   bool secret_exists = false;
+  // An MPI task is to be walled off by a NetworkPolicy (the operator's choice), and whether it is.
+  bool isolate = false;
+  bool network_policy_exists = false;
   // nullopt: no plan yet (the planner has not run). A waiting task then stays Pending and an
   // admitted one keeps its size.
   std::optional<Admission> admission;
@@ -160,7 +163,7 @@ struct EventSpec {
 struct Decision {
   json status;  // the whole desired status
   bool status_changed = false;
-  std::vector<json> create;               // pods, Service
+  std::vector<json> create;               // pods, Service, NetworkPolicy
   bool create_ssh_secret = false;          // keys are made by the caller (randomness is not pure)
   // The hostfile for the launcher of this epoch, when its own lists other workers (a resize in
   // place): written to its api::kHostfileAnnotation.

@@ -67,7 +67,7 @@ json labels(const TaskSpec& spec, const std::string& role, int epoch) {
 }
 
 json owner_reference(const TaskSpec& spec) {
-  return json::array({{{"apiVersion", "valley.dev/v1alpha1"},
+  return json::array({{{"apiVersion", "valley.dev/v1beta1"},
                        {"kind", "TrainingTask"},
                        {"name", spec.name},
                        {"uid", spec.uid},
@@ -200,6 +200,8 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
 
 std::string launcher_name(const std::string& task) { return task + "-launcher"; }
 std::string worker_name(const std::string& task, int index) { return task + "-worker-" + std::to_string(index); }
+json task_object_metadata(const TaskSpec& spec, const std::string& name) { return metadata(spec, name, "", 0); }
+
 std::string service_name(const std::string& task) { return task + "-workers"; }
 std::string ssh_secret_name(const std::string& task) { return task + "-ssh"; }
 std::string task_selector(const std::string& task) { return std::string(label::kTask) + "=" + task; }

@@ -43,6 +43,9 @@ std::string launcher_name(const std::string& task);
 std::string worker_name(const std::string& task, int index);
 std::string service_name(const std::string& task);
 std::string ssh_secret_name(const std::string& task);
+// The metadata of an object Valley makes for the task: name, namespace, Valley's labels and the
+// task as controlling owner (garbage-collected with it).
+json task_object_metadata(const TaskSpec& spec, const std::string& name);
 // "valley.dev/task=<name>": the label selector of all the task's pods (status.selector).
 std::string task_selector(const std::string& task);
 

@@ -95,8 +95,13 @@ void ClusterCache::start(const std::atomic<bool>& stop) {
   kube::InformerBase* required[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), pricing_.get()};
   for (auto* inf : required) inf->start();
   for (auto* inf : required) {
-    while (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(1))) {
-    }
+    for (int waited = 1; !stop.load() && !inf->wait_for_sync(std::chrono::seconds(1)); ++waited)
+      if (waited == 10) {
+        const kube::Resource& r = inf->resource();
+        spdlog::error("{} ({}) not listed after 10 s: is it served and may Valley list it? Valley's own kinds need "
+                      "this release's CRDs (kubectl apply --server-side -k crds/) before its operator",
+                      r.plural, r.api_version());
+      }
   }
   // Tenants are optional (their CRD may not be installed, or namespaces not readable): without them
   // in a few seconds, tasks are planned without tenants until they come.

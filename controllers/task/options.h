@@ -68,6 +68,9 @@ struct ControllerOptions {
   std::chrono::seconds utilization_interval{60};
   // The Pod Security level of tasks that set no spec.podSecurity.level.
   api::PodSecurityLevel pod_security = api::PodSecurityLevel::Baseline;
+  // An MPI task's pods get a NetworkPolicy admitting only the task's own pods (and the ports its
+  // templates declare): render/network_policy.h. Made before its pods; a refusal holds them back.
+  bool task_network_policies = true;
   // The image whose valley-io copies data in and outputs out inside task pods (the operator's own).
   std::string io_image;
   // After a refusal that retrying cannot heal (Pod Security, an invalid pod), the task is tried

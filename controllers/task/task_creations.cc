@@ -6,6 +6,7 @@
 #include <set>
 
 #include "controllers/api/pod.h"
+#include "controllers/render/network_policy.h"
 #include "controllers/render/render.h"
 #include "controllers/render/ssh_keys.h"
 #include "controllers/task/task_reconciler.h"
@@ -22,18 +23,25 @@ std::vector<TaskReconciler::Creation> TaskReconciler::creations_of(const lifecyc
   const std::string ns = kube::string_at(kube::object_at(o.task, "metadata"), "namespace");
   if (d.create_ssh_secret && o.parsed.spec)
     creations.push_back({&res::kSecrets, render::ssh_secret(*o.parsed.spec, render::generate_ssh_key_pair(o.parsed.spec->name)), "", false, {}});
-  // A worker on DRA GPUs names a claim template: made with it (409 when it exists: fine).
+  // A worker on DRA GPUs names a claim template: made before it, unless this process made it already
+  // (409 when it exists: fine).
+  const std::string uid = kube::string_at(kube::object_at(o.task, "metadata"), "uid");
   std::set<std::string> templates;
   for (const auto& object : d.create) {
     if (object.value("kind", "") != "Pod" || !o.parsed.spec) continue;
     const auto claimed = api::claimed_gpus(
         kube::string_at(kube::object_at(kube::object_at(object, "metadata"), "annotations"), api::kClaimedGpusAnnotation));
     const int count = static_cast<int>(claimed.count);
-    if (count > 0 && templates.insert(render::gpu_claim_template_name(o.parsed.spec->name, claimed.device_class, count)).second)
+    const std::string name = render::gpu_claim_template_name(o.parsed.spec->name, claimed.device_class, count);
+    if (count > 0 && templates.insert(name).second && !owned_object_known(res::kResourceClaimTemplates, ns, name, uid))
       creations.push_back({&res::kResourceClaimTemplates, render::gpu_claim_template(*o.parsed.spec, claimed.device_class, count), "", false, {}});
   }
   for (const auto& object : d.create) {
     const std::string kind = object.value("kind", "");
+    if (kind == "NetworkPolicy") {  // not watched: remembered once made (owned_object_created)
+      creations.push_back({&res::kNetworkPolicies, object, "", false, {}});
+      continue;
+    }
     const kube::Resource* r = kind == "Pod" ? &res::kPods : &res::kServices;
     const std::string object_name = object["metadata"].value("name", "");
     std::string id = expectation_id(kind, ns, object_name);
@@ -46,31 +54,45 @@ std::vector<TaskReconciler::Creation> TaskReconciler::creations_of(const lifecyc
   return creations;
 }
 
+void TaskReconciler::send_one(const std::string& ns, Creation& c) {
+  try {
+    // Of the answer, only the identity the expectations need is built (a pod's is ~5 KB of JSON).
+    static const kube::FieldMask kIdentity = kube::FieldMask::only({{"metadata", kube::FieldMask::only({{"name", kube::FieldMask::all()},
+                                                                                                        {"namespace", kube::FieldMask::all()},
+                                                                                                        {"uid", kube::FieldMask::all()},
+                                                                                                        {"resourceVersion", kube::FieldMask::all()}})}});
+    const nlohmann::json made = client_.create(*c.resource, ns, c.object, &kIdentity);
+    c.created = true;
+    if (!c.id.empty()) expect(c.id, *c.resource, ns, made);
+  } catch (const kube::KubeError& e) {
+    c.error = e;
+  }
+}
+
 bool TaskReconciler::create(const std::string& key, const lifecycle::Observed& o, std::vector<Creation>& creations, bool* namespace_going) {
   const auto& meta = kube::object_at(o.task, "metadata");
   const std::string ns = kube::string_at(meta, "namespace"), name = kube::string_at(meta, "name"), uid = kube::string_at(meta, "uid");
-  requests_->run_all(creations.size(), [&](size_t k) {
-    Creation& c = creations[k];
-    try {
-      // Of the answer, only the identity the expectations need is built (a pod's is ~5 KB of JSON).
-      static const kube::FieldMask kIdentity = kube::FieldMask::only({{"metadata", kube::FieldMask::only({{"name", kube::FieldMask::all()},
-                                                                                                          {"namespace", kube::FieldMask::all()},
-                                                                                                          {"uid", kube::FieldMask::all()},
-                                                                                                          {"resourceVersion", kube::FieldMask::all()}})}});
-      const nlohmann::json made = client_.create(*c.resource, ns, c.object, &kIdentity);
-      c.created = true;
-      if (!c.id.empty()) expect(c.id, *c.resource, ns, made);
-    } catch (const kube::KubeError& e) {
-      c.error = e;
-    }
+  // What a pod needs before it starts (its SSH keys, its NetworkPolicy, its GPU claim template) is
+  // made first: a pod must never run unisolated, and one whose template is missing only waits.
+  const auto pods_begin = std::stable_partition(creations.begin(), creations.end(), [](const Creation& c) {
+    return c.resource != &res::kPods && c.resource != &res::kServices;
   });
-  // The outcomes, in the decision's order. After a refusal that retrying will not heal, later
+  const size_t prerequisites = static_cast<size_t>(pods_begin - creations.begin());
+  auto send = [&](size_t from, size_t to) {
+    requests_->run_all(to - from, [&](size_t k) { send_one(ns, creations[from + k]); });
+  };
+  send(0, prerequisites);
+  const bool ready = std::all_of(creations.begin(), creations.begin() + static_cast<std::ptrdiff_t>(prerequisites),
+                                 [](const Creation& c) { return c.created || (c.error && c.error->http_status() == 409); });
+  if (ready) send(prerequisites, creations.size());
+  // The outcomes, prerequisites first. After a refusal that retrying will not heal, later
   // refusals are not reported again: the first says it all, and a task that keeps failing is
   // retried with backoff.
   bool ok = true, refusal = false, pod_created = false;
   for (const Creation& c : creations) {
     if (c.created) {
-      if (c.resource == &res::kSecrets) secret_created(ns, name, uid);
+      if (c.resource == &res::kSecrets || c.resource == &res::kNetworkPolicies || c.resource == &res::kResourceClaimTemplates)
+        owned_object_created(*c.resource, ns, c.object["metadata"].value("name", ""), uid);
       if (c.resource == &res::kPods) pod_created = true;
       continue;
     }
@@ -127,20 +149,26 @@ void TaskReconciler::expect(const std::string& id, const kube::Resource& r, cons
   if (!uid.empty() && cache_.cached_uid(r, ns, kube::string_at(meta, "name")) == uid) expectations_.observed(id, uid);
 }
 
-// Secrets are neither listed nor watched (RBAC grants get and create only): whether a task's SSH
-// key Secret exists is asked once and remembered per task incarnation (UID).
-bool TaskReconciler::ssh_secret_exists(const std::string& ns, const std::string& task, const std::string& uid) {
-  const std::string key = ns + "/" + task + "@" + uid;
-  {
-    std::lock_guard lock(secrets_mu_);
-    if (known_secrets_.count(key)) return true;
-  }
+// Secrets, NetworkPolicies and claim templates are neither listed nor watched (for Secrets, RBAC grants get and
+// create only): whether the task's exists is asked once and remembered per task incarnation (UID).
+namespace {
+std::string owned_key(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid) {
+  return r.kind + " " + ns + "/" + name + "@" + uid;
+}
+}  // namespace
+
+bool TaskReconciler::owned_object_known(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid) {
+  std::lock_guard lock(known_owned_mu_);
+  return known_owned_.count(owned_key(r, ns, name, uid)) > 0;
+}
+
+bool TaskReconciler::owned_object_exists(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid) {
+  if (owned_object_known(r, ns, name, uid)) return true;
   try {
-    auto secret = client_.get(res::kSecrets, ns, render::ssh_secret_name(task));
-    for (const auto& ref : secret["metadata"].value("ownerReferences", nlohmann::json::array()))
+    auto object = client_.get(r, ns, name);
+    for (const auto& ref : object["metadata"].value("ownerReferences", nlohmann::json::array()))
       if (ref.value("uid", "") == uid) {
-        std::lock_guard lock(secrets_mu_);
-        known_secrets_.insert(key);
+        owned_object_created(r, ns, name, uid);
         return true;
       }
     return false;  // an older task's, about to be garbage-collected
@@ -149,9 +177,9 @@ bool TaskReconciler::ssh_secret_exists(const std::string& ns, const std::string&
   }
 }
 
-void TaskReconciler::secret_created(const std::string& ns, const std::string& task, const std::string& uid) {
-  std::lock_guard lock(secrets_mu_);
-  known_secrets_.insert(ns + "/" + task + "@" + uid);
+void TaskReconciler::owned_object_created(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid) {
+  std::lock_guard lock(known_owned_mu_);
+  known_owned_.insert(owned_key(r, ns, name, uid));
 }
 
 }  // namespace valley::task

@@ -6,6 +6,7 @@
 
 #include "controllers/api/task_status.h"
 #include "controllers/cost/engine.h"
+#include "controllers/render/network_policy.h"
 #include "controllers/render/render.h"
 #include "controllers/render/ssh_keys.h"
 #include "controllers/task/metrics.h"
@@ -151,7 +152,11 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   o.service_exists = cache_.services().store().get(ns + "/" + render::service_name(name)) != nullptr;
   // Asked only once the task was admitted at some point: the status records an epoch before anything
   // is created, so a task without one owns no Secret yet (a stale cache fails its status write first).
-  o.secret_exists = kube::int_at(kube::object_at(o.task, "status"), "epoch").value_or(0) > 0 && ssh_secret_exists(ns, name, uid);
+  const bool admitted_once = kube::int_at(kube::object_at(o.task, "status"), "epoch").value_or(0) > 0;
+  o.secret_exists = admitted_once && owned_object_exists(kube::resources::kSecrets, ns, render::ssh_secret_name(name), uid);
+  o.isolate = options_.task_network_policies;
+  o.network_policy_exists =
+      o.isolate && admitted_once && owned_object_exists(kube::resources::kNetworkPolicies, ns, render::network_policy_name(name), uid);
   o.admission = board_.admission(key);
   return o;
 }

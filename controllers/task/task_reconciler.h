@@ -79,9 +79,11 @@ class TaskReconciler {
     std::optional<kube::KubeError> error;
   };
   std::vector<Creation> creations_of(const lifecycle::Observed& o, const lifecycle::Decision& d);
-  // Sends the creations at once through the request pool; *namespace_going when the namespace is
-  // being deleted. False when something must be retried.
+  // Sends the creations through the request pool, what pods need before them (SSH keys, the
+  // NetworkPolicy, GPU claim templates) and the pods only once those exist; *namespace_going when
+  // the namespace is being deleted. False when something must be retried.
   bool create(const std::string& key, const lifecycle::Observed& o, std::vector<Creation>& creations, bool* namespace_going);
+  void send_one(const std::string& ns, Creation& c);
   // A refusal retrying will not heal: the user's to see (Event, condition), and recorded.
   void refused(const std::string& key, const lifecycle::Observed& o, const Creation& c, const kube::KubeError& e);
   bool patch_hostfile(const std::string& key, const lifecycle::Observed& o, const lifecycle::Decision& d);
@@ -89,8 +91,11 @@ class TaskReconciler {
   void expect(const std::string& id, const kube::Resource& r, const std::string& ns, const nlohmann::json& made);
   // How much longer the task's held status change may wait (0: write it now).
   std::chrono::milliseconds hold_left(const std::string& key);
-  bool ssh_secret_exists(const std::string& ns, const std::string& task, const std::string& uid);
-  void secret_created(const std::string& ns, const std::string& task, const std::string& uid);
+  // Whether the task (incarnation `uid`) owns object `name` of `r`, for kinds no informer watches
+  // (its SSH key Secret, its NetworkPolicy): asked once, then remembered, as is each creation.
+  bool owned_object_exists(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid);
+  bool owned_object_known(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid);  // no request
+  void owned_object_created(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid);
 
   kube::Client& client_;
   kube::EventRecorder& events_;
@@ -108,8 +113,8 @@ class TaskReconciler {
   kube::WrittenObjects written_;  // task statuses written, until the informer shows them
   std::mutex held_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> held_since_;  // task -> first held change
-  std::mutex secrets_mu_;
-  std::set<std::string> known_secrets_;  // ns/task@uid whose SSH key Secret exists
+  std::mutex known_owned_mu_;
+  std::set<std::string> known_owned_;  // "<Kind> ns/name@task uid" known to exist
   std::mutex deleted_mu_;
   std::map<std::string, std::set<std::string>> deleted_by_valley_;  // task -> uids of its pods this process deleted
   std::mutex checkpoint_errors_mu_;

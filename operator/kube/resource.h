@@ -34,6 +34,7 @@ inline const Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
 inline const Resource kSecrets{"", "v1", "secrets", "Secret", true};
 inline const Resource kServiceAccounts{"", "v1", "serviceaccounts", "ServiceAccount", true};
 inline const Resource kDeployments{"apps", "v1", "deployments", "Deployment", true};
+inline const Resource kNetworkPolicies{"networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 inline const Resource kEvents{"events.k8s.io", "v1", "events", "Event", true};
 inline const Resource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false};
@@ -42,9 +43,9 @@ inline const Resource kResourceClaimTemplates{"resource.k8s.io", "v1", "resource
 inline const Resource kDeviceClasses{"resource.k8s.io", "v1", "deviceclasses", "DeviceClass", false};
 inline const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                                  "CustomResourceDefinition", false};
-inline const Resource kTrainingTasks{"valley.dev", "v1alpha1", "trainingtasks", "TrainingTask", true};
-inline const Resource kPricingPolicies{"valley.dev", "v1alpha1", "pricingpolicies", "PricingPolicy", false};
-inline const Resource kTenants{"valley.dev", "v1alpha1", "tenants", "Tenant", false};
+inline const Resource kTrainingTasks{"valley.dev", "v1beta1", "trainingtasks", "TrainingTask", true};
+inline const Resource kPricingPolicies{"valley.dev", "v1beta1", "pricingpolicies", "PricingPolicy", false};
+inline const Resource kTenants{"valley.dev", "v1beta1", "tenants", "Tenant", false};
 }  // namespace resources
 
 }  // namespace valley::kube

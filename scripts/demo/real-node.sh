@@ -52,7 +52,7 @@ fi
 echo "  data set: s3://checkpoints/$ns/data (2 files, 3.0 MB) in versitygw at $AWS_ENDPOINT_URL"
 
 K -n $ns apply -f - > /dev/null <<YAML
-apiVersion: valley.dev/v1alpha1
+apiVersion: valley.dev/v1beta1
 kind: TrainingTask
 metadata: {name: real-train}
 spec:

@@ -41,7 +41,7 @@ def task(spec_patch=None, name=None, drop=(), metadata=None):
     merge(spec, spec_patch or {})
     meta = {"name": name or "case"}
     meta.update(metadata or {})
-    return {"apiVersion": "valley.dev/v1alpha1", "kind": "TrainingTask", "metadata": meta, "spec": spec}
+    return {"apiVersion": "valley.dev/v1beta1", "kind": "TrainingTask", "metadata": meta, "spec": spec}
 
 def single(spec_patch=None, **kw):
     return task(dict({"taskType": "Single", "replicas": {"min": 1, "max": 1}, "image": "valley.dev/examples/notebook:1"}, **(spec_patch or {})),
@@ -292,7 +292,7 @@ def main():
     for file, desc, expect, message, obj in TASKS:
         write("tasks", file, desc, expect, message, obj)
     for file, desc, expect, message, spec in POLICIES:
-        write("policies", file, desc, expect, message, {"apiVersion": "valley.dev/v1alpha1", "kind": "PricingPolicy", "metadata": {"name": "case"}, "spec": spec})
+        write("policies", file, desc, expect, message, {"apiVersion": "valley.dev/v1beta1", "kind": "PricingPolicy", "metadata": {"name": "case"}, "spec": spec})
     for file, desc, expect, message, text in CHECKPOINTS:
         write("checkpoints", file, desc, expect, message, text)
     for file, desc, expect, message, patch in PODS:

@@ -151,7 +151,7 @@ void Campaign::prepare() {
     throw std::runtime_error("namespace " + kNs + " from an earlier run is not going away");
   e2e::create_namespace_for_operators(*admin_, kNs);
   admin_->remove(kPricingPolicies, "", kNs);
-  admin_->create(kPricingPolicies, "", json::parse(R"({"apiVersion":"valley.dev/v1alpha1","kind":"PricingPolicy",
+  admin_->create(kPricingPolicies, "", json::parse(R"({"apiVersion":"valley.dev/v1beta1","kind":"PricingPolicy",
     "metadata":{"name":")" + kNs + R"("},
     "spec":{"currency":"USD",
       "gpu":[{"match":{"vendor":"nvidia"},"onDemand":"3.60","spot":"1.80"},{"match":{"vendor":"amd"},"onDemand":"2.00","spot":"1.00"}],
@@ -162,7 +162,7 @@ void Campaign::prepare() {
   admin_->create(kSecrets, kNs, secret);
   // The probe: a suspended task whose spec the driver changes at each leader kill.
   admin_->create(kTrainingTasks, kNs,
-                 {{"apiVersion", "valley.dev/v1alpha1"},
+                 {{"apiVersion", "valley.dev/v1beta1"},
                   {"kind", "TrainingTask"},
                   {"metadata", {{"name", "probe"}, {"annotations", {{kExpect, "Suspended"}}}}},
                   {"spec", json::parse(R"({"taskType":"Single","image":"valley.dev/probe:1","runPolicy":{"suspend":true}})")}});
@@ -272,7 +272,7 @@ void Campaign::create_task() {
   spec["priority"] = pick(60);
   try {
     admin_->create(kTrainingTasks, kNs,
-                   {{"apiVersion", "valley.dev/v1alpha1"},
+                   {{"apiVersion", "valley.dev/v1beta1"},
                     {"kind", "TrainingTask"},
                     {"metadata", {{"name", name}, {"labels", {{"chaos.valley.dev/kind", kind}}}, {"annotations", annotations}}},
                     {"spec", spec}});

@@ -150,7 +150,7 @@ class BadInputsTest : public TaskTest {
   }
 
   void create_policy(const json& spec) {
-    admin->create(kPricingPolicies, "", {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
+    admin->create(kPricingPolicies, "", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
   }
 
   json running_task(const std::string& name, json spec_patch = json::object()) {

@@ -74,11 +74,11 @@ class ControllersTest : public ClusterTest {
   }
   json create_task(const std::string& name, const json& spec) {
     return admin->create(kTrainingTasks, ns,
-                         {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+                         {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
   }
   // A Tenant of the test's name owning its namespace, `nominal` GPUs of nvidia/on-demand.
   void create_tenant(int nominal) {
-    json tenant = {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "Tenant"}, {"metadata", {{"name", ns}}}};
+    json tenant = {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "Tenant"}, {"metadata", {{"name", ns}}}};
     tenant["spec"]["namespaces"] = json::array({ns});
     tenant["spec"]["quotas"] = json::array({{{"pool", "nvidia/on-demand"}, {"nominal", nominal}}});
     admin->create(kTenants, "", tenant);
@@ -192,7 +192,7 @@ TEST_F(ControllersTest, TenantReconcilerWritesItsStatusAndComesBackAfterTheInter
 
 TEST_F(ControllersTest, PolicyReconcilerPutsAValidPolicyInForceAndReportsAnInvalidOne) {
   auto policy = [&](const std::string& zone) {
-    return json{{"apiVersion", "valley.dev/v1alpha1"},
+    return json{{"apiVersion", "valley.dev/v1beta1"},
                 {"kind", "PricingPolicy"},
                 {"metadata", {{"name", ns}}},
                 {"spec", {{"gpu", {{{"onDemand", "1.00"}}}}, {"electricity", {{"timeZone", zone}}}}}};
@@ -226,7 +226,7 @@ TEST_F(ControllersTest, PolicyReconcilerPutsAValidPolicyInForceAndReportsAnInval
 // cache last saw it, not dropped.
 TEST_F(ControllersTest, APodWhoseNodeWentBeforeItsFirstAccrualIsPricedAsTheNodeWas) {
   admin->create(kPricingPolicies, "",
-                {{"apiVersion", "valley.dev/v1alpha1"},
+                {{"apiVersion", "valley.dev/v1beta1"},
                  {"kind", "PricingPolicy"},
                  {"metadata", {{"name", ns}}},
                  {"spec", json::parse(R"({"gpu":[{"onDemand":"3.60","spot":"1.80"}]})")}});

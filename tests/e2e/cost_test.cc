@@ -36,7 +36,7 @@ class CostTest : public TaskTest {
   }
   void create_policy(const json& spec) {
     admin->create(kPricingPolicies, "",
-                  {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
+                  {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
   }
   std::string policy_valid() {
     for (const auto& c : admin->get(kPricingPolicies, "", ns).value("status", json::object()).value("conditions", json::array()))
@@ -63,7 +63,7 @@ TEST_F(CostTest, FinalCostIsGpuSecondsTimesRatesTimesMultiplierAcrossAnOperatorR
   // A policy the operator does not price with is validated too, and says it is not in use.
   const std::string spare = ns + "-spare";
   admin->create(kPricingPolicies, "",
-                {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", spare}}}, {"spec", policy_spec()}});
+                {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", spare}}}, {"spec", policy_spec()}});
   auto in_use = [&](const std::string& name) {
     for (const auto& c : admin->get(kPricingPolicies, "", name).value("status", json::object()).value("conditions", json::array()))
       if (c["type"] == "InUse") return c["status"].get<std::string>() + ": " + c.value("reason", "") + ": " + c.value("message", "");

@@ -33,7 +33,7 @@ class DraTest : public TaskTest {
     } catch (const kube::KubeError& e) {
       if (e.http_status() != 409) throw;
     }
-    own(kPricingPolicies, {{"apiVersion", "valley.dev/v1alpha1"},
+    own(kPricingPolicies, {{"apiVersion", "valley.dev/v1beta1"},
                            {"kind", "PricingPolicy"},
                            {"metadata", {{"name", ns}}},
                            {"spec", json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"nvidia","product":"NVIDIA-H100-80GB"},"onDemand":"1.50","spot":"0.60"},
@@ -136,7 +136,7 @@ TEST_F(DraTest, ForeignClaimsAndBothKindsOfGpusAreCountedOnceAndNothingOverbooks
 // and the cheapest.
 TEST_F(DraTest, ValleyctlEstimatesOnDraGpusAtTheirProductsPrice) {
   const std::string file = ::testing::TempDir() + "/dra-task-" + ns + ".yaml";
-  std::ofstream(file) << json{{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "plan"}, {"namespace", ns}}},
+  std::ofstream(file) << json{{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "plan"}, {"namespace", ns}}},
                               {"spec", [&] { json s = gang(4); s["estimatedDuration"] = "1h"; return s; }()}}.dump();
   ChildProcess run({binary("valleyctl"), "estimate", file, "--kubeconfig=" + admin_kubeconfig_path(), "--pricing-policy=" + ns, "-o", "json"},
                    ::testing::TempDir() + "/valleyctl-estimate-dra-" + ns + ".log");

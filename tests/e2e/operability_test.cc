@@ -67,7 +67,7 @@ class OperabilityTest : public TaskTest {
 
 TEST_F(OperabilityTest, MetricsHealthReadinessAndJsonLogs) {
   admin->create(kPricingPolicies, "",
-                {{"apiVersion", "valley.dev/v1alpha1"},
+                {{"apiVersion", "valley.dev/v1beta1"},
                  {"kind", "PricingPolicy"},
                  {"metadata", {{"name", ns}}},
                  {"spec", {{"gpu", {{{"onDemand", "3.60"}}}}}}});

@@ -157,7 +157,7 @@ class RealNodeTest : public TaskTest {
       "gpu":[{"match":{"vendor":"nvidia","product":"NVIDIA-A100-SXM4-80GB"},"onDemand":"3.60","spot":"1.80"},{"onDemand":"1.00"}],
       "electricity":{"timeZone":"UTC","pue":"1.0","wattsPerGpu":[{"match":{"vendor":"nvidia"},"watts":400}],"flatPerKWh":"0.50"},
       "priority":{"multipliers":[{"minPriority":0,"multiplier":"1.0"}]}})");
-    admin->create(kPricingPolicies, "", {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
+    admin->create(kPricingPolicies, "", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
   }
   // valley-train uninterrupted on this host (the same binary the image has), for comparison.
   std::string reference_run(int ranks, int steps) {
@@ -451,7 +451,7 @@ TEST_F(RealNodeOperatorTest, DeployedWithKustomizeItRunsAsARealPodLeadsServesMet
   ASSERT_EQ(curl.wait(20s), 0) << url << ": " << curl.output();
   EXPECT_NE(curl.output().find("valley_"), std::string::npos) << curl.output().substr(0, 2000);
   // And it does its job: a Single task on the real node, reconciled by the pod.
-  json task = {{"apiVersion", "valley.dev/v1alpha1"},
+  json task = {{"apiVersion", "valley.dev/v1beta1"},
                {"kind", "TrainingTask"},
                {"metadata", {{"name", "hello"}}},
                {"spec",

@@ -65,7 +65,7 @@ class TaskTest : public ClusterTest {
 
   json apply(const json& spec, const std::string& name = "job") {
     return admin->create(kTrainingTasks, ns,
-                         {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+                         {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
   }
   json task(const std::string& name = "job") { return admin->get(kTrainingTasks, ns, name); }
   std::string phase(const std::string& name = "job") {

@@ -58,12 +58,12 @@ class TenantTest : public TaskTest {
   }
   void tenant(const std::string& name, const std::string& owns, json spec) {
     spec["namespaces"] = {owns};
-    admin->create(kTenants, "", {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "Tenant"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+    admin->create(kTenants, "", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "Tenant"}, {"metadata", {{"name", name}}}, {"spec", spec}});
   }
   json tenant_status(const std::string& name) { return admin->get(kTenants, "", name).value("status", json::object()); }
   json apply_in(const std::string& where, const json& spec, const std::string& name) {
     return admin->create(kTrainingTasks, where,
-                         {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+                         {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
   }
   json task_in(const std::string& where, const std::string& name) { return admin->get(kTrainingTasks, where, name); }
   static json on_a100_od(json spec) {
@@ -75,7 +75,7 @@ class TenantTest : public TaskTest {
   json two_gpus_under_budget(const std::string& name, const std::string& amount, const std::string& action, const std::string& task_name) {
     wait_until_no_valley_pods(*admin);
     admin->create(kPricingPolicies, "",
-                  {{"apiVersion", "valley.dev/v1alpha1"},
+                  {{"apiVersion", "valley.dev/v1beta1"},
                    {"kind", "PricingPolicy"},
                    {"metadata", {{"name", ns}}},
                    {"spec", json::parse(R"({"currency":"USD","gpu":[{"onDemand":"3.60"}]})")}});

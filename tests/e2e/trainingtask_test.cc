@@ -126,7 +126,7 @@ TEST_F(TaskTest, DeletingTheNamespaceOfARunningTaskLetsItsPodsGoWithoutRestartin
   const std::string gone = ns.substr(0, 50) + "-gone";
   admin->create("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", gone}}}});
   admin->create(kTrainingTasks, gone,
-                {{"apiVersion", "valley.dev/v1alpha1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "job"}}}, {"spec", mpi_spec(2, 2)}});
+                {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "job"}}}, {"spec", mpi_spec(2, 2)}});
   ASSERT_TRUE(eventually([&] {
     return admin->get(kTrainingTasks, gone, "job").value("status", json::object()).value("phase", "") == "Running";
   }, 60s)) << operator_log();

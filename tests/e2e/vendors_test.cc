@@ -18,7 +18,7 @@ class VendorsTest : public TaskTest {
   void SetUp() override {
     ClusterTest::SetUp();
     pool_ = "e2e-" + ns.substr(ns.size() - 6);
-    own(kPricingPolicies, {{"apiVersion", "valley.dev/v1alpha1"},
+    own(kPricingPolicies, {{"apiVersion", "valley.dev/v1beta1"},
                            {"kind", "PricingPolicy"},
                            {"metadata", {{"name", ns}}},
                            {"spec", json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"intel"},"onDemand":"1.20","spot":"0.50"},

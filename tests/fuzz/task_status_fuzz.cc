@@ -18,7 +18,7 @@ namespace {
 using valley::fuzz::json_of;
 using json = nlohmann::json;
 
-const json kTask = json::parse(R"({"apiVersion":"valley.dev/v1alpha1","kind":"TrainingTask",
+const json kTask = json::parse(R"({"apiVersion":"valley.dev/v1beta1","kind":"TrainingTask",
   "metadata":{"name":"t","namespace":"ns","uid":"u-1","generation":1,"creationTimestamp":"2026-11-22T03:00:00Z"},
   "spec":{"taskType":"MPI","replicas":{"min":1,"max":4},"master":{"image":"l"},"worker":{"image":"w"},
           "maxCost":"50.00","estimatedDuration":"2h"}})");

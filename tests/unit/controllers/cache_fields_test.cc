@@ -22,7 +22,7 @@ json full_pod() {
       "labels": {"app.kubernetes.io/managed-by": "valley", "valley.dev/task": "t", "valley.dev/role": "worker",
                  "valley.dev/epoch": "2", "valley.dev/worker-index": "1"},
       "annotations": {"kwok.x-k8s.io/node": "fake", "checksum": "abc", "valley.dev/hostfile": "t-worker-0.t-workers.ns.svc slots=1\n"},
-      "ownerReferences": [{"apiVersion": "valley.dev/v1alpha1", "kind": "TrainingTask", "name": "t", "uid": "u-1", "controller": true}],
+      "ownerReferences": [{"apiVersion": "valley.dev/v1beta1", "kind": "TrainingTask", "name": "t", "uid": "u-1", "controller": true}],
       "finalizers": ["valley.dev/accounting"],
       "managedFields": [{"manager": "valley", "fieldsV1": {"f:spec": {}}}]},
     "spec": {"nodeName": "a100-1", "hostname": "t-worker-1", "subdomain": "t-workers", "restartPolicy": "Never",

@@ -76,7 +76,7 @@ struct World {
   }
   ObjectPtr task() {
     const int i = pick(4);
-    json t = {{"apiVersion", "valley.dev/v1alpha1"},
+    json t = {{"apiVersion", "valley.dev/v1beta1"},
               {"kind", "TrainingTask"},
               {"metadata", {{"name", "t" + std::to_string(i)}, {"namespace", "ns"}, {"uid", "u" + std::to_string(i) + "-" + std::to_string(pick(2))}}},
               {"spec", {{"taskType", "MPI"}, {"replicas", {{"min", 1 + pick(2)}, {"max", pick(4) == 0 ? 0 : 4}}},

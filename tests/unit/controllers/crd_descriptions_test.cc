@@ -2,10 +2,7 @@
 // the rest answer a user instead of printing <no description>.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
-#include "operator/yaml_json.h"
+#include "tests/unit/controllers/crd_files.h"
 
 namespace valley {
 namespace {
@@ -29,16 +26,11 @@ void undescribed(const json& schema, const std::string& path, std::vector<std::s
 }
 
 std::vector<std::string> undescribed_in(const std::string& file) {
-  std::ifstream in(std::string(VALLEY_SOURCE_DIR) + "/crds/" + file);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string error;
-  auto docs = parse_yaml(text.str(), &error);
-  EXPECT_TRUE(docs) << file << ": " << error;
   std::vector<std::string> out;
-  if (!docs) return {"(unreadable)"};
-  for (const auto& doc : *docs) {
-    const json versions = doc.value.value("spec", json::object()).value("versions", json::array());
+  const auto docs = read_crd(file);
+  if (docs.empty()) return {"(unreadable)"};
+  for (const auto& doc : docs) {
+    const json versions = doc.value("spec", json::object()).value("versions", json::array());
     EXPECT_FALSE(versions.empty()) << file;
     for (const auto& version : versions)
       undescribed(version.value("schema", json::object()).value("openAPIV3Schema", json::object()), version.value("name", "?") + ":", out);
@@ -47,7 +39,7 @@ std::vector<std::string> undescribed_in(const std::string& file) {
 }
 
 TEST(CrdDescriptions, EveryFieldOfEveryCrdIsDescribed) {
-  for (const char* file : {"valley.dev_trainingtasks.yaml", "valley.dev_tenants.yaml", "valley.dev_pricingpolicies.yaml"}) {
+  for (const char* file : kCrdFiles) {
     const auto missing = undescribed_in(file);
     std::string list;
     for (const auto& m : missing) list += "\n  " + m;

@@ -13,7 +13,7 @@ using namespace std::chrono_literals;
 inline const kube::SystemTime kNow = kube::SystemTime(std::chrono::seconds(1795316645));
 
 inline json task_object(json spec_patch = json::object(), json status = json::object()) {
-  json t = json::parse(R"({"apiVersion":"valley.dev/v1alpha1","kind":"TrainingTask",
+  json t = json::parse(R"({"apiVersion":"valley.dev/v1beta1","kind":"TrainingTask",
     "metadata":{"name":"t","namespace":"ns","uid":"u-1","generation":1},
     "spec":{"taskType":"MPI","replicas":{"min":2,"max":4},"master":{"image":"l"},"worker":{"image":"w"},
             "runPolicy":{"backoffLimit":2}}})");

@@ -169,7 +169,7 @@ TEST(PlaceWhatCanBind, RequiredNodeAffinityOfTheTemplateChoosesTheNodes) {
 }
 
 TEST(PlaceWhatCanBind, TheTasksWorkerRoomIsWhatItsRenderedWorkerPodAsks) {
-  const auto object = nlohmann::json::parse(R"({"apiVersion":"valley.dev/v1alpha1","kind":"TrainingTask",
+  const auto object = nlohmann::json::parse(R"({"apiVersion":"valley.dev/v1beta1","kind":"TrainingTask",
     "metadata":{"name":"t","namespace":"ns"},
     "spec":{"taskType":"MPI","replicas":{"min":1,"max":2},"master":{"image":"l"},
       "worker":{"image":"w","gpus":"1","resources":{"requests":{"cpu":"500","memory":"8Gi"}},

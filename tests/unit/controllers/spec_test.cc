@@ -6,7 +6,7 @@ namespace valley::api {
 namespace {
 
 json mpi_task() {
-  return json::parse(R"({"apiVersion":"valley.dev/v1alpha1","kind":"TrainingTask",
+  return json::parse(R"({"apiVersion":"valley.dev/v1beta1","kind":"TrainingTask",
     "metadata":{"name":"resnet","namespace":"team-a","uid":"u-1","generation":2},
     "spec":{"taskType":"MPI","priority":20,"replicas":{"min":4,"max":16},"amdSupport":true,"reduceCost":true,
       "master":{"image":"l:1","command":["mpirun","python","train.py"]},

@@ -13,7 +13,7 @@ using namespace fixtures;
 using json = nlohmann::json;
 
 json task_with(json spec_patch) {
-  json t = json::parse(R"({"apiVersion":"valley.dev/v1alpha1","kind":"TrainingTask","metadata":{"name":"t","namespace":"ns"},
+  json t = json::parse(R"({"apiVersion":"valley.dev/v1beta1","kind":"TrainingTask","metadata":{"name":"t","namespace":"ns"},
     "spec":{"taskType":"MPI","replicas":{"min":1,"max":2},"master":{"image":"l"},"worker":{"image":"w"}}})");
   t["spec"].merge_patch(spec_patch);
   return t;

@@ -463,7 +463,7 @@ TEST(DurationSpread, OnlyATaskThatRanAtOneSizeTeachesIt) {
 }
 
 TEST(DurationSpread, AFinishedTrainingTaskTeachesItsNamespace) {
-  json task = {{"apiVersion", "valley.dev/v1alpha1"},
+  json task = {{"apiVersion", "valley.dev/v1beta1"},
                {"kind", "TrainingTask"},
                {"metadata", {{"name", "t"}, {"namespace", "lab"}, {"uid", "u"}, {"generation", 1}}},
                {"spec",

@@ -8,7 +8,7 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 
 json task(const std::string& name, const std::string& uid) {
-  return {{"apiVersion", "valley.dev/v1alpha1"},
+  return {{"apiVersion", "valley.dev/v1beta1"},
           {"kind", "TrainingTask"},
           {"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", uid}, {"resourceVersion", "5"}}}};
 }
