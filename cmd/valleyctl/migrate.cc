@@ -18,7 +18,7 @@ namespace valley::ctl {
 namespace {
 
 std::string crd_path(const kube::Resource& r) {
-  return "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + r.plural + "." + r.group;
+  return kube::resources::kCustomResourceDefinitions.item("", r.plural + "." + r.group);
 }
 
 std::string storage_version(const json& crd) {

@@ -40,16 +40,6 @@ json on_real_node() {
             {"containers", json::array({{{"name", "main"}, {"imagePullPolicy", "Never"}}})}}}};
 }
 
-// kubectl as the admin; its exit status, and its output in *out.
-int kubectl(const std::vector<std::string>& args, std::string* out = nullptr) {
-  std::vector<std::string> argv{VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess p(argv, ::testing::TempDir() + "/kubectl.log");
-  const int rc = p.wait(60s);
-  if (out) *out = p.output();
-  return rc;
-}
-
 class RealNodeTest : public TaskTest {
  protected:
   void SetUp() override {

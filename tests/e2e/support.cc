@@ -223,6 +223,16 @@ std::string service_account_kubeconfig(const std::string& ns, const std::string&
   return path;
 }
 
+int kubectl(const std::vector<std::string>& args, std::string* out) {
+  std::vector<std::string> argv{VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(),
+                                "--cache-dir=" + ::testing::TempDir() + "/kubectl-cache"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess p(argv, ::testing::TempDir() + "/kubectl.log");
+  const int rc = p.wait(60s);
+  if (out) *out = p.output();
+  return rc;
+}
+
 std::string operator_kubeconfig_path() {
   if (const char* admin = std::getenv("VALLEY_E2E_OPERATOR_AS_ADMIN"); admin && std::string(admin) == "1") return admin_kubeconfig_path();
   static std::once_flag once;

@@ -78,6 +78,10 @@ std::string service_account_kubeconfig(const std::string& ns, const std::string&
 // (4s lease, 3s renew deadline, 0.5s retry), plus `extra` flags.
 std::vector<std::string> operator_argv(const std::string& ns, const std::vector<std::string>& extra = {});
 
+// kubectl as the admin, with a discovery cache of the test's own (one left from before a change of
+// the CRDs would make it prefer the version preferred then); its exit status, its output in *out.
+int kubectl(const std::vector<std::string>& args, std::string* out = nullptr);
+
 // Runs tests/cluster/cluster.sh with `args` (e.g. {"restart", "apiserver"}); returns its exit status.
 int cluster_sh(const std::vector<std::string>& args, std::chrono::seconds timeout = std::chrono::seconds(120));
 

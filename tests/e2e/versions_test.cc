@@ -17,7 +17,10 @@ namespace {
 using kube::resources::kTenants;
 using kube::resources::kTrainingTasks;
 
-const std::string kTasksCrd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/trainingtasks.valley.dev";
+using kube::resources::kCustomResourceDefinitions;
+
+std::string crd_path(const std::string& plural) { return kCustomResourceDefinitions.item("", plural + ".valley.dev"); }
+const std::string kTasksCrd = crd_path("trainingtasks");
 
 // deploy/samples/spot-train-mpi.yaml (a template, a checkpoint, an estimate: most of the spec).
 json sample_task(const std::string& ns, const std::string& name, const std::string& version) {
@@ -57,18 +60,6 @@ std::string stored_api_version(const std::string& key) {
   if (!value) return "?";
   const json stored = json::parse(*value, nullptr, false);
   return stored.is_object() ? stored.value("apiVersion", "") : "?";
-}
-
-// kubectl with a discovery cache of its own: one left from before an upgrade of the CRDs would make
-// it prefer the version that was preferred then.
-int kubectl(const std::vector<std::string>& args, std::string* out) {
-  std::vector<std::string> argv{VALLEY_SOURCE_DIR "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(),
-                                "--cache-dir=" + ::testing::TempDir() + "/kubectl-cache"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess p(argv, ::testing::TempDir() + "/kubectl-versions.log");
-  const int rc = p.wait(60s);
-  *out = p.output();
-  return rc;
 }
 
 class VersionsTest : public ClusterTest {};
@@ -171,7 +162,7 @@ TEST_F(VersionsTest, MigrateStorageRewritesWhatEtcdHoldsAsV1alpha1AndNarrowsStor
     EXPECT_EQ(stored_api_version(key + name), "valley.dev/v1beta1") << name;
   }
   for (const std::string plural : {"trainingtasks", "tenants", "pricingpolicies"}) {
-    crd = admin->get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + plural + ".valley.dev");
+    crd = admin->get(crd_path(plural));
     EXPECT_EQ(crd["status"]["storedVersions"], json::array({"v1beta1"})) << plural;
   }
   const json after = admin->get(kTrainingTasks, ns, old_name);
