@@ -17,7 +17,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: help deps build demo-binaries demo-story unit unit-sanitize fuzz chaos chaos-smoke integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-smoke clean
+.PHONY: help deps build demo-binaries demo-story unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -99,14 +99,21 @@ e2e: build crds
 # The chaos campaign (tests/chaos): two operator replicas under faults, checked by an independent
 # checker; the full run (20 minutes of faults) writes bench/results/chaos.json. CHAOS_SEED replays a run.
 CHAOS_SEED ?= 1
+# Both upgrade from the previous release's operator to this build and downgrade back mid-run
+# (tests/upgrade/previous-release; scripts/previous-operator.sh builds it once per release).
 chaos: build crds
 	@scripts/operator.sh stop
-	$(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) --seconds=$${CHAOS_SECONDS:-1200} --out=bench/results/chaos.json
+	previous=$$(scripts/previous-operator.sh $(BUILD_DIR)) && $(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) \
+	  --seconds=$${CHAOS_SECONDS:-1200} --out=bench/results/chaos.json --previous-operator=$$previous
 
-# Part of make test: two minutes of faults at a fixed seed, then the checker.
+# Part of make test: three minutes of faults at a fixed seed, then the checker.
 chaos-smoke: build crds
 	@scripts/operator.sh stop
-	$(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) --seconds=120 --out=$(BUILD_DIR)/chaos-smoke.json
+	previous=$$(scripts/previous-operator.sh $(BUILD_DIR)) && $(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) \
+	  --seconds=180 --out=$(BUILD_DIR)/chaos-smoke.json --previous-operator=$$previous
+
+previous-operator:
+	@scripts/previous-operator.sh $(BUILD_DIR)
 
 # The shipped alerts and dashboard: promtool check/test rules, and the dashboard's conventions.
 monitoring:
@@ -147,3 +154,4 @@ bench-smoke: build bench-binaries crds
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) build-fuzz
+	git worktree prune  # the previous release's source lived in $(BUILD_DIR)/previous

@@ -7,7 +7,7 @@ pkgs=(
   libcurl4-openssl-dev nlohmann-json3-dev libyaml-cpp-dev libboost-dev libboost-system-dev
   libspdlog-dev libfmt-dev libssl-dev libgtest-dev libgmock-dev googletest
   clang libclang-rt-14-dev openmpi-bin libopenmpi-dev tzdata openssh-server openssh-client
-  glpk-utils gnuplot-nox
+  glpk-utils gnuplot-nox libfaketime
   prometheus python3-yaml
   containerd runc containernetworking-plugins iptables iproute2 debootstrap socat
 )

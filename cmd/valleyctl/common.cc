@@ -21,6 +21,7 @@
 #include "controllers/tenancy/tenants.h"
 #include "operator/kube/json_fields.h"
 #include "operator/duration.h"
+#include "operator/kube/remote_clock.h"
 #include "operator/kube/resource.h"
 #include "operator/yaml_json.h"
 
@@ -116,7 +117,7 @@ std::optional<json> read_task_or_report(const std::string& path) {
 std::string age(const std::string& rfc3339) {
   auto t = valley::kube::parse_time(rfc3339);
   if (!t) return "-";
-  auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - *t).count();
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(kube::cluster_clock().now() - *t).count();
   if (s < 120) return std::to_string(s) + "s";
   if (s < 7200) return std::to_string(s / 60) + "m";
   if (s < 172800) return std::to_string(s / 3600) + "h";

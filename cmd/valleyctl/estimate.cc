@@ -22,6 +22,7 @@
 #include "controllers/tenancy/tenants.h"
 #include "operator/kube/json_fields.h"
 #include "operator/duration.h"
+#include "operator/kube/remote_clock.h"
 #include "operator/kube/resource.h"
 #include "operator/yaml_json.h"
 
@@ -169,7 +170,7 @@ int cmd_estimate(const Flags& flags, const std::vector<std::string>& args) {
   // The same decision the operator would make now: the cluster's nodes less what its pods hold,
   // priced by the policy, and this task planned among them (tasks waiting in the queue are not
   // counted). Offline: no nodes, so the cheapest capacity it may use, starting now.
-  const auto now = std::chrono::system_clock::now();
+  const auto now = kube::cluster_clock().now();
   if (!(*task)["metadata"].contains("creationTimestamp")) (*task)["metadata"]["creationTimestamp"] = kube::format_time(now);
   planner::Task t = planner::task_from(spec, *task, {});
   std::vector<planner::Node> pn = market_nodes(*market, true);

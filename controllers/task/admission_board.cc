@@ -1,6 +1,7 @@
 #include "controllers/task/admission_board.h"
 
 #include "operator/kube/json_fields.h"
+#include "operator/kube/remote_clock.h"
 
 namespace valley::task {
 
@@ -34,7 +35,7 @@ std::optional<lifecycle::CreateRefusal> Refusals::of(const std::string& key, con
   auto it = refusals_.find(key);
   if (it == refusals_.end()) return std::nullopt;
   const Refusal& r = it->second;
-  const auto since = std::chrono::system_clock::now() - r.at;
+  const auto since = kube::cluster_clock().now() - r.at;
   if (r.uid != kube::string_at(meta, "uid") || r.generation != kube::int_at(meta, "generation").value_or(0) ||
       r.namespace_labels != labels || (r.what.blocking && since >= retry_after_)) {
     refusals_.erase(it);  // something changed: try again
@@ -48,7 +49,7 @@ std::optional<lifecycle::CreateRefusal> Refusals::of(const std::string& key, con
 void Refusals::record(const std::string& key, const std::string& uid, int64_t generation, const std::string& namespace_labels,
                       lifecycle::CreateRefusal what) {
   std::lock_guard lock(mu_);
-  refusals_[key] = {uid, generation, namespace_labels, std::chrono::system_clock::now(), std::move(what)};
+  refusals_[key] = {uid, generation, namespace_labels, kube::cluster_clock().now(), std::move(what)};
 }
 
 void Refusals::forget(const std::string& key) {

@@ -1,5 +1,6 @@
 #include "controllers/task/gpu_watcher.h"
 
+#include "operator/kube/remote_clock.h"
 #include <spdlog/spdlog.h>
 
 #include <thread>
@@ -36,7 +37,7 @@ void GpuWatcher::poll() {
   std::map<std::string, std::vector<prom::Sample>> by_signal;
   std::string error;
   std::map<std::string, std::vector<prom::Sample>> use;
-  const auto at = std::chrono::system_clock::now();
+  const auto at = kube::cluster_clock().now();
   for (const auto& q : gpu::queries(config_)) {
     auto samples = client.query(q.promql, &error);
     if (!samples) break;

@@ -6,6 +6,7 @@
 
 #include "controllers/cost/candidates.h"
 #include "controllers/task/metrics.h"
+#include "operator/kube/remote_clock.h"
 
 namespace valley::task {
 
@@ -136,7 +137,7 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
 void PlanningLoop::plan_once() {
   // The cluster as the informers last showed it, kept up to date event by event (ClusterSnapshot).
   const planner::SnapshotView view = cache_.snapshot_view();
-  const auto& r = inputs_.take(view, cache_.policy(), cache_.tenancy(), std::chrono::system_clock::now(), facts());
+  const auto& r = inputs_.take(view, cache_.policy(), cache_.tenancy(), kube::cluster_clock().now(), facts());
   auto decisions = planner::plan(r.nodes, r.held, r.tasks, r.now, r.config);
   if (options_.verify_plan_inputs) verify_plan_inputs(r, view, decisions);
   publish(r, decisions);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "controllers/task/status_writer.h"
+#include "operator/kube/remote_clock.h"
 #include "operator/kube/timefmt.h"
 
 namespace valley::task {
@@ -32,7 +33,7 @@ Result PolicyReconciler::reconcile(const std::string& name) {
   if (!object) return Result::done();
   const nlohmann::json current = object->value("status", nlohmann::json::object());
   nlohmann::json status = api::policy_status(*object, errors, parsed ? parsed->currency : "", options_.pricing_policy,
-                                             kube::format_time(std::chrono::system_clock::now()));
+                                             kube::format_time(kube::cluster_clock().now()));
   // Written only when it changes: the transition times are kept, so an unchanged status compares equal.
   if (current.is_object() && current.value("conditions", nlohmann::json()) == status["conditions"] &&
       current.value("observedGeneration", int64_t{-1}) == status["observedGeneration"])

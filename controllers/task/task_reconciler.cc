@@ -14,6 +14,7 @@
 #include "operator/kube/error.h"
 #include "operator/kube/field_mask.h"
 #include "operator/kube/json_fields.h"
+#include "operator/kube/remote_clock.h"
 
 namespace valley::task {
 
@@ -109,7 +110,7 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   o.parsed = api::parse_task(o.task);
   if (o.parsed.spec && !o.parsed.spec->pod_security.level) o.parsed.spec->pod_security.level = options_.pod_security;
   if (o.parsed.spec) o.parsed.spec->io_image = options_.io_image;
-  o.now = std::chrono::system_clock::now();
+  o.now = kube::cluster_clock().now();
   o.refusal = refusals_.of(key, o.task, [this](const std::string& ns) { return cache_.namespace_labels(ns); });
   const std::string ns = o.task["metadata"].value("namespace", "");
   const std::string name = o.task["metadata"].value("name", "");

@@ -4,6 +4,7 @@
 #include "controllers/cost/engine.h"
 #include "controllers/task/status_writer.h"
 #include "operator/kube/json_fields.h"
+#include "operator/kube/remote_clock.h"
 
 namespace valley::task {
 
@@ -62,7 +63,7 @@ std::optional<nlohmann::json> TenantReconciler::status_now(const nlohmann::json&
 Result TenantReconciler::reconcile(const std::string& name) {
   kube::ObjectPtr object = cache_.tenants().store().get(name);
   if (!object) return Result::done();
-  const auto now = std::chrono::system_clock::now();
+  const auto now = kube::cluster_clock().now();
   const auto status = status_now(*object, name, now);
   if (!status) return Result::done();
   // Time alone moves the fair share: that is written every tenant_interval, anything else at once.

@@ -4,6 +4,7 @@
 
 #include "controllers/render/task_report.h"
 #include "controllers/task/poll_schedule.h"
+#include "operator/kube/remote_clock.h"
 #include "operator/storage/task_store.h"
 #include "operator/kube/json_fields.h"
 #include "operator/kube/timefmt.h"
@@ -94,7 +95,7 @@ nlohmann::json keep(kube::Client& client, const std::string& ns, const api::Task
     }
     const std::string phase = kube::string_at(kube::object_at(task, "status"), "phase");
     kept.update({{"files", files}, {"bytes", bytes}, {"partial", phase != "Succeeded"}});
-    const std::string now = kube::format_time(std::chrono::system_clock::now());
+    const std::string now = kube::format_time(kube::cluster_clock().now());
     const nlohmann::json report = render::task_report(task, kept, now);
     store->put(lifecycle::kReportJson, report.dump(2));
     store->put(lifecycle::kReportHtml, render::report_html(report));

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "operator/kube/error.h"
+#include "operator/kube/remote_clock.h"
 #include "operator/kube/this_thread.h"
 
 namespace valley::kube {
@@ -174,7 +175,7 @@ void EventRecorder::record(const json& regarding, const std::string& type, const
                            const std::string& action, const std::string& note) {
   {
     std::lock_guard lock(mu_);
-    if (!aggregator_.observe(regarding, type, reason, action, note, std::chrono::system_clock::now())) {
+    if (!aggregator_.observe(regarding, type, reason, action, note, cluster_clock().now())) {
       spdlog::debug("event dropped by the spam filter: {} {}", reason, note);
       return;
     }
@@ -208,7 +209,7 @@ void EventRecorder::write(std::vector<PendingWrite> batch) {
 void EventRecorder::loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
-    auto batch = aggregator_.take_due(std::chrono::system_clock::now());
+    auto batch = aggregator_.take_due(cluster_clock().now());
     if (!batch.empty()) {
       lock.unlock();
       write(std::move(batch));
@@ -224,7 +225,7 @@ void EventRecorder::flush() {
   {
     std::lock_guard lock(mu_);
     // Far enough in the future that every series update is due; creates carry the real times.
-    batch = aggregator_.take_due(std::chrono::system_clock::now() + options_.series_flush);
+    batch = aggregator_.take_due(cluster_clock().now() + options_.series_flush);
   }
   write(std::move(batch));
 }

@@ -45,6 +45,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+    if (name == "date") response->date_received = std::chrono::steady_clock::now();
     response->headers[name] = std::string(value);
   } else if (line.rfind("HTTP/", 0) == 0) {
     response->headers.clear();  // a new response (after 100-continue or a redirect)
@@ -226,6 +227,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) {
                                                                                   : Transport::Failed;
     }
     observe(request.method, response.status, start);
+    note_date(response);
     std::string retry_after;
     if (auto it = response.headers.find("retry-after"); it != response.headers.end()) retry_after = it->second;
     auto delay = retry_delay(options_.retry, attempt, request.method, transport, response.status, retry_after);
@@ -266,6 +268,7 @@ HttpResponse HttpClient::stream(const HttpRequest& request, const std::function<
   CURLcode rc = curl_easy_perform(h->curl);
   curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &response.status);
   observe("WATCH", response.status, start);
+  note_date(response);
   if (rc == CURLE_OPERATION_TIMEDOUT && request.idle_timeout.count() > 0 && !st.stopped)
     throw KubeError("watch " + config_.server + request.path + ": no byte for " +
                     std::to_string(request.idle_timeout.count()) + " s, the connection is taken for dead");
@@ -274,6 +277,12 @@ HttpResponse HttpClient::stream(const HttpRequest& request, const std::function<
   // A stream stopped midway leaves its connection unusable; only a completed one is reused.
   if (rc == CURLE_OK) release(std::move(h));
   return response;
+}
+
+void HttpClient::note_date(const HttpResponse& response) const {
+  if (options_.clock == nullptr) return;
+  if (auto it = response.headers.find("date"); it != response.headers.end())
+    options_.clock->observe_http_date(it->second, response.date_received);
 }
 
 }  // namespace valley::kube

@@ -1,7 +1,7 @@
 // HTTPS transport to the API server over libcurl: TLS verified against the configured CA, client
 // certificate or bearer-token authentication (token files re-read when they change), HTTP/2 when the
 // server offers it, connections kept alive in a pool of handles shared by threads, a client-side
-// rate limit (QPS/burst), and retries with backoff on 429/5xx honouring Retry-After (see retry.h).
+// rate limit (QPS/burst), the API server's clock from each answer's Date (remote_clock.h), and retries with backoff on 429/5xx honouring Retry-After (see retry.h).
 // Request/response for ordinary calls; raw chunk streaming for watches.
 #pragma once
 
@@ -17,6 +17,7 @@
 
 #include "operator/kube/config.h"
 #include "operator/kube/rate_limit.h"
+#include "operator/kube/remote_clock.h"
 #include "operator/kube/retry.h"
 
 namespace valley::kube {
@@ -38,6 +39,7 @@ struct HttpResponse {
   long status = 0;
   std::string body;
   std::map<std::string, std::string> headers;  // names lower-cased
+  std::chrono::steady_clock::time_point date_received{};  // when the Date header arrived
 };
 
 // Called after every request with the verb, the HTTP status (0: no answer) and the latency.
@@ -50,6 +52,7 @@ struct HttpOptions {
   int burst = 100;
   RetryPolicy retry;
   RequestObserver observer;
+  RemoteClock* clock = &cluster_clock();  // fed every answer's Date; null: none
 };
 
 class HttpClient {
@@ -77,6 +80,7 @@ class HttpClient {
   struct Handle;
   std::unique_ptr<Handle> acquire();
   void release(std::unique_ptr<Handle> handle);
+  void note_date(const HttpResponse& response) const;
   void prepare(Handle& handle, const HttpRequest& request, std::string& body_sink, HttpResponse& response);
   std::string bearer_token();
   void wait_for_rate_limit();

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "operator/kube/error.h"
+#include "operator/kube/remote_clock.h"
 #include "operator/kube/timefmt.h"
 
 namespace valley::kube {
@@ -40,7 +41,7 @@ bool LeaderElector::sleep(const std::atomic<bool>& stop, std::chrono::millisecon
 }
 
 bool LeaderElector::try_acquire_or_renew() {
-  const auto now_wall = std::chrono::system_clock::now();
+  const auto now_wall = cluster_clock().now();
   const auto now = std::chrono::steady_clock::now();
   const std::string now_text = format_micro_time(now_wall);
   const auto lease_seconds = std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count();
@@ -130,7 +131,7 @@ void LeaderElector::release() {
     if (lease["spec"].value("holderIdentity", "") != config_.identity) return;
     lease["spec"]["holderIdentity"] = "";
     lease["spec"]["leaseDurationSeconds"] = 1;
-    lease["spec"]["renewTime"] = format_micro_time(std::chrono::system_clock::now());
+    lease["spec"]["renewTime"] = format_micro_time(cluster_clock().now());
     client_.update(resources::kLeases, lease);
     own_lease_ = nullptr;
     spdlog::info("leader election: released lease {}/{}", config_.lease_namespace, config_.lease_name);

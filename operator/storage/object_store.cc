@@ -11,7 +11,12 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
+
+#include "operator/kube/remote_clock.h"
 
 namespace valley::storage {
 namespace {
@@ -32,14 +37,32 @@ bool valid_bucket(const std::string& b, bool s3) {
   return std::isalnum(static_cast<unsigned char>(b.front())) && std::isalnum(static_cast<unsigned char>(b.back()));
 }
 
-std::string amz_now() {
-  std::time_t t = std::time(nullptr);
+// A signature is valid only within minutes of the store's own time: sign by the store's clock as
+// its answers' Date headers show it (one per endpoint), not this host's, which may have been stepped.
+kube::RemoteClock& store_clock(const std::string& endpoint) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<kube::RemoteClock>> clocks;
+  std::lock_guard lock(mu);
+  auto& c = clocks[endpoint];
+  if (!c) c = std::make_unique<kube::RemoteClock>();
+  return *c;
+}
+
+std::string amz_time(kube::SystemTime now) {
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[20];
   std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
   return buf;
 }
+
+// What the header callback keeps of an answer: its ETag (when asked for) and its Date.
+struct Headers {
+  std::string* etag = nullptr;
+  std::string date;
+  std::chrono::steady_clock::time_point date_received;
+};
 
 class S3Store : public ObjectStore {
  public:
@@ -265,12 +288,18 @@ class S3Store : public ObjectStore {
     return got;
   }
   static size_t header_line(char* data, size_t size, size_t n, void* out) {
+    auto* h = static_cast<Headers*>(out);
     std::string line(data, size * n);
-    if (line.size() > 5 && strncasecmp(line.c_str(), "etag:", 5) == 0) {
-      line = line.substr(5);
-      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.erase(0, 1);
-      while (!line.empty() && (line.back() == '\r' || line.back() == '\n' || line.back() == ' ')) line.pop_back();
-      *static_cast<std::string*>(out) = line;
+    auto value = [&](size_t name_size) {
+      std::string v = line.substr(name_size);
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.erase(0, 1);
+      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.pop_back();
+      return v;
+    };
+    if (h->etag && line.size() > 5 && strncasecmp(line.c_str(), "etag:", 5) == 0) *h->etag = value(5);
+    if (line.size() > 5 && strncasecmp(line.c_str(), "date:", 5) == 0) {
+      h->date = value(5);
+      h->date_received = std::chrono::steady_clock::now();
     }
     return size * n;
   }
@@ -284,7 +313,8 @@ class S3Store : public ObjectStore {
     if (call.range_from) r.headers["range"] = "bytes=" + std::to_string(call.range_from) + "-";
     // A streamed file is not hashed beforehand: SigV4 allows an unsigned payload.
     r.payload_sha256 = call.source ? "UNSIGNED-PAYLOAD" : sha256_hex(call.body ? *call.body : std::string());
-    sign(r, settings_.credentials, settings_.region, "s3", amz_now());
+    kube::RemoteClock& clock = store_clock(base_);
+    sign(r, settings_.credentials, settings_.region, "s3", amz_time(clock.now()));
 
     CURL* curl = curl_easy_init();
     if (!curl) throw StoreError("curl_easy_init failed");
@@ -325,11 +355,12 @@ class S3Store : public ObjectStore {
     } else if (call.method != "GET") {
       curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, call.method.c_str());
     }
-    if (call.etag) {
-      curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, header_line);
-      curl_easy_setopt(curl, CURLOPT_HEADERDATA, call.etag);
-    }
+    Headers answer;
+    answer.etag = call.etag;
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, header_line);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer);
     CURLcode rc = curl_easy_perform(curl);
+    if (!answer.date.empty()) clock.observe_http_date(answer.date, answer.date_received);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(headers);
     curl_easy_cleanup(curl);

@@ -2,10 +2,14 @@
 // Two operator replicas under leader election talk to the API server through a proxy; a stream of
 // TrainingTasks of every kind is created, scaled, suspended and deleted while faults are injected
 // at random moments from a seeded generator: kill -9 of the leader, API-server and etcd restarts,
-// spot notices and node deletions, network delay and drops. The independent checker
+// spot notices and node deletions, network delay and drops, steps of the leader's wall clock. With
+// --previous-operator the replicas start on the previous release's build, are upgraded to this one
+// a sixth of the way in and downgraded back at two thirds, each by a rolling replacement during
+// which a task is resized and a spot node noticed and lost. The independent checker
 // (tests/chaos/checker.h) watches only the API server. Prints and writes what happened:
 // faults, tasks, violations, recovery after each leader kill.
 //   valley-chaos [--seed=N] [--seconds=S] [--out=bench/results/chaos.json] [--calm: no faults]
+//                [--previous-operator=BINARY]
 #include <signal.h>
 
 #include <algorithm>
@@ -20,115 +24,10 @@
 #include <sstream>
 #include <thread>
 
-#include "operator/kube/informer.h"
 #include "operator/kube/timefmt.h"
-#include "tests/chaos/checker.h"
-#include "tests/chaos/proxy.h"
-#include "tests/e2e/support.h"
-#include "tests/storage/versitygw.h"
+#include "tests/chaos/campaign.h"
 
 namespace valley::chaos {
-namespace {
-
-using namespace std::chrono_literals;
-using e2e::ChildProcess;
-using kube::resources::kConfigMaps;
-using kube::resources::kLeases;
-using kube::resources::kNodes;
-using kube::resources::kPods;
-using kube::resources::kPricingPolicies;
-using kube::resources::kSecrets;
-using kube::resources::kServices;
-using kube::resources::kTrainingTasks;
-using Clock = std::chrono::steady_clock;
-
-const std::string kNs = "valley-chaos";
-const std::string kExpect = "chaos.valley.dev/expect";
-
-double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-struct Options {
-  uint64_t seed = 1;
-  int seconds = 120;
-  std::string out = "bench/results/chaos.json";
-  std::string logs;  // where operator logs go
-  bool calm = false;  // the same stream of tasks without faults: a control run for the checker's rules
-};
-
-// One operator replica; each start gets a new identity, as a new pod would.
-struct Replica {
-  std::string name;
-  int starts = 0;
-  std::string identity;
-  std::unique_ptr<ChildProcess> process;
-  std::optional<Clock::time_point> restart_at;
-};
-
-class Campaign {
- public:
-  explicit Campaign(Options o) : o_(std::move(o)), rng_(o_.seed), admin_(e2e::unlimited_admin()) {}
-
-  int run();
-
- private:
-  // --- set-up ---
-  void prepare();
-  std::string proxied_kubeconfig();
-  void start_replica(Replica& r);
-  // --- the stream of tasks ---
-  void create_task();
-  void act_on_a_task();
-  json annotations_for(const std::string& run_time, const std::string& exit_code = "0");
-  // --- faults ---
-  void kill_leader();
-  void restart(const std::string& component);
-  void disrupt_node();
-  void tend_replicas();
-  void follow_recovery();
-  // --- checking ---
-  void look(bool final);
-  bool settled();
-
-  double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
-  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
-  void log(const std::string& what) {
-    std::printf("[%7.1fs] %s\n", since(start_), what.c_str());
-    std::fflush(stdout);
-  }
-
-  Options o_;
-  std::mt19937_64 rng_;
-  std::unique_ptr<kube::Client> admin_;
-  std::unique_ptr<testing::VersityGw> s3_;
-  std::unique_ptr<Proxy> proxy_;
-  std::string kubeconfig_;
-  Replica replicas_[2];
-  Clock::time_point start_ = Clock::now();
-
-  std::mutex checker_mu_;
-  // Orphans: the garbage collector is Kubernetes'; after an API-server restart it takes its time
-  // (over 60 s was seen), so the continuous rule allows 3 minutes; the final look allows none.
-  Checker checker_{PriceBook{{{{"nvidia", "on-demand"}, 3'600'000}, {{"nvidia", "spot"}, 1'800'000},
-                              {{"amd", "on-demand"}, 2'000'000}, {{"amd", "spot"}, 1'000'000}}},
-                   180};
-  std::unique_ptr<kube::Informer> task_watch_;
-
-  int tasks_created_ = 0, task_serial_ = 0;
-  std::map<std::string, int> by_kind_, by_expectation_, actions_;
-  std::map<std::string, int> faults_;
-  std::vector<std::string> removed_nodes_;
-  // Recovery after a leader kill: until a new leader holds the Lease, and until it has reconciled
-  // a change made to the probe task at the moment of the kill.
-  struct Kill {
-    Clock::time_point at;
-    std::string old_leader;
-    int64_t probe_generation = 0;
-    std::optional<double> leaderless, recovered;
-  };
-  std::vector<Kill> kills_;
-  int probe_priority_ = 0;
-};
 
 json Campaign::annotations_for(const std::string& run_time, const std::string& exit_code) {
   json a = {{"valley.dev/sim-run-time", run_time}};
@@ -183,17 +82,6 @@ std::string Campaign::proxied_kubeconfig() {
   const std::string path = o_.logs + "/operator-via-proxy.kubeconfig";
   std::ofstream(path) << config;
   return path;
-}
-
-void Campaign::start_replica(Replica& r) {
-  r.identity = "chaos-" + r.name + "-" + std::to_string(++r.starts);
-  std::vector<std::string> argv;
-  for (const auto& a : e2e::operator_argv(kNs, {"--leader-elect-identity=" + r.identity, "--pricing-policy=" + kNs,
-                                                "--planner-min-resize-interval=2s", "--unschedulable-timeout=3s",
-                                                "--checkpoint-poll-interval=5s"}))
-    argv.push_back(a.rfind("--kubeconfig=", 0) == 0 ? "--kubeconfig=" + kubeconfig_ : a);
-  r.process = std::make_unique<ChildProcess>(argv, o_.logs + "/operator-" + r.identity + ".log");
-  r.restart_at.reset();
 }
 
 void Campaign::create_task() {
@@ -325,107 +213,7 @@ void Campaign::act_on_a_task() {
   }
 }
 
-void Campaign::kill_leader() {
-  json lease;
-  try {
-    lease = admin_->get(kLeases, kNs, "valley-operator");
-  } catch (const kube::KubeError&) {
-    return;
-  }
-  const std::string holder = lease.value("spec", json::object()).value("holderIdentity", "");
-  for (auto& r : replicas_) {
-    if (!r.process || r.identity != holder) continue;
-    r.process->signal(SIGKILL);
-    r.process->wait(5s);
-    r.process.reset();
-    r.restart_at = Clock::now() + std::chrono::milliseconds(500 + pick(2500));
-    Kill k;
-    k.at = Clock::now();
-    k.old_leader = holder;
-    try {  // a change for the new leader to reconcile
-      probe_priority_ = 1 - probe_priority_;
-      json probe = admin_->patch(kTrainingTasks, kNs, "probe", kube::PatchType::Merge, {{"spec", {{"priority", probe_priority_}}}});
-      k.probe_generation = probe["metadata"].value("generation", int64_t{0});
-    } catch (const kube::KubeError&) {
-    }
-    kills_.push_back(k);
-    ++faults_["leaderKills"];
-    log("kill -9 leader " + holder);
-    return;
-  }
-}
-
-void Campaign::follow_recovery() {
-  for (auto& k : kills_) {
-    if (k.leaderless && k.recovered) continue;
-    if (since(k.at) > 120) continue;  // reported as not recovered
-    try {
-      if (!k.leaderless) {
-        json lease = admin_->get(kLeases, kNs, "valley-operator");
-        const std::string holder = lease.value("spec", json::object()).value("holderIdentity", "");
-        if (!holder.empty() && holder != k.old_leader) k.leaderless = since(k.at);
-      }
-      if (!k.recovered && k.probe_generation > 0) {
-        json probe = admin_->get(kTrainingTasks, kNs, "probe");
-        if (probe.value("status", json::object()).value("observedGeneration", int64_t{0}) >= k.probe_generation) k.recovered = since(k.at);
-      }
-    } catch (const kube::KubeError&) {
-    }
-  }
-}
-
-void Campaign::restart(const std::string& component) {
-  log("restart " + component);
-  ++faults_[component == "apiserver" ? "apiserverRestarts" : "etcdRestarts"];
-  if (e2e::cluster_sh({"restart", component}, 180s) != 0) log("cluster.sh restart " + component + " failed");
-}
-
-// A node goes away: a spot node gets its termination notice first, then is deleted; it comes back
-// (as a new node of the same name) a while later, as an autoscaler would replace it.
-void Campaign::disrupt_node() {
-  std::vector<json> nodes;
-  try {
-    kube::ListOptions lo;
-    lo.label_selector = "type=kwok";
-    nodes = admin_->list(kNodes, "", lo).items;
-  } catch (const kube::KubeError&) {
-    return;
-  }
-  if (nodes.size() <= 3) return;
-  const json& n = nodes[static_cast<size_t>(pick(static_cast<int>(nodes.size())))];
-  const std::string name = n["metadata"]["name"];
-  const bool spot = n["metadata"].value("labels", json::object()).value("karpenter.sh/capacity-type", "") == "spot";
-  try {
-    if (spot) {
-      json taints = n["spec"].value("taints", json::array());
-      taints.push_back({{"key", "aws-node-termination-handler/spot-itn"}, {"value", "true"}, {"effect", "NoSchedule"}});
-      admin_->patch(kNodes, "", name, kube::PatchType::Merge, {{"spec", {{"taints", taints}}}});
-      ++faults_["spotNotices"];
-      log("spot notice on " + name);
-      std::this_thread::sleep_for(std::chrono::seconds(5 + pick(10)));
-    }
-    admin_->remove(kNodes, "", name);
-    ++faults_["nodeDeletions"];
-    removed_nodes_.push_back(name);
-    log("deleted node " + name);
-  } catch (const kube::KubeError& e) {
-    log("disrupting " + name + " failed: " + e.what());
-  }
-}
-
-void Campaign::tend_replicas() {
-  for (auto& r : replicas_) {
-    if (r.process && r.process->wait(1ms) != -1) {  // exited by itself: a crash is a finding too
-      log("operator " + r.identity + " exited on its own");
-      ++faults_["operatorExitedOnItsOwn"];
-      r.process.reset();
-      r.restart_at = Clock::now();
-    }
-    if (!r.process && r.restart_at && Clock::now() >= *r.restart_at) start_replica(r);
-  }
-}
-
-void Campaign::look(bool final) {
+Snapshot Campaign::snapshot() {
   Snapshot s;
   try {
     s.t = wall_now();
@@ -437,8 +225,14 @@ void Campaign::look(bool final) {
     for (const auto* r : {&kServices, &kSecrets, &kConfigMaps})
       for (auto& o : admin_->list(*r, kNs, valley_objects).items) s.owned.push_back(std::move(o));
   } catch (const kube::KubeError&) {
-    return;  // the API server is away (a fault): no look this time
+    return {};  // the API server is away (a fault): t = 0, no look this time
   }
+  return s;
+}
+
+void Campaign::look(bool final) {
+  const Snapshot s = snapshot();
+  if (s.t == 0) return;
   std::lock_guard lock(checker_mu_);
   if (final) checker_.finish(s);
   else checker_.observe(s);
@@ -463,7 +257,7 @@ bool Campaign::settled() {
   }
 }
 
-double percentile(std::vector<double> v, double p) {
+static double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(std::ceil(p * double(v.size())) - 1))];
@@ -473,9 +267,19 @@ int Campaign::run() {
   log("seed " + std::to_string(o_.seed) + ", " + std::to_string(o_.seconds) + " s of faults");
   prepare();
   kubeconfig_ = proxied_kubeconfig();
-  replicas_[0].name = "a";
-  replicas_[1].name = "b";
-  for (auto& r : replicas_) start_replica(r);
+  ReplicaSet set;
+  set.ns = kNs;
+  set.kubeconfig = kubeconfig_;
+  set.logs = o_.logs;
+  set.flags = {"--pricing-policy=" + kNs, "--planner-min-resize-interval=2s", "--unschedulable-timeout=3s", "--checkpoint-poll-interval=5s"};
+  set.previous_binary = o_.previous_operator;
+  set.faketime_library = o_.calm ? "" : find_faketime_library();
+  if (!o_.calm && set.faketime_library.empty())
+    throw std::runtime_error("libfaketime is not installed (make deps installs it): the clock faults need it");
+  replicas_ = std::make_unique<Replicas>(set, [this](const std::string& m) { log(m); });
+  const bool upgrades = !o_.previous_operator.empty() && !o_.calm;
+  replicas_->start(upgrades);
+  if (upgrades) log("replicas start on the previous release (" + o_.previous_operator + ")");
 
   kube::InformerOptions io;
   io.ns = kNs;
@@ -493,11 +297,17 @@ int Campaign::run() {
   auto next = [&](double mean) { return Clock::now() + std::chrono::milliseconds(int64_t(1000 * mean * uniform(0.5, 1.5))); };
   auto t_task = next(3), t_act = next(12), t_kill = next(8), t_api = next(90), t_node = next(60), t_delay = next(45),
        t_drop = next(70), t_look = Clock::now(), t_etcd = start_ + std::chrono::seconds(o_.seconds / 2), t_nodes_back = next(40);
+  auto t_clock = next(20);
+  // The rollouts: upgrade a sixth of the way in, downgrade at two thirds (the current build, whose
+  // clock is stepped, runs in between).
+  std::vector<std::pair<Clock::time_point, bool>> rollouts;
+  if (upgrades)
+    rollouts = {{start_ + std::chrono::seconds(o_.seconds / 6), false}, {start_ + std::chrono::seconds(2 * o_.seconds / 3), true}};
   bool etcd_done = false;
   const auto end = start_ + std::chrono::seconds(o_.seconds);
   while (Clock::now() < end) {
     const auto now = Clock::now();
-    tend_replicas();
+    replicas_->tend();
     follow_recovery();
     if (now >= t_look) { look(false); t_look = now + 1s; }
     if (now >= t_task) { create_task(); t_task = next(3); }
@@ -525,6 +335,11 @@ int Campaign::run() {
       std::thread([p = proxy_.get()] { std::this_thread::sleep_for(8s); p->set_delay(0ms); }).detach();
       t_delay = next(45);
     }
+    if (now >= t_clock) t_clock = step_clock() ? next(20) : now + 1s;
+    if (!rollouts.empty() && now >= rollouts.front().first) {
+      rollout(rollouts.front().second);
+      rollouts.erase(rollouts.begin());
+    }
     if (now >= t_drop) {
       const auto d = std::chrono::milliseconds(2000 + pick(6000));
       proxy_->drop_for(d);
@@ -542,7 +357,7 @@ int Campaign::run() {
   if (!removed_nodes_.empty()) e2e::cluster_sh({"nodes", std::string(VALLEY_SOURCE_DIR) + "/tests/cluster/profiles/default.yaml"}, 120s);
   const auto settle_deadline = Clock::now() + 600s;
   while (Clock::now() < settle_deadline && !settled()) {
-    tend_replicas();
+    replicas_->tend();
     follow_recovery();
     look(false);
     std::this_thread::sleep_for(1s);
@@ -551,11 +366,8 @@ int Campaign::run() {
   look(true);
   const double settle_seconds = since(end);
   task_watch_->stop();
-  for (auto& r : replicas_)
-    if (r.process) {
-      r.process->signal(SIGTERM);
-      r.process->wait(15s);
-    }
+  replicas_->stop();
+  faults_["operatorExitedOnItsOwn"] = replicas_->exited_on_their_own();
 
   std::vector<double> leaderless, recovered;
   int not_recovered = 0;
@@ -578,6 +390,7 @@ int Campaign::run() {
                    {"notRecoveredWithin120s", not_recovered},
                    {"leaderlessSeconds", {{"p50", percentile(leaderless, 0.5)}, {"p95", percentile(leaderless, 0.95)}, {"max", percentile(leaderless, 1)}}},
                    {"recoverySeconds", {{"p50", percentile(recovered, 0.5)}, {"p95", percentile(recovered, 0.95)}, {"max", percentile(recovered, 1)}}}}},
+                 {"rollouts", rollouts_},
                  {"checker", checker_.summary()},
                  {"violations", violations}};
   std::filesystem::create_directories(std::filesystem::path(o_.out).parent_path());
@@ -590,7 +403,6 @@ int Campaign::run() {
   return checker_.violations().empty() && not_recovered == 0 ? 0 : 1;
 }
 
-}  // namespace
 }  // namespace valley::chaos
 
 int main(int argc, char** argv) {
@@ -602,8 +414,10 @@ int main(int argc, char** argv) {
     else if (a.rfind("--seconds=", 0) == 0) o.seconds = std::stoi(value("--seconds="));
     else if (a.rfind("--out=", 0) == 0) o.out = value("--out=");
     else if (a == "--calm") o.calm = true;
+    else if (a.rfind("--previous-operator=", 0) == 0 && a.size() > std::string("--previous-operator=").size())
+      o.previous_operator = value("--previous-operator=");
     else {
-      std::cerr << "usage: valley-chaos [--seed=N] [--seconds=S] [--out=FILE] [--calm]\n";
+      std::cerr << "usage: valley-chaos [--seed=N] [--seconds=S] [--out=FILE] [--calm] [--previous-operator=BINARY]\n";
       return 2;
     }
   }

@@ -268,6 +268,58 @@ void Checker::finish(const Snapshot& s) {
   check_final(s);
 }
 
+std::set<std::string> Checker::tasks_on(const Snapshot& s, const std::set<std::string>& nodes) const {
+  std::set<std::string> out;
+  for (const auto& p : s.pods) {
+    const std::string node = p.value("spec", json::object()).value("nodeName", "");
+    if (!node.empty() && nodes.count(node)) out.insert(controller_uid(p));
+  }
+  return out;
+}
+
+void Checker::window_begin(const Snapshot& s) {
+  window_restarts_.clear();
+  for (const auto& t : s.tasks)
+    window_restarts_[t["metadata"].value("uid", "")] = t.value("status", json::object()).value("restarts", json::object());
+  // Nodes gone or noticed already: what they do to their tasks is an earlier fault's.
+  std::set<std::string> live, noticed;
+  for (const auto& n : s.nodes) {
+    const std::string name = n["metadata"].value("name", "");
+    live.insert(name);
+    for (const auto& taint : n.value("spec", json::object()).value("taints", json::array()))
+      if (taint.value("key", "").find("termination") != std::string::npos || taint.value("key", "").find("spot-itn") != std::string::npos)
+        noticed.insert(name);
+  }
+  std::set<std::string> gone = noticed;
+  for (const auto& p : s.pods) {
+    const std::string node = p.value("spec", json::object()).value("nodeName", "");
+    if (!node.empty() && !live.count(node)) gone.insert(node);
+  }
+  window_excused_ = tasks_on(s, gone);
+}
+
+void Checker::window_end(const Snapshot& s, const std::string& window, const std::set<std::string>& disrupted_nodes) {
+  ++windows_;
+  std::set<std::string> excused = tasks_on(s, disrupted_nodes);
+  excused.insert(window_excused_.begin(), window_excused_.end());
+  for (const auto& t : s.tasks) {
+    const std::string uid = t["metadata"].value("uid", "");
+    auto before = window_restarts_.find(uid);
+    if (before == window_restarts_.end() || excused.count(uid)) continue;
+    ++window_tasks_;
+    const json after = t.value("status", json::object()).value("restarts", json::object());
+    const bool may_fail = t["metadata"].value("annotations", json::object()).value("chaos.valley.dev/expect", "") == "Failed";
+    for (const char* kind : {"startFailures", "disruptions", "failures"}) {
+      if (std::string(kind) == "failures" && may_fail) continue;
+      const int64_t was = before->second.value(kind, int64_t{0}), now = after.value(kind, int64_t{0});
+      if (now > was)
+        violation(s.t, "restarted-by-window", t["metadata"].value("name", ""),
+                  window + ": status.restarts." + kind + " went from " + std::to_string(was) + " to " + std::to_string(now));
+    }
+  }
+  window_restarts_.clear();
+}
+
 json Checker::summary() const {
   int starts_moved = 0, resurrected = 0, rewritten = 0;
   for (const auto& [uid, r] : pods_) {
@@ -279,6 +331,8 @@ json Checker::summary() const {
           {"podsResurrected", resurrected},
           {"podsEndRewritten", rewritten},
           {"looks", looks_},
+          {"windows", windows_},
+          {"tasksCheckedInWindows", window_tasks_},
           {"podsFollowed", pods_.size()},
           {"costsChecked", costs_checked_},
           {"costsNotPriceable", costs_unpriceable_},

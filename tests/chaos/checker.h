@@ -17,6 +17,11 @@
 //                      counted (podsResurrected, podsEndRewritten)
 //   accrued-decreased  status.cost.accrued never goes down from one version of a task to the next
 //   generation-backwards  status.observedGeneration never goes down
+//   restarted-by-window  within a window the campaign marks (an operator upgrade or downgrade), no
+//                      task is restarted for a cause an operator could invent: status.restarts'
+//                      startFailures and disruptions, and failures of a task expected to succeed,
+//                      stay as they were, unless one of its pods was on a node disrupted
+//                      meanwhile or already gone (or noticed) when the window began
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -60,6 +65,9 @@ class Checker {
   void task_update(double t, const json& before, const json& after);
   // The last look, once the run has settled: also checks final phases and costs.
   void finish(const Snapshot& s);
+  // A window (restarted-by-window): its first look, and its last with the nodes disrupted meanwhile.
+  void window_begin(const Snapshot& s);
+  void window_end(const Snapshot& s, const std::string& window, const std::set<std::string>& disrupted_nodes);
 
   const std::vector<Violation>& violations() const { return violations_; }
   // Counts for the report: looks taken, pods followed, tasks whose cost was checked, the widest
@@ -83,6 +91,8 @@ class Checker {
   void check_orphans(const Snapshot& s, bool final);
   void check_final(const Snapshot& s);
   std::optional<int64_t> price_of(const std::string& node) const;
+  // Tasks (by uid) with a pod on one of `nodes`.
+  std::set<std::string> tasks_on(const Snapshot& s, const std::set<std::string>& nodes) const;
 
   PriceBook prices_;
   double orphan_grace_;
@@ -92,6 +102,9 @@ class Checker {
   std::map<std::string, int64_t> charged_until_ms_;  // by pod uid: how far a status ledger charged it (for the report)
   std::map<std::string, std::pair<std::string, std::string>> node_class_;  // node -> vendor, class
   std::map<std::string, double> orphan_since_;                    // object uid -> first seen orphaned
+  std::map<std::string, json> window_restarts_;  // by task uid: status.restarts when the window began
+  std::set<std::string> window_excused_;         // tasks on nodes already gone or noticed then
+  int windows_ = 0, window_tasks_ = 0;
   int looks_ = 0, costs_checked_ = 0, costs_unpriceable_ = 0;
   int64_t widest_uncertainty_ = 0;
   double longest_orphan_ = 0;  // how long an object outlived its owner before it was collected

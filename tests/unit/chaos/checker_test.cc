@@ -148,5 +148,40 @@ TEST(ChaosChecker, AccruedCostAndObservedGenerationNeverGoBack) {
   EXPECT_EQ(rules(c), (std::vector<std::string>{"accrued-decreased", "generation-backwards"}));
 }
 
+json with_restarts(json t, json restarts) {
+  t["status"]["restarts"] = std::move(restarts);
+  return t;
+}
+
+TEST(ChaosChecker, ARestartInAWindowIsFoundUnlessANodeExplainsIt) {
+  Checker c(prices());
+  json a = task("a", "Running", "Succeeded"), b = task("b", "Running", "Succeeded"), f = task("f", "Running", "Failed");
+  json on_n2 = pod("b-worker-0", "b", "worker", 0, 1, "Running");
+  on_n2["spec"]["nodeName"] = "n2";
+  Snapshot begin = look(0, {a, b, f}, {pod("a-worker-0", "a", "worker", 0, 1, "Running"), on_n2});
+  begin.nodes.push_back(node("n2", true));
+  c.window_begin(begin);
+  // a: restarted for a disruption though its node stayed; b: its spot node was disrupted
+  // meanwhile; f: failures are what it was made for; resizes are no restart an operator invents.
+  Snapshot end = look(30, {with_restarts(a, {{"disruptions", 1}, {"total", 1}}), with_restarts(b, {{"disruptions", 1}, {"total", 1}}),
+                           with_restarts(f, {{"failures", 1}, {"resizes", 2}, {"total", 3}})},
+                      {pod("a-worker-0", "a", "worker", 0, 1, "Running"), on_n2});
+  c.window_end(end, "upgrade", {"n2"});
+  ASSERT_EQ(rules(c), std::vector<std::string>{"restarted-by-window"});
+  EXPECT_EQ(c.violations()[0].object, "a");
+  // The same history without the node explaining b's restart: both are found.
+  Checker strict(prices());
+  strict.window_begin(begin);
+  strict.window_end(end, "upgrade", {});
+  EXPECT_EQ(rules(strict), (std::vector<std::string>{"restarted-by-window", "restarted-by-window"}));
+  // A task on a node already gone when the window began is excused.
+  Checker late(prices());
+  Snapshot gone = begin;
+  gone.nodes = {node("n1")};
+  late.window_begin(gone);
+  late.window_end(end, "upgrade", {});
+  EXPECT_EQ(rules(late), std::vector<std::string>{"restarted-by-window"});
+}
+
 }  // namespace
 }  // namespace valley::chaos
