@@ -118,6 +118,10 @@ Micros accrued_micros(const json& cost_status) {
   return i64(cost_status, "accruedMicros");
 }
 
+namespace {
+constexpr std::chrono::seconds kClockSlack{5};
+}  // namespace
+
 json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>& pods, const std::map<std::string, NodeRate>& rates,
             int priority, SystemTime now, bool finished, std::chrono::seconds settle) {
   // How far a running pod is certainly charged: whole seconds, `settle` back.
@@ -159,7 +163,9 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
                   kube::string_at(entry, "capacityClass", "on-demand"), i64(entry, "gpuPerHourMicros"),
                   static_cast<int>(std::clamp<int64_t>(i64(entry, "watts"), 0, 100'000))};
     SystemTime until{std::chrono::milliseconds(i64(entry, "untilMs"))};
-    SystemTime end = pod.end ? std::min(*pod.end, now) : running_until;
+    // An end is the cluster's word, and `now` (the API server's time as last seen) may trail it by
+    // up to a second; an end further ahead is a node clock running fast, believed only up to now.
+    SystemTime end = pod.end ? std::min(*pod.end, now + kClockSlack) : running_until;
     // Charged up to `until` already; the pod has held its GPUs since, even if its start moved
     // later (a container restarted, a status rewritten): charging from that new start would drop
     // the time in between.

@@ -82,9 +82,24 @@ bool TaskReconciler::create(const std::string& key, const lifecycle::Observed& o
     requests_->run_all(to - from, [&](size_t k) { send_one(ns, creations[from + k]); });
   };
   send(0, prerequisites);
-  const bool ready = std::all_of(creations.begin(), creations.begin() + static_cast<std::ptrdiff_t>(prerequisites),
-                                 [](const Creation& c) { return c.created || (c.error && c.error->http_status() == 409); });
+  // A 409 is "there already": ours (made before a restart), or an older task's of the same name
+  // that the garbage collector is about to remove, whose keys are not this task's and which would
+  // leave its pods unisolated once gone: then the pods wait for it to go. (One with no owner at all
+  // will never go; it is used as it is. Claim templates cannot be read back: any of the name serves.)
+  std::string in_the_way;
+  const bool ready = std::all_of(creations.begin(), creations.begin() + static_cast<std::ptrdiff_t>(prerequisites), [&](const Creation& c) {
+    if (c.created) return true;
+    if (!c.error || c.error->http_status() != 409) return false;
+    const std::string object = c.object["metadata"].value("name", "");
+    if (c.resource == &res::kResourceClaimTemplates || owner_of(*c.resource, ns, object, uid) != Owner::AnotherTask) return true;
+    in_the_way = c.resource->kind + " " + object;
+    return false;
+  });
   if (ready) send(prerequisites, creations.size());
+  if (!in_the_way.empty()) {
+    spdlog::info("{}: {} of an older task of the same name is still being removed; the pods wait for it", key, in_the_way);
+    loop_.queue().add_after(key, std::chrono::seconds(2));
+  }
   // The outcomes, prerequisites first. After a refusal that retrying will not heal, later
   // refusals are not reported again: the first says it all, and a task that keeps failing is
   // retried with backoff.
@@ -152,8 +167,9 @@ void TaskReconciler::expect(const std::string& id, const kube::Resource& r, cons
 // Secrets, NetworkPolicies and claim templates are neither listed nor watched (for Secrets, RBAC grants get and
 // create only): whether the task's exists is asked once and remembered per task incarnation (UID).
 namespace {
+// Ordered by namespace and name: a task's objects, all named "<task>-...", are neighbours.
 std::string owned_key(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid) {
-  return r.kind + " " + ns + "/" + name + "@" + uid;
+  return ns + "/" + name + " " + r.kind + "@" + uid;
 }
 }  // namespace
 
@@ -162,24 +178,37 @@ bool TaskReconciler::owned_object_known(const kube::Resource& r, const std::stri
   return known_owned_.count(owned_key(r, ns, name, uid)) > 0;
 }
 
-bool TaskReconciler::owned_object_exists(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid) {
-  if (owned_object_known(r, ns, name, uid)) return true;
+TaskReconciler::Owner TaskReconciler::owner_of(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid) {
+  if (owned_object_known(r, ns, name, uid)) return Owner::ThisTask;
   try {
     auto object = client_.get(r, ns, name);
-    for (const auto& ref : object["metadata"].value("ownerReferences", nlohmann::json::array()))
+    const auto refs = object["metadata"].value("ownerReferences", nlohmann::json::array());
+    for (const auto& ref : refs)
       if (ref.value("uid", "") == uid) {
         owned_object_created(r, ns, name, uid);
-        return true;
+        return Owner::ThisTask;
       }
-    return false;  // an older task's, about to be garbage-collected
+    return refs.empty() ? Owner::Nobody : Owner::AnotherTask;  // another: an older task's, about to be collected
   } catch (const kube::KubeError&) {
-    return false;  // 404, or unknown: creating it answers (409 = there)
+    return Owner::Unknown;  // 404, or unknown: creating it answers (409 = there)
   }
+}
+
+bool TaskReconciler::owned_object_exists(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid) {
+  return owner_of(r, ns, name, uid) == Owner::ThisTask;
 }
 
 void TaskReconciler::owned_object_created(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid) {
   std::lock_guard lock(known_owned_mu_);
   known_owned_.insert(owned_key(r, ns, name, uid));
+}
+
+void TaskReconciler::forget_owned_objects(const std::string& task_key) {
+  // Every "<task>-..." of the namespace; a neighbour's whose name shares the prefix may go too,
+  // which costs one read to learn again.
+  const std::string prefix = task_key + "-";
+  std::lock_guard lock(known_owned_mu_);
+  for (auto it = known_owned_.lower_bound(prefix); it != known_owned_.end() && it->rfind(prefix, 0) == 0;) it = known_owned_.erase(it);
 }
 
 }  // namespace valley::task

@@ -52,6 +52,7 @@ Result TaskReconciler::task_gone(const std::string& key) {
   checkpoints_.forget(key);
   transfers_.forget(key);
   written_.forget(key);
+  forget_owned_objects(key);
   {
     std::lock_guard lock(held_mu_);
     held_since_.erase(key);

@@ -94,8 +94,11 @@ class TaskReconciler {
   // Whether the task (incarnation `uid`) owns object `name` of `r`, for kinds no informer watches
   // (its SSH key Secret, its NetworkPolicy): asked once, then remembered, as is each creation.
   bool owned_object_exists(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid);
+  enum class Owner { ThisTask, AnotherTask, Nobody, Unknown };  // of an object read by name
+  Owner owner_of(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid);
   bool owned_object_known(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid);  // no request
   void owned_object_created(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid);
+  void forget_owned_objects(const std::string& task_key);
 
   kube::Client& client_;
   kube::EventRecorder& events_;
@@ -114,7 +117,7 @@ class TaskReconciler {
   std::mutex held_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> held_since_;  // task -> first held change
   std::mutex known_owned_mu_;
-  std::set<std::string> known_owned_;  // "<Kind> ns/name@task uid" known to exist
+  std::set<std::string> known_owned_;  // "ns/name Kind@task uid" known to exist, forgotten with the task
   std::mutex deleted_mu_;
   std::map<std::string, std::set<std::string>> deleted_by_valley_;  // task -> uids of its pods this process deleted
   std::mutex checkpoint_errors_mu_;

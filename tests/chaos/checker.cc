@@ -296,11 +296,14 @@ void Checker::window_begin(const Snapshot& s) {
     if (!node.empty() && !live.count(node)) gone.insert(node);
   }
   window_excused_ = tasks_on(s, gone);
+  window_begin_ = s;
 }
 
 void Checker::window_end(const Snapshot& s, const std::string& window, const std::set<std::string>& disrupted_nodes) {
   ++windows_;
+  // A pod on a lost node is gone by the end, replaced elsewhere: its task is found in the first look.
   std::set<std::string> excused = tasks_on(s, disrupted_nodes);
+  for (const auto& uid : tasks_on(window_begin_, disrupted_nodes)) excused.insert(uid);
   excused.insert(window_excused_.begin(), window_excused_.end());
   for (const auto& t : s.tasks) {
     const std::string uid = t["metadata"].value("uid", "");

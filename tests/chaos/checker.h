@@ -20,8 +20,8 @@
 //   restarted-by-window  within a window the campaign marks (an operator upgrade or downgrade), no
 //                      task is restarted for a cause an operator could invent: status.restarts'
 //                      startFailures and disruptions, and failures of a task expected to succeed,
-//                      stay as they were, unless one of its pods was on a node disrupted
-//                      meanwhile or already gone (or noticed) when the window began
+//                      stay as they were, unless one of its pods was (when the window began or
+//                      ended) on a node disrupted meanwhile, or on one already gone or noticed
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -104,6 +104,7 @@ class Checker {
   std::map<std::string, double> orphan_since_;                    // object uid -> first seen orphaned
   std::map<std::string, json> window_restarts_;  // by task uid: status.restarts when the window began
   std::set<std::string> window_excused_;         // tasks on nodes already gone or noticed then
+  Snapshot window_begin_;
   int windows_ = 0, window_tasks_ = 0;
   int looks_ = 0, costs_checked_ = 0, costs_unpriceable_ = 0;
   int64_t widest_uncertainty_ = 0;

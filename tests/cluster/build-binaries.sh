@@ -6,8 +6,8 @@
 # links them into $VALLEY_HOME/bin. A second run builds nothing.
 # --bench-peers also builds the control-plane benchmark's peer, the Kubeflow MPI Operator: only
 # `make bench` and `make bench-smoke` need it, not the demo or the tests.
-# --node also builds what the real node needs besides kubelet (cluster.sh node-up): CoreDNS and the
-# pod sandbox's pause binary (static, from the pinned Kubernetes source).
+# --node also builds what the real node needs besides kubelet (cluster.sh node-up): CoreDNS, the
+# pod sandbox's pause binary (static, from the pinned Kubernetes source) and kube-router.
 set -euo pipefail
 peers=false
 node=false
@@ -94,6 +94,11 @@ if $node; then
     strip "$pause_dir/bin/pause" && touch "$pause_dir/.complete"
   fi
   for b in "$coredns_dir"/bin/* "$pause_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+  # The NetworkPolicy enforcer (kube-router's policy controller; see netpol/tools.go).
+  netpol_version=$(awk '$1=="require" && $2=="github.com/cloudnativelabs/kube-router/v2"{print $3}' "$here/netpol/go.mod")
+  netpol_dir="$cache_root/kube-router-$netpol_version-$(key "" "$here/netpol/go.mod" "$here/netpol/go.sum")"
+  build "$netpol_dir" "$here/netpol" "" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  ln -sfn "$netpol_dir/bin/kube-router" "$out/kube-router"
 fi
 $peers || exit 0
 

@@ -128,7 +128,7 @@ binary_of() {
   case $1 in
     etcd) echo etcd ;; apiserver) echo kube-apiserver ;; controller-manager) echo kube-controller-manager ;;
     scheduler) echo kube-scheduler ;; kwok) echo kwok ;;
-    containerd|coredns|kubelet) echo "$1" ;; apiserver-proxy) echo socat ;; *) die "unknown component $1" ;;
+    containerd|coredns|kubelet) echo "$1" ;; apiserver-proxy) echo socat ;; netpol) echo kube-router ;; *) die "unknown component $1" ;;
   esac
 }
 running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }

@@ -15,11 +15,16 @@
 #  - the `kubernetes` Service's address (10.96.0.1:443, what in-cluster clients are given) is the
 #    node's too, and forwards to the API server on loopback (socat): what kube-proxy would do for
 #    that one Service, so an operator pod runs unchanged; pods route 10.96.0.0/16 to the node;
+#  - NetworkPolicies are enforced by kube-router's network policy controller alone (pinned in
+#    tests/cluster/netpol; no routing, no service proxy), with its ServiceAccount's token: iptables
+#    rules and ipsets, which see the bridge's traffic through br_netfilter, reject what no policy
+#    selecting either end admits;
 #  - images come from tests/cluster/images/build_image.py (no registry): the pause image, the
 #    operator's (deploy/Dockerfile) and the example MPI workload's (deploy/examples/train/Dockerfile).
 #
 # Host state it changes and `node-down` restores: the bridge, the mounts under $NODE, the kubepods
-# cgroups, the sysctls kubelet sets at start and the iptables rules kubelet adds (saved at node-up).
+# cgroups, the sysctls kubelet sets at start, the iptables rules kubelet and kube-router add (saved at
+# node-up) and kube-router's ipsets.
 
 NODE=$VALLEY_HOME/node
 NODE_NAME=valley-node-0
@@ -33,7 +38,8 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 OPERATOR_IMAGE=localhost/valley-operator:dev  # the name deploy/overlays/dev gives it
 KUBERNETES_SERVICE_IP=10.96.0.1  # the first address of cluster.sh's SERVICE_CIDR
 TRAIN_IMAGE=valley.local/valley-train:dev
-NODE_COMPONENTS=(containerd coredns apiserver-proxy kubelet)
+NODE_COMPONENTS=(containerd coredns apiserver-proxy netpol kubelet)
+NETPOL_HEALTH_PORT=20244
 # The sysctls kubelet sets when protectKernelDefaults is false (its container manager's kernel
 # tunables): saved at node-up, put back at node-down.
 KUBELET_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
@@ -44,6 +50,8 @@ node_args_of() {
   case $1 in
     containerd) echo --config="$NODE/containerd.toml" ;;
     coredns) echo -conf "$NODE/Corefile" ;;
+    netpol) echo --kubeconfig="$NODE/netpol/kubeconfig" --hostname-override=$NODE_NAME --run-firewall=true \
+        --run-router=false --run-service-proxy=false --health-port=$NETPOL_HEALTH_PORT --metrics-port=0 ;;
     apiserver-proxy) echo TCP-LISTEN:443,bind=$KUBERNETES_SERVICE_IP,fork,reuseaddr TCP:127.0.0.1:$APISERVER_PORT ;;
     kubelet) echo --config="$NODE/kubelet.yaml" --kubeconfig="$PKI/node.kubeconfig" \
         --hostname-override=$NODE_NAME --node-ip=$NODE_IP --root-dir="$NODE/kubelet" \
@@ -177,7 +185,43 @@ kind: ClusterRoleBinding
 metadata: {name: "valley:node:$NODE_NAME"}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node"}
 subjects: [{kind: User, name: "system:node:$NODE_NAME"}]
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: kube-router, namespace: kube-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "valley:kube-router"}
+rules:
+- apiGroups: [""]
+  resources: [pods, namespaces, nodes, services, endpoints]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "valley:kube-router"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "valley:kube-router"}
+subjects: [{kind: ServiceAccount, name: kube-router, namespace: kube-system}]
 EOF
+  # The enforcer's credentials: its ServiceAccount's token, as a DaemonSet's pod would have.
+  mkdir -p "$NODE/netpol"
+  local token; token=$(kubectl -n kube-system create token kube-router --duration=168h)
+  cat > "$NODE/netpol/kubeconfig.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "https://127.0.0.1:$APISERVER_PORT", certificate-authority: "$PKI/ca.crt"}}]
+users: [{name: kube-router, user: {token: "$token"}}]
+contexts: [{name: kube-router, context: {cluster: local, user: kube-router}}]
+current-context: kube-router
+EOF
+  mv "$NODE/netpol/kubeconfig.tmp" "$NODE/netpol/kubeconfig"
 }
 
 node_save_host_state() {
@@ -257,6 +301,7 @@ EOF
 apiserver_via_service() {
   curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://$KUBERNETES_SERVICE_IP/readyz" | grep -q ok
 }
+netpol_ready() { curl -sf "http://127.0.0.1:$NETPOL_HEALTH_PORT/healthz" >/dev/null; }
 node_ready() {
   kubectl get node $NODE_NAME -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True
 }
@@ -284,6 +329,7 @@ cmd_node_up() {
   node_import_images
   start_component coredns; wait_for "CoreDNS" dig_kubernetes
   start_component apiserver-proxy; wait_for "the kubernetes Service's address" apiserver_via_service
+  start_component netpol; wait_for "the NetworkPolicy enforcer" netpol_ready
   start_component kubelet; wait_for "node $NODE_NAME Ready" node_ready
   node_advertise_gpus; wait_for "$NODE_GPUS simulated GPUs on $NODE_NAME" node_has_gpus
   log "real node $NODE_NAME ready in $((SECONDS - start))s (images: $(wc -l < "$NODE/images"))"
@@ -302,7 +348,7 @@ cmd_node_down() {
     for id in $ids; do ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true; done
   fi
   local c
-  for c in kubelet apiserver-proxy coredns containerd; do stop_component "$c"; done
+  for c in kubelet netpol apiserver-proxy coredns containerd; do stop_component "$c"; done
   # Leftover shims (each container's parent) and their containers.
   pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io -id .* -address $NODE/" 2>/dev/null || true
   local m
@@ -314,6 +360,8 @@ cmd_node_down() {
   done
   ip link del "$NODE_BRIDGE" 2>/dev/null || true
   node_restore_host_state
+  # kube-router's ipsets, unreferenced once its iptables rules are gone.
+  ipset list -n 2>/dev/null | grep -E '^(KUBE|kube-router)' | xargs -r -n1 ipset destroy 2>/dev/null || true
   apiserver_ready 2>/dev/null && kubectl delete node $NODE_NAME --ignore-not-found --wait=false >/dev/null 2>&1 || true
   rm -rf "$NODE" "$BIN/containerd" "$BIN/socat"
   log "real node removed"

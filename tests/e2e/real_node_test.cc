@@ -40,6 +40,36 @@ json on_real_node() {
             {"containers", json::array({{{"name", "main"}, {"imagePullPolicy", "Never"}}})}}}};
 }
 
+// Whether a pod in namespace `ns` on the real node opens a TCP connection to ip:port within 5 s
+// (the node's enforcer rejects what a NetworkPolicy does not admit).
+bool pod_connects(kube::Client& admin, const std::string& ns, const std::string& name, const std::string& ip, int port) {
+  json pod = on_real_node();
+  pod["apiVersion"] = "v1";
+  pod["kind"] = "Pod";
+  pod["metadata"] = {{"name", name}};
+  pod["spec"]["restartPolicy"] = "Never";
+  auto& c = pod["spec"]["containers"][0];
+  c["image"] = kTrainImage;
+  c["command"] = {"bash", "-c", "timeout 5 bash -c '</dev/tcp/" + ip + "/" + std::to_string(port) + "' && echo open || echo closed"};
+  admin.create(kPods, ns, pod);
+  std::string phase;
+  EXPECT_TRUE(eventually([&] {
+    phase = admin.get(kPods, ns, name)["status"].value("phase", "");
+    return phase == "Succeeded" || phase == "Failed";
+  }, 90s)) << name << " is " << phase;
+  std::string log;
+  kubectl({"-n", ns, "logs", name}, &log);
+  EXPECT_TRUE(log.find("open") != std::string::npos || log.find("closed") != std::string::npos) << name << ": " << log;
+  return log.find("open") != std::string::npos;
+}
+
+// A namespace of the test's own beside its main one, removed after it.
+std::string other_namespace(kube::Client& admin, const std::string& ns) {
+  const std::string other = ns + "-other";
+  admin.create(kube::resources::kNamespaces, "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", other}}}});
+  return other;
+}
+
 class RealNodeTest : public TaskTest {
  protected:
   void SetUp() override {
@@ -237,6 +267,46 @@ TEST_F(RealNodeTest, AnMpiTaskTrainsOnRealPodsCheckpointsToS3SucceedsAndCostsWha
   const json report = json::parse(outputs->get("valley-report.json").value_or("{}"));
   EXPECT_EQ(report.value("phase", ""), "Succeeded") << report.dump(2);
   EXPECT_EQ(report["outputs"].value("files", 0), 1) << report.dump(2);
+}
+
+// The task's NetworkPolicy under a real enforcer: its launcher reaches its workers' sshd (mpirun
+// runs), a pod of another namespace does not, though the same probe reaches an sshd of its own
+// namespace.
+TEST_F(RealNodeTest, AWorkersSshdAdmitsItsOwnTasksPodsAndRefusesAnotherNamespaces) {
+  apply(mpi_train_spec(2, 2, 1, 600, 200, 100));
+  ASSERT_TRUE(wait_phase("Running", 180s)) << task().dump(2) << describe_pods() << operator_log();
+  std::string worker_ip;
+  ASSERT_TRUE(eventually([&] {
+    worker_ip = admin->get(kPods, ns, "job-worker-0")["status"].value("podIP", "");
+    return !worker_ip.empty();
+  }, 60s));
+  const std::string other = other_namespace(*admin, ns);
+  struct Remove {
+    kube::Client& admin;
+    std::string ns;
+    ~Remove() { admin.remove(kube::resources::kNamespaces, "", ns); }
+  } remove_other{*admin, other};
+  // The control: an sshd of the other namespace's own (the image's default command), reached.
+  json sshd = on_real_node();
+  sshd["apiVersion"] = "v1";
+  sshd["kind"] = "Pod";
+  sshd["metadata"] = {{"name", "sshd"}};
+  sshd["spec"]["containers"][0]["image"] = kTrainImage;
+  admin->create(kPods, other, sshd);
+  std::string sshd_ip;
+  ASSERT_TRUE(eventually([&] {
+    json p = admin->get(kPods, other, "sshd");
+    sshd_ip = p["status"].value("podIP", "");
+    return p["status"].value("phase", "") == "Running" && !sshd_ip.empty();
+  }, 90s));
+  EXPECT_TRUE(pod_connects(*admin, other, "probe-own-sshd", sshd_ip, 22)) << "the probe cannot reach an sshd of its own namespace";
+  EXPECT_FALSE(pod_connects(*admin, other, "probe-worker", worker_ip, 22)) << "another namespace's pod reached the task's worker";
+  // The worker was there to refuse it: the probe did not just miss a pod that had gone.
+  EXPECT_EQ(admin->get(kPods, ns, "job-worker-0")["status"].value("podIP", ""), worker_ip);
+  EXPECT_EQ(task()["status"].value("phase", ""), "Running") << task()["status"].dump(2);
+  // The task's own pods did connect: mpirun reached both workers and the training finished.
+  ASSERT_TRUE(wait_phase("Succeeded", 300s)) << task().dump(2) << describe_pods() << operator_log();
+  EXPECT_TRUE(final_loss(pod_log("job-launcher"), 600)) << pod_log("job-launcher");
 }
 
 TEST_F(RealNodeTest, AnElasticTaskGrowsWhenAGpuFreesAndResumesFromItsCheckpointAtTheNewWorldSize) {
@@ -440,6 +510,11 @@ TEST_F(RealNodeOperatorTest, DeployedWithKustomizeItRunsAsARealPodLeadsServesMet
   ChildProcess curl({"/usr/bin/curl", "-sf", "--max-time", "10", url}, ::testing::TempDir() + "/curl-metrics.log");
   ASSERT_EQ(curl.wait(20s), 0) << url << ": " << curl.output();
   EXPECT_NE(curl.output().find("valley_"), std::string::npos) << curl.output().substr(0, 2000);
+  // Its NetworkPolicy (deploy/base/networkpolicy.yaml) under a real enforcer: a pod of any namespace
+  // reaches /metrics, and nothing else of the operator (its probes' port is the node's alone).
+  const std::string ip = pod["status"].value("podIP", "");
+  EXPECT_TRUE(pod_connects(*admin, ns, "probe-metrics", ip, 8081));
+  EXPECT_FALSE(pod_connects(*admin, ns, "probe-health", ip, 8080));
   // And it does its job: a Single task on the real node, reconciled by the pod.
   json task = {{"apiVersion", "valley.dev/v1beta1"},
                {"kind", "TrainingTask"},

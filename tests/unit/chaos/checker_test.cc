@@ -163,9 +163,10 @@ TEST(ChaosChecker, ARestartInAWindowIsFoundUnlessANodeExplainsIt) {
   c.window_begin(begin);
   // a: restarted for a disruption though its node stayed; b: its spot node was disrupted
   // meanwhile; f: failures are what it was made for; resizes are no restart an operator invents.
+  // b's pod on n2 is gone by the end, replaced on n1.
   Snapshot end = look(30, {with_restarts(a, {{"disruptions", 1}, {"total", 1}}), with_restarts(b, {{"disruptions", 1}, {"total", 1}}),
                            with_restarts(f, {{"failures", 1}, {"resizes", 2}, {"total", 3}})},
-                      {pod("a-worker-0", "a", "worker", 0, 1, "Running"), on_n2});
+                      {pod("a-worker-0", "a", "worker", 0, 1, "Running"), pod("b-worker-0", "b", "worker", 0, 2, "Running")});
   c.window_end(end, "upgrade", {"n2"});
   ASSERT_EQ(rules(c), std::vector<std::string>{"restarted-by-window"});
   EXPECT_EQ(c.violations()[0].object, "a");

@@ -286,6 +286,16 @@ TEST(Accrual, AContainerStillWaitingIsNotChargedWhetherOrNotAReconcileSawIt) {
   EXPECT_EQ(accrued_micros(after_seeing), accrued_micros(unseen));
 }
 
+TEST(Accrual, AnEndTheClusterWroteCountsEvenIfNowTrailsItBriefly) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  const auto ended = pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z", "2026-11-24T00:00:00Z"));
+  // The API server's time as last seen trails the kubelet's stamp by a second: the end stands.
+  EXPECT_EQ(accrued_micros(accrue(p, json::object(), {ended}, rates, 50, at("2026-11-23T23:59:59Z"), true)), 40'800'000);
+  // An end an hour ahead of the cluster's time is a node clock running fast: charged only to now.
+  EXPECT_LT(accrued_micros(accrue(p, json::object(), {ended}, rates, 50, at("2026-11-23T23:30:00Z"), true)), 21'000'000);
+}
+
 TEST(Accrual, ChargedPastTheEndWhileItLookedRunningIsGivenBack) {
   Policy p = policy();
   std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
