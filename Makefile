@@ -99,18 +99,18 @@ e2e: build crds
 # The chaos campaign (tests/chaos): two operator replicas under faults, checked by an independent
 # checker; the full run (20 minutes of faults) writes bench/results/chaos.json. CHAOS_SEED replays a run.
 CHAOS_SEED ?= 1
+CHAOS_RUN = previous=$$(scripts/previous-operator.sh $(BUILD_DIR)) && \
+  $(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) --previous-operator=$$previous
 # Both upgrade from the previous release's operator to this build and downgrade back mid-run
 # (tests/upgrade/previous-release; scripts/previous-operator.sh builds it once per release).
 chaos: build crds
 	@scripts/operator.sh stop
-	previous=$$(scripts/previous-operator.sh $(BUILD_DIR)) && $(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) \
-	  --seconds=$${CHAOS_SECONDS:-1200} --out=bench/results/chaos.json --previous-operator=$$previous
+	$(CHAOS_RUN) --seconds=$${CHAOS_SECONDS:-1200} --out=bench/results/chaos.json
 
 # Part of make test: three minutes of faults at a fixed seed, then the checker.
 chaos-smoke: build crds
 	@scripts/operator.sh stop
-	previous=$$(scripts/previous-operator.sh $(BUILD_DIR)) && $(BUILD_DIR)/bin/valley-chaos --seed=$(CHAOS_SEED) \
-	  --seconds=180 --out=$(BUILD_DIR)/chaos-smoke.json --previous-operator=$$previous
+	$(CHAOS_RUN) --seconds=180 --out=$(BUILD_DIR)/chaos-smoke.json
 
 previous-operator:
 	@scripts/previous-operator.sh $(BUILD_DIR)

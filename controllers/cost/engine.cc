@@ -164,7 +164,7 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
                   static_cast<int>(std::clamp<int64_t>(i64(entry, "watts"), 0, 100'000))};
     SystemTime until{std::chrono::milliseconds(i64(entry, "untilMs"))};
     // An end is the cluster's word, and `now` (the API server's time as last seen) may trail it by
-    // up to a second; an end further ahead is a node clock running fast, believed only up to now.
+    // a second; an end further ahead than kClockSlack is a node clock running fast, believed only that far.
     SystemTime end = pod.end ? std::min(*pod.end, now + kClockSlack) : running_until;
     // Charged up to `until` already; the pod has held its GPUs since, even if its start moved
     // later (a container restarted, a status rewritten): charging from that new start would drop

@@ -1,9 +1,10 @@
 #include "controllers/task/gpu_watcher.h"
 
-#include "operator/kube/remote_clock.h"
 #include <spdlog/spdlog.h>
 
 #include <thread>
+
+#include "operator/kube/remote_clock.h"
 
 namespace valley::task {
 

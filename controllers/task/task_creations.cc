@@ -97,7 +97,9 @@ bool TaskReconciler::create(const std::string& key, const lifecycle::Observed& o
   });
   if (ready) send(prerequisites, creations.size());
   if (!in_the_way.empty()) {
-    spdlog::info("{}: {} of an older task of the same name is still being removed; the pods wait for it", key, in_the_way);
+    // An Event, so a wait that lasts (a garbage collector held up) is the user's to see.
+    events_.normal(o.task, "WaitingForOlderObject", "Create",
+                   in_the_way + " still belongs to an older task of the same name; the pods wait until it is removed");
     loop_.queue().add_after(key, std::chrono::seconds(2));
   }
   // The outcomes, prerequisites first. After a refusal that retrying will not heal, later

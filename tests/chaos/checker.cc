@@ -277,38 +277,35 @@ std::set<std::string> Checker::tasks_on(const Snapshot& s, const std::set<std::s
   return out;
 }
 
-void Checker::window_begin(const Snapshot& s) {
-  window_restarts_.clear();
-  for (const auto& t : s.tasks)
-    window_restarts_[t["metadata"].value("uid", "")] = t.value("status", json::object()).value("restarts", json::object());
-  // Nodes gone or noticed already: what they do to their tasks is an earlier fault's.
-  std::set<std::string> live, noticed;
-  for (const auto& n : s.nodes) {
+void Checker::window_begin(const Snapshot& s) { window_begin_ = s; }
+
+void Checker::window_end(const Snapshot& s, const std::string& window, const std::set<std::string>& disrupted_nodes) {
+  ++windows_;
+  const Snapshot& first = window_begin_;
+  // Excused: tasks with a pod on a node disrupted meanwhile (in either look: by the end such a pod
+  // is gone, replaced elsewhere), or, in the first look, on a node already gone or noticed: what
+  // those do to their tasks is the fault's.
+  std::set<std::string> live, lost = disrupted_nodes;
+  for (const auto& n : first.nodes) {
     const std::string name = n["metadata"].value("name", "");
     live.insert(name);
     for (const auto& taint : n.value("spec", json::object()).value("taints", json::array()))
       if (taint.value("key", "").find("termination") != std::string::npos || taint.value("key", "").find("spot-itn") != std::string::npos)
-        noticed.insert(name);
+        lost.insert(name);
   }
-  std::set<std::string> gone = noticed;
-  for (const auto& p : s.pods) {
+  for (const auto& p : first.pods) {
     const std::string node = p.value("spec", json::object()).value("nodeName", "");
-    if (!node.empty() && !live.count(node)) gone.insert(node);
+    if (!node.empty() && !live.count(node)) lost.insert(node);
   }
-  window_excused_ = tasks_on(s, gone);
-  window_begin_ = s;
-}
-
-void Checker::window_end(const Snapshot& s, const std::string& window, const std::set<std::string>& disrupted_nodes) {
-  ++windows_;
-  // A pod on a lost node is gone by the end, replaced elsewhere: its task is found in the first look.
-  std::set<std::string> excused = tasks_on(s, disrupted_nodes);
-  for (const auto& uid : tasks_on(window_begin_, disrupted_nodes)) excused.insert(uid);
-  excused.insert(window_excused_.begin(), window_excused_.end());
+  std::set<std::string> excused = tasks_on(first, lost);
+  for (const auto& uid : tasks_on(s, disrupted_nodes)) excused.insert(uid);
+  std::map<std::string, json> restarts_before;  // by task uid
+  for (const auto& t : first.tasks)
+    restarts_before[t["metadata"].value("uid", "")] = t.value("status", json::object()).value("restarts", json::object());
   for (const auto& t : s.tasks) {
     const std::string uid = t["metadata"].value("uid", "");
-    auto before = window_restarts_.find(uid);
-    if (before == window_restarts_.end() || excused.count(uid)) continue;
+    auto before = restarts_before.find(uid);
+    if (before == restarts_before.end() || excused.count(uid)) continue;
     ++window_tasks_;
     const json after = t.value("status", json::object()).value("restarts", json::object());
     const bool may_fail = t["metadata"].value("annotations", json::object()).value("chaos.valley.dev/expect", "") == "Failed";
@@ -320,7 +317,7 @@ void Checker::window_end(const Snapshot& s, const std::string& window, const std
                   window + ": status.restarts." + kind + " went from " + std::to_string(was) + " to " + std::to_string(now));
     }
   }
-  window_restarts_.clear();
+  window_begin_ = {};
 }
 
 json Checker::summary() const {

@@ -102,9 +102,7 @@ class Checker {
   std::map<std::string, int64_t> charged_until_ms_;  // by pod uid: how far a status ledger charged it (for the report)
   std::map<std::string, std::pair<std::string, std::string>> node_class_;  // node -> vendor, class
   std::map<std::string, double> orphan_since_;                    // object uid -> first seen orphaned
-  std::map<std::string, json> window_restarts_;  // by task uid: status.restarts when the window began
-  std::set<std::string> window_excused_;         // tasks on nodes already gone or noticed then
-  Snapshot window_begin_;
+  Snapshot window_begin_;  // the open window's first look
   int windows_ = 0, window_tasks_ = 0;
   int looks_ = 0, costs_checked_ = 0, costs_unpriceable_ = 0;
   int64_t widest_uncertainty_ = 0;

@@ -52,11 +52,11 @@ std::vector<std::string> Replicas::argv(const Replica& r) const {
            "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_CACHE_DURATION=1"};
   std::vector<std::string> flags = set_.flags;
   flags.push_back("--leader-elect-identity=" + r.identity);
-  for (const auto& a : e2e::operator_argv(set_.ns, flags)) {
-    if (a.rfind("--kubeconfig=", 0) == 0) out.push_back("--kubeconfig=" + set_.kubeconfig);
-    else if (out.size() == (clock_faults() ? 5u : 0u) && r.previous_build) out.push_back(set_.previous_binary);
-    else out.push_back(a);
-  }
+  std::vector<std::string> operator_argv = e2e::operator_argv(set_.ns, flags);
+  if (r.previous_build) operator_argv.front() = set_.previous_binary;
+  for (auto& a : operator_argv)
+    if (a.rfind("--kubeconfig=", 0) == 0) a = "--kubeconfig=" + set_.kubeconfig;
+  out.insert(out.end(), operator_argv.begin(), operator_argv.end());
   return out;
 }
 
