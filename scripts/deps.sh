@@ -9,7 +9,7 @@ pkgs=(
   clang libclang-rt-14-dev openmpi-bin libopenmpi-dev tzdata openssh-server openssh-client
   glpk-utils gnuplot-nox libfaketime
   prometheus python3-yaml
-  containerd runc containernetworking-plugins iptables ipset iproute2 debootstrap socat
+  runc containernetworking-plugins iptables ipset iproute2 debootstrap socat
 )
 missing=()
 for p in "${pkgs[@]}"; do

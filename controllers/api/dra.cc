@@ -15,6 +15,8 @@ std::string attribute_text(const json& attribute) {
   if (!attribute.is_object()) return "";
   if (std::string s = string_at(attribute, "string"); !s.empty()) return s;
   if (std::string v = string_at(attribute, "version"); !v.empty()) return v;
+  if (auto i = attribute.find("int"); i != attribute.end() && i->is_number_integer()) return std::to_string(i->get<int64_t>());
+  if (auto b = attribute.find("bool"); b != attribute.end() && b->is_boolean()) return b->get<bool>() ? "true" : "false";
   return "";
 }
 
@@ -30,9 +32,12 @@ DraSlice dra_slice_from(const json& slice, const std::vector<std::string>& produ
   s.pool = string_at(pool, "name");
   if (auto g = pool.find("generation"); g != pool.end() && g->is_number_integer()) s.generation = g->get<int64_t>();
   for (const auto& d : array_at(spec, "devices")) {
-    DraDevice device{string_at(d, "name"), ""};
+    DraDevice device{string_at(d, "name"), "", {}};
     if (device.name.empty()) continue;
     const json& attributes = object_at(d, "attributes");
+    for (const auto& [name, value] : attributes.items())
+      if (std::string text = attribute_text(value); !text.empty())
+        device.attributes[name.find('/') == std::string::npos ? s.driver + "/" + name : name] = std::move(text);
     for (const auto& a : product_attributes) {
       for (const std::string& key : {a, s.driver + "/" + a}) {
         if (auto it = attributes.find(key); it != attributes.end()) device.product = attribute_text(*it);

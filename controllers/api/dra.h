@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace valley::api {
 struct DraDevice {
   std::string name;
   std::string product;  // the first product attribute it has ("" if none)
+  // Every attribute as text (string, version, int, bool), by qualified name ("<domain>/<name>": an
+  // unqualified one is the driver's own, so it is qualified by the driver's name).
+  std::map<std::string, std::string> attributes;
   bool operator==(const DraDevice&) const = default;
 };
 

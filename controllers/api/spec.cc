@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 
 #include "operator/duration.h"
 
@@ -81,6 +82,7 @@ class Reader {
     return out;
   }
   void error(const std::string& e) { errors_.push_back(e); }
+  size_t error_count() const { return errors_.size(); }
 
  private:
   std::vector<std::string>& errors_;
@@ -118,6 +120,32 @@ ContainerSpec container(Reader& r, const json& c, const std::string& path) {
   out.args = r.strings(c, "args", path + ".args");
   if (const json* res = r.object(c, "resources", path + ".resources")) out.resources = *res;
   if (const json* t = r.object(c, "template", path + ".template")) out.pod_template = *t;
+  return out;
+}
+
+// spec.worker.devices (TaskSpec::Devices). A DRA claim holds whole devices, so the workers' GPUs
+// must be whole.
+std::optional<TaskSpec::Devices> parse_devices(Reader& r, const json& d, const GpuRequest& gpus) {
+  static const std::regex class_name("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$");  // a DNS subdomain
+  static const std::regex attribute("^([a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?/)?[A-Za-z_][A-Za-z0-9_]{0,31}$");
+  TaskSpec::Devices out;
+  const size_t errors_before = r.error_count();
+  out.device_class = r.str(d, "deviceClassName", "spec.worker.devices.deviceClassName").value_or("");
+  if (!std::regex_match(out.device_class, class_name))
+    r.error("spec.worker.devices.deviceClassName: must name a DeviceClass (a DNS subdomain such as gpu.nvidia.com)");
+  if (const json* m = r.object(d, "matchAttributes", "spec.worker.devices.matchAttributes")) {
+    for (const auto& [name, value] : m->items()) {
+      const std::string path = "spec.worker.devices.matchAttributes." + name;
+      if (!std::regex_match(name, attribute))
+        r.error(path + ": an attribute name is a C identifier of up to 32 characters, optionally after its domain and a slash");
+      else if (!value.is_string() || value.get<std::string>().empty() || value.get<std::string>().size() > 64)
+        r.error(path + ": must be a string of 1 to 64 characters");
+      else
+        out.match_attributes[name] = value.get<std::string>();
+    }
+  }
+  if (!gpus.whole()) r.error("spec.worker.devices: a DRA claim holds whole devices; spec.worker.gpus must be a whole number");
+  if (r.error_count() != errors_before) return std::nullopt;
   return out;
 }
 
@@ -217,6 +245,7 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
       r.error("spec.worker.gpus: \"" + gpus + "\" is not a whole number of GPUs (1-999) or a fraction below 1 like 0.5");
     }
     s.slots_per_worker = static_cast<int>(r.integer(*w, "slotsPerWorker", "spec.worker.slotsPerWorker", 1, 1024).value_or(1));
+    if (const json* d = r.object(*w, "devices", "spec.worker.devices")) s.devices = parse_devices(r, *d, s.gpus);
   }
   if (const json* m = r.object(*spec, "master", "spec.master")) s.launcher = container(r, *m, "spec.master");
 

@@ -99,6 +99,15 @@ struct TaskSpec {
   ContainerSpec launcher;  // MPI only
   ContainerSpec worker;    // the MPI workers, or the one pod of a Single task
   GpuRequest gpus;
+  // spec.worker.devices: the workers' GPUs as DRA devices of this DeviceClass only, each of whose
+  // attributes named here has that value. Names are the driver's own ("productName") or qualified
+  // by their domain ("gpu.nvidia.com/productName"); values compare as text (string, integer,
+  // boolean and version attributes).
+  struct Devices {
+    std::string device_class;
+    std::map<std::string, std::string> match_attributes;
+  };
+  std::optional<Devices> devices;
   int slots_per_worker = 1;
   // Hot: the workload follows discover_hosts.sh (Horovod elastic), so a resize adds or removes
   // workers without restarting the launcher. Restart (default): a resize is a new epoch.

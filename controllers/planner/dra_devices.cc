@@ -44,8 +44,17 @@ void add_dra_devices(Node& n, const std::vector<const api::DraSlice*>& all, cons
       const std::string resource = gpu::dra_resource(d->device_class);
       ++n.capacity[resource];
       ++n.free[resource];
+      if (n.dra_class.empty()) {
+        n.dra_attributes = device.attributes;
+      } else {
+        std::erase_if(n.dra_attributes, [&](const auto& a) {
+          auto it = device.attributes.find(a.first);
+          return it == device.attributes.end() || it->second != a.second;
+        });
+      }
       n.vendor = d->vendor;
       n.dra_class = d->device_class;
+      n.dra_driver = d->driver;
       if (n.dra_product.empty()) n.dra_product = device.product;
     }
   }

@@ -123,6 +123,8 @@ class Plan {
   }
   // Why task i can never be placed (no node it may use could hold one worker even empty), or "".
   std::string unplaceable(size_t i);
+  // Why a task asking for DRA devices (spec.worker.devices) found no node to consider at all.
+  std::string devices_unplaceable(const Task& t) const;
   void release_last(size_t i);
   // Task i takes (gives back) worker w's GPUs: the node's free units and its tenant's quota.
   void take(size_t i, const Task::Worker& w) { change(i, w, -1); }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <set>
 
 #include "controllers/api/money.h"
 
@@ -229,6 +230,39 @@ std::string amount(int column, int64_t units) {
 }
 }  // namespace
 
+std::string Plan::devices_unplaceable(const Task& t) const {
+  std::set<std::string> classes, vendors, seen;
+  bool matching = false;
+  for (const Node* n : nodes_) {
+    if (n->dra_class.empty()) continue;
+    classes.insert(n->dra_class);
+    if (n->dra_class != t.device_class) continue;
+    vendors.insert(n->vendor);
+    if (!devices_match(t, *n)) {
+      for (const auto& [name, value] : t.device_attributes) {
+        auto it = n->dra_attributes.find(name.find('/') == std::string::npos ? n->dra_driver + "/" + name : name);
+        seen.insert(name + "=" + (it == n->dra_attributes.end() ? "(none)" : it->second));
+      }
+      continue;
+    }
+    if (runs_on(t, n->vendor)) matching = true;
+  }
+  auto listed = [](const std::set<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+    return out.empty() ? "none" : out;
+  };
+  if (vendors.empty())
+    return "Unplaceable: no node publishes DRA devices of class " + t.device_class + " (classes published: " + listed(classes) + ")";
+  if (matching) return "Unplaceable: no node with the devices it asks for matches its workers' nodeSelector and required node affinity";
+  bool vendor_listed = false;
+  for (const auto& v : vendors) vendor_listed = vendor_listed || runs_on(t, v);
+  if (!vendor_listed) return "Unplaceable: class " + t.device_class + " holds " + listed(vendors) + " GPUs, which spec.vendors does not list";
+  std::string asked;
+  for (const auto& [name, value] : t.device_attributes) asked += (asked.empty() ? "" : ", ") + name + "=" + value;
+  return "Unplaceable: no device of class " + t.device_class + " has " + asked + " (its nodes' devices have " + listed(seen) + ")";
+}
+
 int64_t Plan::node_whole_gpus(size_t k) const {
   int64_t gpus = row(k)[info_[k].whole];
   if (auto cap = nodes_[k]->capacity.find(names_[info_[k].whole]); cap != nodes_[k]->capacity.end()) gpus = std::max(gpus, cap->second);
@@ -238,7 +272,7 @@ int64_t Plan::node_whole_gpus(size_t k) const {
 std::string Plan::unplaceable(size_t i) {
   const Task& t = tasks_[i];
   const auto& demand = demand_[i];
-  const bool selective = !t.node_selector.empty() || !t.node_terms.empty();
+  const bool selective = !t.node_selector.empty() || !t.node_terms.empty() || !t.device_class.empty();
   const bool off_spot = kept_off_spot(t, config_);
   // Tasks that select no nodes themselves share the answer with every task of the same shape.
   std::string shape_key;
@@ -282,6 +316,8 @@ std::string Plan::unplaceable(size_t i) {
     if (why.empty()) why = "Unplaceable: no node it may use has the GPUs, CPU, memory and storage one worker asks for at once";
   } else if (!any_node && !selective) {
     // Without GPU nodes of its vendors at all (a cluster still starting) it simply waits.
+  } else if (!any_node && !t.device_class.empty()) {
+    why = devices_unplaceable(t);
   } else if (!any_node) {
     why = "Unplaceable: no GPU node matches its workers' nodeSelector and required node affinity";
   }

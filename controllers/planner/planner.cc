@@ -121,7 +121,18 @@ std::string whole_of(const Node& n) {
   return gpu::whole_resource(n.vendor, n.capacity.count(gpu::kIntelXe) > 0);
 }
 
+bool devices_match(const Task& t, const Node& n) {
+  if (t.device_class.empty()) return true;
+  if (n.dra_class != t.device_class) return false;
+  for (const auto& [name, value] : t.device_attributes) {
+    auto it = n.dra_attributes.find(name.find('/') == std::string::npos ? n.dra_driver + "/" + name : name);
+    if (it == n.dra_attributes.end() || it->second != value) return false;
+  }
+  return true;
+}
+
 bool selects(const Task& t, const Node& n) {
+  if (!devices_match(t, n)) return false;
   for (const auto& [k, v] : t.node_selector) {
     auto it = n.labels.find(k);
     if (it == n.labels.end() || it->second != v) return false;

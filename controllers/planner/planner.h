@@ -59,6 +59,9 @@ struct Node {
   // Its whole GPUs come from a DRA driver through this DeviceClass ("" : a device plugin's), and
   // the product their attributes name (pricing reads it where no product label is set).
   std::string dra_class, dra_product;
+  std::string dra_driver;
+  // The attributes all its DRA GPUs share, as text by qualified name (api::DraDevice::attributes).
+  std::map<std::string, std::string> dra_attributes;
   std::string capacity_class = "on-demand";  // or "spot"
   std::map<std::string, int64_t> free;   // GPU resource -> units free for Valley's workers
   std::map<std::string, int64_t> capacity;  // GPU resource -> allocatable units
@@ -130,6 +133,10 @@ struct Task {
   std::map<std::string, int64_t> worker_room;
   std::vector<std::string> avoid_nodes;  // nodes where its pods could not be bound lately
   std::optional<TopologyRule> topology;  // none: the fewest nodes, then the narrowest common domain
+  // spec.worker.devices: only nodes whose DRA GPUs are of this class and share these attributes
+  // (qualified, or the driver's own when unqualified); "" : any GPU.
+  std::string device_class;
+  std::map<std::string, std::string> device_attributes;
   // Current state.
   bool admitted = false;
   struct Worker {
@@ -245,8 +252,10 @@ std::string vendor_of_pool(const std::string& pool);
 bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since, SystemTime now, std::chrono::seconds grace);
 
 // The task's worker template selects the node (its nodeSelector labels all match, and one of its
-// required node affinity terms, if it has any).
+// required node affinity terms, if it has any), and so do its devices (devices_match).
 bool selects(const Task& t, const Node& n);
+// The node's DRA GPUs are what spec.worker.devices asks for (always, for a task that asks nothing).
+bool devices_match(const Task& t, const Node& n);
 // Whether the task's images run on this vendor's GPUs.
 inline bool runs_on(const Task& t, const std::string& vendor) {
   return std::find(t.vendors.begin(), t.vendors.end(), vendor) != t.vendors.end();

@@ -187,6 +187,10 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
   t.vendors = spec.vendors;
   t.hot_elastic = spec.hot_elastic;
   if (spec.topology) t.topology = TopologyRule{spec.topology->level, spec.topology->required};
+  if (spec.devices) {
+    t.device_class = spec.devices->device_class;
+    t.device_attributes = spec.devices->match_attributes;
+  }
   t.checkpointed = !spec.checkpoint_uri.empty();
   t.min_workers = spec.type == api::TaskType::Single ? 1 : spec.min_workers;
   t.max_workers = spec.type == api::TaskType::Single ? 1 : spec.max_workers;

@@ -231,7 +231,7 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
     if (const std::string device_class = gpu::dra_class_of(placement.gpu_resource); !device_class.empty()) {
       pod["metadata"]["annotations"][api::kClaimedGpusAnnotation] = device_class + "=" + std::to_string(placement.gpu_count);
       pod["spec"]["resourceClaims"] =
-          json::array({{{"name", kGpuClaim}, {"resourceClaimTemplateName", gpu_claim_template_name(spec.name, device_class, placement.gpu_count)}}});
+          json::array({{{"name", kGpuClaim}, {"resourceClaimTemplateName", gpu_claim_template_name(spec, device_class, placement.gpu_count)}}});
       container["resources"]["claims"] = json::array({{{"name", kGpuClaim}}});
     } else {
       container["resources"]["limits"][placement.gpu_resource] = std::to_string(placement.gpu_count);
@@ -247,16 +247,52 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
   return pod;
 }
 
-std::string gpu_claim_template_name(const std::string& task, const std::string& device_class, int count) {
-  return task + "-gpus-" + std::to_string(count) + "." + device_class;
+namespace {
+const std::map<std::string, std::string>& match_attributes(const TaskSpec& spec) {
+  static const std::map<std::string, std::string> none;
+  return spec.devices ? spec.devices->match_attributes : none;
+}
+
+// A CEL string literal.
+std::string cel_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The device's attribute `name` ("domain/name", or the driver's own) equals `value` as text.
+std::string cel_attribute_equals(const std::string& name, const std::string& value) {
+  const size_t slash = name.rfind('/');
+  const std::string domain = slash == std::string::npos ? "device.driver" : cel_string(name.substr(0, slash));
+  const std::string field = "device.attributes[" + domain + "]." + name.substr(slash == std::string::npos ? 0 : slash + 1);
+  return "has(" + field + ") && string(" + field + ") == " + cel_string(value);
+}
+}  // namespace
+
+std::string gpu_claim_template_name(const TaskSpec& spec, const std::string& device_class, int count) {
+  std::string name = spec.name + "-gpus-" + std::to_string(count);
+  if (const auto& attributes = match_attributes(spec); !attributes.empty()) {
+    uint32_t h = 2166136261u;  // FNV-1a of the attributes asked for
+    for (const auto& [k, v] : attributes)
+      for (char c : k + "=" + v + ";") h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", h);
+    name += std::string("-") + hex;
+  }
+  return name + "." + device_class;
 }
 
 json gpu_claim_template(const TaskSpec& spec, const std::string& device_class, int count) {
   json request = {{"name", kGpuClaim},
                   {"exactly", {{"deviceClassName", device_class}, {"allocationMode", "ExactCount"}, {"count", count}}}};
+  for (const auto& [name, value] : match_attributes(spec))
+    request["exactly"]["selectors"].push_back({{"cel", {{"expression", cel_attribute_equals(name, value)}}}});
   return {{"apiVersion", "resource.k8s.io/v1"},
           {"kind", "ResourceClaimTemplate"},
-          {"metadata", metadata(spec, gpu_claim_template_name(spec.name, device_class, count), "", 0)},
+          {"metadata", metadata(spec, gpu_claim_template_name(spec, device_class, count), "", 0)},
           {"spec", {{"metadata", {{"labels", labels(spec, "worker", 0)}}}, {"spec", {{"devices", {{"requests", json::array({request})}}}}}}}};
 }
 

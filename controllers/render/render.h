@@ -72,9 +72,11 @@ struct Shape {
 // made from gpu_claim_template (kube-scheduler allocates it on the node Valley pinned) and says
 // what it holds in api::kClaimedGpusAnnotation; any other GPU resource is a limit and a request.
 json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement);
-// The ResourceClaimTemplate such a worker names: `count` devices of `device_class`, owned by the
-// task; its claims carry Valley's labels (so the planner counts them through the pods, not twice).
-std::string gpu_claim_template_name(const std::string& task, const std::string& device_class, int count);
+// The ResourceClaimTemplate such a worker names: `count` devices of `device_class` (and, with
+// spec.worker.devices.matchAttributes, only devices whose attributes have those values: a CEL
+// selector, and a name that changes with them), owned by the task; its claims carry Valley's labels
+// (so the planner counts them through the pods, not twice).
+std::string gpu_claim_template_name(const TaskSpec& spec, const std::string& device_class, int count);
 json gpu_claim_template(const TaskSpec& spec, const std::string& device_class, int count);
 inline constexpr const char* kGpuClaim = "gpus";  // the claim's name in the pod and its request's
 // An MPI launcher is created with its workers. Its last init container (kWaitForWorkers, the

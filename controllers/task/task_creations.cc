@@ -32,7 +32,7 @@ std::vector<TaskReconciler::Creation> TaskReconciler::creations_of(const lifecyc
     const auto claimed = api::claimed_gpus(
         kube::string_at(kube::object_at(kube::object_at(object, "metadata"), "annotations"), api::kClaimedGpusAnnotation));
     const int count = static_cast<int>(claimed.count);
-    const std::string name = render::gpu_claim_template_name(o.parsed.spec->name, claimed.device_class, count);
+    const std::string name = render::gpu_claim_template_name(*o.parsed.spec, claimed.device_class, count);
     if (count > 0 && templates.insert(name).second && !owned_object_known(res::kResourceClaimTemplates, ns, name, uid))
       creations.push_back({&res::kResourceClaimTemplates, render::gpu_claim_template(*o.parsed.spec, claimed.device_class, count), "", false, {}});
   }

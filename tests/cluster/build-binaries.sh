@@ -7,7 +7,8 @@
 # --bench-peers also builds the control-plane benchmark's peer, the Kubeflow MPI Operator: only
 # `make bench` and `make bench-smoke` need it, not the demo or the tests.
 # --node also builds what the real node needs besides kubelet (cluster.sh node-up): CoreDNS, the
-# pod sandbox's pause binary (static, from the pinned Kubernetes source) and kube-router.
+# pod sandbox's pause binary (static, from the pinned Kubernetes source), kube-router, containerd and
+# the DRA example driver's kubelet plugin.
 set -euo pipefail
 peers=false
 node=false
@@ -99,6 +100,18 @@ if $node; then
   netpol_dir="$cache_root/kube-router-$netpol_version-$(key "" "$here/netpol/go.mod" "$here/netpol/go.sum")"
   build "$netpol_dir" "$here/netpol" "" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
   ln -sfn "$netpol_dir/bin/kube-router" "$out/kube-router"
+  # The container runtime (see containerd/tools.go).
+  ctrd_version=$(awk '$1=="require" && $2=="github.com/containerd/containerd/v2"{print $3}' "$here/containerd/go.mod")
+  ctrd_tags=-tags=no_btrfs,no_devmapper,no_zfs
+  ctrd_dir="$cache_root/containerd-$ctrd_version-$(key "$ctrd_tags" "$here/containerd/go.mod" "$here/containerd/go.sum")"
+  GOFLAGS=$ctrd_tags build "$ctrd_dir" "$here/containerd" "-X github.com/containerd/containerd/v2/version.Version=$ctrd_version" \
+    github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+    github.com/containerd/containerd/v2/cmd/ctr
+  # The DRA example driver's kubelet plugin (see dra/tools.go).
+  dra_version=$(awk '$1=="require" && $2=="sigs.k8s.io/dra-example-driver"{print $3}' "$here/dra/go.mod")
+  dra_dir="$cache_root/dra-example-driver-$dra_version-$(key "" "$here/dra/go.mod" "$here/dra/go.sum")"
+  build "$dra_dir" "$here/dra" "" sigs.k8s.io/dra-example-driver/cmd/dra-example-kubeletplugin
+  for b in "$ctrd_dir"/bin/* "$dra_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
 fi
 $peers || exit 0
 

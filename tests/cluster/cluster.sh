@@ -128,7 +128,8 @@ binary_of() {
   case $1 in
     etcd) echo etcd ;; apiserver) echo kube-apiserver ;; controller-manager) echo kube-controller-manager ;;
     scheduler) echo kube-scheduler ;; kwok) echo kwok ;;
-    containerd|coredns|kubelet) echo "$1" ;; apiserver-proxy) echo socat ;; netpol) echo kube-router ;; *) die "unknown component $1" ;;
+    containerd|coredns|kubelet) echo "$1" ;; apiserver-proxy) echo socat ;; netpol) echo kube-router ;;
+    dra-plugin) echo dra-example-kubeletplugin ;; *) die "unknown component $1" ;;
   esac
 }
 running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
@@ -185,6 +186,8 @@ args_of() {
 supervise() { # component
   local c=$1 bin; bin=$(binary_of "$c")
   trap 'kill -TERM $child 2>/dev/null; wait $child; exit 0' TERM INT
+  # The pinned binaries first: containerd finds its runc shim on PATH.
+  export PATH="$BIN:$PATH"
   while :; do
     # shellcheck disable=SC2046
     "$BIN/$bin" $(args_of "$c") &
@@ -220,7 +223,7 @@ stop_component() {
 # supervisors and the binaries by paths unique to this checkout.
 kill_strays() {
   local pids
-  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|containerd|coredns|kubelet|socat) " || true)
+  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|containerd|coredns|kubelet|socat|kube-router|dra-example-kubeletplugin) " || true)
   if [ -n "$pids" ]; then
     log "stopping stray processes: $(echo $pids)"
     kill -TERM $pids 2>/dev/null || true; sleep 1; kill -KILL $pids 2>/dev/null || true

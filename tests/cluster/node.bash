@@ -1,5 +1,5 @@
-# A real node beside the kwok ones: containerd, runc, the CNI bridge plugin, kubelet and CoreDNS as
-# host processes, so Valley's pods really start. Sourced by cluster.sh (node-up, node-down,
+# A real node beside the kwok ones: containerd, runc, the CNI bridge plugin, kubelet, CoreDNS and a DRA
+# driver's kubelet plugin as host processes, so Valley's pods really start. Sourced by cluster.sh (node-up, node-down,
 # node-status); its processes run under cluster.sh's supervisor like the control plane's.
 #
 # What the node is:
@@ -19,6 +19,11 @@
 #    tests/cluster/netpol; no routing, no service proxy), with its ServiceAccount's token: iptables
 #    rules and ipsets, which see the bridge's traffic through br_netfilter, reject what no policy
 #    selecting either end admits;
+#  - it also publishes 2 simulated GPUs through Dynamic Resource Allocation: the upstream DRA example
+#    driver's kubelet plugin (gpu.example.com, pinned in tests/cluster/dra), registered with kubelet,
+#    writes a CDI spec for each claim it prepares and containerd 2 (pinned in tests/cluster/containerd)
+#    applies it, so a container is given GPU_DEVICE_<n> variables. A Valley that knows the driver
+#    (--dra-drivers) counts these only while the node advertises no nvidia.com/gpu;
 #  - images come from tests/cluster/images/build_image.py (no registry): the pause image, the
 #    operator's (deploy/Dockerfile) and the example MPI workload's (deploy/examples/train/Dockerfile).
 #
@@ -38,13 +43,14 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 OPERATOR_IMAGE=localhost/valley-operator:dev  # the name deploy/overlays/dev gives it
 KUBERNETES_SERVICE_IP=10.96.0.1  # the first address of cluster.sh's SERVICE_CIDR
 TRAIN_IMAGE=valley.local/valley-train:dev
-NODE_COMPONENTS=(containerd coredns apiserver-proxy netpol kubelet)
+NODE_COMPONENTS=(containerd coredns apiserver-proxy netpol kubelet dra-plugin)
+DRA_DRIVER=gpu.example.com  # the example driver's name and its DeviceClass's
 NETPOL_HEALTH_PORT=20244
 # The sysctls kubelet sets when protectKernelDefaults is false (its container manager's kernel
 # tunables): saved at node-up, put back at node-down.
 KUBELET_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 
-ctr_() { ctr --address "$NODE/containerd/containerd.sock" -n k8s.io "$@"; }
+ctr_() { "$BIN/ctr" --address "$NODE/containerd/containerd.sock" -n k8s.io "$@"; }
 
 node_args_of() {
   case $1 in
@@ -58,13 +64,16 @@ node_args_of() {
         --cert-dir="$NODE/kubelet/pki" \
         --node-labels=valley.dev/real-node=true,nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB,nvidia.com/gpu.count=$NODE_GPUS,karpenter.sh/capacity-type=on-demand,topology.kubernetes.io/region=local,topology.kubernetes.io/zone=zone-a \
         --v=1 ;;
+    dra-plugin) echo --node-name=$NODE_NAME --kubeconfig="$NODE/dra/kubeconfig" --num-devices=$NODE_GPUS \
+        --cdi-root="$NODE/cdi" --kubelet-registrar-directory-path="$NODE/kubelet/plugins_registry" \
+        --kubelet-plugins-directory-path="$NODE/kubelet/plugins" ;;
   esac
 }
 
 node_write_configs() {
-  mkdir -p "$NODE/containerd" "$NODE/cni/net.d" "$NODE/cni/ipam" "$NODE/kubelet/pki"
+  mkdir -p "$NODE/containerd" "$NODE/cdi" "$NODE/cni/net.d" "$NODE/cni/ipam" "$NODE/kubelet/pki"
   cat > "$NODE/containerd.toml" <<EOF
-version = 2
+version = 3
 root = "$NODE/containerd/root"
 state = "$NODE/containerd/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
@@ -76,20 +85,25 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   level = "warn"
 [plugins."io.containerd.internal.v1.opt"]
   path = "$NODE/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+[plugins."io.containerd.cri.v1.runtime"]
   # runc cannot set the pause container's oom_score_adj below the sandbox's own (no CAP_SYS_RESOURCE).
   restrict_oom_score_adj = true
   enable_selinux = false
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+  # Where the DRA plugin writes what a prepared claim gives a container.
+  enable_cdi = true
+  cdi_spec_dirs = ["$NODE/cdi"]
+  [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$NODE/cni/net.d"
 EOF
   cat > "$NODE/cni/net.d/10-valley.conflist" <<EOF
@@ -209,19 +223,60 @@ kind: ClusterRoleBinding
 metadata: {name: "valley:kube-router"}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "valley:kube-router"}
 subjects: [{kind: ServiceAccount, name: kube-router, namespace: kube-system}]
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: dra-example-driver, namespace: kube-system}
+---
+# What the example driver's Helm chart grants its kubelet plugin.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "valley:dra-example-driver"}
+rules:
+- apiGroups: [resource.k8s.io]
+  resources: [resourceclaims]
+  verbs: [get, list, watch]
+- apiGroups: [resource.k8s.io]
+  resources: [resourceclaims/status]
+  verbs: [update]
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get]
+- apiGroups: [resource.k8s.io]
+  resources: [resourceslices]
+  verbs: [get, list, watch, create, update, patch, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "valley:dra-example-driver"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "valley:dra-example-driver"}
+subjects: [{kind: ServiceAccount, name: dra-example-driver, namespace: kube-system}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: $DRA_DRIVER}
+spec:
+  selectors:
+  - cel: {expression: "device.driver == '$DRA_DRIVER'"}
 EOF
-  # The enforcer's credentials: its ServiceAccount's token, as a DaemonSet's pod would have.
-  mkdir -p "$NODE/netpol"
-  local token; token=$(kubectl -n kube-system create token kube-router --duration=168h)
-  cat > "$NODE/netpol/kubeconfig.tmp" <<EOF
+  # The enforcer's and the DRA plugin's credentials: their ServiceAccounts' tokens, as a DaemonSet's
+  # pods would have.
+  node_sa_kubeconfig netpol kube-router
+  node_sa_kubeconfig dra dra-example-driver
+}
+
+node_sa_kubeconfig() { # dir-under-$NODE service-account
+  mkdir -p "$NODE/$1"
+  local token; token=$(kubectl -n kube-system create token "$2" --duration=168h)
+  cat > "$NODE/$1/kubeconfig.tmp" <<EOF
 apiVersion: v1
 kind: Config
 clusters: [{name: local, cluster: {server: "https://127.0.0.1:$APISERVER_PORT", certificate-authority: "$PKI/ca.crt"}}]
-users: [{name: kube-router, user: {token: "$token"}}]
-contexts: [{name: kube-router, context: {cluster: local, user: kube-router}}]
-current-context: kube-router
+users: [{name: $2, user: {token: "$token"}}]
+contexts: [{name: $2, context: {cluster: local, user: $2}}]
+current-context: $2
 EOF
-  mv "$NODE/netpol/kubeconfig.tmp" "$NODE/netpol/kubeconfig"
+  mv "$NODE/$1/kubeconfig.tmp" "$NODE/$1/kubeconfig"
 }
 
 node_save_host_state() {
@@ -302,6 +357,10 @@ apiserver_via_service() {
   curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://$KUBERNETES_SERVICE_IP/readyz" | grep -q ok
 }
 netpol_ready() { curl -sf "http://127.0.0.1:$NETPOL_HEALTH_PORT/healthz" >/dev/null; }
+node_publishes_dra_gpus() {
+  kubectl get resourceslices --field-selector spec.nodeName=$NODE_NAME,spec.driver=$DRA_DRIVER \
+    -o jsonpath='{.items[*].spec.devices[*].name}' | wc -w | grep -qx "$NODE_GPUS"
+}
 node_ready() {
   kubectl get node $NODE_NAME -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True
 }
@@ -323,7 +382,6 @@ cmd_node_up() {
   node_rbac
   node_save_host_state
   node_network_up
-  ln -sfn "$(command -v containerd)" "$BIN/containerd"
   ln -sfn "$(command -v socat)" "$BIN/socat"
   start_component containerd; wait_for containerd containerd_ready
   node_import_images
@@ -332,6 +390,7 @@ cmd_node_up() {
   start_component netpol; wait_for "the NetworkPolicy enforcer" netpol_ready
   start_component kubelet; wait_for "node $NODE_NAME Ready" node_ready
   node_advertise_gpus; wait_for "$NODE_GPUS simulated GPUs on $NODE_NAME" node_has_gpus
+  start_component dra-plugin; wait_for "$NODE_GPUS simulated DRA GPUs ($DRA_DRIVER) on $NODE_NAME" node_publishes_dra_gpus
   log "real node $NODE_NAME ready in $((SECONDS - start))s (images: $(wc -l < "$NODE/images"))"
 }
 
@@ -348,6 +407,7 @@ cmd_node_down() {
     for id in $ids; do ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true; done
   fi
   local c
+  stop_component dra-plugin
   for c in kubelet netpol apiserver-proxy coredns containerd; do stop_component "$c"; done
   # Leftover shims (each container's parent) and their containers.
   pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io -id .* -address $NODE/" 2>/dev/null || true
@@ -363,7 +423,8 @@ cmd_node_down() {
   # kube-router's ipsets, unreferenced once its iptables rules are gone.
   ipset list -n 2>/dev/null | grep -E '^(KUBE|kube-router)' | xargs -r -n1 ipset destroy 2>/dev/null || true
   apiserver_ready 2>/dev/null && kubectl delete node $NODE_NAME --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  rm -rf "$NODE" "$BIN/containerd" "$BIN/socat"
+  apiserver_ready 2>/dev/null && kubectl delete resourceslices --field-selector spec.nodeName=$NODE_NAME --wait=false >/dev/null 2>&1 || true
+  rm -rf "$NODE" "$BIN/socat"
   log "real node removed"
 }
 

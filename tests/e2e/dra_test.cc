@@ -132,6 +132,58 @@ TEST_F(DraTest, ForeignClaimsAndBothKindsOfGpusAreCountedOnceAndNothingOverbooks
   EXPECT_EQ(allocated_devices(&all)[dra_node()], 4) << "the DRA node's four GPUs, each allocated once";
 }
 
+// spec.worker.devices a user gets wrong: a class no node publishes, a product no device is, more
+// devices than any node has. Each task waits Unplaceable saying why, and creates nothing; one whose
+// spec is fixed runs, its claims asking for the product it named. A fraction of a DRA device is
+// refused by the API server.
+TEST_F(DraTest, ADeviceRequestNoNodeCanMeetSaysWhyCreatesNothingAndRunsOnceFixed) {
+  auto asking = [&](json devices, const std::string& gpus = "1") {
+    json spec = gang(2);
+    spec["worker"]["gpus"] = gpus;
+    spec["worker"]["devices"] = std::move(devices);
+    return spec;
+  };
+  apply(asking({{"deviceClassName", "gpu.example.com"}}), "noclass");
+  apply(asking({{"deviceClassName", kDriver}, {"matchAttributes", {{"productName", "NVIDIA-B200"}}}}), "noproduct");
+  apply(asking({{"deviceClassName", kDriver}}, "8"), "toomany");
+  auto says = [&](const std::string& name, const std::string& words) {
+    return eventually([&] {
+      const json st = task(name).value("status", json::object());
+      return st.value("reason", "") == "Unplaceable" && st.value("message", "").find(words) != std::string::npos;
+    }, 30s);
+  };
+  EXPECT_TRUE(says("noclass", "no node publishes DRA devices of class gpu.example.com (classes published: gpu.nvidia.com)"))
+      << task("noclass")["status"].dump(2);
+  EXPECT_TRUE(says("noproduct", "no device of class gpu.nvidia.com has productName=NVIDIA-B200 (its nodes' devices have productName=NVIDIA-H100-80GB)"))
+      << task("noproduct")["status"].dump(2);
+  EXPECT_TRUE(says("toomany", "needs 8 GPUs per worker; the largest node it may use has 4")) << task("toomany")["status"].dump(2);
+  for (const char* t : {"noclass", "noproduct", "toomany"}) {
+    EXPECT_EQ(phase(t), "Pending") << t;
+    EXPECT_TRUE(pods(t).empty()) << t << " created pods";
+  }
+  EXPECT_TRUE(admin->list(kube::resources::kResourceClaimTemplates, ns).items.empty()) << "nothing asked for a claim";
+
+  // Fixed: the product the DRA node has. It runs there, each claim selecting that product.
+  admin->patch(kTrainingTasks, ns, "noproduct", kube::PatchType::Merge,
+               {{"spec", {{"worker", {{"devices", {{"matchAttributes", {{"productName", "NVIDIA-H100-80GB"}}}}}}}}}});
+  ASSERT_TRUE(wait_phase("Running", 60s, "noproduct")) << task("noproduct").dump(2) << operator_log();
+  for (const auto& p : workers("noproduct")) EXPECT_EQ(p["spec"].value("nodeName", ""), dra_node());
+  const auto templates = admin->list(kube::resources::kResourceClaimTemplates, ns).items;
+  ASSERT_EQ(templates.size(), 1u);
+  const json request = templates[0]["spec"]["spec"]["devices"]["requests"][0]["exactly"];
+  EXPECT_EQ(request.value("selectors", json::array()).size(), 1u) << request.dump(2);
+  EXPECT_NE(request.dump().find("NVIDIA-H100-80GB"), std::string::npos) << request.dump(2);
+  bool all = false;
+  EXPECT_TRUE(eventually([&] { return allocated_devices(&all)[dra_node()] == 2 && all; }, 30s)) << "the scheduler allocated both claims";
+
+  try {
+    apply(asking({{"deviceClassName", kDriver}}, "0.5"), "half");
+    ADD_FAILURE() << "a fraction of a DRA device was accepted";
+  } catch (const kube::KubeError& e) {
+    EXPECT_NE(std::string(e.what()).find("worker.devices asks for whole DRA devices"), std::string::npos) << e.what();
+  }
+}
+
 // valleyctl estimate reads the cluster as the operator does: the H100s only DRA publishes are there,
 // and the cheapest.
 TEST_F(DraTest, ValleyctlEstimatesOnDraGpusAtTheirProductsPrice) {
