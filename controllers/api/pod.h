@@ -7,7 +7,7 @@
 // Kept:
 //   metadata: namespace, name, uid, resourceVersion, labels (string values), owner UIDs, finalizers,
 //             deletionTimestamp (whether present, and its time), the kHostfileAnnotation and
-//             kClaimedGpusAnnotation annotations;
+//             kClaimedGpusAnnotation and kMpsReplicasAnnotation annotations;
 //   spec:     nodeName; the node a required node affinity pins it to (a matchFields term
 //             metadata.name In [one node], as render writes it); per container and init container
 //             the extended resources (names with a '/', e.g. nvidia.com/gpu), cpu (thousandths),
@@ -46,6 +46,10 @@ struct ClaimedGpus {
   int64_t count = 0;  // 0: the annotation is absent or malformed
 };
 ClaimedGpus claimed_gpus(const std::string& annotation);
+// A Valley worker on MPS replicas (gpu/resources.h) says how many its node splits a GPU into, so
+// that its request of the device plugin's resource counts as that many'ths of a GPU wherever the
+// pod is read (the planner, the cost ledger, quotas), as the node counts them.
+inline constexpr const char* kMpsReplicasAnnotation = "valley.dev/mps-replicas";
 
 struct PodCondition {
   std::string type, status, reason, message;
@@ -90,6 +94,7 @@ struct PodContent {
   // metadata.annotations[kClaimedGpusAnnotation], read: the DeviceClass and count (0: none).
   std::string claimed_class;
   int64_t claimed_count = 0;
+  int mps_replicas = 0;                          // metadata.annotations[kMpsReplicasAnnotation], 0: none
   std::string node_name;                         // spec.nodeName
   std::string pinned;                            // the node its required affinity names, "" if none
   std::vector<PodContainer> containers, init_containers;

@@ -20,7 +20,26 @@ std::string dra_class_of(const std::string& resource) {
   return resource.rfind(kDraPrefix, 0) == 0 ? resource.substr(std::char_traits<char>::length(kDraPrefix)) : "";
 }
 
+std::string mps_resource(int replicas, const std::string& resource) {
+  return kMpsPrefix + std::to_string(replicas) + ":" + resource;
+}
+
+std::optional<MpsReplicas> mps_of(const std::string& resource) {
+  const size_t prefix = std::char_traits<char>::length(kMpsPrefix);
+  if (resource.rfind(kMpsPrefix, 0) != 0) return std::nullopt;
+  const size_t colon = resource.find(':', prefix);
+  if (colon == std::string::npos || colon == prefix || colon - prefix > 3) return std::nullopt;
+  int replicas = 0;
+  for (size_t i = prefix; i < colon; ++i) {
+    if (resource[i] < '0' || resource[i] > '9') return std::nullopt;
+    replicas = replicas * 10 + (resource[i] - '0');
+  }
+  if (replicas < 2 || colon + 1 == resource.size()) return std::nullopt;
+  return MpsReplicas{replicas, resource.substr(colon + 1)};
+}
+
 bool is_gpu_resource(const std::string& name) {
+  if (mps_of(name)) return true;
   return !vendor_of_whole(name).empty() || !dra_class_of(name).empty() || name == kTimeSliced || name.rfind("nvidia.com/mig-", 0) == 0;
 }
 
@@ -28,6 +47,7 @@ int64_t share_milli(const std::string& resource, int64_t count) {
   for (const auto& p : kMigProfiles)
     if (resource == p.resource) return count * p.sevenths * 1000 / 7;
   if (resource == kTimeSliced) return count * kTimeSlicedShareMilli;
+  if (auto m = mps_of(resource)) return count * 1000 / m->replicas;
   return count * 1000;
 }
 

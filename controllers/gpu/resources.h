@@ -26,6 +26,22 @@ inline constexpr const char* kTimeSliced = "nvidia.com/gpu.shared";
 // planner uses it only to prefer slices over whole GPUs, never to account capacity).
 inline constexpr int64_t kTimeSlicedShareMilli = 500;
 
+// The NVIDIA device plugin's MPS sharing (GPU feature discovery labels a node
+// nvidia.com/gpu.sharing-strategy=mps and nvidia.com/gpu.replicas=R): each of a GPU's R replicas is
+// an MPS client with 1/R of its memory and compute. The planner counts them as "mps:<R>:<resource>"
+// (the device plugin's resource: nvidia.com/gpu.shared when renamed, else nvidia.com/gpu), whose
+// unit is 1/R of a GPU; the colons keep it apart from any extended resource name.
+inline constexpr const char* kMpsPrefix = "mps:";
+inline constexpr const char* kSharingStrategyLabel = "nvidia.com/gpu.sharing-strategy";
+inline constexpr const char* kReplicasLabel = "nvidia.com/gpu.replicas";
+struct MpsReplicas {
+  int replicas = 0;      // per GPU
+  std::string resource;  // the device plugin's
+};
+std::string mps_resource(int replicas, const std::string& resource);
+// The replicas of an mps_resource, nullopt for anything else.
+std::optional<MpsReplicas> mps_of(const std::string& resource);
+
 // Intel's GPU device plugin: i915 (and xe, for the newer kernel driver) whole GPUs.
 inline constexpr const char* kIntelI915 = "gpu.intel.com/i915";
 inline constexpr const char* kIntelXe = "gpu.intel.com/xe";

@@ -32,7 +32,7 @@ void take_held(Node& n, const std::map<std::string, int64_t>& held) {
   for (const auto& [resource, units] : held) {
     if (units == 0) continue;
     if (!api::is_node_room_resource(resource)) {
-      n.free[resource] -= units;
+      n.free[counted_as(n, resource)] -= units;
     } else if (auto r = n.room.find(resource); r != n.room.end()) {
       r->second -= units;
     }

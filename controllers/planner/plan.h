@@ -39,12 +39,14 @@ constexpr int64_t kUnlimitedRoom = int64_t{1} << 60;
 constexpr size_t kNoNode = static_cast<size_t>(-1);
 
 // The shape of one worker of `gpu_milli` on a node, over any representation of its free units:
-// `units(key)` is what is free of a resource, named by `whole` (the vendor's whole GPU), `time_sliced`
-// and `mig` (one key per gpu::kMigProfiles entry). Whole GPUs for whole requests; a fraction takes
-// the smallest free MIG slice that holds it, else a time-sliced replica, else one whole GPU.
+// `units(key)` is what is free of a resource, named by `whole` (the vendor's whole GPU), `time_sliced`,
+// `mig` (one key per gpu::kMigProfiles entry) and `mps` (the node's MPS replicas, 1/`mps_replicas`
+// of a GPU each; null on a node without). Whole GPUs for whole requests; a fraction takes the
+// smallest free MIG slice that holds it (isolated in hardware), else an MPS replica that holds it
+// (a memory limit and a compute share), else a time-sliced replica (no isolation), else one whole GPU.
 template <class Key, class Units>
 std::optional<std::pair<Key, int64_t>> shape_rule(int gpu_milli, bool has_vendor, bool nvidia, const Key& whole, const Key& time_sliced,
-                                                   const Key* mig, Units units) {
+                                                   const Key* mig, const Key* mps, int mps_replicas, Units units) {
   if (!has_vendor) return std::nullopt;
   if (gpu_milli % 1000 == 0) {
     const int64_t n = gpu_milli / 1000;
@@ -54,6 +56,7 @@ std::optional<std::pair<Key, int64_t>> shape_rule(int gpu_milli, bool has_vendor
   if (nvidia) {
     for (size_t p = 0; p < kMigCount; ++p)
       if (gpu::holds(gpu::kMigProfiles[p], gpu_milli) && units(mig[p]) >= 1) return std::make_pair(mig[p], int64_t{1});
+    if (mps && int64_t{gpu_milli} * mps_replicas <= 1000 && units(*mps) >= 1) return std::make_pair(*mps, int64_t{1});
     // Time-sliced GPUs (the device plugin's sharing with renameByDefault): a replica each.
     if (units(time_sliced) >= 1) return std::make_pair(time_sliced, int64_t{1});
   }
@@ -85,6 +88,8 @@ class Plan {
   struct NodeInfo {
     int whole = -1;  // the vendor's whole-GPU resource; -1 without GPUs
     bool nvidia = false;
+    int mps = -1;          // its MPS replicas' resource (Node::mps_resource); -1 without
+    int mps_replicas = 0;  // ... and how many a GPU is split into
     bool spot = false;  // capacity_class "spot"
     int vendor = -1;    // into vendors_
     int64_t price = 0;  // a GPU-hour here now, energy included
@@ -235,7 +240,7 @@ class Plan {
   std::optional<Shape> shape_on(int gpu_milli, size_t k, const int64_t* units) const {
     const NodeInfo& info = info_[k];
     auto s = shape_rule<int>(gpu_milli, info.whole >= 0, info.nvidia, info.whole, time_sliced_, mig_.data(),
-                             [units](int r) { return units[r]; });
+                             info.mps >= 0 ? &info.mps : nullptr, info.mps_replicas, [units](int r) { return units[r]; });
     if (!s) return std::nullopt;
     return Shape{s->first, s->second};
   }

@@ -62,6 +62,9 @@ struct Node {
   std::string dra_driver;
   // The attributes all its DRA GPUs share, as text by qualified name (api::DraDevice::attributes).
   std::map<std::string, std::string> dra_attributes;
+  // Its GPUs are shared through MPS: the key its replicas are counted under (gpu::mps_resource),
+  // "" if not.
+  std::string mps_resource;
   std::string capacity_class = "on-demand";  // or "spot"
   std::map<std::string, int64_t> free;   // GPU resource -> units free for Valley's workers
   std::map<std::string, int64_t> capacity;  // GPU resource -> allocatable units

@@ -45,6 +45,28 @@ Node with_gpu_fault(Node n, const std::string& fault) {
   return n;
 }
 
+namespace {
+// A node whose device plugin shares its GPUs through MPS offers its replicas as 1/R of a GPU each
+// (gpu::mps_resource), under the key its own and its pods' requests are counted as.
+void count_mps_replicas(Node& n) {
+  auto strategy = n.labels.find(gpu::kSharingStrategyLabel);
+  auto replicas = n.labels.find(gpu::kReplicasLabel);
+  if (strategy == n.labels.end() || strategy->second != "mps" || replicas == n.labels.end()) return;
+  const int64_t r = api::extended_quantity(replicas->second);
+  if (r < 2 || r > 999) return;
+  for (const char* resource : {gpu::kTimeSliced, "nvidia.com/gpu"}) {
+    auto cap = n.capacity.find(resource);
+    if (cap == n.capacity.end()) continue;
+    n.mps_resource = gpu::mps_resource(static_cast<int>(r), resource);
+    n.capacity[n.mps_resource] = cap->second;
+    n.free[n.mps_resource] = n.free[resource];
+    n.capacity.erase(resource);
+    n.free.erase(resource);
+    return;
+  }
+}
+}  // namespace
+
 Node node_from(const json& node, const NodeFacts& facts) {
   Node n;
   const json& meta = field(node, "metadata");
@@ -59,6 +81,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
     if (std::string vendor = gpu::vendor_of_whole(k); !vendor.empty()) n.vendor = vendor;
     else if (n.vendor.empty()) n.vendor = k.substr(0, k.find('.'));  // MIG slices and replicas alone: NVIDIA's
   }
+  count_mps_replicas(n);
   for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
     if (!api::is_node_room_resource(k)) continue;
     const auto units = api::quantity_of(v, k == api::kCpu ? 1000 : 1);
@@ -147,6 +170,12 @@ std::map<std::string, int64_t> pod_requests(const api::Pod& pod, Counted counted
 std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
   auto out = pod_requests(pod, [](const std::string& k) { return gpu::is_gpu_resource(k); });
   if (pod.claimed_count > 0) out[gpu::dra_resource(pod.claimed_class)] += pod.claimed_count;
+  if (pod.mps_replicas > 0)
+    for (const char* resource : {gpu::kTimeSliced, "nvidia.com/gpu"})
+      if (auto it = out.find(resource); it != out.end()) {
+        out[gpu::mps_resource(pod.mps_replicas, resource)] += it->second;
+        out.erase(it);
+      }
   return out;
 }
 
@@ -166,8 +195,14 @@ std::map<std::string, int64_t> worker_room(const api::TaskSpec& spec) {
   return room_requests(api::pod_from(render::worker_pod(spec, 0, render::Shape{}, placement)));
 }
 
+std::string counted_as(const Node& n, const std::string& resource) {
+  if (n.mps_resource.empty()) return resource;
+  const auto mps = gpu::mps_of(n.mps_resource);
+  return mps && mps->resource == resource ? n.mps_resource : resource;
+}
+
 void subtract(Node& node, const api::Pod& pod) {
-  for (const auto& [k, v] : gpu_usage(pod)) node.free[k] -= v;
+  for (const auto& [k, v] : gpu_usage(pod)) node.free[counted_as(node, k)] -= v;
   for (const auto& [k, v] : room_usage(pod)) node.room[k] -= v;
 }
 

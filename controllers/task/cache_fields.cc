@@ -43,7 +43,7 @@ const std::shared_ptr<const FieldMask>& pod_fields() {
                                       {"ownerReferences", FieldMask::only({{"uid", all}})},
                                       {"finalizers", all},
                                       {"deletionTimestamp", all},
-                                      {"annotations", FieldMask::only({{api::kHostfileAnnotation, all}, {api::kClaimedGpusAnnotation, all}})}})},
+                                      {"annotations", FieldMask::only({{api::kHostfileAnnotation, all}, {api::kClaimedGpusAnnotation, all}, {api::kMpsReplicasAnnotation, all}})}})},
         {"spec", FieldMask::only({{"nodeName", all},
                                   {"affinity", FieldMask::only({{"nodeAffinity", FieldMask::only({{"requiredDuringSchedulingIgnoredDuringExecution", all}})}})},
                                   {"containers", container},

@@ -13,7 +13,6 @@ namespace {
 
 using kube::resources::kDeviceClasses;
 using kube::resources::kNodes;
-using kube::resources::kPricingPolicies;
 using kube::resources::kResourceClaims;
 using kube::resources::kResourceSlices;
 
@@ -23,7 +22,7 @@ class DraTest : public TaskTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    pool_ = "e2e-" + ns.substr(ns.size() - 6);
+    pool_ = own_pool();
     try {  // NVIDIA's DRA driver installs this class; shared by the tests, left in place
       admin->create(kDeviceClasses, "",
                     {{"apiVersion", "resource.k8s.io/v1"},
@@ -33,11 +32,8 @@ class DraTest : public TaskTest {
     } catch (const kube::KubeError& e) {
       if (e.http_status() != 409) throw;
     }
-    own(kPricingPolicies, {{"apiVersion", "valley.dev/v1beta1"},
-                           {"kind", "PricingPolicy"},
-                           {"metadata", {{"name", ns}}},
-                           {"spec", json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"nvidia","product":"NVIDIA-H100-80GB"},"onDemand":"1.50","spot":"0.60"},
-                                            {"match":{"vendor":"nvidia"},"onDemand":"2.40","spot":"0.95"}]})")}});
+    own_policy(json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"nvidia","product":"NVIDIA-H100-80GB"},"onDemand":"1.50","spot":"0.60"},
+                                            {"match":{"vendor":"nvidia"},"onDemand":"2.40","spot":"0.95"}]})"));
     own(kNodes, kwok_gpu_node(dra_node(), {{"valley.dev/pool", pool_}}, 0, "example.com/none"));
     own(kResourceSlices, slice(4));
     own(kNodes, kwok_gpu_node(plugin_node(), {{"valley.dev/pool", pool_}}, 4));

@@ -28,7 +28,7 @@ class SpotTest : public TaskTest {
   void SetUp() override {
     ClusterTest::SetUp();
     gw_ = std::make_unique<testing::VersityGw>();
-    pool_ = "e2e-" + ns.substr(ns.size() - 6);
+    pool_ = own_pool();
     for (int i = 0; i < 3; ++i) add_node(i);
     ASSERT_TRUE(eventually([&] { return ready_nodes() == 3; }, 30s));
     start_operator();  // after the nodes, so its first plan already sees all three

@@ -63,6 +63,14 @@ class TaskTest : public ClusterTest {
     return admin->create(r, "", object);
   }
 
+  // The PricingPolicy of the test's own name (the one operator_flags names), with this spec.
+  void own_policy(const json& spec) {
+    own(kube::resources::kPricingPolicies,
+        {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
+  }
+  // A valley.dev/pool label value of the test's own: its kwok nodes carry it, its tasks select it.
+  std::string own_pool() const { return "e2e-" + ns.substr(ns.size() - 6); }
+
   json apply(const json& spec, const std::string& name = "job") {
     return admin->create(kTrainingTasks, ns,
                          {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});

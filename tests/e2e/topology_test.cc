@@ -17,7 +17,7 @@ class TopologyTest : public TaskTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    pool_ = "e2e-" + ns.substr(ns.size() - 6);
+    pool_ = own_pool();
     for (const char* rack : {"a", "b"})
       for (int i = 0; i < 2; ++i) {
         const std::string name = node(rack, i);

@@ -11,18 +11,14 @@ namespace valley::e2e {
 namespace {
 
 using kube::resources::kNodes;
-using kube::resources::kPricingPolicies;
 
 class VendorsTest : public TaskTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    pool_ = "e2e-" + ns.substr(ns.size() - 6);
-    own(kPricingPolicies, {{"apiVersion", "valley.dev/v1beta1"},
-                           {"kind", "PricingPolicy"},
-                           {"metadata", {{"name", ns}}},
-                           {"spec", json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"intel"},"onDemand":"1.20","spot":"0.50"},
-                                            {"match":{"vendor":"nvidia"},"onDemand":"2.40","spot":"0.95"}]})")}});
+    pool_ = own_pool();
+    own_policy(json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"intel"},"onDemand":"1.20","spot":"0.50"},
+                                            {"match":{"vendor":"nvidia"},"onDemand":"2.40","spot":"0.95"}]})"));
     own(kNodes, kwok_gpu_node(pool_ + "-nvidia", {{"valley.dev/pool", pool_}}, 8));
     own(kNodes, kwok_gpu_node(pool_ + "-intel", {{"valley.dev/pool", pool_}, {"gpu.intel.com/product", "Max_1550"}}, 8,
                               "gpu.intel.com/i915"));
