@@ -42,6 +42,7 @@ int cmd_describe(const Flags& flags, const std::vector<std::string>& args);
 int cmd_estimate(const Flags& flags, const std::vector<std::string>& args);
 int cmd_version(const Flags& flags);
 int cmd_tenants(const Flags& flags);
+int cmd_capacity(const Flags& flags);
 int cmd_outputs(const Flags& flags, const std::vector<std::string>& args);
 int cmd_report(const Flags& flags, const std::vector<std::string>& args);
 int cmd_migrate_storage(const Flags& flags);

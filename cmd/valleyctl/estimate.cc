@@ -1,5 +1,6 @@
 // valleyctl estimate: what a task would cost, planned as the operator would plan it now.
 #include "cmd/valleyctl/common.h"
+#include "cmd/valleyctl/market.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -38,44 +39,6 @@ namespace {
 namespace planner = valley::planner;
 namespace cost = valley::cost;
 
-// The PricingPolicy (--policy FILE, else the cluster's) and the cluster's nodes when reachable;
-// nullopt after telling the user why there is no policy.
-struct Market {
-  json policy_object;
-  std::vector<json> nodes;
-  std::vector<planner::ObjectPtr> slices, claims;  // DRA, when the cluster serves it
-  std::unique_ptr<kube::Client> client;  // null offline
-};
-std::optional<Market> read_market(const Flags& flags) {
-  Market m;
-  std::string error;
-  if (!flags.get("policy").empty()) {
-    auto doc = read_document(flags.get("policy"), &error);
-    if (!doc) {
-      std::cerr << "valleyctl: " << error << "\n";
-      return std::nullopt;
-    }
-    m.policy_object = doc->value;
-  }
-  try {
-    m.client = std::make_unique<kube::Client>(kube::load_default(flags.get("kubeconfig"), flags.get("context")));
-    if (m.policy_object.is_null()) m.policy_object = m.client->get(kube::resources::kPricingPolicies, "", flags.get("pricing-policy"));
-    m.nodes = m.client->list(kube::resources::kNodes, "").items;
-    try {
-      for (auto& s : m.client->list(kube::resources::kResourceSlices, "").items) m.slices.push_back(std::make_shared<const json>(std::move(s)));
-      for (auto& c : m.client->list(kube::resources::kResourceClaims, "").items) m.claims.push_back(std::make_shared<const json>(std::move(c)));
-    } catch (const kube::KubeError&) {
-      // No resource.k8s.io/v1 (before Kubernetes 1.34) or not allowed: device plugins' GPUs only.
-    }
-  } catch (const kube::KubeError& e) {
-    if (m.policy_object.is_null()) {
-      std::cerr << "valleyctl: no PricingPolicy: " << e.what() << " (pass --policy FILE to estimate offline)\n";
-      return std::nullopt;
-    }
-  }
-  return m;
-}
-
 std::string join_vendors(const std::vector<std::string>& vendors) {
   std::string out;
   for (const auto& v : vendors) out += (out.empty() ? "" : "/") + v;
@@ -94,25 +57,6 @@ std::vector<cost::NodeRate> policy_rates(const cost::Policy& policy, const api::
     labels[policy.spot_labels.front().first] = policy.spot_labels.front().second;
     out.push_back(cost::rate_for(policy, vendor, labels));
   }
-  return out;
-}
-
-// The cluster's GPU nodes as the operator's planner reads them (device plugins' and DRA's GPUs),
-// less what its pods and claims hold when `free` (nothing offline or when pods cannot be listed).
-std::vector<planner::Node> market_nodes(const Market& m, bool free) {
-  std::vector<planner::ObjectPtr> nodes;
-  for (const auto& n : m.nodes) nodes.push_back(std::make_shared<const json>(n));
-  std::vector<planner::PodPtr> pods;
-  if (free && m.client && !nodes.empty()) {
-    try {
-      for (const auto& pod : m.client->list(kube::resources::kPods, "").items) pods.push_back(std::make_shared<const api::Pod>(api::pod_from(pod)));
-    } catch (const kube::KubeError& e) {
-      std::cerr << "valleyctl: cannot list pods (" << e.what() << "); estimating as if the cluster were empty\n";
-    }
-  }
-  const auto view = planner::rebuild(nodes, pods, {}, {}, m.slices, free ? m.claims : std::vector<planner::ObjectPtr>{});
-  std::vector<planner::Node> out;
-  for (const auto& n : view.nodes) out.push_back(*n);
   return out;
 }
 
@@ -151,7 +95,7 @@ int cmd_estimate(const Flags& flags, const std::vector<std::string>& args) {
     std::cerr << "valleyctl: " << args[1] << ": no estimatedDuration (EstimatedDuration in the seed format); pass --duration 6h\n";
     return 1;
   }
-  auto market = read_market(flags);
+  auto market = read_market(flags, true);
   if (!market) return 1;
   std::vector<std::string> errors;
   auto policy = api::parse_policy(market->policy_object, &errors);

@@ -24,6 +24,8 @@ commands:
   cost             what each task cost against its estimate, GPU-hours per pool, totals (-A: all)
   outputs NAME     where the task's outputs are kept, whether they were, and what is there
   report NAME      Valley's report of an ended task as an HTML page (--file PATH; -o json: its JSON)
+  capacity         the GPUs the cluster offers, as Valley's planner reads them: by vendor, capacity
+                   class, kind (whole, dra, mig, mps, time-sliced) and product, free, a GPU-hour's price
   tenants          each Tenant: its namespaces, GPUs used/nominal, borrowed, lent, fair share,
                    spend this period against its budget, waiting tasks, and why it is not Ready
   migrate-storage  after an upgrade: rewrite Valley's objects in the version their CRDs store and
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
   if (args[0] == "list") return cmd_list(flags);
   if (args[0] == "describe") return cmd_describe(flags, args);
   if (args[0] == "cost") return cmd_cost(flags);
+  if (args[0] == "capacity") return with_cluster([&] { return cmd_capacity(flags); });
   if (args[0] == "tenants") return cmd_tenants(flags);
   if (args[0] == "outputs") return cmd_outputs(flags, args);
   if (args[0] == "report") return cmd_report(flags, args);

@@ -43,6 +43,14 @@ bool is_gpu_resource(const std::string& name) {
   return !vendor_of_whole(name).empty() || !dra_class_of(name).empty() || name == kTimeSliced || name.rfind("nvidia.com/mig-", 0) == 0;
 }
 
+std::string sharing_kind(const std::string& resource) {
+  if (!dra_class_of(resource).empty()) return "dra";
+  if (mps_of(resource)) return "mps";
+  if (resource == kTimeSliced) return "time-sliced";
+  if (resource.rfind("nvidia.com/mig-", 0) == 0) return "mig";
+  return "whole";
+}
+
 int64_t share_milli(const std::string& resource, int64_t count) {
   for (const auto& p : kMigProfiles)
     if (resource == p.resource) return count * p.sevenths * 1000 / 7;

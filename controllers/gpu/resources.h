@@ -61,6 +61,10 @@ std::string vendor_of_whole(const std::string& resource);
 
 bool is_gpu_resource(const std::string& name);
 
+// How a GPU resource hands its GPU out: "dra" (a DRA driver's whole devices), "mig", "mps",
+// "time-sliced", else "whole" (a device plugin's whole GPUs).
+std::string sharing_kind(const std::string& resource);
+
 // Thousandths of a GPU that `count` units of `resource` stand for.
 int64_t share_milli(const std::string& resource, int64_t count);
 

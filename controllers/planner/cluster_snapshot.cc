@@ -94,7 +94,11 @@ void ClusterSnapshot::set_facts(const NodeFacts& facts) {
 
 Node ClusterSnapshot::read_node(const ObjectPtr& object) const {
   Node n = node_from(*object, facts_);
-  if (!slices_.empty()) add_dra_devices(n, slice_list(), facts_);
+  if (auto names = slices_by_node_.find(n.name); names != slices_by_node_.end()) {
+    std::vector<const api::DraSlice*> own;
+    for (const auto& name : names->second) own.push_back(&slices_.at(name));
+    add_dra_devices(n, own, facts_);
+  }
   return n;
 }
 
@@ -121,6 +125,7 @@ void ClusterSnapshot::upsert_slice(const ObjectPtr& slice) {
   api::DraSlice s = api::dra_slice_from(*slice, facts_.dra_product_attributes);
   const std::string node = s.node;
   slices_[name] = std::move(s);
+  slices_by_node_[node].insert(name);
   reread_node(node);
   claims_stale_ = true;
 }
@@ -131,6 +136,8 @@ void ClusterSnapshot::remove_slice(const std::string& name) {
   const std::string node = it->second.node;
   slices_.erase(it);
   slice_objects_.erase(name);
+  if (auto names = slices_by_node_.find(node); names != slices_by_node_.end() && names->second.erase(name) && names->second.empty())
+    slices_by_node_.erase(names);
   reread_node(node);
   claims_stale_ = true;
 }

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,7 @@ class ClusterSnapshot {
   std::map<std::string, std::string> task_by_uid_;                     // UID -> task key
   std::map<std::string, ObjectPtr> slice_objects_;                     // by name
   std::map<std::string, api::DraSlice> slices_;                        // by name, read with facts_
+  std::map<std::string, std::set<std::string>> slices_by_node_;        // node -> the names of its slices
   std::map<std::string, api::DraClaim> claims_;                        // by namespace/name
   std::map<std::string, std::map<std::string, int64_t>> claim_held_;   // node -> DRA resource -> devices
   bool claims_stale_ = false;

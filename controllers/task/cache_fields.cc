@@ -72,7 +72,20 @@ const std::shared_ptr<const FieldMask>& node_fields() {
   return mask;
 }
 
+const std::shared_ptr<const FieldMask>& claim_fields() {
+  static const auto mask = [] {
+    const FieldMask all = FieldMask::all();
+    const FieldMask result = FieldMask::only({{"driver", all}, {"pool", all}, {"device", all}});
+    return std::make_shared<const FieldMask>(FieldMask::only({
+        {"metadata", FieldMask::only({{"name", all}, {"namespace", all}, {"uid", all}, {"resourceVersion", all}, {"labels", all}})},
+        {"status", FieldMask::only({{"allocation", FieldMask::only({{"devices", FieldMask::only({{"results", result}})}})}})},
+    }));
+  }();
+  return mask;
+}
+
 void lean_pod(nlohmann::json& pod) { pod_fields()->apply(pod); }
+void lean_claim(nlohmann::json& claim) { claim_fields()->apply(claim); }
 void lean_node(nlohmann::json& node) { node_fields()->apply(node); }
 
 }  // namespace valley::task

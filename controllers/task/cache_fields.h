@@ -10,7 +10,9 @@
 //          message, start and end) and lastState's terminated start;
 //   nodes: metadata (no annotations or managedFields), spec (taints, unschedulable), status
 //          allocatable/capacity/conditions;
-//   conditions: type, status, reason, message, lastTransitionTime (no probe or heartbeat times).
+//   conditions: type, status, reason, message, lastTransitionTime (no probe or heartbeat times);
+//   ResourceClaims: metadata name, namespace, uid, resourceVersion, labels; the allocation's
+//          results (driver, pool, device): no spec, reservedFor, devices' status or conditions.
 // The masks are what the informers parse with (nothing else of a pod is ever built); lean_pod and
 // lean_node apply the same masks to an object already parsed. Pods are then cached typed
 // (controllers/api/pod.h: the same fields, less what no reader reads), nodes as the lean JSON.
@@ -26,8 +28,10 @@ namespace valley::task {
 
 const std::shared_ptr<const kube::FieldMask>& pod_fields();
 const std::shared_ptr<const kube::FieldMask>& node_fields();
+const std::shared_ptr<const kube::FieldMask>& claim_fields();
 
 void lean_pod(nlohmann::json& pod);
 void lean_node(nlohmann::json& node);
+void lean_claim(nlohmann::json& claim);
 
 }  // namespace valley::task

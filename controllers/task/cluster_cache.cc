@@ -56,7 +56,10 @@ ClusterCache::ClusterCache(kube::Client& client, const ControllerOptions& option
   tenants_ = std::make_unique<kube::Informer>(client_, res::kTenants);
   namespaces_ = std::make_unique<kube::Informer>(client_, res::kNamespaces);
   slices_ = std::make_unique<kube::Informer>(client_, res::kResourceSlices);
-  claims_ = std::make_unique<kube::Informer>(client_, res::kResourceClaims);
+  kube::InformerOptions lean_claims;
+  lean_claims.fields = claim_fields();
+  lean_claims.transform = nullptr;
+  claims_ = std::make_unique<kube::Informer>(client_, res::kResourceClaims, lean_claims);
   // The planning snapshot follows the caches event by event (registered first, so that whatever
   // these events wake finds it up to date).
   auto snapshot_handlers = [this]<class T>(void (planner::ClusterSnapshot::*upsert)(const std::shared_ptr<const T>&),

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "controllers/api/dra.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/render/render.h"
 #include "controllers/task/metrics.h"
@@ -108,7 +109,13 @@ void Controllers::route_events() {
   cache_.pods().add_handlers({dirty, replan_if_needed, dirty});
   cache_.nodes_informer().add_handlers({dirty, replan_if_needed, dirty});
   cache_.slices().add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
-  cache_.claims().add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
+  // A claim's allocation is what the planner counts: its reservations and device status come and go
+  // with pods and say nothing new.
+  cache_.claims().add_handlers({dirty,
+                                [replan](const kube::ObjectPtr& before, const kube::ObjectPtr& after) {
+                                  if (!(api::dra_claim_from(*before) == api::dra_claim_from(*after))) replan();
+                                },
+                                dirty});
 }
 
 void Controllers::run(const std::atomic<bool>& stop) {

@@ -1,6 +1,7 @@
 #include "controllers/task/metrics.h"
 
 #include <map>
+#include <tuple>
 
 #include "controllers/api/tenant.h"
 #include "controllers/gpu/resources.h"
@@ -60,9 +61,14 @@ void collect_tasks(ClusterCache& cache) {
 void collect_gpus(ClusterCache& cache) {
   auto& m = controller_metrics();
   m.gpus.reset();
+  m.gpu_capacity.reset();
   m.faulty_nodes.reset();
   std::map<std::string, planner::Node> nodes;
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> capacity;
   for (auto& node : cache.nodes()) {
+    if (node.schedulable)
+      for (const auto& [resource, units] : node.capacity)
+        capacity[{node.vendor, node.capacity_class, gpu::sharing_kind(resource)}] += gpu::share_milli(resource, units);
     if (!node.fault.empty()) {
       // "condition SysLogsXIDError: ..." / "taint nvidia.com/gpu-xid-error=true": the signal's name.
       const std::string signal = node.fault.substr(node.fault.find(' ') + 1);
@@ -80,6 +86,7 @@ void collect_gpus(ClusterCache& cache) {
       held[{it->second.vendor, it->second.capacity_class}] += gpu::share_milli(resource, count);
   }
   for (const auto& [k, v] : held) m.gpus.set({k.first, k.second}, static_cast<double>(v) / 1000);
+  for (const auto& [k, v] : capacity) m.gpu_capacity.set({std::get<0>(k), std::get<1>(k), std::get<2>(k)}, static_cast<double>(v) / 1000);
 }
 
 void collect_tenants(ClusterCache& cache) {

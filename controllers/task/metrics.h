@@ -36,6 +36,11 @@ struct ControllerMetrics {
   metrics::Family& workers = metrics::registry().gauge("valley_task_workers", "Running workers of each task.", {"namespace", "task"});
   metrics::Family& gpus = metrics::registry().gauge("valley_gpus_allocated", "GPUs (fractions summed) held by Valley's running pods.",
                                                    {"vendor", "capacity_class"});
+  metrics::Family& gpu_capacity = metrics::registry().gauge(
+      "valley_gpus_capacity",
+      "GPUs the schedulable nodes offer (fractions summed), by vendor, capacity class and how they are handed out (whole, dra, mig, mps, "
+      "time-sliced).",
+      {"vendor", "capacity_class", "kind"});
   metrics::Family& restarts = metrics::registry().counter("valley_task_restarts_total",
                                                          "Epoch restarts by cause (failure, resize, preemption, disruption).", {"cause"});
   metrics::Family& disruptions = metrics::registry().counter(

@@ -193,6 +193,24 @@ TEST_F(DraTest, ValleyctlEstimatesOnDraGpusAtTheirProductsPrice) {
   EXPECT_NE(out.value("basis", "").find("at 1.50"), std::string::npos) << out.dump(2);
 }
 
+// valleyctl capacity shows the DRA GPUs beside the device plugin's, with their product and price,
+// and what a running gang leaves free.
+TEST_F(DraTest, ValleyctlCapacityShowsDraGpusByProductWithTheirPriceAndWhatIsFree) {
+  apply(gang(3), "three");
+  ASSERT_TRUE(wait_phase("Running", 60s, "three")) << task("three").dump(2);
+  ChildProcess run({binary("valleyctl"), "capacity", "--kubeconfig=" + admin_kubeconfig_path(), "--pricing-policy=" + ns, "-o", "json"},
+                   ::testing::TempDir() + "/valleyctl-capacity-dra-" + ns + ".log");
+  ASSERT_EQ(run.wait(30s), 0) << run.output();
+  json dra;
+  for (const auto& row : json::parse(run.output()))
+    if (row.value("kind", "") == "dra") dra = row;
+  ASSERT_TRUE(dra.is_object()) << run.output();
+  EXPECT_EQ(dra.value("product", ""), "NVIDIA-H100-80GB");
+  EXPECT_EQ(dra.value("gpus", ""), "4");
+  EXPECT_EQ(dra.value("free", ""), "1") << "the gang's three workers hold three of the four";
+  EXPECT_EQ(dra.value("gpuHour", ""), "1.50");
+}
+
 // The DeviceClass Valley is told to claim from selects no device (a driver reinstalled with other
 // attributes, a class edited by hand): kube-scheduler cannot allocate the claims of the workers
 // pinned to the DRA node. The task is not wedged there: the refusal, in the scheduler's words,

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "controllers/api/dra.h"
 #include "controllers/cost/engine.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/api/pod.h"
@@ -132,6 +133,29 @@ TEST(CacheFields, TheInformersParseWhatLeanPodAndLeanNodeKeep) {
   lean_node(node);
   EXPECT_EQ(pod_fields()->parse(full_pod().dump()), pod);
   EXPECT_EQ(node_fields()->parse(full_node().dump()), node);
+}
+
+// A ResourceClaim as the claims informer keeps it: what dra_claim_from reads, and nothing of its
+// spec, reservations or devices' status.
+TEST(CacheFields, TheClaimReaderSeesTheSameInALeanClaim) {
+  const json full = json::parse(R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",
+    "metadata":{"name":"job-worker-0-gpus-x","namespace":"team","uid":"u","resourceVersion":"7","labels":{"app.kubernetes.io/managed-by":"valley"},
+                "managedFields":[{"manager":"kube-scheduler"}],"ownerReferences":[{"uid":"p"}]},
+    "spec":{"devices":{"requests":[{"name":"gpus","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}}]}},
+    "status":{"allocation":{"devices":{"results":[{"request":"gpus","driver":"gpu.nvidia.com","pool":"n1","device":"gpu-0"},
+                                                  {"request":"gpus","driver":"gpu.nvidia.com","pool":"n1","device":"gpu-1"}],
+                                       "config":[{"source":"FromClass"}]},
+                            "nodeSelector":{"nodeSelectorTerms":[]}},
+              "reservedFor":[{"resource":"pods","name":"job-worker-0","uid":"p"}],
+              "devices":[{"driver":"gpu.nvidia.com","pool":"n1","device":"gpu-0","conditions":[]}]}})");
+  json lean = full;
+  lean_claim(lean);
+  EXPECT_FALSE(lean.contains("spec"));
+  EXPECT_FALSE(lean["status"].contains("reservedFor"));
+  EXPECT_FALSE(lean["metadata"].contains("managedFields"));
+  EXPECT_EQ(api::dra_claim_from(full), api::dra_claim_from(lean));
+  EXPECT_EQ(api::dra_claim_from(lean).allocated.size(), 2u);
+  EXPECT_EQ(claim_fields()->parse(full.dump()), lean);
 }
 
 TEST(CacheFields, OddObjectsAreLeftAlone) {

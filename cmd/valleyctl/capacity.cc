@@ -1,0 +1,81 @@
+// valleyctl capacity: the GPUs the cluster offers, as the operator's planner reads them (device
+// plugins' whole GPUs, DRA devices, MIG slices, MPS and time-sliced replicas), by vendor, capacity
+// class, kind and product: how many nodes, GPUs (fractions by their share) and how many are free,
+// and a GPU-hour's price when a PricingPolicy is found.
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <tuple>
+
+#include "cmd/valleyctl/common.h"
+#include "cmd/valleyctl/market.h"
+#include "controllers/api/money.h"
+#include "controllers/api/pricing_policy.h"
+#include "controllers/cost/policy.h"
+#include "controllers/gpu/resources.h"
+
+namespace valley::ctl {
+
+namespace {
+
+struct Row {
+  int nodes = 0;
+  int64_t capacity_milli = 0, free_milli = 0;
+  int64_t price_micros = -1;  // -1: no policy prices it
+};
+
+std::string gpus(int64_t milli) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, milli % 1000 == 0 ? "%.0f" : "%.2f", static_cast<double>(milli) / 1000);
+  return buf;
+}
+
+}  // namespace
+
+int cmd_capacity(const Flags& flags) {
+  auto market = read_market(flags, false);
+  if (!market) return 1;
+  std::optional<cost::Policy> policy;
+  if (!market->policy_object.is_null()) {
+    std::vector<std::string> errors;
+    policy = api::parse_policy(market->policy_object, &errors);
+  }
+  const cost::Policy labels_only;  // the product labels, when no policy is in force
+  using Key = std::tuple<std::string, std::string, std::string, std::string>;  // vendor, class, kind, product
+  std::map<Key, Row> rows;
+  for (const auto& n : market_nodes(*market, true)) {
+    if (n.vendor.empty() || !n.schedulable) continue;
+    const cost::NodeRate rate = cost::rate_for(policy ? *policy : labels_only, n.vendor, n.labels, n.dra_product);
+    std::map<std::string, bool> kinds;
+    for (const auto& [resource, units] : n.capacity) {
+      Row& r = rows[{n.vendor, n.capacity_class, gpu::sharing_kind(resource), rate.product.empty() ? "-" : rate.product}];
+      if (!kinds[gpu::sharing_kind(resource)]) ++r.nodes;
+      kinds[gpu::sharing_kind(resource)] = true;
+      r.capacity_milli += gpu::share_milli(resource, units);
+      auto free = n.free.find(resource);
+      r.free_milli += gpu::share_milli(resource, std::max<int64_t>(0, free == n.free.end() ? 0 : free->second));
+      if (policy) r.price_micros = rate.gpu_per_hour;
+    }
+  }
+  if (flags.get("output") == "json") {
+    json out = json::array();
+    for (const auto& [k, r] : rows) {
+      json row = {{"vendor", std::get<0>(k)}, {"capacityClass", std::get<1>(k)}, {"kind", std::get<2>(k)}, {"product", std::get<3>(k)},
+                  {"nodes", r.nodes}, {"gpus", gpus(r.capacity_milli)}, {"free", gpus(r.free_milli)}};
+      if (r.price_micros >= 0) row["gpuHour"] = api::format_money(r.price_micros);
+      out.push_back(row);
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-8s %-10s %-12s %-32s %5s %8s %8s %s\n", "VENDOR", "CLASS", "KIND", "PRODUCT", "NODES", "GPUS", "FREE",
+              policy ? ("GPU-HOUR (" + policy->currency + ")").c_str() : "GPU-HOUR");
+  for (const auto& [k, r] : rows)
+    std::printf("%-8s %-10s %-12s %-32s %5d %8s %8s %s\n", std::get<0>(k).c_str(), std::get<1>(k).c_str(), std::get<2>(k).c_str(),
+                std::get<3>(k).c_str(), r.nodes, gpus(r.capacity_milli).c_str(), gpus(r.free_milli).c_str(),
+                r.price_micros >= 0 ? api::format_money(r.price_micros).c_str() : "-");
+  if (rows.empty()) std::cout << "(no schedulable GPU node)\n";
+  return 0;
+}
+
+}  // namespace valley::ctl
