@@ -28,7 +28,7 @@ std::map<std::pair<std::string, std::string>, int64_t> newest_generations(const 
 
 void add_dra_devices(Node& n, const std::vector<const api::DraSlice*>& all, const NodeFacts& facts) {
   for (const auto& [resource, units] : n.capacity)
-    if (!gpu::vendor_of_whole(resource).empty() && units > 0) return;  // a device plugin's GPUs
+    if (gpu::is_gpu_resource(resource) && gpu::dra_class_of(resource).empty() && units > 0) return;  // a device plugin's GPUs
   std::vector<const api::DraSlice*> slices;
   for (const auto* s : all)
     if (s->node == n.name) slices.push_back(s);

@@ -1,8 +1,9 @@
 // GPUs published through Dynamic Resource Allocation, as the planner counts them, purely:
 // - a node's DRA GPUs: the devices of the newest generation of each pool its ResourceSlices
 //   publish, from drivers NodeFacts names, counted as "dra:<DeviceClass>" units with the driver's
-//   vendor, the product their attributes give, and the attributes they all share. A node whose device plugin already advertises
-//   GPUs keeps those alone: the same GPUs published both ways must not be counted twice.
+//   vendor, the product their attributes give, and the attributes they all share. A node whose
+//   device plugin already advertises GPUs (whole, MIG slices or replicas) keeps those alone: the
+//   same GPUs published both ways must not be counted twice.
 // - what allocated ResourceClaims hold, by node (the pool's node) and DRA resource. Claims Valley
 //   made are left out: its worker pods say what they hold (api::kClaimedDevicesAnnotation), as a
 //   device plugin's pod does.

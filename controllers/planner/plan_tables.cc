@@ -244,7 +244,7 @@ std::string Plan::devices_unplaceable(const Task& t) const {
     vendors.insert(n->vendor);
     if (!devices_match(t, *n)) {
       for (const auto& [name, value] : t.device_attributes) {
-        auto it = n->dra_attributes.find(name.find('/') == std::string::npos ? n->dra_driver + "/" + name : name);
+        auto it = n->dra_attributes.find(qualified_attribute(*n, name));
         seen.insert(name + "=" + (it == n->dra_attributes.end() ? "(none)" : it->second));
       }
       continue;

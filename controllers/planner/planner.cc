@@ -121,11 +121,15 @@ std::string whole_of(const Node& n) {
   return gpu::whole_resource(n.vendor, n.capacity.count(gpu::kIntelXe) > 0);
 }
 
+std::string qualified_attribute(const Node& n, const std::string& name) {
+  return name.find('/') == std::string::npos ? n.dra_driver + "/" + name : name;
+}
+
 bool devices_match(const Task& t, const Node& n) {
   if (t.device_class.empty()) return true;
   if (n.dra_class != t.device_class) return false;
   for (const auto& [name, value] : t.device_attributes) {
-    auto it = n.dra_attributes.find(name.find('/') == std::string::npos ? n.dra_driver + "/" + name : name);
+    auto it = n.dra_attributes.find(qualified_attribute(n, name));
     if (it == n.dra_attributes.end() || it->second != value) return false;
   }
   return true;

@@ -259,6 +259,9 @@ bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since
 bool selects(const Task& t, const Node& n);
 // The node's DRA GPUs are what spec.worker.devices asks for (always, for a task that asks nothing).
 bool devices_match(const Task& t, const Node& n);
+// Where a task's attribute name is found in the node's dra_attributes: as given when qualified
+// ("domain/name"), else under the node's driver's domain.
+std::string qualified_attribute(const Node& n, const std::string& name);
 // Whether the task's images run on this vendor's GPUs.
 inline bool runs_on(const Task& t, const std::string& vendor) {
   return std::find(t.vendors.begin(), t.vendors.end(), vendor) != t.vendors.end();

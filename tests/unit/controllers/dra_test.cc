@@ -51,6 +51,10 @@ TEST(Dra, ADevicePluginsGpusAreNeverCountedAgainThroughDra) {
   add_dra_devices(n, {&s}, facts);
   EXPECT_EQ(n.capacity, (std::map<std::string, int64_t>{{"nvidia.com/gpu", 8}}));
   EXPECT_EQ(n.dra_class, "");
+  // Nor beside a device plugin's MIG slices alone.
+  Node mig = plain_node("n1", {{"nvidia.com/mig-1g.10gb", "7"}});
+  add_dra_devices(mig, {&s}, facts);
+  EXPECT_EQ(mig.capacity, (std::map<std::string, int64_t>{{"nvidia.com/mig-1g.10gb", 7}}));
 }
 
 TEST(Dra, ADriverNamedByFlagIsAGpuDriverAndTheProductAttributeIsConfigurable) {
