@@ -34,6 +34,8 @@ inline constexpr int64_t kTimeSlicedShareMilli = 500;
 inline constexpr const char* kMpsPrefix = "mps:";
 inline constexpr const char* kSharingStrategyLabel = "nvidia.com/gpu.sharing-strategy";
 inline constexpr const char* kReplicasLabel = "nvidia.com/gpu.replicas";
+// The device plugin's resource for them, renamed or not.
+inline constexpr const char* kMpsDeviceResources[] = {kTimeSliced, "nvidia.com/gpu"};
 struct MpsReplicas {
   int replicas = 0;      // per GPU
   std::string resource;  // the device plugin's

@@ -54,7 +54,7 @@ void count_mps_replicas(Node& n) {
   if (strategy == n.labels.end() || strategy->second != "mps" || replicas == n.labels.end()) return;
   const int64_t r = api::extended_quantity(replicas->second);
   if (r < 2 || r > 999) return;
-  for (const char* resource : {gpu::kTimeSliced, "nvidia.com/gpu"}) {
+  for (const char* resource : gpu::kMpsDeviceResources) {
     auto cap = n.capacity.find(resource);
     if (cap == n.capacity.end()) continue;
     n.mps_resource = gpu::mps_resource(static_cast<int>(r), resource);
@@ -171,7 +171,7 @@ std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
   auto out = pod_requests(pod, [](const std::string& k) { return gpu::is_gpu_resource(k); });
   if (pod.claimed_count > 0) out[gpu::dra_resource(pod.claimed_class)] += pod.claimed_count;
   if (pod.mps_replicas > 0)
-    for (const char* resource : {gpu::kTimeSliced, "nvidia.com/gpu"})
+    for (const char* resource : gpu::kMpsDeviceResources)
       if (auto it = out.find(resource); it != out.end()) {
         out[gpu::mps_resource(pod.mps_replicas, resource)] += it->second;
         out.erase(it);
