@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 namespace valley::e2e {
@@ -79,9 +78,8 @@ PrometheusServer::PrometheusServer(int target_port) {
     config << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
            << "scrape_configs:\n- job_name: dcgm-exporter\n  static_configs:\n  - targets: ['127.0.0.1:" << target_port << "']\n";
   }
-  std::mt19937 rng(std::random_device{}());
   for (int attempt = 0; attempt < 5 && !process_; ++attempt) {
-    port_ = 30000 + static_cast<int>(rng() % 20000);
+    port_ = free_loopback_port();
     auto p = std::make_unique<ChildProcess>(
         std::vector<std::string>{"/usr/bin/prometheus", "--config.file=" + dir_ + "/prometheus.yml", "--storage.tsdb.path=" + dir_ + "/data",
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port_), "--log.level=warn"},

@@ -11,6 +11,8 @@
 #include <cerrno>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -27,6 +29,18 @@
 extern char** environ;
 
 namespace valley::e2e {
+
+int free_loopback_port() {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
 
 std::string admin_kubeconfig_path() {
   if (const char* p = std::getenv("VALLEY_KUBECONFIG"); p != nullptr && *p != '\0') return p;

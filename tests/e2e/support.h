@@ -29,6 +29,10 @@ kube::ClusterConfig admin_config();
 // The Kubernetes version pinned in tests/cluster/k8s/go.mod, e.g. "v1.34.4".
 std::string pinned_kubernetes_version();
 
+// A TCP port on 127.0.0.1 free at the time of the call (the kernel's pick, so outside the ports
+// other tests chose); a server started on it should still check its bind succeeded.
+int free_loopback_port();
+
 // Polls `done` every 100 ms until it returns true or `timeout` passes; returns the last result.
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 

@@ -64,7 +64,7 @@ TEST_F(S3StoreTest, KeysThatNeedEncodingAndLargeBinaryObjects) {
 
 TEST_F(S3StoreTest, UnreachableEndpointIsAnError) {
   auto settings = gw_->settings();
-  settings.endpoint = "http://127.0.0.1:" + std::to_string(testing::free_loopback_port());
+  settings.endpoint = "http://127.0.0.1:" + std::to_string(e2e::free_loopback_port());
   std::string err;
   auto store = make_s3_store(*parse_location("s3://checkpoints/x", &err), settings);
   EXPECT_THROW(store->get(kLatestKey), StoreError);

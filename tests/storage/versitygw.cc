@@ -1,7 +1,5 @@
 #include "tests/storage/versitygw.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <stdexcept>
@@ -11,26 +9,14 @@ namespace valley::testing {
 
 namespace fs = std::filesystem;
 
-int free_loopback_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
 VersityGw::VersityGw(std::string host, bool metadata) : host_(std::move(host)) {
-  const std::string id = std::to_string(::getpid()) + "-" + std::to_string(free_loopback_port());
+  const std::string id = std::to_string(::getpid()) + "-" + std::to_string(e2e::free_loopback_port());
   root_ = fs::temp_directory_path() / ("valley-s3-" + id);
   // Not a name that starts with the root's: versitygw refuses a sidecar it takes to be inside it.
   meta_ = fs::temp_directory_path() / ("valley-s3meta-" + id);
   fs::create_directories(root_ / kBucket);  // a bucket is a directory
   if (metadata) fs::create_directories(meta_);
-  port_ = free_loopback_port();
+  port_ = e2e::free_loopback_port();
   std::string gw = std::string(VALLEY_SOURCE_DIR) + "/.valley/bin/versitygw";
   if (!fs::exists(gw)) throw std::runtime_error(gw + " missing: run make cluster-binaries");
   std::vector<std::string> argv{gw, "--access", kAccess, "--secret", kSecret, "--port", host_ + ":" + std::to_string(port_), "posix"};

@@ -38,6 +38,4 @@ class VersityGw {
   std::unique_ptr<e2e::ChildProcess> process_;
 };
 
-int free_loopback_port();
-
 }  // namespace valley::testing

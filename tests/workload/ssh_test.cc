@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "controllers/render/render.h"
 #include "tests/e2e/support.h"
@@ -83,15 +84,10 @@ TEST(RestrictedSsh, MpirunReachesANonRootSshdWithValleysKeysPortAndHostfile) {
   fs::permissions(dir / "keys", static_cast<fs::perms>(02775));
   ASSERT_EQ(::chown(dir.c_str(), uid, gid), 0);  // the job's scratch: the user writes its output here
 
-  // What Valley puts in the pod, moved from /etc/valley/ssh to this directory and from port 2222 to
-  // one free here.
-  const std::string port = std::to_string(20000 + ::getpid() % 20000);
   std::string rsh_args = env_of(pod, "OMPI_MCA_plm_rsh_args");
   ASSERT_NE(rsh_args.find("-p 2222"), std::string::npos) << rsh_args;
   ASSERT_EQ(env_of(pod, "VALLEY_SSH_DIR"), "/etc/valley/ssh");
   ASSERT_EQ(env_of(pod, "VALLEY_SSH_PORT"), "2222");
-  replace_all(rsh_args, "/etc/valley/ssh", (dir / "keys").string());
-  replace_all(rsh_args, "-p 2222", "-p " + port);
   // Pods each have their own /tmp; here both "hosts" share one, and two OpenMPI daemons making the
   // same session directory at once race (mkdir: File exists). So each host's daemon gets its own
   // tmpdir, passed through the AcceptEnv valley-sshd allows.
@@ -107,12 +103,31 @@ TEST(RestrictedSsh, MpirunReachesANonRootSshdWithValleysKeysPortAndHostfile) {
   const std::vector<std::string> as_user{"/usr/bin/setpriv", "--reuid=" + std::to_string(uid), "--regid=" + std::to_string(gid), "--init-groups",
                                          "/usr/bin/env", "HOME=" + home, "TMPDIR=/tmp"};
 
-  std::vector<std::string> sshd_argv = as_user;
-  for (const auto& a : {"VALLEY_SSH_PORT=" + port, "VALLEY_SSH_DIR=" + (dir / "keys").string(),
-                        std::string(VALLEY_SOURCE_DIR) + "/deploy/examples/train/valley-sshd"})
-    sshd_argv.push_back(a);
-  e2e::ChildProcess sshd(sshd_argv, (dir / "sshd.log").string());
-  ASSERT_TRUE(e2e::eventually([&] { return sshd.output().find("Server listening") != std::string::npos; }, 20s)) << sshd.output();
+  // valley-sshd on a port free here; another process may take it between the pick and sshd's bind,
+  // so a failed bind on 127.0.0.1's family is retried on another port.
+  std::unique_ptr<e2e::ChildProcess> sshd_process;
+  std::string port;
+  for (int attempt = 0; attempt < 5 && !sshd_process; ++attempt) {
+    port = std::to_string(e2e::free_loopback_port());
+    std::vector<std::string> sshd_argv = as_user;
+    for (const auto& a : {"VALLEY_SSH_PORT=" + port, "VALLEY_SSH_DIR=" + (dir / "keys").string(),
+                          std::string(VALLEY_SOURCE_DIR) + "/deploy/examples/train/valley-sshd"})
+      sshd_argv.push_back(a);
+    auto started = std::make_unique<e2e::ChildProcess>(sshd_argv, (dir / ("sshd-" + std::to_string(attempt) + ".log")).string());
+    bool listening = false;
+    ASSERT_TRUE(e2e::eventually([&] {
+      const std::string out = started->output();
+      listening = out.find("Server listening on 0.0.0.0") != std::string::npos;
+      return listening || out.find("Bind to port " + port + " on 0.0.0.0 failed") != std::string::npos;
+    }, 20s)) << started->output();
+    if (listening) sshd_process = std::move(started);
+  }
+  ASSERT_TRUE(sshd_process) << "valley-sshd found no free port in 5 tries";
+  e2e::ChildProcess& sshd = *sshd_process;
+  // What Valley puts in the pod, moved from /etc/valley/ssh to this directory and from port 2222 to
+  // the one sshd listens on.
+  replace_all(rsh_args, "/etc/valley/ssh", (dir / "keys").string());
+  replace_all(rsh_args, "-p 2222", "-p " + port);
 
   std::vector<std::string> mpirun_argv = as_user;
   for (const auto& a : {"OMPI_MCA_plm_rsh_args=-F " + (dir / "ssh_config").string() + " " + rsh_args,
