@@ -267,7 +267,7 @@ wait_healthy() { # component
 }
 
 profile_node_count() {
-  "$BIN/valley-nodegen" "$1" | grep -c '"kind": "Node"'
+  "$BIN/valley-nodegen" --node-names "$1" | wc -l
 }
 nodes_ready() { # expected
   local n
@@ -279,14 +279,19 @@ apply_profile() { # profile
   local profile=$1
   [ -f "$profile" ] || die "node profile $profile not found"
   local wanted
-  wanted=$("$BIN/valley-nodegen" "$profile" | grep -o '"name": "[^"]*"' | cut -d'"' -f4 | sort)
+  wanted=$("$BIN/valley-nodegen" --node-names "$profile" | sort)
   "$BIN/valley-nodegen" "$profile" | kubectl apply -f - >/dev/null
-  # Nodes of an earlier profile that this one does not have are removed.
+  # Nodes of an earlier profile that this one does not have are removed, with the ResourceSlices
+  # published for them.
   local have
   have=$(kubectl get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
   local extra
   extra=$(comm -13 <(echo "$wanted") <(echo "$have") | grep -v '^$' || true)
   [ -z "$extra" ] || kubectl delete node $extra --wait=false >/dev/null
+  local slices
+  slices=$(kubectl get resourceslices -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' |
+           awk 'NR==FNR { keep[$1] = 1; next } !($2 in keep) { print $1 }' <(echo "$wanted") -)
+  [ -z "$slices" ] || kubectl delete resourceslices $slices --wait=false >/dev/null
   wait_for "$(echo "$wanted" | wc -l) kwok nodes Ready" nodes_ready "$(echo "$wanted" | wc -l)"
 }
 

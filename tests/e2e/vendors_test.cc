@@ -61,5 +61,57 @@ TEST_F(VendorsTest, ATaskListingIntelRunsThereWhenCheaperAndOthersNever) {
   }, 30s)) << task("portable")["status"].dump(2);
 }
 
+// The default kwok fleet's Intel GPUs (tests/cluster/profiles/default.yaml): four Max 1550 through
+// Intel's device plugin and four Max 1100 that only Intel's DRA driver publishes (its ResourceSlice
+// written by nodegen from the profile: a simulated driver). A task listing Intel goes to the
+// cheaper Max 1100s, reaches them through claims kube-scheduler allocates from the profile's slice,
+// and is priced by their product; a second gang takes the device plugin's Max 1550s.
+class DefaultFleetIntelTest : public TaskTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    own_policy(json::parse(R"({"currency":"USD","gpu":[
+        {"match":{"vendor":"intel","product":"Intel-Data-Center-GPU-Max-1100"},"onDemand":"0.90","spot":"0.40"},
+        {"match":{"vendor":"intel"},"onDemand":"1.20","spot":"0.50"},{"onDemand":"2.40","spot":"0.95"}]})"));
+    start_operator();
+  }
+  static json intel_gang(int workers) {
+    json spec = mpi_spec(workers, workers);
+    spec["vendors"] = {"intel"};
+    spec["worker"]["vendorImages"] = {{"intel", "valley.dev/examples/worker-xpu:1"}};
+    return spec;
+  }
+};
+
+TEST_F(DefaultFleetIntelTest, AnIntelTaskTakesTheProfilesDraGpusWhenCheapestThenTheDevicePluginsOnes) {
+  apply(intel_gang(4), "dra");
+  ASSERT_TRUE(wait_phase("Running", 60s, "dra")) << task("dra").dump(2) << operator_log();
+  for (const auto& p : workers("dra")) {
+    EXPECT_EQ(p["spec"].value("nodeName", ""), "max1100-dra-0");
+    EXPECT_EQ(p["spec"]["containers"][0]["resources"]["claims"][0].value("name", ""), "gpus") << p["spec"].dump();
+  }
+  EXPECT_TRUE(eventually([&] {
+    int allocated = 0;
+    for (const auto& c : admin->list(kube::resources::kResourceClaims, ns).items)
+      for (const auto& r : c.value("status", json::object()).value("allocation", json::object()).value("devices", json::object()).value("results", json::array()))
+        allocated += r.value("driver", "") == "gpu.intel.com" && r.value("pool", "") == "max1100-dra-0";
+    return allocated == 4;
+  }, 30s)) << "kube-scheduler allocated each worker's claim from the profile's slice";
+  EXPECT_TRUE(eventually([&] {
+    int priced = 0;
+    for (const auto& e : task("dra").value("status", json::object()).value("cost", json::object()).value("ledger", json::array()))
+      priced += e.value("vendor", "") == "intel" && e.value("gpuPerHourMicros", 0) == 900'000 &&
+                e.value("product", "") == "Intel-Data-Center-GPU-Max-1100";
+    return priced == 4;
+  }, 30s)) << task("dra")["status"].dump(2);
+
+  apply(intel_gang(2), "plugin");
+  ASSERT_TRUE(wait_phase("Running", 60s, "plugin")) << task("plugin").dump(2);
+  for (const auto& p : workers("plugin")) {
+    EXPECT_EQ(p["spec"].value("nodeName", ""), "max1550-od-0");
+    EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"].value("gpu.intel.com/i915", ""), "1");
+  }
+}
+
 }  // namespace
 }  // namespace valley::e2e
