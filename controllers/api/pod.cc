@@ -119,8 +119,12 @@ Pod pod_from(const json& pod) {
   const ClaimedGpus claimed = claimed_gpus(string_at(object_at(meta, "annotations"), kClaimedGpusAnnotation));
   p.claimed_class = claimed.device_class;
   p.claimed_count = claimed.count;
-  if (const int64_t r = extended_quantity(string_at(object_at(meta, "annotations"), kMpsReplicasAnnotation)); r >= 2 && r <= 999)
-    p.mps_replicas = static_cast<int>(r);
+  auto replicas = [&](const char* annotation) {
+    const int64_t r = extended_quantity(string_at(object_at(meta, "annotations"), annotation));
+    return r >= 2 && r <= 999 ? static_cast<int>(r) : 0;
+  };
+  p.mps_replicas = replicas(kMpsReplicasAnnotation);
+  p.time_sliced_replicas = replicas(kTimeSlicedReplicasAnnotation);
   const json& spec = object_at(pod, "spec");
   p.node_name = string_at(spec, "nodeName");
   p.pinned = pinned_node(pod);

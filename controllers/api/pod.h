@@ -46,10 +46,11 @@ struct ClaimedGpus {
   int64_t count = 0;  // 0: the annotation is absent or malformed
 };
 ClaimedGpus claimed_gpus(const std::string& annotation);
-// A Valley worker on MPS replicas (gpu/resources.h) says how many its node splits a GPU into, so
-// that its request of the device plugin's resource counts as that many'ths of a GPU wherever the
-// pod is read (the planner, the cost ledger, quotas), as the node counts them.
+// A Valley worker on MPS or time-sliced replicas (gpu/resources.h) says how many its node splits a
+// GPU into, so that its request of the device plugin's resource counts as that many'ths of a GPU
+// wherever the pod is read (the planner, the cost ledger, quotas), as the node counts them.
 inline constexpr const char* kMpsReplicasAnnotation = "valley.dev/mps-replicas";
+inline constexpr const char* kTimeSlicedReplicasAnnotation = "valley.dev/time-sliced-replicas";
 
 struct PodCondition {
   std::string type, status, reason, message;
@@ -95,6 +96,7 @@ struct PodContent {
   std::string claimed_class;
   int64_t claimed_count = 0;
   int mps_replicas = 0;                          // metadata.annotations[kMpsReplicasAnnotation], 0: none
+  int time_sliced_replicas = 0;                  // metadata.annotations[kTimeSlicedReplicasAnnotation], 0: none
   std::string node_name;                         // spec.nodeName
   std::string pinned;                            // the node its required affinity names, "" if none
   std::vector<PodContainer> containers, init_containers;

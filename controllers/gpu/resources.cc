@@ -20,13 +20,24 @@ std::string dra_class_of(const std::string& resource) {
   return resource.rfind(kDraPrefix, 0) == 0 ? resource.substr(std::char_traits<char>::length(kDraPrefix)) : "";
 }
 
-std::string mps_resource(int replicas, const std::string& resource) {
-  return kMpsPrefix + std::to_string(replicas) + ":" + resource;
+namespace {
+constexpr const char* kMpsPrefix = "mps:";
+constexpr const char* kTimeSlicedPrefix = "ts:";
+}  // namespace
+
+std::string replicas_resource(Sharing sharing, int replicas, const std::string& resource) {
+  return (sharing == Sharing::Mps ? kMpsPrefix : kTimeSlicedPrefix) + std::to_string(replicas) + ":" + resource;
 }
 
-std::optional<MpsReplicas> mps_of(const std::string& resource) {
-  const size_t prefix = std::char_traits<char>::length(kMpsPrefix);
-  if (resource.rfind(kMpsPrefix, 0) != 0) return std::nullopt;
+std::optional<SharedReplicas> replicas_of(const std::string& resource) {
+  Sharing sharing = Sharing::Mps;
+  size_t prefix = std::char_traits<char>::length(kMpsPrefix);
+  if (resource.rfind(kTimeSlicedPrefix, 0) == 0) {
+    sharing = Sharing::TimeSliced;
+    prefix = std::char_traits<char>::length(kTimeSlicedPrefix);
+  } else if (resource.rfind(kMpsPrefix, 0) != 0) {
+    return std::nullopt;
+  }
   const size_t colon = resource.find(':', prefix);
   if (colon == std::string::npos || colon == prefix || colon - prefix > 3) return std::nullopt;
   int replicas = 0;
@@ -35,17 +46,17 @@ std::optional<MpsReplicas> mps_of(const std::string& resource) {
     replicas = replicas * 10 + (resource[i] - '0');
   }
   if (replicas < 2 || colon + 1 == resource.size()) return std::nullopt;
-  return MpsReplicas{replicas, resource.substr(colon + 1)};
+  return SharedReplicas{sharing, replicas, resource.substr(colon + 1)};
 }
 
 bool is_gpu_resource(const std::string& name) {
-  if (mps_of(name)) return true;
+  if (replicas_of(name)) return true;
   return !vendor_of_whole(name).empty() || !dra_class_of(name).empty() || name == kTimeSliced || name.rfind("nvidia.com/mig-", 0) == 0;
 }
 
 std::string sharing_kind(const std::string& resource) {
   if (!dra_class_of(resource).empty()) return "dra";
-  if (mps_of(resource)) return "mps";
+  if (auto r = replicas_of(resource)) return r->sharing == Sharing::Mps ? "mps" : "time-sliced";
   if (resource == kTimeSliced) return "time-sliced";
   if (resource.rfind("nvidia.com/mig-", 0) == 0) return "mig";
   return "whole";
@@ -55,7 +66,7 @@ int64_t share_milli(const std::string& resource, int64_t count) {
   for (const auto& p : kMigProfiles)
     if (resource == p.resource) return count * p.sevenths * 1000 / 7;
   if (resource == kTimeSliced) return count * kTimeSlicedShareMilli;
-  if (auto m = mps_of(resource)) return count * 1000 / m->replicas;
+  if (auto r = replicas_of(resource)) return count * 1000 / r->replicas;
   return count * 1000;
 }
 

@@ -1,5 +1,6 @@
 // The GPU extended resources Valley understands, in one place: whole GPUs per vendor, NVIDIA MIG
-// slices (by compute share in sevenths of an A100/H100) and time-sliced replicas. Used by the
+// slices (by compute share in sevenths of an A100/H100), MPS and time-sliced replicas, and whole
+// GPUs a DRA driver publishes. Used by the
 // planner (placement), the snapshot (what a node offers, what a pod holds) and render (the default
 // request when no plan exists).
 #pragma once
@@ -22,27 +23,30 @@ inline constexpr MigProfile kMigProfiles[] = {{1, "nvidia.com/mig-1g.10gb"}, {2,
 
 // The NVIDIA device plugin's time-slicing with renameByDefault.
 inline constexpr const char* kTimeSliced = "nvidia.com/gpu.shared";
-// A time-sliced replica counts as half a GPU (4 replicas per GPU in the default profile; the
-// planner uses it only to prefer slices over whole GPUs, never to account capacity).
+// A time-sliced replica of a node that does not say how many a GPU is split into counts as half a
+// GPU (the node's replicas label, when set, gives the exact share: SharedReplicas).
 inline constexpr int64_t kTimeSlicedShareMilli = 500;
 
-// The NVIDIA device plugin's MPS sharing (GPU feature discovery labels a node
-// nvidia.com/gpu.sharing-strategy=mps and nvidia.com/gpu.replicas=R): each of a GPU's R replicas is
-// an MPS client with 1/R of its memory and compute. The planner counts them as "mps:<R>:<resource>"
-// (the device plugin's resource: nvidia.com/gpu.shared when renamed, else nvidia.com/gpu), whose
-// unit is 1/R of a GPU; the colons keep it apart from any extended resource name.
-inline constexpr const char* kMpsPrefix = "mps:";
+// The NVIDIA device plugin's sharing strategies, as GPU feature discovery labels a node:
+// nvidia.com/gpu.sharing-strategy=mps or time-slicing, and nvidia.com/gpu.replicas=R. Each of a
+// GPU's R replicas is 1/R of it: under MPS a client with 1/R of its memory and compute, under
+// time-slicing a turn on it with no isolation. The planner counts them as "mps:<R>:<resource>" or
+// "ts:<R>:<resource>" (the device plugin's resource: nvidia.com/gpu.shared when renamed, else
+// nvidia.com/gpu), whose unit is 1/R of a GPU; the colons keep them apart from any extended
+// resource name.
 inline constexpr const char* kSharingStrategyLabel = "nvidia.com/gpu.sharing-strategy";
 inline constexpr const char* kReplicasLabel = "nvidia.com/gpu.replicas";
-// The device plugin's resource for them, renamed or not.
-inline constexpr const char* kMpsDeviceResources[] = {kTimeSliced, "nvidia.com/gpu"};
-struct MpsReplicas {
+// The device plugin's resource for replicas, renamed or not.
+inline constexpr const char* kReplicaDeviceResources[] = {kTimeSliced, "nvidia.com/gpu"};
+enum class Sharing { Mps, TimeSliced };
+struct SharedReplicas {
+  Sharing sharing = Sharing::Mps;
   int replicas = 0;      // per GPU
   std::string resource;  // the device plugin's
 };
-std::string mps_resource(int replicas, const std::string& resource);
-// The replicas of an mps_resource, nullopt for anything else.
-std::optional<MpsReplicas> mps_of(const std::string& resource);
+std::string replicas_resource(Sharing sharing, int replicas, const std::string& resource);
+// The replicas of a replicas_resource key, nullopt for anything else.
+std::optional<SharedReplicas> replicas_of(const std::string& resource);
 
 // Intel's GPU device plugin: i915 (and xe, for the newer kernel driver) whole GPUs.
 inline constexpr const char* kIntelI915 = "gpu.intel.com/i915";
@@ -64,7 +68,7 @@ std::string vendor_of_whole(const std::string& resource);
 bool is_gpu_resource(const std::string& name);
 
 // How a GPU resource hands its GPU out: "dra" (a DRA driver's whole devices), "mig", "mps",
-// "time-sliced", else "whole" (a device plugin's whole GPUs).
+// "time-sliced" (replicas of a known split or not), else "whole" (a device plugin's whole GPUs).
 std::string sharing_kind(const std::string& resource);
 
 // Thousandths of a GPU that `count` units of `resource` stand for.

@@ -39,14 +39,15 @@ constexpr int64_t kUnlimitedRoom = int64_t{1} << 60;
 constexpr size_t kNoNode = static_cast<size_t>(-1);
 
 // The shape of one worker of `gpu_milli` on a node, over any representation of its free units:
-// `units(key)` is what is free of a resource, named by `whole` (the vendor's whole GPU), `time_sliced`,
-// `mig` (one key per gpu::kMigProfiles entry) and `mps` (the node's MPS replicas, 1/`mps_replicas`
-// of a GPU each; null on a node without). Whole GPUs for whole requests; a fraction takes the
-// smallest free MIG slice that holds it (isolated in hardware), else an MPS replica that holds it
-// (a memory limit and a compute share), else a time-sliced replica (no isolation), else one whole GPU.
+// `units(key)` is what is free of a resource, named by `whole` (the vendor's whole GPU), `time_sliced`
+// (replicas of an unknown split), `mig` (one key per gpu::kMigProfiles entry) and `replicas` (the
+// node's MPS or time-sliced replicas, 1/`per_gpu` of a GPU each, `mps` saying which; null on a node
+// without). Whole GPUs for whole requests; a fraction takes the smallest free MIG slice that holds
+// it (isolated in hardware), else an MPS replica that holds it (a memory limit and a compute share),
+// else a time-sliced replica (no isolation: any fraction takes one turn), else one whole GPU.
 template <class Key, class Units>
 std::optional<std::pair<Key, int64_t>> shape_rule(int gpu_milli, bool has_vendor, bool nvidia, const Key& whole, const Key& time_sliced,
-                                                   const Key* mig, const Key* mps, int mps_replicas, Units units) {
+                                                   const Key* mig, const Key* replicas, int per_gpu, bool mps, Units units) {
   if (!has_vendor) return std::nullopt;
   if (gpu_milli % 1000 == 0) {
     const int64_t n = gpu_milli / 1000;
@@ -56,8 +57,9 @@ std::optional<std::pair<Key, int64_t>> shape_rule(int gpu_milli, bool has_vendor
   if (nvidia) {
     for (size_t p = 0; p < kMigCount; ++p)
       if (gpu::holds(gpu::kMigProfiles[p], gpu_milli) && units(mig[p]) >= 1) return std::make_pair(mig[p], int64_t{1});
-    if (mps && int64_t{gpu_milli} * mps_replicas <= 1000 && units(*mps) >= 1) return std::make_pair(*mps, int64_t{1});
+    if (replicas && mps && int64_t{gpu_milli} * per_gpu <= 1000 && units(*replicas) >= 1) return std::make_pair(*replicas, int64_t{1});
     // Time-sliced GPUs (the device plugin's sharing with renameByDefault): a replica each.
+    if (replicas && !mps && units(*replicas) >= 1) return std::make_pair(*replicas, int64_t{1});
     if (units(time_sliced) >= 1) return std::make_pair(time_sliced, int64_t{1});
   }
   if (units(whole) >= 1) return std::make_pair(whole, int64_t{1});
@@ -88,8 +90,9 @@ class Plan {
   struct NodeInfo {
     int whole = -1;  // the vendor's whole-GPU resource; -1 without GPUs
     bool nvidia = false;
-    int mps = -1;          // its MPS replicas' resource (Node::mps_resource); -1 without
-    int mps_replicas = 0;  // ... and how many a GPU is split into
+    int replicas = -1;     // its MPS or time-sliced replicas' resource (Node::replicas_resource); -1 without
+    int per_gpu = 0;       // ... how many a GPU is split into
+    bool mps = false;      // ... and whether by MPS
     bool spot = false;  // capacity_class "spot"
     int vendor = -1;    // into vendors_
     int64_t price = 0;  // a GPU-hour here now, energy included
@@ -240,7 +243,7 @@ class Plan {
   std::optional<Shape> shape_on(int gpu_milli, size_t k, const int64_t* units) const {
     const NodeInfo& info = info_[k];
     auto s = shape_rule<int>(gpu_milli, info.whole >= 0, info.nvidia, info.whole, time_sliced_, mig_.data(),
-                             info.mps >= 0 ? &info.mps : nullptr, info.mps_replicas, [units](int r) { return units[r]; });
+                             info.replicas >= 0 ? &info.replicas : nullptr, info.per_gpu, info.mps, [units](int r) { return units[r]; });
     if (!s) return std::nullopt;
     return Shape{s->first, s->second};
   }

@@ -76,9 +76,10 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
     info.vendor = vendor_id(n->vendor);
     if (n->vendor.empty()) continue;
     info.whole = resource_id(whole_of(*n));
-    if (auto mps = gpu::mps_of(n->mps_resource)) {
-      info.mps = resource_id(n->mps_resource);
-      info.mps_replicas = mps->replicas;
+    if (auto r = gpu::replicas_of(n->replicas_resource)) {
+      info.replicas = resource_id(n->replicas_resource);
+      info.per_gpu = r->replicas;
+      info.mps = r->sharing == gpu::Sharing::Mps;
     }
     info.pool = planner::pool_of(*n);
     pools_.insert(info.pool);

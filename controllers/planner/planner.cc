@@ -228,9 +228,10 @@ const char* to_string(Action a) {
 std::optional<Task::Worker> worker_shape(int gpu_milli, const Node& node) {
   std::array<std::string, detail::kMigCount> mig;
   for (size_t p = 0; p < detail::kMigCount; ++p) mig[p] = gpu::kMigProfiles[p].resource;
-  const auto mps = gpu::mps_of(node.mps_resource);
+  const auto replicas = gpu::replicas_of(node.replicas_resource);
   auto s = detail::shape_rule<std::string>(gpu_milli, !node.vendor.empty(), node.vendor == "nvidia", whole_of(node), gpu::kTimeSliced,
-                                   mig.data(), mps ? &node.mps_resource : nullptr, mps ? mps->replicas : 0, [&node](const std::string& r) {
+                                   mig.data(), replicas ? &node.replicas_resource : nullptr, replicas ? replicas->replicas : 0,
+                                   replicas && replicas->sharing == gpu::Sharing::Mps, [&node](const std::string& r) {
                                      auto it = node.free.find(r);
                                      return it == node.free.end() ? int64_t{0} : it->second;
                                    });

@@ -62,9 +62,9 @@ struct Node {
   std::string dra_driver;
   // The attributes all its DRA GPUs share, as text by qualified name (api::DraDevice::attributes).
   std::map<std::string, std::string> dra_attributes;
-  // Its GPUs are shared through MPS: the key its replicas are counted under (gpu::mps_resource),
-  // "" if not.
-  std::string mps_resource;
+  // Its GPUs are shared through MPS or time-slicing as R replicas each: the key its replicas are
+  // counted under (gpu::replicas_resource), "" if not.
+  std::string replicas_resource;
   std::string capacity_class = "on-demand";  // or "spot"
   std::map<std::string, int64_t> free;   // GPU resource -> units free for Valley's workers
   std::map<std::string, int64_t> capacity;  // GPU resource -> allocatable units
@@ -299,7 +299,7 @@ std::vector<Decision> plan(const std::vector<const Node*>& nodes, const HeldByPl
 
 // The GPU resource and count one worker of `gpu_milli` needs on a node of `vendor` whose free
 // resources are `free` (whole GPUs as "<vendor>.com/gpu"; a fraction as the smallest free MIG slice
-// that holds it, else a time-sliced replica "nvidia.com/gpu.shared", else one whole GPU). nullopt when the node cannot host such a worker at all.
+// that holds it, else an MPS replica that holds it, else a time-sliced replica, else one whole GPU). nullopt when the node cannot host such a worker at all.
 std::optional<Task::Worker> worker_shape(int gpu_milli, const Node& node);
 
 }  // namespace valley::planner

@@ -46,20 +46,25 @@ Node with_gpu_fault(Node n, const std::string& fault) {
 }
 
 namespace {
-// A node whose device plugin shares its GPUs through MPS offers its replicas as 1/R of a GPU each
-// (gpu::mps_resource), under the key its own and its pods' requests are counted as.
-void count_mps_replicas(Node& n) {
+// A node whose device plugin shares its GPUs through MPS or time-slicing, saying how many replicas
+// a GPU has, offers its replicas as 1/R of a GPU each (gpu::replicas_resource), under the key its
+// own and its pods' requests are counted as. Time-sliced replicas of a node that does not say R
+// stay nvidia.com/gpu.shared (kTimeSlicedShareMilli each).
+void count_replicas(Node& n) {
   auto strategy = n.labels.find(gpu::kSharingStrategyLabel);
   auto replicas = n.labels.find(gpu::kReplicasLabel);
-  if (strategy == n.labels.end() || strategy->second != "mps" || replicas == n.labels.end()) return;
+  if (replicas == n.labels.end()) return;
+  const bool mps = strategy != n.labels.end() && strategy->second == "mps";
+  const bool time_sliced = strategy != n.labels.end() && strategy->second == "time-slicing";
   const int64_t r = api::extended_quantity(replicas->second);
   if (r < 2 || r > 999) return;
-  for (const char* resource : gpu::kMpsDeviceResources) {
+  for (const char* resource : gpu::kReplicaDeviceResources) {
     auto cap = n.capacity.find(resource);
-    if (cap == n.capacity.end()) continue;
-    n.mps_resource = gpu::mps_resource(static_cast<int>(r), resource);
-    n.capacity[n.mps_resource] = cap->second;
-    n.free[n.mps_resource] = n.free[resource];
+    // Without a strategy label, only the renamed resource is known to be replicas.
+    if (cap == n.capacity.end() || (!mps && !time_sliced && std::string(resource) != gpu::kTimeSliced)) continue;
+    n.replicas_resource = gpu::replicas_resource(mps ? gpu::Sharing::Mps : gpu::Sharing::TimeSliced, static_cast<int>(r), resource);
+    n.capacity[n.replicas_resource] = cap->second;
+    n.free[n.replicas_resource] = n.free[resource];
     n.capacity.erase(resource);
     n.free.erase(resource);
     return;
@@ -81,7 +86,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
     if (std::string vendor = gpu::vendor_of_whole(k); !vendor.empty()) n.vendor = vendor;
     else if (n.vendor.empty()) n.vendor = k.substr(0, k.find('.'));  // MIG slices and replicas alone: NVIDIA's
   }
-  count_mps_replicas(n);
+  count_replicas(n);
   for (const auto& [k, v] : field(field(node, "status"), "allocatable").items()) {
     if (!api::is_node_room_resource(k)) continue;
     const auto units = api::quantity_of(v, k == api::kCpu ? 1000 : 1);
@@ -170,10 +175,11 @@ std::map<std::string, int64_t> pod_requests(const api::Pod& pod, Counted counted
 std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
   auto out = pod_requests(pod, [](const std::string& k) { return gpu::is_gpu_resource(k); });
   if (pod.claimed_count > 0) out[gpu::dra_resource(pod.claimed_class)] += pod.claimed_count;
-  if (pod.mps_replicas > 0)
-    for (const char* resource : gpu::kMpsDeviceResources)
+  const int replicas = pod.mps_replicas > 0 ? pod.mps_replicas : pod.time_sliced_replicas;
+  if (replicas > 0)
+    for (const char* resource : gpu::kReplicaDeviceResources)
       if (auto it = out.find(resource); it != out.end()) {
-        out[gpu::mps_resource(pod.mps_replicas, resource)] += it->second;
+        out[gpu::replicas_resource(pod.mps_replicas > 0 ? gpu::Sharing::Mps : gpu::Sharing::TimeSliced, replicas, resource)] += it->second;
         out.erase(it);
       }
   return out;
@@ -196,9 +202,9 @@ std::map<std::string, int64_t> worker_room(const api::TaskSpec& spec) {
 }
 
 std::string counted_as(const Node& n, const std::string& resource) {
-  if (n.mps_resource.empty()) return resource;
-  const auto mps = gpu::mps_of(n.mps_resource);
-  return mps && mps->resource == resource ? n.mps_resource : resource;
+  if (n.replicas_resource.empty()) return resource;
+  const auto r = gpu::replicas_of(n.replicas_resource);
+  return r && r->resource == resource ? n.replicas_resource : resource;
 }
 
 void subtract(Node& node, const api::Pod& pod) {

@@ -66,8 +66,8 @@ Node with_gpu_fault(Node n, const std::string& fault);
 std::map<std::string, int64_t> gpu_requests(const api::Pod& pod);
 // What it holds now: its requests, or nothing once it has finished.
 std::map<std::string, int64_t> gpu_usage(const api::Pod& pod);
-// The key node `n` counts a pod's `resource` under: its MPS replicas' (Node::mps_resource) for the
-// device plugin's resource on an MPS node, else the resource itself.
+// The key node `n` counts a pod's `resource` under: its replicas' (Node::replicas_resource) for the
+// device plugin's resource on a node that shares GPUs as replicas, else the resource itself.
 std::string counted_as(const Node& n, const std::string& resource);
 
 // What kube-scheduler counts for a pod besides extended resources (Node::room's units): per resource

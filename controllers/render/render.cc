@@ -233,10 +233,11 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
       pod["spec"]["resourceClaims"] =
           json::array({{{"name", kGpuClaim}, {"resourceClaimTemplateName", gpu_claim_template_name(spec, device_class, placement.gpu_count)}}});
       container["resources"]["claims"] = json::array({{{"name", kGpuClaim}}});
-    } else if (const auto mps = gpu::mps_of(placement.gpu_resource)) {
-      pod["metadata"]["annotations"][api::kMpsReplicasAnnotation] = std::to_string(mps->replicas);
-      container["resources"]["limits"][mps->resource] = std::to_string(placement.gpu_count);
-      container["resources"]["requests"][mps->resource] = std::to_string(placement.gpu_count);
+    } else if (const auto replicas = gpu::replicas_of(placement.gpu_resource)) {
+      const char* annotation = replicas->sharing == gpu::Sharing::Mps ? api::kMpsReplicasAnnotation : api::kTimeSlicedReplicasAnnotation;
+      pod["metadata"]["annotations"][annotation] = std::to_string(replicas->replicas);
+      container["resources"]["limits"][replicas->resource] = std::to_string(placement.gpu_count);
+      container["resources"]["requests"][replicas->resource] = std::to_string(placement.gpu_count);
     } else {
       container["resources"]["limits"][placement.gpu_resource] = std::to_string(placement.gpu_count);
       container["resources"]["requests"][placement.gpu_resource] = std::to_string(placement.gpu_count);

@@ -70,9 +70,10 @@ struct Shape {
 
 // A worker placed on DRA GPUs (gpu_resource "dra:<DeviceClass>") asks for them through a claim
 // made from gpu_claim_template (kube-scheduler allocates it on the node Valley pinned) and says
-// what it holds in api::kClaimedGpusAnnotation; one on MPS replicas (gpu::mps_resource) asks for the
-// device plugin's resource and says the split in api::kMpsReplicasAnnotation; any other GPU
-// resource is a limit and a request.
+// what it holds in api::kClaimedGpusAnnotation; one on MPS or time-sliced replicas
+// (gpu::replicas_resource) asks for the device plugin's resource and says the split in
+// api::kMpsReplicasAnnotation or api::kTimeSlicedReplicasAnnotation; any other GPU resource is a
+// limit and a request.
 json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement);
 // The ResourceClaimTemplate such a worker names: `count` devices of `device_class` (and, with
 // spec.worker.devices.matchAttributes, only devices whose attributes have those values: a CEL

@@ -98,11 +98,14 @@ TEST_F(OperabilityTest, MetricsHealthReadinessAndJsonLogs) {
             2)
       << text;
   // What the default kwok profile offers: 2 on-demand A100 nodes of 8 and 5 whole GPUs beside MIG
-  // slices (2 GPUs in 1g.10gb sevenths, one in two 3g.40gb), 16 time-sliced replicas counted as halves.
+  // slices (2 GPUs in 1g.10gb sevenths, one in two 3g.40gb), 16 time-sliced replicas of 4 GPUs split 4 ways;
+  // 4 Intel GPUs through a device plugin and 4 through a DRA driver.
   EXPECT_GE(sample(text, "valley_gpus_capacity{vendor=\"nvidia\",capacity_class=\"on-demand\",kind=\"whole\"}").value_or(0), 21) << text;
   EXPECT_GT(sample(text, "valley_gpus_capacity{vendor=\"nvidia\",capacity_class=\"on-demand\",kind=\"mig\"}").value_or(0), 2) << text;
-  EXPECT_EQ(sample(text, "valley_gpus_capacity{vendor=\"nvidia\",capacity_class=\"on-demand\",kind=\"time-sliced\"}").value_or(0), 8) << text;
+  EXPECT_EQ(sample(text, "valley_gpus_capacity{vendor=\"nvidia\",capacity_class=\"on-demand\",kind=\"time-sliced\"}").value_or(0), 4) << text;
   EXPECT_GE(sample(text, "valley_gpus_capacity{vendor=\"amd\",capacity_class=\"on-demand\",kind=\"whole\"}").value_or(0), 16) << text;
+  EXPECT_GE(sample(text, "valley_gpus_capacity{vendor=\"intel\",capacity_class=\"on-demand\",kind=\"whole\"}").value_or(0), 4) << text;
+  EXPECT_GE(sample(text, "valley_gpus_capacity{vendor=\"intel\",capacity_class=\"on-demand\",kind=\"dra\"}").value_or(0), 4) << text;
   EXPECT_GT(sample(text, "valley_cost_accrued{namespace=\"" + ns + "\",currency=\"USD\"}").value_or(0), 0) << text;
   EXPECT_EQ(sample(text, "valley_leader").value_or(0), 1);
   EXPECT_GE(sample(text, "valley_plan_duration_seconds_count").value_or(0), 1);
