@@ -34,7 +34,7 @@ std::optional<Market> read_market(const Flags& flags, bool need_policy) {
     m.nodes = m.client->list(kube::resources::kNodes, "").items;
     try {
       for (auto& s : m.client->list(kube::resources::kResourceSlices, "").items) m.slices.push_back(std::make_shared<const json>(std::move(s)));
-      for (auto& c : m.client->list(kube::resources::kResourceClaims, "").items) m.claims.push_back(std::make_shared<const json>(std::move(c)));
+      for (auto& c : m.client->list(kube::resources::kResourceClaims, "").items) m.claims.push_back(std::make_shared<const api::DraClaim>(api::dra_claim_from(c)));
     } catch (const kube::KubeError&) {
       // No resource.k8s.io/v1 (before Kubernetes 1.34) or not allowed: device plugins' GPUs only.
     }
@@ -62,7 +62,7 @@ std::vector<planner::Node> market_nodes(const Market& m, bool free) {
       std::cerr << "valleyctl: cannot list pods (" << e.what() << "); estimating as if the cluster were empty\n";
     }
   }
-  const auto view = planner::rebuild(nodes, pods, {}, {}, m.slices, free ? m.claims : std::vector<planner::ObjectPtr>{});
+  const auto view = planner::rebuild(nodes, pods, {}, {}, m.slices, free ? m.claims : std::vector<planner::ClaimPtr>{});
   std::vector<planner::Node> out;
   for (const auto& n : view.nodes) out.push_back(*n);
   return out;

@@ -18,7 +18,8 @@ namespace valley::ctl {
 struct Market {
   nlohmann::json policy_object;  // null when none was found and none was needed
   std::vector<nlohmann::json> nodes;
-  std::vector<planner::ObjectPtr> slices, claims;  // DRA, when the cluster serves it
+  std::vector<planner::ObjectPtr> slices;  // DRA, when the cluster serves it
+  std::vector<planner::ClaimPtr> claims;
   std::unique_ptr<kube::Client> client;            // null offline
 };
 // nullopt after telling the user why: no cluster and no policy, or (`need_policy`) no policy.

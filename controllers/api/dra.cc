@@ -55,6 +55,7 @@ DraClaim dra_claim_from(const json& claim) {
   const json& meta = object_at(claim, "metadata");
   const std::string ns = string_at(meta, "namespace");
   c.key = ns.empty() ? string_at(meta, "name") : ns + "/" + string_at(meta, "name");
+  c.resource_version = string_at(meta, "resourceVersion");
   c.valley = string_at(object_at(meta, "labels"), "app.kubernetes.io/managed-by") == "valley";
   const json& allocation = object_at(object_at(claim, "status"), "allocation");
   for (const auto& r : array_at(object_at(allocation, "devices"), "results"))

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "operator/kube/store.h"
+
 namespace valley::api {
 
 struct DraDevice {
@@ -44,11 +46,27 @@ struct DraClaimResult {
 
 struct DraClaim {
   std::string key;  // namespace/name
+  std::string resource_version;
   bool valley = false;  // labelled app.kubernetes.io/managed-by=valley
   std::vector<DraClaimResult> allocated;  // empty while not allocated
-  bool operator==(const DraClaim&) const = default;
+  // Equal when the planner counts them alike: the resourceVersion aside (a claim's reservations and
+  // device status change it and say nothing the planner reads).
+  bool operator==(const DraClaim& o) const { return key == o.key && valley == o.valley && allocated == o.allocated; }
 };
 
 DraClaim dra_claim_from(const nlohmann::json& claim);
 
 }  // namespace valley::api
+
+namespace valley::kube {
+// The claims informer caches claims typed: each is parsed once, and an update that changes
+// nothing the planner counts calls no handler.
+template <>
+struct ObjectTraits<api::DraClaim> {
+  static std::string key(const api::DraClaim& c) { return c.key; }
+  static const std::string& resource_version(const api::DraClaim& c) { return c.resource_version; }
+  static bool same_but_resource_version(const api::DraClaim& a, const api::DraClaim& b) { return a == b; }
+  static api::DraClaim from(nlohmann::json&& o) { return api::dra_claim_from(o); }
+  static void add_indexes(BasicStore<api::DraClaim>&) {}
+};
+}  // namespace valley::kube

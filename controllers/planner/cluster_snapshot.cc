@@ -142,11 +142,10 @@ void ClusterSnapshot::remove_slice(const std::string& name) {
   claims_stale_ = true;
 }
 
-void ClusterSnapshot::upsert_claim(const ObjectPtr& claim) {
-  api::DraClaim c = api::dra_claim_from(*claim);
-  auto& entry = claims_[c.key];
-  if (entry == c) return;
-  entry = std::move(c);
+void ClusterSnapshot::upsert_claim(const ClaimPtr& claim) {
+  auto& entry = claims_[claim->key];
+  if (entry == *claim) return;
+  entry = *claim;
   claims_stale_ = true;
 }
 
@@ -345,7 +344,7 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
 }
 
 SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodPtr>& pods, const std::vector<ObjectPtr>& tasks,
-                     const NodeFacts& facts, const std::vector<ObjectPtr>& slice_objects, const std::vector<ObjectPtr>& claim_objects) {
+                     const NodeFacts& facts, const std::vector<ObjectPtr>& slice_objects, const std::vector<ClaimPtr>& claim_objects) {
   SnapshotView v;
   std::map<std::string, std::vector<SnapshotView::Worker>> workers;
   std::map<std::string, api::DraSlice> slices;  // by name: the newest object of a name wins, as in a cache
@@ -358,11 +357,8 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodP
     add_dra_devices(node, all_slices, facts);
     by_name[key_of(*n)] = std::move(node);
   }
-  std::map<std::string, api::DraClaim> claims;
-  for (const auto& c : claim_objects) {
-    api::DraClaim claim = api::dra_claim_from(*c);
-    claims[claim.key] = std::move(claim);
-  }
+  std::map<std::string, api::DraClaim> claims;  // by key: the newest of a key wins, as in a cache
+  for (const auto& c : claim_objects) claims[c->key] = *c;
   std::vector<const api::DraClaim*> all_claims;
   for (const auto& [key, c] : claims) all_claims.push_back(&c);
   for (const auto& [node, held] : held_by_claims(all_slices, all_claims, facts))

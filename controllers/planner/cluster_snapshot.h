@@ -28,6 +28,7 @@ namespace valley::planner {
 
 using ObjectPtr = std::shared_ptr<const json>;
 using PodPtr = std::shared_ptr<const api::Pod>;
+using ClaimPtr = std::shared_ptr<const api::DraClaim>;
 
 bool operator==(const NodeFacts& a, const NodeFacts& b);
 
@@ -81,7 +82,7 @@ class ClusterSnapshot {
   // DRA: ResourceSlices (GPUs a driver publishes for a node) and ResourceClaims (what they hold).
   void upsert_slice(const ObjectPtr& slice);
   void remove_slice(const std::string& name);
-  void upsert_claim(const ObjectPtr& claim);
+  void upsert_claim(const ClaimPtr& claim);
   void remove_claim(const std::string& key);  // namespace/name
 
   SnapshotView view();
@@ -158,6 +159,6 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
 
 // The view, computed from scratch from the objects (what ClusterSnapshot must always equal).
 SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodPtr>& pods, const std::vector<ObjectPtr>& tasks,
-                     const NodeFacts& facts, const std::vector<ObjectPtr>& slices = {}, const std::vector<ObjectPtr>& claims = {});
+                     const NodeFacts& facts, const std::vector<ObjectPtr>& slices = {}, const std::vector<ClaimPtr>& claims = {});
 
 }  // namespace valley::planner

@@ -59,7 +59,7 @@ ClusterCache::ClusterCache(kube::Client& client, const ControllerOptions& option
   kube::InformerOptions lean_claims;
   lean_claims.fields = claim_fields();
   lean_claims.transform = nullptr;
-  claims_ = std::make_unique<kube::Informer>(client_, res::kResourceClaims, lean_claims);
+  claims_ = std::make_unique<kube::BasicInformer<api::DraClaim>>(client_, res::kResourceClaims, lean_claims);
   // The planning snapshot follows the caches event by event (registered first, so that whatever
   // these events wake finds it up to date).
   auto snapshot_handlers = [this]<class T>(void (planner::ClusterSnapshot::*upsert)(const std::shared_ptr<const T>&),
@@ -114,8 +114,9 @@ void ClusterCache::start(const std::atomic<bool>& stop) {
       spdlog::warn("tenants: {} not listed yet (is the Tenant CRD installed, may Valley list namespaces?): planning without tenants meanwhile",
                    inf == tenants_.get() ? "tenants" : "namespaces");
   // DRA likewise: a cluster before Kubernetes 1.34 (or one that turned it off) has no resource.k8s.io/v1.
-  for (auto* inf : {slices_.get(), claims_.get()}) inf->start();
-  for (auto* inf : {slices_.get(), claims_.get()})
+  kube::InformerBase* dra[] = {slices_.get(), claims_.get()};
+  for (auto* inf : dra) inf->start();
+  for (auto* inf : dra)
     if (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(5)))
       spdlog::warn("dra: {} not listed yet (resource.k8s.io/v1 served? may Valley list them?): GPUs published through DRA are not placed on meanwhile",
                    inf->resource().plural);

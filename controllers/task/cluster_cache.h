@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/api/dra.h"
 #include "controllers/api/pod.h"
 #include "controllers/cost/policy.h"
 #include "controllers/cost/duration_spread.h"
@@ -55,7 +56,7 @@ class ClusterCache {
   kube::Informer& tenants() { return *tenants_; }
   kube::Informer& namespaces() { return *namespaces_; }
   kube::Informer& slices() { return *slices_; }
-  kube::Informer& claims() { return *claims_; }
+  kube::BasicInformer<api::DraClaim>& claims() { return *claims_; }
   const kube::Informer& tasks() const { return *tasks_; }
 
   kube::ObjectPtr task(const std::string& key) const;
@@ -101,7 +102,8 @@ class ClusterCache {
   kube::Client& client_;
   const ControllerOptions& options_;
   std::unique_ptr<kube::Informer> tasks_, nodes_, services_, configs_, pricing_, tenants_, namespaces_;
-  std::unique_ptr<kube::Informer> slices_, claims_;  // DRA (resource.k8s.io/v1)
+  std::unique_ptr<kube::Informer> slices_;  // DRA (resource.k8s.io/v1)
+  std::unique_ptr<kube::BasicInformer<api::DraClaim>> claims_;
   // Pods typed (api::Pod): every pod of the cluster is cached, and a typed one is a tenth of its JSON.
   std::unique_ptr<kube::BasicInformer<api::Pod>> pods_;
   std::mutex snapshot_mu_;

@@ -156,6 +156,19 @@ TEST(CacheFields, TheClaimReaderSeesTheSameInALeanClaim) {
   EXPECT_EQ(api::dra_claim_from(full), api::dra_claim_from(lean));
   EXPECT_EQ(api::dra_claim_from(lean).allocated.size(), 2u);
   EXPECT_EQ(claim_fields()->parse(full.dump()), lean);
+
+  // Cached typed, a claim whose reservations and resourceVersion changed is the same claim (the
+  // informer calls no handler); one whose allocation changed is not.
+  using Traits = kube::ObjectTraits<api::DraClaim>;
+  json released = full;
+  released["metadata"]["resourceVersion"] = "8";
+  released["status"].erase("reservedFor");
+  const auto before = Traits::from(json(full)), after = Traits::from(std::move(released));
+  EXPECT_EQ(Traits::resource_version(after), "8");
+  EXPECT_TRUE(Traits::same_but_resource_version(before, after));
+  json reallocated = full;
+  reallocated["status"]["allocation"]["devices"]["results"][1]["device"] = "gpu-2";
+  EXPECT_FALSE(Traits::same_but_resource_version(before, Traits::from(std::move(reallocated))));
 }
 
 TEST(CacheFields, OddObjectsAreLeftAlone) {

@@ -40,8 +40,9 @@ json dump(const SnapshotView& v) {
 // Random objects over a small name space, so that updates, deletions and re-creations collide.
 struct World {
   std::mt19937 rng{7};
-  std::map<std::string, ObjectPtr> nodes, tasks, slices, claims;
+  std::map<std::string, ObjectPtr> nodes, tasks, slices;
   std::map<std::string, PodPtr> pods;
+  std::map<std::string, ClaimPtr> claims;
   int pick(int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); }
 
   ObjectPtr node() {
@@ -65,14 +66,14 @@ struct World {
                                                        {"devices", devices}}}});
   }
   // A claim holding devices of a node's pool; Valley's sometimes.
-  ObjectPtr claim() {
+  ClaimPtr claim() {
     json results = json::array();
     for (int d = 0, count = pick(3); d < count; ++d)
       results.push_back({{"driver", "gpu.nvidia.com"}, {"pool", "n" + std::to_string(pick(6))}, {"device", "gpu-" + std::to_string(pick(6))}});
     json c = {{"metadata", {{"name", "c" + std::to_string(pick(5))}, {"namespace", "ns"}, {"labels", json::object()}}},
               {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
     if (pick(3) == 0) c["metadata"]["labels"][render::label::kManagedBy] = "valley";
-    return std::make_shared<const json>(std::move(c));
+    return std::make_shared<const api::DraClaim>(api::dra_claim_from(c));
   }
   ObjectPtr task() {
     const int i = pick(4);
@@ -114,6 +115,7 @@ struct World {
     return m.contains("namespace") ? m["namespace"].get<std::string>() + "/" + m["name"].get<std::string>() : m["name"].get<std::string>();
   }
   static std::string key(const PodPtr& p) { return p->key(); }
+  static std::string key(const ClaimPtr& c) { return c->key; }
   template <class Ptr>
   static std::vector<Ptr> all(const std::map<std::string, Ptr>& m) {
     std::vector<Ptr> out;
