@@ -8,7 +8,8 @@
 //       past its grace period loses at most that much) and once more on SIGTERM (the kubelet sends
 //       it once the workload's containers have ended, or when the pod is deleted); --now: once.
 // Credentials and endpoint from the AWS_* variables (the task's Secret). Exit 0 on success, 1 with a
-// message (also in the termination message the task's status reads) on failure.
+// message (also in the termination message the task's status reads) on failure: at once when the
+// store refuses the request itself (no such bucket, access denied), after --attempts otherwise.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
       }
       return 0;
     } catch (const std::exception& e) {
-      if (attempt >= attempts) return fail(e.what());
+      const auto* refused = dynamic_cast<const StoreError*>(&e);
+      if (attempt >= attempts || (refused && refused->permanent())) return fail(e.what());
       say(std::string(e.what()) + "; trying again");
       std::this_thread::sleep_for(std::chrono::seconds(1 << std::min(attempt, 4)));
     }

@@ -62,6 +62,7 @@ Decision Decider::run() {
   } else {
     spec_ = &*o_.parsed.spec;
     run_epoch();
+    record_outputs_not_kept();
     report_refusal();
   }
   status_["phase"] = phase_;
@@ -199,6 +200,28 @@ void Decider::record_outputs() {
   }
   const bool pods_done = std::all_of(o_.pods.begin(), o_.pods.end(), [](const PodView& p) { return pod_finished(p); });
   d_.collect_outputs = outputs_due(*spec_, status_, pods_done);
+}
+
+// Said before the pod's accounting finalizer lets it go (the controller holds it while the
+// sidecar uploads), so a pod deleted mid-run still leaves its word.
+void Decider::record_outputs_not_kept() {
+  constexpr size_t kKept = 20;
+  if (!spec_->outputs) return;
+  for (const auto& p : o_.pods) {
+    if (!p.outputs_exit || *p.outputs_exit == 0) continue;
+    json& list = status_["outputsNotKept"];
+    if (!list.is_array()) list = json::array();
+    if (std::any_of(list.begin(), list.end(), [&](const json& e) { return kube::string_at(e, "pod") == p.name; })) continue;
+    // The termination message ends with the latest of valley-io's lines: those say why.
+    const std::string& said = p.outputs_message;
+    const std::string why = !said.empty() ? (said.size() > 500 ? "…" + said.substr(said.size() - 500) : said)
+                            : *p.outputs_exit == 137   ? "stopped before it finished uploading"
+                                                       : "it left no message";
+    list.push_back({{"pod", p.name}, {"exitCode", *p.outputs_exit}, {"message", why}, {"time", now_}});
+    if (list.size() > kKept) list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(list.size() - kKept));
+    event("Warning", "OutputsNotKept", "KeepOutputs",
+          "pod " + p.name + " did not keep its outputs in " + spec_->outputs->uri + " (valley-io exit " + std::to_string(*p.outputs_exit) + "): " + why);
+  }
 }
 
 void Decider::finish(bool success, const std::string& reason, const std::string& message) {

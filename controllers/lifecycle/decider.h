@@ -121,6 +121,8 @@ class Decider {
   void record_history();
   // Ended: status.outputs once the controller has listed them (asked for once its pods are done).
   void record_outputs();
+  // Pods whose outputs sidecar failed: status.outputsNotKept and a Warning Event, once per pod.
+  void record_outputs_not_kept();
   bool admitted(const lifecycle::Admission* adm);
   void resize(int workers, const lifecycle::Admission* adm);
   bool decided_by_pods(bool mpi);

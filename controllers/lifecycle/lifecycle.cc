@@ -6,6 +6,7 @@
 #include "controllers/lifecycle/decider.h"
 #include "controllers/lifecycle/start_failure.h"
 #include "controllers/render/render.h"
+#include "controllers/render/transfers.h"
 #include "operator/kube/json_fields.h"
 
 namespace valley::lifecycle {
@@ -72,9 +73,17 @@ PodView view_pod(const api::Pod& pod) {
     v.start_failure = why->reason;
     v.start_failure_message = why->message;
   }
-  // An init container that failed ends the pod before its containers start.
+  // An init container that failed ends the pod before its containers start. A sidecar's exit says
+  // nothing of the workload: only the outputs sidecar's is kept, as the outputs' fate.
   for (const auto& cs : pod.init_container_statuses) {
-    if (!cs.exit_code || *cs.exit_code == 0) continue;
+    const bool sidecar = std::any_of(pod.init_containers.begin(), pod.init_containers.end(),
+                                     [&](const api::PodContainer& c) { return c.sidecar && c.name == cs.name; });
+    if (sidecar && cs.name == render::kOutputsContainer) {
+      v.outputs_running = cs.running;
+      if (cs.terminated && cs.exit_code) v.outputs_exit = static_cast<int>(std::clamp<int64_t>(*cs.exit_code, INT32_MIN, INT32_MAX));
+      v.outputs_message = cs.message;
+    }
+    if (sidecar || !cs.exit_code || *cs.exit_code == 0) continue;
     v.exit_code = static_cast<int>(std::clamp<int64_t>(*cs.exit_code, INT32_MIN, INT32_MAX));
     v.failed_init = cs.name;
     v.failed_init_message = cs.message;

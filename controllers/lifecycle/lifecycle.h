@@ -71,6 +71,11 @@ struct PodView {
   std::string failed_init, failed_init_message;
   // Why it cannot start (start_failure.h), "" when nothing says so.
   std::string start_failure, start_failure_message;
+  // Its outputs sidecar (render::kOutputsContainer), when it has one: running (uploading), or ended
+  // with the exit code and termination message valley-io left.
+  bool outputs_running = false;
+  std::optional<int> outputs_exit;
+  std::string outputs_message;
 };
 PodView view_pod(const api::Pod& pod);
 

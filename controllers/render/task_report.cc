@@ -102,6 +102,7 @@ json task_report(const json& task, const json& kept, const std::string& now) {
     r["runSeconds"] = std::chrono::duration_cast<std::chrono::seconds>(*e - *s).count();
   if (status.contains("lastDisruption")) r["lastDisruption"] = status["lastDisruption"];
   if (status.contains("checkpoint")) r["checkpoint"] = status["checkpoint"];
+  if (const json& lost = kube::array_at(status, "outputsNotKept"); !lost.empty()) r["outputsNotKept"] = lost;
   json cost = {{"currency", c.currency}, {"summary", cost::versus_estimate(c)}};
   if (c.estimate) cost["estimate"] = api::format_money(*c.estimate);
   if (c.low && c.high) cost["range"] = {api::format_money(*c.low), api::format_money(*c.high)};
@@ -145,6 +146,8 @@ std::string report_html(const json& r) {
   if (r.contains("utilization")) row("GPU utilization", text_of(r["utilization"], "meanGpuPercent") + "% mean, " + text_of(r["utilization"], "idleGpuHours") + " idle GPU-hours");
   const json& out = kube::object_at(r, "outputs");
   row("outputs", text_of(out, "files") + " files, " + text_of(out, "bytes") + " bytes in " + text_of(out, "uri"));
+  for (const auto& e : kube::array_at(r, "outputsNotKept"))
+    row("outputs not kept", text_of(e, "pod") + " (exit " + text_of(e, "exitCode") + "): " + text_of(e, "message"));
   h << "</table><h2>Workers over time</h2>" << workers_chart(kube::array_at(r, "history"));
   std::vector<std::pair<std::string, double>> money;
   auto amount = [&](const char* k) { return api::parse_money(text_of(cost, k)); };

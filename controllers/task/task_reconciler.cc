@@ -173,7 +173,10 @@ TaskReconciler::Accounted TaskReconciler::accounted_pods(const lifecycle::Observ
                                                                                               o.disruption.node_not_ready_grace));
     const bool stuck = p.deleting && p.deletion_deadline && o.now - *p.deletion_deadline >= o.disruption.stuck_termination;
     const bool unreported = p.deleting && (p.node.empty() || node_gone || stuck);
-    if (p.deleting || cost::pod_use(*owned[k]).end) a.pods.emplace_back(owned[k], unreported);
+    // Its outputs sidecar uploading still (the kubelet stops it after the workload): the pod is
+    // kept until it has ended, so its exit reaches the status (outputsNotKept).
+    const bool uploading = p.outputs_running && !unreported;
+    if ((p.deleting || cost::pod_use(*owned[k]).end) && !uploading) a.pods.emplace_back(owned[k], unreported);
     if (unreported) a.ended_now.insert(p.uid);
   }
   return a;

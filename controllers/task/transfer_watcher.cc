@@ -94,7 +94,8 @@ nlohmann::json keep(kube::Client& client, const std::string& ns, const api::Task
       bytes += static_cast<int64_t>(o.size);
     }
     const std::string phase = kube::string_at(kube::object_at(task, "status"), "phase");
-    kept.update({{"files", files}, {"bytes", bytes}, {"partial", phase != "Succeeded"}});
+    const bool all_kept = kube::array_at(kube::object_at(task, "status"), "outputsNotKept").empty();
+    kept.update({{"files", files}, {"bytes", bytes}, {"partial", phase != "Succeeded" || !all_kept}});
     const std::string now = kube::format_time(kube::cluster_clock().now());
     const nlohmann::json report = render::task_report(task, kept, now);
     store->put(lifecycle::kReportJson, report.dump(2));

@@ -80,7 +80,7 @@ class S3Store : public ObjectStore {
     // Only a missing key means "nothing written yet"; a missing bucket (also 404) is a store that
     // is not there, which the user must hear about rather than have the task start from scratch.
     if (status == 404 && body.find("<Code>NoSuchBucket</Code>") == std::string::npos) return std::nullopt;
-    if (status != 200) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body));
+    if (status != 200) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body), status);
     return body;
   }
 
@@ -88,7 +88,7 @@ class S3Store : public ObjectStore {
     Call c{"PUT", key};
     c.body = &data;
     auto [status, body] = request(c);
-    if (status != 200) throw StoreError("PUT " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body));
+    if (status != 200) throw StoreError("PUT " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body), status);
   }
 
   std::string describe() const override {
@@ -106,7 +106,7 @@ class S3Store : public ObjectStore {
       if (limit) c.query.push_back({"max-keys", std::to_string(std::min<size_t>(limit - out.size(), 1000))});
       if (!token.empty()) c.query.push_back({"continuation-token", token});
       auto [status, body] = request(c);
-      if (status != 200) throw StoreError("LIST " + describe() + ": HTTP " + std::to_string(status) + ": " + excerpt(body));
+      if (status != 200) throw StoreError("LIST " + describe() + ": HTTP " + std::to_string(status) + ": " + excerpt(body), status);
       for (size_t at = body.find("<Contents>"); at != std::string::npos; at = body.find("<Contents>", at + 1)) {
         const std::string item = body.substr(at, body.find("</Contents>", at) - at);
         ObjectInfo o;
@@ -135,7 +135,7 @@ class S3Store : public ObjectStore {
     auto [status, body] = request(c);
     const long written = std::ftell(f);
     const bool closed = std::fclose(f) == 0;
-    if (status != 200 && status != 206) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body));
+    if (status != 200 && status != 206) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body), status);
     if (!closed) throw StoreError("write " + path + " failed");
     return static_cast<uint64_t>(written) - offset;
   }
@@ -165,7 +165,7 @@ class S3Store : public ObjectStore {
   void expect_ok(const Call& c, const std::pair<long, std::string>& r) const {
     // CompleteMultipartUpload may answer 200 with an error in its body.
     if (r.first != 200 || r.second.find("<Error>") != std::string::npos)
-      throw StoreError(c.method + " " + uri(c.key) + ": HTTP " + std::to_string(r.first) + ": " + excerpt(r.second));
+      throw StoreError(c.method + " " + uri(c.key) + ": HTTP " + std::to_string(r.first) + ": " + excerpt(r.second), r.first);
   }
 
   void upload_in_parts(const std::string& key, std::FILE* f, uint64_t size) {

@@ -78,7 +78,11 @@ class ObjectStore {
 };
 
 struct StoreError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit StoreError(const std::string& what, long status = 0) : std::runtime_error(what), http_status(status) {}
+  long http_status;  // the store's answer, 0 when it gave none (no connection, a local file)
+  // The store refused the request itself (no such bucket, access denied, a bad request): asking
+  // again gives the same answer. Timeouts, throttling and server errors are not.
+  bool permanent() const { return http_status >= 400 && http_status < 500 && http_status != 408 && http_status != 429; }
 };
 
 // An S3 store for `location` (Scheme::S3).

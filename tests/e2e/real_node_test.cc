@@ -65,6 +65,40 @@ TEST_F(RealNodeTest, AnMpiTaskTrainsOnRealPodsCheckpointsToS3SucceedsAndCostsWha
   const json report = json::parse(outputs->get("valley-report.json").value_or("{}"));
   EXPECT_EQ(report.value("phase", ""), "Succeeded") << report.dump(2);
   EXPECT_EQ(report["outputs"].value("files", 0), 1) << report.dump(2);
+  EXPECT_FALSE(task()["status"].contains("outputsNotKept")) << "every sidecar kept its files: " << task()["status"].dump(2);
+}
+
+// A sidecar that cannot keep the outputs (their bucket does not exist) is said, in the status and an
+// Event, with valley-io's words or its exit; the pod is held until the sidecar has ended and then
+// let go, and the task is not wedged.
+TEST_F(RealNodeTest, AnOutputsSidecarThatCannotUploadIsSaidInTheStatusAndAnEventAndThePodIsLetGo) {
+  create_policy();
+  record_pods();
+  apply({{"taskType", "Single"}, {"image", kTrainImage}, {"command", {"sh", "-c", "echo weights > /valley/output/model.txt"}},
+         {"outputs", {{"uri", "s3://valley-no-such-bucket/" + ns}, {"secretRef", {{"name", "s3-creds"}}}}},
+         {"worker", {{"gpus", "1"}, {"template", on_real_node()}}}},
+        "lost");
+  ASSERT_TRUE(wait_phase("Succeeded", 180s, "lost")) << task("lost").dump(2) << describe_pods();
+  ASSERT_TRUE(eventually([&] { return !kube::array_at(task("lost")["status"], "outputsNotKept").empty(); }, 120s))
+      << task("lost")["status"].dump(2) << outputs_sidecars() << operator_log();
+  const json lost = task("lost")["status"]["outputsNotKept"][0];
+  EXPECT_EQ(lost.value("pod", ""), "lost-worker-0") << lost.dump();
+  EXPECT_NE(lost.value("exitCode", 0), 0) << lost.dump();
+  EXPECT_FALSE(lost.value("message", "").empty()) << lost.dump();
+  EXPECT_TRUE(has_event("\nOutputsNotKept: pod lost-worker-0 did not keep its outputs")) << events_text();
+  // Its accounting finalizer is let go once the sidecar has ended, and the store's refusal is
+  // the outputs' error (the report cannot be written there either).
+  ASSERT_TRUE(eventually([&] {
+    try {
+      const json pod = admin->get(kPods, ns, "lost-worker-0");
+      return kube::array_at(kube::object_at(pod, "metadata"), "finalizers").empty();
+    } catch (const kube::KubeError& e) {
+      return e.http_status() == 404;  // gone: nothing held it
+    }
+  }, 60s)) << describe_pods();
+  ASSERT_TRUE(eventually([&] { return !kube::string_at(kube::object_at(task("lost")["status"], "outputs"), "error").empty(); }, 60s))
+      << task("lost")["status"].dump(2);
+  std::printf("outputs not kept: %s\n", lost.dump().c_str());
 }
 
 // The task's NetworkPolicy under a real enforcer: its launcher reaches its workers' sshd (mpirun

@@ -98,6 +98,14 @@ TEST_F(S3StoreTest, ListsEveryObjectUnderThePrefixAcrossPagesWithSizesAndEtags) 
     FAIL() << "a missing bucket listed as empty";
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("NoSuchBucket"), std::string::npos) << e.what();
+    EXPECT_EQ(e.http_status, 404);
+    EXPECT_TRUE(e.permanent()) << "asking a missing bucket again gives the same answer";
+  }
+  try {
+    missing->put("k", "v");
+    FAIL() << "a PUT into a missing bucket succeeded";
+  } catch (const StoreError& e) {
+    EXPECT_TRUE(e.permanent()) << e.what();
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "controllers/api/conditions.h"
 #include "controllers/render/task_report.h"
+#include "controllers/render/transfers.h"
 #include "tests/unit/controllers/lifecycle_fixtures.h"
 
 namespace valley::lifecycle {
@@ -74,6 +75,76 @@ TEST(Transfers, OutputsAreAskedForOnceTheTaskEndedItsPodsAreDoneAndItsFinalCostI
   // Without an outputs location nothing is asked.
   Observed none = observe(task_object({}, status));
   EXPECT_FALSE(decide(none).collect_outputs);
+}
+
+TEST(Transfers, APodWhoseOutputsSidecarFailedIsSaidOnceInTheStatusAnEventAndTheReport) {
+  json status = {{"phase", "Running"}, {"epoch", 1}};
+  Observed o = observe(task_object(with_data(), status), {pod("t-worker-0", "worker", 1, "Running"), pod("t-worker-1", "worker", 1, "Running")});
+  o.pods[0].outputs_exit = 0;  // kept
+  o.pods[1].outputs_exit = 1;
+  o.pods[1].outputs_message = "PUT s3://ckpts/t/outputs/model.pt: 403 AccessDenied";
+  Decision d = decide(o);
+  ASSERT_EQ(d.status["outputsNotKept"].size(), 1u);
+  EXPECT_EQ(d.status["outputsNotKept"][0]["pod"], "t-worker-1");
+  EXPECT_EQ(d.status["outputsNotKept"][0]["exitCode"], 1);
+  EXPECT_EQ(d.status["outputsNotKept"][0]["message"], "PUT s3://ckpts/t/outputs/model.pt: 403 AccessDenied");
+  auto said = std::find_if(d.events.begin(), d.events.end(), [](const auto& e) { return e.reason == "OutputsNotKept"; });
+  ASSERT_NE(said, d.events.end());
+  EXPECT_EQ(said->type, "Warning");
+  EXPECT_NE(said->note.find("t-worker-1"), std::string::npos);
+  EXPECT_NE(said->note.find("403 AccessDenied"), std::string::npos);
+  // Seen again (the same pod, its status written): no second entry, no second Event.
+  o.task["status"] = d.status;
+  d = decide(o);
+  EXPECT_EQ(d.status["outputsNotKept"].size(), 1u);
+  EXPECT_TRUE(std::none_of(d.events.begin(), d.events.end(), [](const auto& e) { return e.reason == "OutputsNotKept"; }));
+  // Killed before it finished (exit 137, no message): said so.
+  o.pods.push_back(pod("t-worker-2", "worker", 1, "Failed"));
+  o.pods.back().outputs_exit = 137;
+  d = decide(o);
+  ASSERT_EQ(d.status["outputsNotKept"].size(), 2u);
+  EXPECT_EQ(d.status["outputsNotKept"][1]["message"], "stopped before it finished uploading");
+  // The report lists them.
+  json task = task_object({}, d.status);
+  const json report = render::task_report(task, {{"uri", "s3://o"}, {"files", 1}, {"bytes", 10}, {"partial", true}}, "2026-11-22T05:01:00Z");
+  ASSERT_EQ(report["outputsNotKept"].size(), 2u);
+  EXPECT_NE(render::report_html(report).find("403 AccessDenied"), std::string::npos);
+  // A task without outputs has no sidecar to speak of.
+  Observed none = observe(task_object({}, status), {pod("t-worker-1", "worker", 1, "Running")});
+  none.pods[0].outputs_exit = 1;
+  EXPECT_FALSE(decide(none).status.contains("outputsNotKept"));
+}
+
+// The outputs sidecar's state is read apart from the pod's: its failure is not the workload's.
+TEST(Transfers, TheOutputsSidecarsExitIsItsOwnNotTheWorkloads) {
+  api::Pod pod;
+  pod.name = "t-worker-0";
+  pod.phase = "Running";
+  pod.init_containers = {{render::kOutputsContainer, {}, {}, true}};
+  pod.containers = {{"worker", {}, {}, false}};
+  api::PodContainerStatus sidecar;
+  sidecar.name = render::kOutputsContainer;
+  sidecar.running = true;
+  api::PodContainerStatus worker;
+  worker.name = "worker";
+  worker.terminated = true;
+  worker.exit_code = 0;
+  pod.init_container_statuses = {sidecar};
+  pod.container_statuses = {worker};
+  PodView v = view_pod(pod);
+  EXPECT_TRUE(v.outputs_running);
+  EXPECT_FALSE(v.outputs_exit);
+  sidecar.running = false;
+  sidecar.terminated = true;
+  sidecar.exit_code = 1;
+  sidecar.message = "bucket gone";
+  pod.init_container_statuses = {sidecar};
+  v = view_pod(pod);
+  EXPECT_FALSE(v.outputs_running);
+  EXPECT_EQ(v.outputs_exit, 1);
+  EXPECT_EQ(v.outputs_message, "bucket gone");
+  EXPECT_EQ(v.exit_code, 0) << "the workload succeeded";
+  EXPECT_TRUE(v.failed_init.empty());
 }
 
 TEST(Transfers, TheHistoryRecordsEachPhaseAndSizeOnceAndTheReportDrawsIt) {

@@ -103,5 +103,11 @@ TEST(CheckpointRecord, Errors) {
   }
 }
 
+// What valley-io retries: a store that did not answer or answered "later"; not a refusal.
+TEST(StoreError, OnlyTheStoresOwnRefusalsArePermanent) {
+  for (long refused : {400L, 403L, 404L, 409L}) EXPECT_TRUE(StoreError("x", refused).permanent()) << refused;
+  for (long later : {0L, 408L, 429L, 500L, 503L}) EXPECT_FALSE(StoreError("x", later).permanent()) << later;
+}
+
 }  // namespace
 }  // namespace valley::storage
