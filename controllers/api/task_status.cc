@@ -59,7 +59,7 @@ const json& status_schema() {
     "history": [{"time": "string", "phase": "string", "workers": "integer", "reason": "string", "accruedMicros": "integer"}],
     "outputs": {"uri": "string", "files": "integer", "bytes": "integer", "partial": "boolean", "report": "string", "time": "string",
                 "error": "string"},
-    "outputsNotKept": [{"pod": "string", "exitCode": "integer", "message": "string", "time": "string"}],
+    "outputsNotKept": [{"pod": "string", "uid": "string", "exitCode": "integer", "message": "string", "time": "string"}],
     "restarts": {"total": "integer", "failures": "integer", "resizes": "integer", "preemptions": "integer",
                  "disruptions": "integer", "startFailures": "integer"},
     "startFailure": {"reason": "string", "message": "string", "retryAfter": "string", "generation": "integer"},

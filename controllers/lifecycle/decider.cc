@@ -12,6 +12,7 @@
 #include "controllers/planner/scaling.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
+#include "operator/text.h"
 
 namespace valley::lifecycle::detail {
 
@@ -135,7 +136,7 @@ void Decider::delete_pod(const PodView& p) {
 
 void Decider::invalid(const std::string& message) {
   if (phase_ != kFailed || status_.value("reason", "") != "InvalidSpec")
-    event("Warning", "InvalidSpec", "Validate", message.substr(0, 1000));
+    event("Warning", "InvalidSpec", "Validate", utf8_head(message, 1000));
   set_phase(kFailed, "InvalidSpec", message);
   set_condition(status_, "Failed", true, "InvalidSpec", message, now_, generation_);
   if (!status_.contains("completionTime")) status_["completionTime"] = now_;
@@ -211,13 +212,14 @@ void Decider::record_outputs_not_kept() {
     if (!p.outputs_exit || *p.outputs_exit == 0) continue;
     json& list = status_["outputsNotKept"];
     if (!list.is_array()) list = json::array();
-    if (std::any_of(list.begin(), list.end(), [&](const json& e) { return kube::string_at(e, "pod") == p.name; })) continue;
+    // By uid: a later epoch's pod has the same name.
+    if (std::any_of(list.begin(), list.end(), [&](const json& e) { return kube::string_at(e, "uid") == p.uid; })) continue;
     // The termination message ends with the latest of valley-io's lines: those say why.
     const std::string& said = p.outputs_message;
-    const std::string why = !said.empty() ? (said.size() > 500 ? "…" + said.substr(said.size() - 500) : said)
+    const std::string why = !said.empty() ? (said.size() > 500 ? "…" + utf8_tail(said, 500) : said)
                             : *p.outputs_exit == 137   ? "stopped before it finished uploading"
                                                        : "it left no message";
-    list.push_back({{"pod", p.name}, {"exitCode", *p.outputs_exit}, {"message", why}, {"time", now_}});
+    list.push_back({{"pod", p.name}, {"uid", p.uid}, {"exitCode", *p.outputs_exit}, {"message", why}, {"time", now_}});
     if (list.size() > kKept) list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(list.size() - kKept));
     event("Warning", "OutputsNotKept", "KeepOutputs",
           "pod " + p.name + " did not keep its outputs in " + spec_->outputs->uri + " (valley-io exit " + std::to_string(*p.outputs_exit) + "): " + why);
@@ -306,7 +308,7 @@ void Decider::failed(const PodView& p) {
     while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.pop_back();
     if (auto nl = said.rfind('\n'); nl != std::string::npos) said = said.substr(nl + 1);  // its last line
     finish(false, "ExitCode", who + " exited with code " + std::to_string(*p.exit_code) +
-                                  " (1-127: a permanent error, not retried)" + (said.empty() ? "" : ": " + said.substr(0, 300)));
+                                  " (1-127: a permanent error, not retried)" + (said.empty() ? "" : ": " + utf8_head(said, 300)));
     return;
   }
   std::string cause = p.exit_code ? "exit code " + std::to_string(*p.exit_code) : "no exit code (evicted or lost)";

@@ -6,6 +6,7 @@
 
 #include "operator/kube/json_fields.h"
 #include "operator/kube/timefmt.h"
+#include "operator/text.h"
 
 namespace valley::lifecycle {
 namespace {
@@ -30,7 +31,7 @@ const char* task_reason(const std::string& waiting) {
 }
 
 std::string clipped(std::string s) {
-  if (s.size() > 400) s = s.substr(0, 400) + "...";
+  if (s.size() > 400) s = utf8_head(s, 400) + "...";
   return s;
 }
 

@@ -98,6 +98,12 @@ TEST(Transfers, APodWhoseOutputsSidecarFailedIsSaidOnceInTheStatusAnEventAndTheR
   d = decide(o);
   EXPECT_EQ(d.status["outputsNotKept"].size(), 1u);
   EXPECT_TRUE(std::none_of(d.events.begin(), d.events.end(), [](const auto& e) { return e.reason == "OutputsNotKept"; }));
+  // A later epoch's pod of the same name whose sidecar fails too is said again (by uid).
+  o.pods[1].uid = "uid-t-worker-1-epoch-2";
+  d = decide(o);
+  EXPECT_EQ(d.status["outputsNotKept"].size(), 2u);
+  o.pods[1].uid = "uid-t-worker-1";
+  d = decide(o);
   // Killed before it finished (exit 137, no message): said so.
   o.pods.push_back(pod("t-worker-2", "worker", 1, "Failed"));
   o.pods.back().outputs_exit = 137;
