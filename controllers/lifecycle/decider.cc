@@ -177,10 +177,12 @@ void Decider::after_end() {
   count_replicas();
 }
 
-// status.history: one entry each time the phase or the worker count changes, the latest kHistory.
+// status.history: one entry each time the phase or the running size changes, the latest kHistory.
+// The size is the epoch's (what was admitted), not the count of running pods: pods come up one by
+// one, and an entry per pod would make every pod step a status write that cannot wait.
 void Decider::record_history() {
   constexpr size_t kHistory = 100;
-  const int workers = status_.value("replicas", 0);
+  const int workers = phase_ == kRunning ? static_cast<int>(status_.value("epochReplicas", 0)) : 0;
   json& h = status_["history"];
   if (!h.is_array()) h = json::array();
   if (!h.empty() && h.back().value("phase", "") == phase_ && h.back().value("workers", -1) == workers) return;

@@ -165,6 +165,17 @@ TEST(Transfers, TheHistoryRecordsEachPhaseAndSizeOnceAndTheReportDrawsIt) {
   o.task["status"]["history"] = h;
   d = decide(o);
   EXPECT_EQ(d.status["history"].size(), 100u) << "the latest 100";
+  // Pods coming up one by one change the running count, not the size: no entry, and the status
+  // may wait for the next progress write.
+  json starting = {{"phase", "Admitted"}, {"epoch", 1}, {"epochReplicas", 2}, {"startTime", "2026-11-22T03:00:00Z"}};
+  Observed up = observe(task_object({}, starting), {pod("t-launcher", "launcher", 1, "Pending", false), pod("t-worker-0", "worker", 1, "Pending", false, {}, 0)});
+  Decision first = decide(up);
+  up.task["status"] = first.status;
+  up.pods.push_back(pod("t-worker-1", "worker", 1, "Pending", false, {}, 1));
+  Decision second = decide(up);
+  EXPECT_NE(first.status.value("replicas", 0), second.status.value("replicas", 0)) << "the running count moved";
+  EXPECT_EQ(second.status["history"], first.status["history"]) << "the size did not";
+  EXPECT_TRUE(status_may_wait(first.status, second, true));
   json task = task_object({}, {{"phase", "Succeeded"},
                                {"startTime", "2026-11-22T03:00:00Z"},
                                {"completionTime", "2026-11-22T05:00:00Z"},
