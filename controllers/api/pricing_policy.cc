@@ -5,6 +5,7 @@
 #include "controllers/api/conditions.h"
 #include "controllers/api/field_reader.h"
 #include "operator/duration.h"
+#include "operator/text.h"
 
 namespace valley::api {
 namespace {
@@ -146,7 +147,7 @@ json policy_status(const json& object, const std::vector<std::string>& errors, c
   std::string problems;
   for (const auto& e : errors) problems += (problems.empty() ? "" : "; ") + e;
   set_condition(status, "Valid", valid, valid ? "Accepted" : "Invalid",
-                (valid ? "valid; prices in " + currency : problems).substr(0, 2000), now, generation);
+                utf8_head(valid ? "valid; prices in " + currency : problems, 2000), now, generation);
   if (name != selected) {
     set_condition(status, "InUse", false, "NotSelected",
                   "Valley prices tasks with the PricingPolicy named \"" + selected +

@@ -8,6 +8,7 @@
 #include "controllers/gpu/resources.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
+#include "operator/text.h"
 
 namespace valley::planner {
 namespace {
@@ -129,7 +130,7 @@ Node node_from(const json& node, const NodeFacts& facts) {
                              [&](const std::string& p) { return matches_pattern(p, type); })) {
         // The condition's own words say which GPU and what went wrong ("[DCGM_FR_...] ... GPU 3").
         std::string message = kube::string_at(c, "message");
-        if (message.size() > 200) message = message.substr(0, 200) + "...";
+        if (message.size() > 200) message = utf8_head(message, 200) + "...";
         n.fault = "condition " + type + (message.empty() ? "" : ": " + message);
       }
     }

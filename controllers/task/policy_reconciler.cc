@@ -5,6 +5,7 @@
 #include "controllers/task/status_writer.h"
 #include "operator/kube/remote_clock.h"
 #include "operator/kube/timefmt.h"
+#include "operator/text.h"
 
 namespace valley::task {
 
@@ -45,7 +46,7 @@ Result PolicyReconciler::reconcile(const std::string& name) {
   if (!parsed) {
     std::string message;
     for (const auto& e : errors) message += (message.empty() ? "" : "; ") + e;
-    events_.warning(*object, "InvalidPolicy", "Validate", message.substr(0, 1000));
+    events_.warning(*object, "InvalidPolicy", "Validate", utf8_head(message, 1000));
   }
   return Result::done();
 }

@@ -8,6 +8,7 @@
 #include "controllers/planner/fair_share.h"
 #include "controllers/tenancy/usage.h"
 #include "operator/kube/json_fields.h"
+#include "operator/text.h"
 
 namespace valley::tenancy {
 namespace {
@@ -209,7 +210,7 @@ json tenant_status(const TenantObject& t, const std::vector<TaskUse>& tasks, con
 
 json invalid_tenant_status(const json& old_status, const std::string& errors, int64_t generation, kube::SystemTime now) {
   return {{"observedGeneration", generation},
-          {"conditions", json::array({condition("Ready", false, "InvalidSpec", errors.substr(0, 2000), old_status, now, generation)})}};
+          {"conditions", json::array({condition("Ready", false, "InvalidSpec", utf8_head(errors, 2000), old_status, now, generation)})}};
 }
 
 int effective_priority(std::optional<int> asked, const api::TenantSpec* tenant, bool* capped) {
