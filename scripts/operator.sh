@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the locally built valley-operator against the local cluster in the background (for the demo
 # and for trying things by hand): scripts/operator.sh start|stop|status. Logs: .valley/logs/operator.log.
-# scripts/operator.sh release NAMESPACE removes Valley's valley.dev/accounting finalizer from the
-# namespace's pods, for tearing it down when no operator runs to do it.
+# scripts/operator.sh release NAMESPACE removes Valley's finalizers (valley.dev/accounting from the
+# namespace's pods, valley.dev/outputs from its TrainingTasks), for tearing it down when no operator
+# runs to do it.
 # Extra flags in VALLEY_OPERATOR_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,11 +31,18 @@ case ${1:-} in
     ns=${2:?usage: scripts/operator.sh release NAMESPACE}
     k() { .valley/bin/kubectl --kubeconfig .valley/kubeconfig "$@"; }
     k get namespace "$ns" >/dev/null 2>&1 || exit 0
-    for pod in $(k -n "$ns" get pods -o jsonpath='{range .items[?(@.metadata.finalizers)]}{.metadata.name}{"\n"}{end}'); do
-      k -n "$ns" get pod "$pod" -o jsonpath='{.metadata.finalizers}' | grep -q 'valley.dev/accounting' || continue
-      idx=$(k -n "$ns" get pod "$pod" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["finalizers"].index("valley.dev/accounting"))')
-      k -n "$ns" patch pod "$pod" --type=json -p "[{\"op\":\"remove\",\"path\":\"/metadata/finalizers/$idx\"}]" >/dev/null || true
-    done
+    release() { # kind finalizer
+      local name idx
+      for name in $(k -n "$ns" get "$1" -o jsonpath='{range .items[?(@.metadata.finalizers)]}{.metadata.name}{"\n"}{end}' 2>/dev/null); do
+        k -n "$ns" get "$1" "$name" -o jsonpath='{.metadata.finalizers}' | grep -q "$2" || continue
+        idx=$(k -n "$ns" get "$1" "$name" -o json | python3 -c "import json,sys; print(json.load(sys.stdin)['metadata']['finalizers'].index('$2'))")
+        # test first: a finalizer list that changed meanwhile is left for the next release
+        k -n "$ns" patch "$1" "$name" --type=json \
+          -p "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/$idx\",\"value\":\"$2\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/$idx\"}]" >/dev/null || true
+      done
+    }
+    release pods valley.dev/accounting
+    release trainingtasks.valley.dev valley.dev/outputs
     ;;
   status) [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && echo "operator: running" || { echo "operator: stopped"; exit 1; } ;;
   *) echo "usage: scripts/operator.sh start|stop|status|release NAMESPACE" >&2; exit 2 ;;

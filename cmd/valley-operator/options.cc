@@ -53,6 +53,12 @@ Flags make_flags() {
        "after the API server refuses a task's objects in a way retrying cannot heal (Pod Security, an invalid object, an admission policy), they are tried again when the task's spec or its namespace's labels change, or after this long"},
       {"start-grace", "3m", "pods that cannot start this long (image pull, missing Secret, unschedulable launcher) give their GPUs back; a task's runPolicy.startGraceSeconds overrides"},
       {"checkpoint-poll-interval", "30s", "how often each task's latest.json is read from its s3:// store"},
+      {"outputs-finalizer", "false",
+       "hold a task that ran and keeps outputs with the valley.dev/outputs finalizer, so that once deleted it goes only after its "
+       "pods' uploads and Valley's report (partial); every release since its introduction removes it, this adds it", true},
+      {"outputs-on-delete-timeout", "10m",
+       "how long a task deleted before its outputs were kept is held for them (its pods' uploads and Valley's report); "
+       "past it the task goes without them, with a Warning Event"},
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
       {"topology-levels", "clique=nvidia.com/gpu.clique,block=valley.dev/topology-block,rack=valley.dev/topology-rack,zone=topology.kubernetes.io/zone",
        "topology levels, narrowest first (name=node label, comma-separated): a task's spec.topology names one; a gang keeps to the narrowest domains it can; empty: nodes only"},
@@ -189,6 +195,8 @@ task::ControllerOptions controller_options(const Flags& flags) {
   o.disruption.start_grace = seconds("start-grace");
   o.refused_retry = seconds("refused-retry");
   o.checkpoint_poll = seconds("checkpoint-poll-interval");
+  o.outputs_on_delete = seconds("outputs-on-delete-timeout");
+  o.outputs_finalizer = flags.get_bool("outputs-finalizer");
   o.pricing_policy = flags.get("pricing-policy");
   o.launcher_pool = label_pairs(flags, "launcher-node-selector");
   for (const auto& [name, label] : label_pairs(flags, "topology-levels")) {

@@ -50,6 +50,7 @@ Decider::Decider(const Observed& o)
   generation_ = kube::int_at(kube::object_at(o.task, "metadata"), "generation").value_or(0);
   phase_ = status_.value("phase", std::string(kPending));
   if (phase_.empty()) phase_ = kPending;
+  deleting_ = !kube::string_at(kube::object_at(o.task, "metadata"), "deletionTimestamp").empty();
 }
 
 Decision Decider::run() {
@@ -156,14 +157,18 @@ void Decider::count_replicas() {
   status_["readyReplicas"] = ready;
 }
 
-// After the end: cleanPodPolicy, then ttlSecondsAfterFinished.
 void Decider::after_end() {
   const auto policy = spec_->run_policy.clean_pod_policy;
-  for (const auto& p : o_.pods) {
-    if (policy == api::CleanPodPolicy::All || (policy == api::CleanPodPolicy::Running && !pod_finished(p))) delete_pod(p);
+  if (deleting_) {
+    // Held by a finalizer (Valley's, for the outputs, or another's): the garbage collector takes
+    // the pods only once the task is gone, and its outputs wait for them.
+    stop_all_pods();
+  } else {
+    for (const auto& p : o_.pods)
+      if (policy == api::CleanPodPolicy::All || (policy == api::CleanPodPolicy::Running && !pod_finished(p))) delete_pod(p);
   }
   record_outputs();
-  if (auto ttl = spec_->run_policy.ttl_seconds_after_finished) {
+  if (auto ttl = spec_->run_policy.ttl_seconds_after_finished; ttl && !deleting_) {
     auto done = parse_time(status_.value("completionTime", ""));
     if (done) {
       auto expires = *done + std::chrono::seconds(*ttl);

@@ -86,7 +86,8 @@ class Decider {
   }
   void invalid(const std::string& message);
   void count_replicas();
-  // After the end: cleanPodPolicy, then ttlSecondsAfterFinished.
+  // After the end: cleanPodPolicy (every pod once the task is being deleted), then
+  // ttlSecondsAfterFinished.
   void after_end();
   void finish(bool success, const std::string& reason, const std::string& message);
   // A pod of the current epoch that decides the task failed: retry in a new epoch or give up.
@@ -145,6 +146,7 @@ class Decider {
   const api::TaskSpec* spec_ = nullptr;
   int epoch_ = 0;
   bool settling_ = false;  // a failure is waiting for failure_settle
+  bool deleting_ = false;  // metadata.deletionTimestamp is set: the task ends, its pods stop
   Decision d_;
 };
 

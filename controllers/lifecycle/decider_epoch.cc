@@ -63,9 +63,15 @@ bool Decider::data_pending() {
   return true;
 }
 
-// The deadline passed, or the task is suspended (by its spec, while idle, over its budget): true
+// Deleted, the deadline passed, or the task is suspended (by its spec, while idle, over its budget): true
 // when nothing more runs in this reconcile.
 bool Decider::stopped() {
+  if (deleting_) {
+    finish(false, kDeleted,
+           spec_->outputs ? "deleted before it ended: its pods stop, what they keep is uploaded (partial) with Valley's report"
+                          : "deleted before it ended: its pods stop");
+    return true;
+  }
   // Deadline, measured from the first admission.
   if (auto deadline = spec_->run_policy.active_deadline_seconds) {
     if (auto start = parse_time(status_.value("startTime", ""))) {

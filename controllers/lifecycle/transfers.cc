@@ -1,5 +1,7 @@
 #include "controllers/lifecycle/transfers.h"
 
+#include <algorithm>
+
 #include "controllers/api/conditions.h"
 #include "controllers/lifecycle/lifecycle.h"
 #include "operator/kube/json_fields.h"
@@ -18,6 +20,44 @@ bool outputs_due(const api::TaskSpec& spec, const nlohmann::json& status, bool p
   const nlohmann::json& cost = kube::object_at(status, "cost");
   if (cost.contains("accruedMicros") && !cost.contains("finalMicros")) return false;
   return !kube::object_at(status, "outputs").contains("time");
+}
+
+namespace {
+bool holds_finalizer(const nlohmann::json& metadata) {
+  const nlohmann::json& list = kube::array_at(metadata, "finalizers");
+  return std::any_of(list.begin(), list.end(), [](const nlohmann::json& f) { return f.is_string() && f == kOutputsFinalizer; });
+}
+}  // namespace
+
+FinalizerStep outputs_finalizer(const nlohmann::json& metadata, const api::TaskSpec* spec, const nlohmann::json& status,
+                                kube::SystemTime now, std::chrono::seconds give_up, bool may_add) {
+  FinalizerStep step;
+  const bool held = holds_finalizer(metadata);
+  const bool wanted = spec && spec->outputs && kube::int_at(status, "epoch").value_or(0) > 0 &&
+                      !kube::object_at(status, "outputs").contains("time");
+  const auto deleting = kube::parse_time(kube::string_at(metadata, "deletionTimestamp"));
+  if (!deleting) {
+    if (wanted && !held && may_add) step.kind = FinalizerStep::Add;
+    if (!wanted && held) step.kind = FinalizerStep::Remove;
+    return step;
+  }
+  if (!held) return step;
+  const auto until = *deleting + give_up;
+  if (!wanted || now >= until) {
+    step.kind = FinalizerStep::Remove;
+    step.gave_up = wanted;
+  } else {
+    step.recheck_in = std::chrono::duration_cast<std::chrono::seconds>(until - now) + std::chrono::seconds(1);
+  }
+  return step;
+}
+
+nlohmann::json finalizers_after(const nlohmann::json& metadata, FinalizerStep::Kind kind) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : kube::array_at(metadata, "finalizers"))
+    if (!(f.is_string() && f == kOutputsFinalizer)) out.push_back(f);
+  if (kind == FinalizerStep::Add) out.push_back(kOutputsFinalizer);
+  return out;
 }
 
 }  // namespace valley::lifecycle

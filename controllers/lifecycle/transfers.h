@@ -5,14 +5,25 @@
 //    before any GPU is held.
 //  - Once a task with outputs has ended and none of its pods runs any more (their sidecars have
 //    uploaded), Valley lists what was kept and writes its report there; status.outputs records it.
+//  - A task deleted before that (mid-run, or ended with its outputs not yet recorded) can be held
+//    by Valley's finalizer until they are: it ends as Failed (reason Deleted), its pods stop with
+//    their grace period (their sidecars upload what they kept), and the report is written from its
+//    last status. The finalizer is added once the task has run (an epoch) when `may_add` (the
+//    operator's setting: a release may add it only once the release it could be rolled back to
+//    knows how to remove it), never to a task being deleted (the API server refuses); it is
+//    removed, whatever the setting, once the outputs are recorded, when the spec no longer keeps
+//    outputs, or `give_up` after the deletion was asked (a store that stays unreachable must not
+//    keep a deleted task forever).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <optional>
 #include <string>
 
 #include "controllers/api/spec.h"
+#include "operator/kube/timefmt.h"
 
 namespace valley::lifecycle {
 
@@ -20,6 +31,8 @@ inline constexpr const char* kDataReady = "DataReady";
 inline constexpr const char* kDataUnavailable = "DataUnavailable";
 inline constexpr const char* kReportJson = "valley-report.json";
 inline constexpr const char* kReportHtml = "valley-report.html";
+inline constexpr const char* kOutputsFinalizer = "valley.dev/outputs";
+inline constexpr const char* kDeleted = "Deleted";  // the reason of a task deleted before it ended
 
 // What the controller last learned of the task's data store: nullopt = not asked yet.
 struct DataCheck {
@@ -32,5 +45,17 @@ bool waits_for_data(const api::TaskSpec& spec, const nlohmann::json& status);
 
 // The task ended, keeps outputs, and has not recorded them yet; `pods_done` = none of its pods runs.
 bool outputs_due(const api::TaskSpec& spec, const nlohmann::json& status, bool pods_done);
+
+// What to do with Valley's outputs finalizer on a task (its metadata and the status just decided).
+struct FinalizerStep {
+  enum Kind { Keep, Add, Remove } kind = Keep;
+  bool gave_up = false;                          // removed with the outputs not recorded
+  std::optional<std::chrono::seconds> recheck_in;  // held while deleting: when give_up comes
+};
+FinalizerStep outputs_finalizer(const nlohmann::json& metadata, const api::TaskSpec* spec, const nlohmann::json& status,
+                                kube::SystemTime now, std::chrono::seconds give_up, bool may_add);
+
+// The finalizers of `metadata` with Valley's added or removed (the rest kept in their order).
+nlohmann::json finalizers_after(const nlohmann::json& metadata, FinalizerStep::Kind kind);
 
 }  // namespace valley::lifecycle

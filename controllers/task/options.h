@@ -42,6 +42,10 @@ struct ControllerOptions {
   lifecycle::DisruptionConfig disruption;
   planner::NodeFacts node_facts;  // spot labels (unless a PricingPolicy says), disruption taints
   std::chrono::seconds checkpoint_poll{30};  // how often latest.json is read from s3:// stores
+  // Whether tasks get the outputs finalizer, and how long a deleted one is held for its outputs
+  // and report (lifecycle/transfers.h).
+  bool outputs_finalizer = false;
+  std::chrono::seconds outputs_on_delete{600};
   std::string pricing_policy = "default";    // the PricingPolicy that prices tasks
   // Node labels (key=value) of the launcher pool: where MPI launchers must run (render::LauncherPlacement).
   std::vector<std::pair<std::string, std::string>> launcher_pool;

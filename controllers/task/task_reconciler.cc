@@ -116,6 +116,9 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   const std::string ns = o.task["metadata"].value("namespace", "");
   const std::string name = o.task["metadata"].value("name", "");
   const std::string uid = o.task["metadata"].value("uid", "");
+  // Reserved: a PodView is large, and each regrowth of the vector is an allocation big enough to
+  // make glibc consolidate every small block the reconcile has freed so far.
+  o.pods.reserve(owned.size());
   for (const auto& pod : owned) o.pods.push_back(lifecycle::view_pod(*pod));
   {
     // Kept while the pod is: a uid is never reused.
@@ -359,8 +362,10 @@ Result TaskReconciler::reconcile(const std::string& key) {
   if (cache_.namespace_going(ns)) {
     // Its namespace's deletion takes the task too, and the namespace controller deletes the pods
     // first: that is no disruption to recover from; only the pods' accounting is let go. (The cost
-    // in its status goes with the task.)
-    return accounting_.release_foreign_pods(ns, name, "") ? Result::done() : Result::retry();
+    // in its status goes with the task; so do its outputs: the store's Secret goes with the namespace.)
+    std::optional<std::chrono::seconds> unused;
+    const bool finalized = keep_outputs_finalizer(key, *task, nullptr, kube::object_at(*task, "status"), &unused);
+    return accounting_.release_foreign_pods(ns, name, "") && finalized ? Result::done() : Result::retry();
   }
   const auto owned = cache_.pods_owned_by(kube::string_at(meta, "uid"));
   lifecycle::Observed o = observe(key, task, owned);
@@ -371,6 +376,7 @@ Result TaskReconciler::reconcile(const std::string& key) {
   lifecycle::Decision d = decide_and_price(o, owned, accounted);
   hold_progress(key, o, stored_status, accounted, d);
   if (auto stop = write_status(key, o, d)) return *stop;
+  const bool finalized = keep_outputs_finalizer(key, *task, o.parsed.spec ? &*o.parsed.spec : nullptr, d.status, &d.requeue_after);
   const bool released = release_accounted(o, d, accounted);
   if (d.collect_outputs && o.parsed.spec) {
     nlohmann::json ended = o.task;
@@ -396,7 +402,7 @@ Result TaskReconciler::reconcile(const std::string& key) {
     spdlog::info("{}: namespace {} is being deleted; not creating anything more", key, ns);
     return Result::done();
   }
-  return {ok && released, d.requeue_after};
+  return {ok && released && finalized, d.requeue_after};
 }
 
 }  // namespace valley::task

@@ -87,6 +87,11 @@ class TaskReconciler {
   // A refusal retrying will not heal: the user's to see (Event, condition), and recorded.
   void refused(const std::string& key, const lifecycle::Observed& o, const Creation& c, const kube::KubeError& e);
   bool patch_hostfile(const std::string& key, const lifecycle::Observed& o, const lifecycle::Decision& d);
+  // Valley's outputs finalizer added or removed as lifecycle::outputs_finalizer says for `status`
+  // (the one just decided), on `cached` as this process last wrote it; `spec` null: not kept.
+  // False to retry (a conflict: decided again on the newer task).
+  bool keep_outputs_finalizer(const std::string& key, const nlohmann::json& cached, const api::TaskSpec* spec, const nlohmann::json& status,
+                              std::optional<std::chrono::seconds>* requeue_after);
   // Expects the object just created (`made`: the API server's answer), unless its informer shows it already.
   void expect(const std::string& id, const kube::Resource& r, const std::string& ns, const nlohmann::json& made);
   // How much longer the task's held status change may wait (0: write it now).

@@ -5,6 +5,7 @@
 // status.outputs, also when the operator was killed while the upload failed. kwok runs no
 // containers: the pods' side (valley-io) is tested against versitygw (tests/storage) and on the
 // real node.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -31,6 +32,7 @@ class TransfersTest : public TaskTest {
   std::vector<std::string> operator_flags() const override {
     auto flags = TaskTest::operator_flags();
     flags.push_back("--checkpoint-poll-interval=1s");
+    flags.push_back("--outputs-finalizer");
     return flags;
   }
   void secret(const std::string& name, const std::map<std::string, std::string>& values) {
@@ -133,6 +135,51 @@ TEST_F(TransfersTest, DataThatCannotBeListedHoldsNothingThenTheTaskRunsAndItsOut
   std::stringstream written;
   written << in.rdbuf();
   EXPECT_EQ(written.str(), html);
+}
+
+// A task deleted while it runs is held by Valley's finalizer, also across an operator that was
+// down when it was deleted: it ends (Failed, Deleted), its pods stop, and it goes only once what
+// they kept and Valley's report (partial) are in the store.
+TEST_F(TransfersTest, ATaskDeletedMidRunGoesOnlyOnceItsPartialOutputsAndReportAreKept) {
+  const std::string base = std::string("s3://") + testing::VersityGw::kBucket + "/" + ns;
+  json spec = mpi_spec(1, 1, {{"valley.dev/sim-run-time", "10m"}});
+  spec["checkpoint"] = {{"uri", base + "/ckpt"}, {"secretRef", {{"name", "s3"}}}};  // outputs beside it
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Running", 90s)) << task()["status"].dump(2) << operator_log();
+  auto holds_finalizer = [&] {
+    const json f = task()["metadata"].value("finalizers", json::array());
+    return std::find(f.begin(), f.end(), "valley.dev/outputs") != f.end();
+  };
+  ASSERT_TRUE(eventually(holds_finalizer, 30s)) << task()["metadata"].dump(2);
+  gw_->store(ns + "/ckpt/outputs")->put("model/step-40.bin", std::string(500, 'w'));  // as the sidecar would
+  // Deleted while no operator runs: it stays, and the operator that comes up finishes it.
+  stop_operator(SIGKILL);
+  admin->remove(kTrainingTasks, ns, "job");
+  std::this_thread::sleep_for(2s);
+  ASSERT_TRUE(task()["metadata"].contains("deletionTimestamp")) << task()["metadata"].dump(2);
+  start_operator();
+  auto gone = [&] {
+    try {
+      task();
+      return false;
+    } catch (const kube::KubeError& e) {
+      return e.http_status() == 404;
+    }
+  };
+  ASSERT_TRUE(eventually(gone, 120s)) << task().dump(2) << operator_log();
+  EXPECT_TRUE(has_event("\nDeleted: ")) << events_text();
+  EXPECT_TRUE(has_event("\nOutputsKept: ")) << events_text();
+  auto store = gw_->store(ns + "/ckpt/outputs");
+  std::vector<std::string> keys;
+  for (const auto& o : store->list()) keys.push_back(o.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"model/step-40.bin", "valley-report.html", "valley-report.json"}));
+  const json report = json::parse(store->get("valley-report.json").value_or("{}"));
+  EXPECT_EQ(report.value("phase", ""), "Failed") << report.dump(2);
+  EXPECT_EQ(report.value("reason", ""), "Deleted") << report.dump(2);
+  EXPECT_EQ(report["outputs"].value("partial", false), true) << report.dump(2);
+  EXPECT_EQ(report["outputs"].value("files", 0), 1) << report.dump(2);
+  ASSERT_TRUE(report["history"].is_array() && !report["history"].empty()) << report.dump(2);
+  EXPECT_EQ(report["history"].back().value("reason", ""), "Deleted") << report.dump(2);
 }
 
 }  // namespace

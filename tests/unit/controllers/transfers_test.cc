@@ -198,3 +198,86 @@ TEST(Transfers, TheHistoryRecordsEachPhaseAndSizeOnceAndTheReportDrawsIt) {
 
 }  // namespace
 }  // namespace valley::lifecycle
+
+namespace valley::lifecycle {
+namespace {
+using namespace fixtures;
+
+std::vector<std::string> deleted_names(const Decision& d) {
+  std::vector<std::string> names;
+  for (const auto& del : d.delete_pods) names.push_back(del.name);
+  return names;
+}
+
+// A task deleted mid-run ends (Failed, Deleted), stops its pods as a disruption would (the
+// launcher first, for its checkpoint window) whatever its cleanPodPolicy, and asks for its outputs
+// once they are done; it is never restarted and nothing is created for it.
+TEST(Transfers, ADeletedTaskEndsStopsItsPodsAndAsksForItsOutputs) {
+  json task = task_object(with_data(), running_status());
+  task["spec"]["runPolicy"]["cleanPodPolicy"] = "None";
+  task["metadata"]["deletionTimestamp"] = "2026-11-22T04:00:00Z";
+  Observed o = observe(task, running_pods());
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["phase"], "Failed");
+  EXPECT_EQ(d.status["reason"], kDeleted);
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_EQ(deleted_names(d), std::vector<std::string>{"t-launcher"}) << "the workers wait for the launcher's SIGTERM to reach the ranks";
+  EXPECT_FALSE(d.collect_outputs);
+  // The launcher ended: the workers go too, though cleanPodPolicy None would have kept them.
+  o.task["status"] = d.status;
+  o.pods[2].phase = "Failed";
+  d = decide(o);
+  EXPECT_EQ(d.status["phase"], "Failed");
+  EXPECT_EQ(deleted_names(d), (std::vector<std::string>{"t-worker-0", "t-worker-1", "t-launcher"}));
+  EXPECT_FALSE(d.collect_outputs);
+  // All done: the outputs and report are asked for; no ttl deletion of a task already going.
+  o.task["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 0;
+  o.parsed = api::parse_task(o.task);
+  for (auto& p : o.pods) p.phase = "Failed";
+  d = decide(o);
+  EXPECT_TRUE(d.collect_outputs);
+  EXPECT_FALSE(d.delete_task);
+}
+
+TEST(Transfers, TheOutputsFinalizerHoldsATaskThatRanUntilItsOutputsAreKeptOrTheWaitIsOver) {
+  using K = FinalizerStep::Kind;
+  const auto give_up = std::chrono::seconds(600);
+  const api::TaskSpec spec = *api::parse_task(task_object(with_data())).spec;
+  const api::TaskSpec no_outputs = *api::parse_task(task_object()).spec;
+  json meta = {{"name", "t"}, {"finalizers", {"other.io/keep"}}};
+  const json pending = {{"phase", "Pending"}};
+  const json ran = running_status();
+  json kept = ran;
+  kept["outputs"] = {{"time", "2026-11-22T04:01:00Z"}};
+  // Not being deleted: added once the task has run, removed once its outputs are kept.
+  EXPECT_EQ(outputs_finalizer(meta, &spec, pending, kNow, give_up, true).kind, K::Keep) << "nothing ran: nothing to keep";
+  EXPECT_EQ(outputs_finalizer(meta, &no_outputs, ran, kNow, give_up, true).kind, K::Keep);
+  EXPECT_EQ(outputs_finalizer(meta, &spec, ran, kNow, give_up, true).kind, K::Add);
+  EXPECT_EQ(outputs_finalizer(meta, &spec, ran, kNow, give_up, false).kind, K::Keep) << "not added unless the operator says so";
+  EXPECT_EQ(finalizers_after(meta, K::Add), json({"other.io/keep", kOutputsFinalizer}));
+  meta["finalizers"] = finalizers_after(meta, K::Add);
+  EXPECT_EQ(finalizers_after(meta, K::Add), meta["finalizers"]) << "added once";
+  EXPECT_EQ(outputs_finalizer(meta, &spec, ran, kNow, give_up, true).kind, K::Keep);
+  EXPECT_EQ(outputs_finalizer(meta, &spec, kept, kNow, give_up, true).kind, K::Remove);
+  EXPECT_EQ(outputs_finalizer(meta, &spec, kept, kNow, give_up, false).kind, K::Remove) << "removed whatever the setting";
+  EXPECT_EQ(outputs_finalizer(meta, nullptr, ran, kNow, give_up, true).kind, K::Remove) << "an invalid spec keeps nothing";
+  EXPECT_EQ(finalizers_after(meta, K::Remove), json({"other.io/keep"})) << "another's finalizer stays";
+  // Being deleted: held until the outputs are kept, or give_up after the deletion was asked.
+  meta["deletionTimestamp"] = kube::format_time(kNow - std::chrono::seconds(60));
+  FinalizerStep held = outputs_finalizer(meta, &spec, ran, kNow, give_up, true);
+  EXPECT_EQ(held.kind, K::Keep);
+  ASSERT_TRUE(held.recheck_in);
+  EXPECT_EQ(held.recheck_in->count(), 541);
+  FinalizerStep done = outputs_finalizer(meta, &spec, kept, kNow, give_up, true);
+  EXPECT_EQ(done.kind, K::Remove);
+  EXPECT_FALSE(done.gave_up);
+  FinalizerStep late = outputs_finalizer(meta, &spec, ran, kNow + std::chrono::seconds(540), give_up, true);
+  EXPECT_EQ(late.kind, K::Remove);
+  EXPECT_TRUE(late.gave_up);
+  // Never added to a task being deleted (the API server refuses new finalizers then).
+  meta["finalizers"] = json::array();
+  EXPECT_EQ(outputs_finalizer(meta, &spec, ran, kNow, give_up, true).kind, K::Keep);
+}
+
+}  // namespace
+}  // namespace valley::lifecycle
