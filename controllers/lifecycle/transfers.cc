@@ -52,12 +52,4 @@ FinalizerStep outputs_finalizer(const nlohmann::json& metadata, const api::TaskS
   return step;
 }
 
-nlohmann::json finalizers_after(const nlohmann::json& metadata, FinalizerStep::Kind kind) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& f : kube::array_at(metadata, "finalizers"))
-    if (!(f.is_string() && f == kOutputsFinalizer)) out.push_back(f);
-  if (kind == FinalizerStep::Add) out.push_back(kOutputsFinalizer);
-  return out;
-}
-
 }  // namespace valley::lifecycle

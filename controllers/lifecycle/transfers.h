@@ -55,7 +55,4 @@ struct FinalizerStep {
 FinalizerStep outputs_finalizer(const nlohmann::json& metadata, const api::TaskSpec* spec, const nlohmann::json& status,
                                 kube::SystemTime now, std::chrono::seconds give_up, bool may_add);
 
-// The finalizers of `metadata` with Valley's added or removed (the rest kept in their order).
-nlohmann::json finalizers_after(const nlohmann::json& metadata, FinalizerStep::Kind kind);
-
 }  // namespace valley::lifecycle

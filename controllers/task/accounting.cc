@@ -7,6 +7,7 @@
 #include "controllers/cost/engine.h"
 #include "controllers/render/render.h"
 #include "operator/kube/error.h"
+#include "operator/kube/finalizers.h"
 #include "operator/kube/json_fields.h"
 
 namespace valley::task {
@@ -87,22 +88,7 @@ nlohmann::json Accounting::with_estimate(nlohmann::json out, const nlohmann::jso
 }
 
 bool Accounting::release(const api::Pod& pod) {
-  const auto& finalizers = pod.finalizers;
-  for (size_t k = 0; k < finalizers.size(); ++k) {
-    if (finalizers[k] != render::kAccountingFinalizer) continue;
-    const std::string path = "/metadata/finalizers/" + std::to_string(k);
-    try {  // test first: the list may have changed since our cache saw it
-      client_.patch(res::kPods, pod.ns, pod.name, kube::PatchType::JSON,
-                    nlohmann::json::array({{{"op", "test"}, {"path", path}, {"value", render::kAccountingFinalizer}},
-                                           {{"op", "remove"}, {"path", path}}}));
-    } catch (const kube::KubeError& e) {
-      if (e.http_status() == 404) return true;
-      spdlog::debug("{}/{}: release: {}", pod.ns, pod.name, e.what());
-      return false;  // 422 (the test failed) or 409: the informer brings the fresh pod
-    }
-    return true;
-  }
-  return true;
+  return kube::remove_finalizer(client_, res::kPods, pod.ns, pod.name, pod.finalizers, render::kAccountingFinalizer);
 }
 
 bool Accounting::release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid) {

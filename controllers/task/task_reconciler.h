@@ -88,8 +88,8 @@ class TaskReconciler {
   void refused(const std::string& key, const lifecycle::Observed& o, const Creation& c, const kube::KubeError& e);
   bool patch_hostfile(const std::string& key, const lifecycle::Observed& o, const lifecycle::Decision& d);
   // Valley's outputs finalizer added or removed as lifecycle::outputs_finalizer says for `status`
-  // (the one just decided), on `cached` as this process last wrote it; `spec` null: not kept.
-  // False to retry (a conflict: decided again on the newer task).
+  // (the one just decided), on the task as cached; `spec` null: not kept. False to retry (the
+  // cache was behind: decided again on the newer task).
   bool keep_outputs_finalizer(const std::string& key, const nlohmann::json& cached, const api::TaskSpec* spec, const nlohmann::json& status,
                               std::optional<std::chrono::seconds>* requeue_after);
   // Expects the object just created (`made`: the API server's answer), unless its informer shows it already.

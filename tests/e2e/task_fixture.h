@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include "operator/kube/finalizers.h"
 #include "tests/e2e/support.h"
 
 namespace valley::e2e {
@@ -42,15 +43,9 @@ class TaskTest : public ClusterTest {
   // removes, and would keep the namespace Terminating.
   void release_tasks() {
     try {
-      for (const auto& t : admin->list(kTrainingTasks, ns).items) {
-        const json finalizers = t["metadata"].value("finalizers", json::array());
-        json kept = json::array();
-        for (const auto& f : finalizers)
-          if (f != "valley.dev/outputs") kept.push_back(f);
-        if (kept.size() == finalizers.size()) continue;
-        admin->patch(kTrainingTasks, ns, t["metadata"].value("name", ""), kube::PatchType::Merge,
-                     {{"metadata", {{"finalizers", kept}, {"resourceVersion", t["metadata"].value("resourceVersion", "")}}}});
-      }
+      for (const auto& t : admin->list(kTrainingTasks, ns).items)
+        kube::remove_finalizer(*admin, kTrainingTasks, ns, t["metadata"].value("name", ""),
+                               t["metadata"].value("finalizers", std::vector<std::string>{}), "valley.dev/outputs");
     } catch (const kube::KubeError&) {
     }
   }

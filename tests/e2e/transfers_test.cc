@@ -150,7 +150,10 @@ TEST_F(TransfersTest, ATaskDeletedMidRunGoesOnlyOnceItsPartialOutputsAndReportAr
     const json f = task()["metadata"].value("finalizers", json::array());
     return std::find(f.begin(), f.end(), "valley.dev/outputs") != f.end();
   };
+  // Another controller's finalizer, there before Valley adds its own: it stays through both.
+  admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"metadata", {{"finalizers", {"e2e.valley.dev/keep"}}}}});
   ASSERT_TRUE(eventually(holds_finalizer, 30s)) << task()["metadata"].dump(2);
+  EXPECT_EQ(task()["metadata"]["finalizers"], json({"e2e.valley.dev/keep", "valley.dev/outputs"})) << "added once, after the other";
   gw_->store(ns + "/ckpt/outputs")->put("model/step-40.bin", std::string(500, 'w'));  // as the sidecar would
   // Deleted while no operator runs: it stays, and the operator that comes up finishes it.
   stop_operator(SIGKILL);
@@ -166,7 +169,11 @@ TEST_F(TransfersTest, ATaskDeletedMidRunGoesOnlyOnceItsPartialOutputsAndReportAr
       return e.http_status() == 404;
     }
   };
-  ASSERT_TRUE(eventually(gone, 120s)) << task().dump(2) << operator_log();
+  // Valley lets go of its own only; the task then waits for the other's, which the test removes.
+  ASSERT_TRUE(eventually([&] { return !holds_finalizer(); }, 120s)) << task().dump(2) << operator_log();
+  EXPECT_EQ(task()["metadata"]["finalizers"], json({"e2e.valley.dev/keep"})) << "another's finalizer stays";
+  admin->patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, {{"metadata", {{"finalizers", nullptr}}}});
+  ASSERT_TRUE(eventually(gone, 30s)) << task().dump(2) << operator_log();
   EXPECT_TRUE(has_event("\nDeleted: ")) << events_text();
   EXPECT_TRUE(has_event("\nOutputsKept: ")) << events_text();
   auto store = gw_->store(ns + "/ckpt/outputs");
