@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 #include "controllers/gpu/resources.h"
@@ -120,7 +121,21 @@ Micros accrued_micros(const json& cost_status) {
 
 namespace {
 constexpr std::chrono::seconds kClockSlack{5};
+
+// Whether the ledger holds an entry for the pod: it holds GPUs, has started (or was charged
+// before), and has an entry already or a node rate to open one with.
+bool ledgered(const PodUse& pod, bool in_ledger, const std::map<std::string, NodeRate>& rates) {
+  if (pod.share_milli <= 0 || (!pod.start && !in_ledger)) return false;
+  return in_ledger || rates.count(pod.node) > 0;
+}
 }  // namespace
+
+size_t ledger_entries(const json& cost_status, const std::vector<PodUse>& pods, const std::map<std::string, NodeRate>& rates) {
+  std::set<std::string> charged;
+  for (const auto& e : kube::array_at(cost_status, "ledger"))
+    if (e.is_object()) charged.insert(kube::string_at(e, "uid"));
+  return static_cast<size_t>(std::count_if(pods.begin(), pods.end(), [&](const PodUse& pod) { return ledgered(pod, charged.count(pod.uid) > 0, rates); }));
+}
 
 json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>& pods, const std::map<std::string, NodeRate>& rates,
             int priority, SystemTime now, bool finished, std::chrono::seconds settle) {
@@ -145,15 +160,15 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
   json next_ledger = json::array();
   for (const auto& pod_in : pods) {
     auto it = ledger.find(pod_in.uid);
+    // Not one that never ran, holds no GPU, or whose node went before it could be priced.
+    if (!ledgered(pod_in, it != ledger.end(), rates)) continue;
     PodUse pod = pod_in;
-    if (!pod.start && it != ledger.end()) pod.start = SystemTime(std::chrono::milliseconds(i64(it->second, "untilMs")));
-    if (!pod.start || pod.share_milli <= 0) continue;  // never ran, or holds no GPU
+    if (!pod.start) pod.start = SystemTime(std::chrono::milliseconds(i64(it->second, "untilMs")));
     json entry;
     if (it != ledger.end()) {
       entry = it->second;
     } else {
       auto r = rates.find(pod.node);
-      if (r == rates.end()) continue;  // its node is gone before we could price it
       entry = {{"uid", pod.uid}, {"pod", pod.name}, {"node", pod.node}, {"vendor", r->second.vendor},
                {"product", r->second.product}, {"capacityClass", r->second.capacity_class},
                {"gpuPerHourMicros", r->second.gpu_per_hour}, {"watts", r->second.watts}, {"shareMilli", pod.share_milli},

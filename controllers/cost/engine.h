@@ -55,6 +55,11 @@ nlohmann::json accrue(const Policy& p, const nlohmann::json& cost_status, const 
                       const std::map<std::string, NodeRate>& rates, int priority, SystemTime now, bool finished,
                       std::chrono::seconds settle = std::chrono::seconds(0));
 
+// How many entries accrue() leaves in the ledger for `pods`, without accruing: when it differs from
+// the stored ledger's size, a pod started holding GPUs or went, which is news however recent the
+// last accrual.
+size_t ledger_entries(const nlohmann::json& cost_status, const std::vector<PodUse>& pods, const std::map<std::string, NodeRate>& rates);
+
 // The pod's cost is all in `cost_status`: it never held a GPU, or it has ended and its ledger entry
 // has charged it to its end. (When its end will never be known, the caller charges it to now.)
 bool charged_to_end(const PodUse& pod, const nlohmann::json& cost_status);

@@ -5,7 +5,6 @@
 #include <set>
 #include <map>
 
-#include "controllers/api/task_status.h"
 #include "controllers/cost/engine.h"
 #include "controllers/lifecycle/start_failure.h"
 #include "controllers/planner/planner.h"
@@ -44,7 +43,7 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
 
 Decider::Decider(const Observed& o)
     : o_(o),
-      status_(api::readable_status(o.task.is_object() ? o.task.value("status", json::object()) : json::object())),
+      status_(kube::object_at(o.task, "status")),
       before_(status_),
       now_(format_time(o.now)) {
   generation_ = kube::int_at(kube::object_at(o.task, "metadata"), "generation").value_or(0);

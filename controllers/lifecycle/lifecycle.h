@@ -121,7 +121,9 @@ struct CreateRefusal {
 };
 
 struct Observed {
-  json task;  // the TrainingTask as cached (metadata, spec, status)
+  // The TrainingTask as cached (metadata, spec, status), its status as the CRD declares it
+  // (api::readable_status: a field of another type is absent), which the Decider relies on.
+  json task;
   api::ParsedTask parsed;
   std::vector<PodView> pods;  // owned by the task
   bool service_exists = false;

@@ -88,7 +88,7 @@ void ClusterSnapshot::set_facts(const NodeFacts& facts) {
   if (facts == facts_) return;
   facts_ = facts;
   for (const auto& [name, object] : slice_objects_) slices_[name] = api::dra_slice_from(*object, facts_.dra_product_attributes);
-  for (auto& [name, entry] : nodes_) entry = {entry.object, read_node(entry.object), nullptr};
+  for (auto& [name, entry] : nodes_) entry = {entry.object, std::make_shared<const Node>(read_node(entry.object)), nullptr};
   claims_stale_ = true;
 }
 
@@ -110,12 +110,13 @@ std::vector<const api::DraSlice*> ClusterSnapshot::slice_list() const {
 }
 
 void ClusterSnapshot::reread_node(const std::string& name) {
-  if (auto it = nodes_.find(name); it != nodes_.end()) it->second = {it->second.object, read_node(it->second.object), nullptr};
+  if (auto it = nodes_.find(name); it != nodes_.end())
+    it->second = {it->second.object, std::make_shared<const Node>(read_node(it->second.object)), nullptr};
 }
 
 void ClusterSnapshot::upsert_node(const ObjectPtr& node) {
   const std::string name = key_of(*node);
-  nodes_[name] = {node, read_node(node), nullptr};
+  nodes_[name] = {node, std::make_shared<const Node>(read_node(node)), nullptr};
 }
 
 void ClusterSnapshot::upsert_slice(const ObjectPtr& slice) {
@@ -172,16 +173,16 @@ void ClusterSnapshot::recount_claims() {
 
 void ClusterSnapshot::remove_node(const std::string& name) { nodes_.erase(name); }
 
-std::optional<Node> ClusterSnapshot::node(const std::string& name) const {
+std::shared_ptr<const Node> ClusterSnapshot::node(const std::string& name) const {
   auto it = nodes_.find(name);
-  if (it == nodes_.end()) return std::nullopt;
+  if (it == nodes_.end()) return nullptr;
   return it->second.node;
 }
 
 std::vector<Node> ClusterSnapshot::nodes() const {
   std::vector<Node> out;
   out.reserve(nodes_.size());
-  for (const auto& [name, entry] : nodes_) out.push_back(entry.node);
+  for (const auto& [name, entry] : nodes_) out.push_back(*entry.node);
   return out;
 }
 
@@ -263,7 +264,7 @@ SnapshotView ClusterSnapshot::view() {
   v.nodes.reserve(nodes_.size());
   for (auto& [name, entry] : nodes_) {
     if (!entry.view) {
-      Node n = entry.node;
+      Node n = *entry.node;
       if (auto held = held_.find(name); held != held_.end()) take_held(n, held->second);
       if (auto held = claim_held_.find(name); held != claim_held_.end()) take_claimed(n, held->second);
       entry.view = std::make_shared<const Node>(std::move(n));

@@ -86,9 +86,10 @@ class ClusterSnapshot {
   void remove_claim(const std::string& key);  // namespace/name
 
   SnapshotView view();
-  // A node as node_from read it under the current facts (allocatable, not less what pods hold);
-  // nullopt when unknown. nodes(): all of them, by name.
-  std::optional<Node> node(const std::string& name) const;
+  // A node as node_from read it under the current facts (allocatable, not less what pods hold),
+  // shared as read (it is replaced, never changed, when the node or the facts change); null when
+  // unknown. nodes(): copies of all of them, by name.
+  std::shared_ptr<const Node> node(const std::string& name) const;
   std::vector<Node> nodes() const;
 
  private:
@@ -123,7 +124,7 @@ class ClusterSnapshot {
   NodeFacts facts_;
   struct NodeEntry {
     ObjectPtr object;
-    Node node;                            // node_from(object)
+    std::shared_ptr<const Node> node;     // read_node(object)
     std::shared_ptr<const Node> view;     // less what its pods hold; null: to be made anew
   };
   std::map<std::string, NodeEntry> nodes_;                             // by name

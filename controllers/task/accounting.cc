@@ -28,7 +28,7 @@ std::chrono::seconds Accounting::accrual_interval() const {
 nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::vector<planner::PodPtr>& pods, bool finished, bool force,
                                  const std::set<std::string>& ended_now) {
   // status.cost is not declared in the CRD: read tolerantly.
-  const nlohmann::json stored = kube::object_at(o.task["status"], "cost");
+  const nlohmann::json& stored = kube::object_at(kube::object_at(o.task, "status"), "cost");
   auto p = cache_.policy();
   if (!p || !o.parsed.spec) return stored;
   std::vector<cost::PodUse> uses;
@@ -49,11 +49,12 @@ nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::
       pod_ended = true;
     uses.push_back(std::move(u));
   }
-  nlohmann::json fresh = cost::accrue(*p, stored, uses, rates, o.parsed.spec->priority, o.now, finished, options_.cost_settle);
+  // Accrued (a copy of the whole ledger) only when it is to be written.
   const auto updated = kube::time_at(stored, "updated");
   const bool due = force || finished || pod_ended || !updated || o.now - *updated >= accrual_interval() ||
-                   fresh["ledger"].size() != kube::array_at(stored, "ledger").size() || kube::string_at(stored, "policy") != p->name;
-  nlohmann::json out = due ? fresh : stored;
+                   kube::string_at(stored, "policy") != p->name ||
+                   cost::ledger_entries(stored, uses, rates) != kube::array_at(stored, "ledger").size();
+  nlohmann::json out = due ? cost::accrue(*p, stored, uses, rates, o.parsed.spec->priority, o.now, finished, options_.cost_settle) : stored;
   if (due) out["updated"] = kube::format_time(o.now);
   if (finished) return out;
   return with_estimate(std::move(out), stored, o, *p);

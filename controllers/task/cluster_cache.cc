@@ -174,14 +174,16 @@ std::string ClusterCache::cached_uid(const kube::Resource& r, const std::string&
   return cached ? kube::string_at(kube::object_at(*cached, "metadata"), "uid") : "";
 }
 
-std::optional<planner::Node> ClusterCache::node(const std::string& name) {
-  std::optional<planner::Node> n;
+std::shared_ptr<const planner::Node> ClusterCache::node(const std::string& name) {
+  std::shared_ptr<const planner::Node> n;
   {
     std::lock_guard lock(snapshot_mu_);
     bring_facts_up_to_date();
     n = snapshot_.node(name);
   }
-  if (n) *n = planner::with_gpu_fault(std::move(*n), gpu_fault_of(*n));
+  if (!n) return n;
+  // Copied only for a failing GPU (rare): every reconcile looks up the nodes of its pods.
+  if (std::string fault = gpu_fault_of(*n); !fault.empty()) n = std::make_shared<const planner::Node>(planner::with_gpu_fault(*n, fault));
   return n;
 }
 
@@ -195,14 +197,14 @@ void ClusterCache::remember_departed(const std::string& name) {
   if (departed_nodes_.size() >= kMostKept)
     departed_nodes_.erase(std::min_element(departed_nodes_.begin(), departed_nodes_.end(),
                                            [](const auto& a, const auto& b) { return a.second.gone < b.second.gone; }));
-  departed_nodes_[name] = {now, std::move(*n)};
+  departed_nodes_[name] = {now, std::move(n)};
 }
 
-std::optional<planner::Node> ClusterCache::node_as_last_seen(const std::string& name) {
+std::shared_ptr<const planner::Node> ClusterCache::node_as_last_seen(const std::string& name) {
   if (auto n = node(name)) return n;
   std::lock_guard lock(snapshot_mu_);
   auto it = departed_nodes_.find(name);
-  if (it == departed_nodes_.end()) return std::nullopt;
+  if (it == departed_nodes_.end()) return nullptr;
   return it->second.node;
 }
 

@@ -69,10 +69,10 @@ class ClusterCache {
 
   // A node as the planner and the reconcilers see it: parsed with the node facts in force, its GPU
   // fault from Prometheus laid over; nullopt when not cached.
-  std::optional<planner::Node> node(const std::string& name);
+  std::shared_ptr<const planner::Node> node(const std::string& name);
   // The node, or when it is gone, the node as this process last saw it (kept a day, at most the
   // 10,000 most recently gone): a pod that ran on a node deleted since is still priced by its node.
-  std::optional<planner::Node> node_as_last_seen(const std::string& name);
+  std::shared_ptr<const planner::Node> node_as_last_seen(const std::string& name);
   std::vector<planner::Node> nodes();
   // The planning snapshot's view (node facts brought up to date first).
   planner::SnapshotView snapshot_view();
@@ -113,7 +113,7 @@ class ClusterCache {
   void remember_departed(const std::string& name);  // under snapshot_mu_
   struct DepartedNode {
     std::chrono::steady_clock::time_point gone;
-    planner::Node node;
+    std::shared_ptr<const planner::Node> node;
   };
   std::map<std::string, DepartedNode> departed_nodes_;  // under snapshot_mu_
   std::shared_ptr<const cost::Policy> facts_policy_;

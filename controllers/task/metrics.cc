@@ -41,19 +41,19 @@ void collect_tasks(ClusterCache& cache) {
   for (const char* phase : {"Pending", "Admitted", "Running", "Restarting", "Suspended", "Succeeded", "Failed"}) m.tasks.set({phase}, 0);
   std::map<std::pair<std::string, std::string>, int64_t> cost_micros;
   for (const auto& t : cache.task_list()) {
-    const auto status = t->value("status", nlohmann::json::object());
-    std::string phase = status.value("phase", "Pending");
+    const auto& status = kube::object_at(*t, "status");  // read in place: the metrics copy no status
+    std::string phase = kube::string_at(status, "phase", "Pending");
     m.tasks.inc({phase.empty() ? "Pending" : phase});
     const std::string ns = (*t)["metadata"].value("namespace", "");
     if (phase == "Running" || phase == "Restarting" || phase == "Admitted")
-      m.workers.set({ns, (*t)["metadata"].value("name", "")}, status.value("replicas", 0));
-    if (const auto use = kube::object_at(status, "utilization"); !use.empty() && !lifecycle::finished(phase)) {
+      m.workers.set({ns, (*t)["metadata"].value("name", "")}, static_cast<double>(kube::int_at(status, "replicas").value_or(0)));
+    if (const auto& use = kube::object_at(status, "utilization"); !use.empty() && !lifecycle::finished(phase)) {
       const std::string name = (*t)["metadata"].value("name", "");
       m.task_gpu_percent.set({ns, name}, static_cast<double>(kube::int_at(use, "gpuPercent").value_or(0)));
       m.task_idle_hours.set({ns, name}, static_cast<double>(kube::int_at(use, "idleGpuSeconds").value_or(0)) / 3600.0);
     }
-    const auto cost = status.value("cost", nlohmann::json::object());
-    if (cost.contains("accruedMicros")) cost_micros[{ns, cost.value("currency", "")}] += cost.value("accruedMicros", int64_t{0});
+    const auto& cost = kube::object_at(status, "cost");
+    if (auto accrued = kube::int_at(cost, "accruedMicros")) cost_micros[{ns, kube::string_at(cost, "currency")}] += *accrued;
   }
   for (const auto& [k, v] : cost_micros) m.cost.set({k.first, k.second}, static_cast<double>(v) / 1e6);
 }

@@ -102,12 +102,13 @@ void TaskReconciler::observe_checkpoint(lifecycle::Observed& o, const std::strin
 lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::ObjectPtr& task, const std::vector<planner::PodPtr>& owned) {
   lifecycle::Observed o;
   // The status this process wrote last, while the informer still shows the task from before it.
-  o.task = written_.latest(key, *task);
-  if (kube::string_at(kube::object_at(o.task, "metadata"), "resourceVersion") != kube::string_at(kube::object_at(*task, "metadata"), "resourceVersion"))
-    spdlog::debug("{}: the cache shows the task from before our last status write: deciding on that write", key);
+  const kube::ObjectPtr seen = written_.latest(key, task);
+  if (seen != task) spdlog::debug("{}: the cache shows the task from before our last status write: deciding on that write", key);
   // Every read of the status below (cost, phase, restarts) and in the lifecycle sees it as the CRD
-  // declares it: fields of another type read as absent (controllers/api/task_status.h).
-  o.task["status"] = api::readable_status(o.task.value("status", nlohmann::json::object()));
+  // declares it: fields of another type read as absent (controllers/api/task_status.h). The rest of
+  // the task is copied as it is, the status only once, as read.
+  o.task = kube::all_but(*seen, "status");
+  o.task["status"] = api::readable_status(kube::object_at(*seen, "status"));
   o.parsed = api::parse_task(o.task);
   if (o.parsed.spec && !o.parsed.spec->pod_security.level) o.parsed.spec->pod_security.level = options_.pod_security;
   if (o.parsed.spec) o.parsed.spec->io_image = options_.io_image;
@@ -219,7 +220,7 @@ lifecycle::Decision TaskReconciler::decide_and_price(lifecycle::Observed& o, con
         closing.insert(del.uid);
     d.status["cost"] = accounting_.cost_status(now_view, owned, false, true, closing);
   }
-  if (d.status.value("cost", nlohmann::json::object()) != stored_cost) d.status_changed = true;
+  if (kube::object_at(d.status, "cost") != stored_cost) d.status_changed = true;
   if (((!ended_before && !ended_after) || pods_hold_gpus) && !owned.empty() && priced) {
     if (const auto every = accounting_.accrual_interval(); !d.requeue_after || *d.requeue_after > every) d.requeue_after = every;
   }
@@ -264,9 +265,9 @@ std::optional<Result> TaskReconciler::write_status(const std::string& key, const
     std::lock_guard lock(held_mu_);
     held_since_.erase(key);
   }
-  nlohmann::json updated = o.task;
+  nlohmann::json updated = kube::all_but(o.task, "status");
   updated["status"] = d.status;
-  const StatusWrite w = task::write_status(client_, res::kTrainingTasks, updated);
+  StatusWrite w = task::write_status(client_, res::kTrainingTasks, updated);
   if (w.outcome == StatusWrite::Gone) return Result::done();
   if (!w.done()) {
     // 409: our cache was behind; the informer brings the fresh object and we decide again.
@@ -274,7 +275,7 @@ std::optional<Result> TaskReconciler::write_status(const std::string& key, const
     spdlog::debug("{}: status update: {}", key, w.error);
     return Result::retry();
   }
-  written_.wrote(key, o.task, w.answer);
+  written_.wrote(key, o.task, std::move(w.answer));
   const std::string phase_before = kube::string_at(o.task["status"], "phase"), phase_after = d.status.value("phase", "");
   if (phase_after != phase_before)
     spdlog::info("{} -> {}: {}", phase_before.empty() ? "new" : phase_before, phase_after, d.status.value("message", ""));
@@ -285,11 +286,11 @@ std::optional<Result> TaskReconciler::write_status(const std::string& key, const
 void TaskReconciler::count_restarts(const lifecycle::Observed& o, const lifecycle::Decision& d) {
   auto& m = controller_metrics();
   // Restarts this process decided (the write succeeded, so each is counted once).
-  const auto before = o.task.value("status", nlohmann::json::object()).value("restarts", nlohmann::json::object());
-  const auto after = d.status.value("restarts", nlohmann::json::object());
+  const auto& before = kube::object_at(kube::object_at(o.task, "status"), "restarts");
+  const auto& after = kube::object_at(d.status, "restarts");
   // Disruptions this process handled, and the work they cost once the task runs again.
-  const auto last_before = kube::object_at(o.task.value("status", nlohmann::json::object()), "lastDisruption");
-  const auto last_after = kube::object_at(d.status, "lastDisruption");
+  const auto& last_before = kube::object_at(kube::object_at(o.task, "status"), "lastDisruption");
+  const auto& last_after = kube::object_at(d.status, "lastDisruption");
   const std::string disruption = kube::string_at(last_after, "cause");
   if (!disruption.empty() && kube::string_at(last_after, "time") != kube::string_at(last_before, "time")) m.disruptions.inc({disruption});
   if (!disruption.empty() && last_after.contains("workLostSeconds") && !last_before.contains("workLostSeconds") && o.parsed.spec) {
@@ -305,7 +306,7 @@ void TaskReconciler::count_restarts(const lifecycle::Observed& o, const lifecycl
 bool TaskReconciler::release_accounted(const lifecycle::Observed& o, const lifecycle::Decision& d, const Accounted& accounted) {
   // The status now holds every accounted pod's cost (or nothing is priced): release them.
   bool released = true;
-  const nlohmann::json written = d.status.value("cost", nlohmann::json::object());
+  const nlohmann::json& written = kube::object_at(d.status, "cost");
   const bool priced = cache_.policy() && o.parsed.spec && !written.contains("final");
   for (const auto& [pod, unreported] : accounted.pods)
     if (!priced || unreported || cost::charged_to_end(cost::pod_use(*pod), written)) released &= accounting_.release(*pod);

@@ -36,18 +36,19 @@ namespace {
 std::string version_of(const nlohmann::json& object) { return string_at(object_at(object, "metadata"), "resourceVersion"); }
 }  // namespace
 
-void WrittenObjects::wrote(const std::string& key, const json& based_on, const json& written) {
+void WrittenObjects::wrote(const std::string& key, const json& based_on, json written) {
+  auto object = std::make_shared<const json>(std::move(written));
   std::lock_guard lock(mu_);
   Written& w = written_[key];
   if (const std::string old = version_of(based_on); !old.empty()) w.replaced.insert(old);
-  w.object = written;
+  w.object = std::move(object);
 }
 
-nlohmann::json WrittenObjects::latest(const std::string& key, const json& cached) {
+WrittenObjects::Ptr WrittenObjects::latest(const std::string& key, const Ptr& cached) {
   std::lock_guard lock(mu_);
   auto it = written_.find(key);
   if (it == written_.end()) return cached;
-  if (it->second.replaced.count(version_of(cached))) return it->second.object;
+  if (it->second.replaced.count(version_of(*cached))) return it->second.object;
   written_.erase(it);  // the cache caught up (or someone else wrote since): it is the truth again
   return cached;
 }

@@ -15,6 +15,8 @@
 #include <set>
 #include <string>
 
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
 namespace valley::kube {
@@ -50,21 +52,22 @@ class CreationExpectations {
 //
 // Versions are told apart by identity only (resourceVersions are opaque): the cache is behind
 // while it holds one of the versions a write of ours replaced. Any other version (someone else's
-// write, or ours arriving) ends the entry. Thread-safe.
+// write, or ours arriving) ends the entry. Objects are shared, never copied. Thread-safe.
 class WrittenObjects {
  public:
   using json = nlohmann::json;
+  using Ptr = std::shared_ptr<const json>;
   // This process replaced `based_on` (the object it read) with `written` (the API server's answer).
-  void wrote(const std::string& key, const json& based_on, const json& written);
+  void wrote(const std::string& key, const json& based_on, json written);
   // `cached`, or the version this process wrote after it while the cache has not caught up.
-  json latest(const std::string& key, const json& cached);
+  Ptr latest(const std::string& key, const Ptr& cached);
   void forget(const std::string& key);
   size_t size() const;
 
  private:
   struct Written {
     std::set<std::string> replaced;  // resourceVersions older than `object`
-    json object;
+    Ptr object;
   };
   mutable std::mutex mu_;
   std::map<std::string, Written> written_;

@@ -30,6 +30,16 @@ inline const nlohmann::json& array_at(const nlohmann::json& o, const char* key) 
   return it == o.end() || !it->is_array() ? kEmpty : *it;
 }
 
+// A copy of object o without its field `skipped` (an empty object when o is not one): for a caller
+// about to replace that field, so it is not copied only to be thrown away.
+inline nlohmann::json all_but(const nlohmann::json& o, const char* skipped) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!o.is_object()) return out;
+  for (auto field = o.begin(); field != o.end(); ++field)
+    if (field.key() != skipped) out[field.key()] = *field;
+  return out;
+}
+
 // o[key] if it is a string, else `fallback`.
 inline std::string string_at(const nlohmann::json& o, const char* key, const std::string& fallback = "") {
   if (!o.is_object()) return fallback;

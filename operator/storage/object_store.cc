@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "operator/kube/remote_clock.h"
+#include "operator/text.h"
 
 namespace valley::storage {
 namespace {
@@ -269,9 +270,9 @@ class S3Store : public ObjectStore {
   static std::string excerpt(const std::string& body) {
     if (std::string code = element(body, "Code"); !code.empty()) {
       std::string message = element(body, "Message");
-      return code + (message.empty() ? "" : ": " + message.substr(0, 300));
+      return code + (message.empty() ? "" : ": " + utf8_head(message, 300));
     }
-    return body.substr(0, 300);
+    return utf8_head(body, 300);
   }
   // A successful response's body goes to the file; anything else (an error's XML) to the string.
   static size_t to_sink(char* data, size_t size, size_t n, void* out) {

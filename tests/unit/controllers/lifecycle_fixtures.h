@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "controllers/api/pod.h"
+#include "controllers/api/task_status.h"
 #include "controllers/lifecycle/lifecycle.h"
+#include "operator/kube/json_fields.h"
 
 namespace valley::lifecycle::fixtures {
 using namespace std::chrono_literals;
@@ -39,6 +41,7 @@ inline PodView pod(const std::string& name, const std::string& role, int epoch, 
 inline Observed observe(const json& task, std::vector<PodView> pods = {}, bool objects = true) {
   Observed o;
   o.task = task;
+  if (o.task.is_object()) o.task["status"] = api::readable_status(kube::object_at(task, "status"));  // as the reconciler reads it
   o.parsed = api::parse_task(task);
   o.pods = std::move(pods);
   o.service_exists = o.secret_exists = objects;

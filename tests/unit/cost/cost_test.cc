@@ -339,6 +339,31 @@ TEST(Accrual, APodIsChargedToItsEndOnlyOnceItsLedgerReachesIt) {
   EXPECT_TRUE(charged_to_end(pod_use(never), json::object()));  // never started: nothing to charge
 }
 
+// The reconciler accrues only when the ledger would change size (or the interval is up): the count
+// without accruing must be the ledger accrue() leaves.
+TEST(Accrual, TheLedgerIsCountedWithoutAccruingAsAccrueWouldLeaveIt) {
+  Policy p = policy();
+  std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};
+  const SystemTime now = at("2026-11-23T23:30:00Z");
+  json waiting = running_pod("w", "n1", "");
+  waiting["status"] = {{"phase", "Pending"}};
+  json cpu_only = running_pod("c", "n1", "2026-11-23T23:00:00Z");
+  cpu_only["spec"]["containers"][0]["resources"] = json::object();
+  const PodUse a = pod_use(running_pod("a", "n1", "2026-11-23T23:00:00Z"));
+  const PodUse on_gone_node = pod_use(running_pod("g", "n9", "2026-11-23T23:00:00Z"));
+  std::vector<std::vector<PodUse>> cases = {
+      {}, {a}, {a, pod_use(waiting)}, {a, pod_use(cpu_only)}, {a, on_gone_node}, {pod_use(running_pod("b", "n1", "2026-11-23T23:10:00Z")), a}};
+  for (const auto& stored : {json::object(), accrue(p, json::object(), {a, on_gone_node}, rates, 50, now - 10min, false)})
+    for (const auto& pods : cases)
+      EXPECT_EQ(ledger_entries(stored, pods, rates), accrue(p, stored, pods, rates, 50, now, false)["ledger"].size())
+          << pods.size() << " pods over " << stored.dump();
+  // A pod charged before keeps its entry when its node is gone from the rates; a new one there gets none.
+  const json charged = accrue(p, json::object(), {a}, rates, 50, now - 10min, false);
+  EXPECT_EQ(ledger_entries(charged, {a}, {}), 1u);
+  EXPECT_EQ(ledger_entries(charged, {a, on_gone_node}, rates), 1u);
+  EXPECT_EQ(ledger_entries(charged, {}, rates), 0u);  // its pod went: one fewer than stored
+}
+
 TEST(Accrual, ARunningPodIsChargedOnlyAsFarAsItsEndCannotComeEarlier) {
   Policy p = policy();
   std::map<std::string, NodeRate> rates = {{"n1", rate_for(p, "nvidia", kA100)}};

@@ -86,17 +86,20 @@ nlohmann::json version(const std::string& rv, int epoch) {
   return {{"metadata", {{"name", "t"}, {"resourceVersion", rv}}}, {"status", {{"epoch", epoch}}}};
 }
 
+WrittenObjects::Ptr cached(nlohmann::json object) { return std::make_shared<const nlohmann::json>(std::move(object)); }
+
 TEST(WrittenObjects, TheLastWriteStandsInWhileTheCacheIsBehind) {
   WrittenObjects w;
-  EXPECT_EQ(w.latest("ns/t", version("1", 0)), version("1", 0));  // nothing written: the cache
+  const auto first = cached(version("1", 0));
+  EXPECT_EQ(w.latest("ns/t", first), first);  // nothing written: the cache, the same object
   w.wrote("ns/t", version("1", 0), version("2", 1));
-  EXPECT_EQ(w.latest("ns/t", version("1", 0)), version("2", 1));  // the cache still shows what we replaced
+  EXPECT_EQ(*w.latest("ns/t", cached(version("1", 0))), version("2", 1));  // the cache still shows what we replaced
   // A second write based on the first, the cache still at the version before both.
   w.wrote("ns/t", version("2", 1), version("3", 2));
-  EXPECT_EQ(w.latest("ns/t", version("1", 0)), version("3", 2));
-  EXPECT_EQ(w.latest("ns/t", version("2", 1)), version("3", 2));  // our first write arrives, the second not yet
+  EXPECT_EQ(*w.latest("ns/t", cached(version("1", 0))), version("3", 2));
+  EXPECT_EQ(*w.latest("ns/t", cached(version("2", 1))), version("3", 2));  // our first write arrives, the second not yet
   EXPECT_EQ(w.size(), 1u);
-  EXPECT_EQ(w.latest("ns/t", version("3", 2)), version("3", 2));  // caught up: the cache again
+  EXPECT_EQ(*w.latest("ns/t", cached(version("3", 2))), version("3", 2));  // caught up: the cache again
   EXPECT_EQ(w.size(), 0u);
 }
 
@@ -104,12 +107,12 @@ TEST(WrittenObjects, SomeoneElsesVersionEndsTheEntry) {
   WrittenObjects w;
   w.wrote("ns/t", version("1", 0), version("2", 1));
   // Another writer changed the task after our write (a spec edit): its version is the truth.
-  EXPECT_EQ(w.latest("ns/t", version("7", 1)), version("7", 1));
-  EXPECT_EQ(w.latest("ns/t", version("1", 0)), version("1", 0));  // and nothing of ours remains
+  EXPECT_EQ(*w.latest("ns/t", cached(version("7", 1))), version("7", 1));
+  EXPECT_EQ(*w.latest("ns/t", cached(version("1", 0))), version("1", 0));  // and nothing of ours remains
   w.wrote("ns/t", version("7", 1), version("8", 2));
   w.forget("ns/t");  // the task was deleted
-  EXPECT_EQ(w.latest("ns/t", version("7", 1)), version("7", 1));
-  EXPECT_EQ(w.latest("ns/u", version("7", 1)), version("7", 1));  // other keys untouched
+  EXPECT_EQ(*w.latest("ns/t", cached(version("7", 1))), version("7", 1));
+  EXPECT_EQ(*w.latest("ns/u", cached(version("7", 1))), version("7", 1));  // other keys untouched
 }
 
 }  // namespace
