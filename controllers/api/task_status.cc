@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "operator/kube/json_fields.h"
+
 namespace valley::api {
 namespace {
 
@@ -93,6 +95,14 @@ const json& status_schema() {
 json readable_status(const json& status) {
   if (!status.is_object()) return json::object();
   return cleaned(status, status_schema());
+}
+
+json readable_task(const json& task) {
+  json out = kube::all_but(task, "status");
+  json status = json::object();
+  if (auto field = task.find("status"); field != task.end()) status = readable_status(*field);
+  out.emplace("status", std::move(status));
+  return out;
 }
 
 }  // namespace valley::api

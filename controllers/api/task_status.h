@@ -19,4 +19,9 @@ const nlohmann::json& status_schema();
 // not objects dropped from declared lists. A status that is not an object reads as {}.
 nlohmann::json readable_status(const nlohmann::json& status);
 
+// The TrainingTask as the controllers decide on it (lifecycle::Observed::task): its status through
+// readable_status, every other field as it is; the status is copied once. {"status": {}} for a
+// task that is not an object.
+nlohmann::json readable_task(const nlohmann::json& task);
+
 }  // namespace valley::api

@@ -105,10 +105,8 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   const kube::ObjectPtr seen = written_.latest(key, task);
   if (seen != task) spdlog::debug("{}: the cache shows the task from before our last status write: deciding on that write", key);
   // Every read of the status below (cost, phase, restarts) and in the lifecycle sees it as the CRD
-  // declares it: fields of another type read as absent (controllers/api/task_status.h). The rest of
-  // the task is copied as it is, the status only once, as read.
-  o.task = kube::all_but(*seen, "status");
-  o.task["status"] = api::readable_status(kube::object_at(*seen, "status"));
+  // declares it: fields of another type read as absent (controllers/api/task_status.h).
+  o.task = api::readable_task(*seen);
   o.parsed = api::parse_task(o.task);
   if (o.parsed.spec && !o.parsed.spec->pod_security.level) o.parsed.spec->pod_security.level = options_.pod_security;
   if (o.parsed.spec) o.parsed.spec->io_image = options_.io_image;

@@ -5,6 +5,7 @@
 // and every pure reader and decision must take it without throwing: the pod view, the cost ledger,
 // the planner's snapshot (and the cluster snapshot kept from events), the lifecycle's decision, the
 // cost report; and a pod cached lean (controllers/task/cache_fields.h) must read as the whole pod.
+#include "controllers/api/task_status.h"
 #include "controllers/cost/engine.h"
 #include "controllers/cost/report.h"
 #include "controllers/planner/cluster_snapshot.h"
@@ -39,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const auto now = kube::SystemTime(std::chrono::seconds(1795316645));
   lifecycle::Observed observed;
-  observed.task = task;
+  observed.task = api::readable_task(task);  // as the reconciler reads it back
   observed.parsed = api::parse_task(task);
   observed.now = now;
   observed.nodes_known = true;

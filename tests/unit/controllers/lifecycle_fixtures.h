@@ -40,8 +40,7 @@ inline PodView pod(const std::string& name, const std::string& role, int epoch, 
 
 inline Observed observe(const json& task, std::vector<PodView> pods = {}, bool objects = true) {
   Observed o;
-  o.task = task;
-  if (o.task.is_object()) o.task["status"] = api::readable_status(kube::object_at(task, "status"));  // as the reconciler reads it
+  o.task = api::readable_task(task);  // as the reconciler reads it
   o.parsed = api::parse_task(task);
   o.pods = std::move(pods);
   o.service_exists = o.secret_exists = objects;
