@@ -303,9 +303,11 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
     int64_t units;
   };
   std::vector<Room> room;
-  // A gang's workers mostly share the node of the worker before: node_known asked once for them.
+  // A gang's workers mostly share the node of the worker before: node_known asked, and the node's
+  // entry in what is given back found, once for them (an unordered_map's entries stay in place).
   const std::string* last_node = nullptr;
   bool last_known = false;
+  std::map<std::string, int64_t>* last_returned = nullptr;
   for (const auto& [task_key, workers] : view.workers) {
     const auto planned = planned_of(task_key);
     if (!planned) continue;
@@ -322,6 +324,7 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
       if (!last_node || w.node != *last_node) {
         last_node = &w.node;
         last_known = node_known(w.node);
+        last_returned = nullptr;
       }
       if (!last_known) continue;
       bool given_back = false;
@@ -333,12 +336,13 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
         if (r == room.end() || r->units <= 0) continue;
         const int64_t given = std::min(units, r->units);
         r->units -= given;
-        returned[w.node][resource] += given;
+        if (!last_returned) last_returned = &returned[w.node];
+        (*last_returned)[resource] += given;
         given_back = true;
       }
       // The plan places the worker again, and takes what its pod asks for besides GPUs with it.
       if (given_back)
-        for (const auto& [resource, units] : w.room) returned[w.node][resource] += units;
+        for (const auto& [resource, units] : w.room) (*last_returned)[resource] += units;
     }
   }
   return returned;
