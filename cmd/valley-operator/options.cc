@@ -1,5 +1,6 @@
 #include "cmd/valley-operator/options.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "controllers/api/vendors.h"
@@ -65,6 +66,8 @@ Flags make_flags() {
       {"dra-drivers", "gpu.nvidia.com=nvidia,gpu.amd.com=amd,gpu.intel.com=intel",
        "DRA drivers whose devices are GPUs (driver=vendor, or driver=vendor:DeviceClass when the class is not named after the driver), comma-separated"},
       {"dra-product-attributes", "productName,model", "device attributes read as a DRA GPU's product (pricing keys on it), first found wins"},
+      {"dra-shared-drivers", "gpu.nvidia.com",
+       "those of --dra-drivers that let the pods of one claim share its devices (comma-separated): a task's fractional workers then sit several to a device (as many as their share allows) on a claim Valley makes, instead of taking a device each"},
       {"launcher-node-selector", "",
        "node labels (key=value, comma-separated) of the launcher pool: MPI launchers run only there (stable capacity; a launcher holds no GPU but its loss restarts the gang); empty: beside worker 0"},
       {"pod-security", "Baseline",
@@ -166,6 +169,8 @@ void node_signal_options(const Flags& flags, task::ControllerOptions& o) {
     if (device_class.empty()) throw std::invalid_argument("--dra-drivers: " + driver + "=" + value + " names no DeviceClass");
     o.node_facts.dra_drivers.push_back({driver, vendor, device_class});
   }
+  const auto shared = split_list(flags.get("dra-shared-drivers"));
+  for (auto& d : o.node_facts.dra_drivers) d.shared = std::find(shared.begin(), shared.end(), d.driver) != shared.end();
   o.node_facts.dra_product_attributes = split_list(flags.get("dra-product-attributes"));
 }
 

@@ -56,7 +56,14 @@ DraClaim dra_claim_from(const json& claim) {
   const std::string ns = string_at(meta, "namespace");
   c.key = ns.empty() ? string_at(meta, "name") : ns + "/" + string_at(meta, "name");
   c.resource_version = string_at(meta, "resourceVersion");
-  c.valley = string_at(object_at(meta, "labels"), "app.kubernetes.io/managed-by") == "valley";
+  c.created = kube::time_at(meta, "creationTimestamp");
+  c.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  const json& labels = object_at(meta, "labels");
+  c.valley = string_at(labels, "app.kubernetes.io/managed-by") == "valley";
+  if (c.valley && string_at(labels, "valley.dev/role") == kSeatsClaimRole && !string_at(labels, "valley.dev/task").empty()) {
+    c.seats_task = ns + "/" + string_at(labels, "valley.dev/task");
+    c.seats_node = string_at(object_at(meta, "annotations"), kSeatsNodeAnnotation);
+  }
   const json& allocation = object_at(object_at(claim, "status"), "allocation");
   for (const auto& r : array_at(object_at(allocation, "devices"), "results"))
     c.allocated.push_back({string_at(r, "driver"), string_at(r, "pool"), string_at(r, "device")});

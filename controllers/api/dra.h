@@ -12,10 +12,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "operator/kube/store.h"
+#include "operator/kube/timefmt.h"
 
 namespace valley::api {
 
@@ -44,14 +46,27 @@ struct DraClaimResult {
   bool operator==(const DraClaimResult&) const = default;
 };
 
+// The role label of a claim Valley makes for a task's seats (fractional workers sharing a device):
+// one device, owned by the task, annotated with the node its seats are on.
+inline constexpr const char* kSeatsClaimRole = "gpu-seats";
+inline constexpr const char* kSeatsNodeAnnotation = "valley.dev/node";
+
 struct DraClaim {
   std::string key;  // namespace/name
   std::string resource_version;
   bool valley = false;  // labelled app.kubernetes.io/managed-by=valley
+  // A claim Valley made for a task's seats: "namespace/task" and the node it is for ("" otherwise).
+  // It, not its pods, holds its device.
+  std::string seats_task, seats_node;
+  std::optional<kube::SystemTime> created;  // metadata.creationTimestamp
+  bool deleting = false;                    // metadata.deletionTimestamp set
   std::vector<DraClaimResult> allocated;  // empty while not allocated
   // Equal when the planner counts them alike: the resourceVersion aside (a claim's reservations and
   // device status change it and say nothing the planner reads).
-  bool operator==(const DraClaim& o) const { return key == o.key && valley == o.valley && allocated == o.allocated; }
+  bool operator==(const DraClaim& o) const {
+    return key == o.key && valley == o.valley && seats_task == o.seats_task && seats_node == o.seats_node && deleting == o.deleting &&
+           allocated == o.allocated;
+  }
 };
 
 DraClaim dra_claim_from(const nlohmann::json& claim);
@@ -67,6 +82,12 @@ struct ObjectTraits<api::DraClaim> {
   static const std::string& resource_version(const api::DraClaim& c) { return c.resource_version; }
   static bool same_but_resource_version(const api::DraClaim& a, const api::DraClaim& b) { return a == b; }
   static api::DraClaim from(nlohmann::json&& o) { return api::dra_claim_from(o); }
-  static void add_indexes(BasicStore<api::DraClaim>&) {}
+  // kSeatsTaskIndex: a task's seats claims, by "namespace/task".
+  static void add_indexes(BasicStore<api::DraClaim>& store) {
+    store.add_index(kSeatsTaskIndex, [](const api::DraClaim& c) {
+      return c.seats_task.empty() ? std::vector<std::string>{} : std::vector<std::string>{c.seats_task};
+    });
+  }
+  static constexpr const char* kSeatsTaskIndex = "seatsTask";
 };
 }  // namespace valley::kube

@@ -119,6 +119,12 @@ Pod pod_from(const json& pod) {
   const ClaimedGpus claimed = claimed_gpus(string_at(object_at(meta, "annotations"), kClaimedGpusAnnotation));
   p.claimed_class = claimed.device_class;
   p.claimed_count = claimed.count;
+  const ClaimedGpus seat = claimed_gpus(string_at(object_at(meta, "annotations"), kGpuSeatAnnotation));
+  p.seat_class = seat.device_class;
+  p.seat_milli = std::min<int64_t>(seat.count, 1000);
+  if (p.seat_milli > 0)
+    for (const auto& c : array_at(object_at(pod, "spec"), "resourceClaims"))
+      if (p.seat_claim.empty()) p.seat_claim = string_at(c, "resourceClaimName");
   auto replicas = [&](const char* annotation) {
     const int64_t r = extended_quantity(string_at(object_at(meta, "annotations"), annotation));
     return r >= 2 && r <= 999 ? static_cast<int>(r) : 0;

@@ -46,6 +46,9 @@ struct ClaimedGpus {
   int64_t count = 0;  // 0: the annotation is absent or malformed
 };
 ClaimedGpus claimed_gpus(const std::string& annotation);
+// A Valley worker on a seat of its task's shared DRA claim (gpu::dra_seat_resource), as
+// "<DeviceClass>=<thousandths of a device it is charged>", read as claimed_gpus reads its own.
+inline constexpr const char* kGpuSeatAnnotation = "valley.dev/gpu-seat";
 // A Valley worker on MPS or time-sliced replicas (gpu/resources.h) says how many its node splits a
 // GPU into, so that its request of the device plugin's resource counts as that many'ths of a GPU
 // wherever the pod is read (the planner, the cost ledger, quotas), as the node counts them.
@@ -95,6 +98,11 @@ struct PodContent {
   // metadata.annotations[kClaimedGpusAnnotation], read: the DeviceClass and count (0: none).
   std::string claimed_class;
   int64_t claimed_count = 0;
+  // metadata.annotations[kGpuSeatAnnotation], read: the DeviceClass and thousandths (0: none), and
+  // the claim its seat is on (spec.resourceClaims' resourceClaimName, "" if none).
+  std::string seat_class;
+  int64_t seat_milli = 0;
+  std::string seat_claim;
   int mps_replicas = 0;                          // metadata.annotations[kMpsReplicasAnnotation], 0: none
   int time_sliced_replicas = 0;                  // metadata.annotations[kTimeSlicedReplicasAnnotation], 0: none
   std::string node_name;                         // spec.nodeName

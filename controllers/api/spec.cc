@@ -123,9 +123,9 @@ ContainerSpec container(Reader& r, const json& c, const std::string& path) {
   return out;
 }
 
-// spec.worker.devices (TaskSpec::Devices). A DRA claim holds whole devices, so the workers' GPUs
-// must be whole.
-std::optional<TaskSpec::Devices> parse_devices(Reader& r, const json& d, const GpuRequest& gpus) {
+// spec.worker.devices (TaskSpec::Devices). A fraction of a GPU takes a whole device, or a seat on
+// one where the driver shares devices (planner.h, Node::dra_shared).
+std::optional<TaskSpec::Devices> parse_devices(Reader& r, const json& d) {
   static const std::regex class_name("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$");  // a DNS subdomain
   static const std::regex attribute("^([a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?/)?[A-Za-z_][A-Za-z0-9_]{0,31}$");
   TaskSpec::Devices out;
@@ -144,7 +144,6 @@ std::optional<TaskSpec::Devices> parse_devices(Reader& r, const json& d, const G
         out.match_attributes[name] = value.get<std::string>();
     }
   }
-  if (!gpus.whole()) r.error("spec.worker.devices: a DRA claim holds whole devices; spec.worker.gpus must be a whole number");
   if (r.error_count() != errors_before) return std::nullopt;
   return out;
 }
@@ -245,7 +244,7 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
       r.error("spec.worker.gpus: \"" + gpus + "\" is not a whole number of GPUs (1-999) or a fraction below 1 like 0.5");
     }
     s.slots_per_worker = static_cast<int>(r.integer(*w, "slotsPerWorker", "spec.worker.slotsPerWorker", 1, 1024).value_or(1));
-    if (const json* d = r.object(*w, "devices", "spec.worker.devices")) s.devices = parse_devices(r, *d, s.gpus);
+    if (const json* d = r.object(*w, "devices", "spec.worker.devices")) s.devices = parse_devices(r, *d);
   }
   if (const json* m = r.object(*spec, "master", "spec.master")) s.launcher = container(r, *m, "spec.master");
 

@@ -20,6 +20,14 @@ std::string dra_class_of(const std::string& resource) {
   return resource.rfind(kDraPrefix, 0) == 0 ? resource.substr(std::char_traits<char>::length(kDraPrefix)) : "";
 }
 
+std::string dra_seat_resource(const std::string& device_class) { return kDraSeatPrefix + device_class; }
+
+std::string dra_seat_class_of(const std::string& resource) {
+  return resource.rfind(kDraSeatPrefix, 0) == 0 ? resource.substr(std::char_traits<char>::length(kDraSeatPrefix)) : "";
+}
+
+int64_t seat_milli(int gpu_milli) { return gpu_milli <= 0 || gpu_milli >= 1000 ? 1000 : 1000 / (1000 / gpu_milli); }
+
 namespace {
 constexpr const char* kMpsPrefix = "mps:";
 constexpr const char* kTimeSlicedPrefix = "ts:";
@@ -51,11 +59,12 @@ std::optional<SharedReplicas> replicas_of(const std::string& resource) {
 
 bool is_gpu_resource(const std::string& name) {
   if (replicas_of(name)) return true;
-  return !vendor_of_whole(name).empty() || !dra_class_of(name).empty() || name == kTimeSliced || name.rfind("nvidia.com/mig-", 0) == 0;
+  return !vendor_of_whole(name).empty() || !dra_class_of(name).empty() || !dra_seat_class_of(name).empty() || name == kTimeSliced || name.rfind("nvidia.com/mig-", 0) == 0;
 }
 
 std::string sharing_kind(const std::string& resource) {
   if (!dra_class_of(resource).empty()) return "dra";
+  if (!dra_seat_class_of(resource).empty()) return "dra-shared";
   if (auto r = replicas_of(resource)) return r->sharing == Sharing::Mps ? "mps" : "time-sliced";
   if (resource == kTimeSliced) return "time-sliced";
   if (resource.rfind("nvidia.com/mig-", 0) == 0) return "mig";
@@ -67,6 +76,7 @@ int64_t share_milli(const std::string& resource, int64_t count) {
     if (resource == p.resource) return count * p.sevenths * 1000 / 7;
   if (resource == kTimeSliced) return count * kTimeSlicedShareMilli;
   if (auto r = replicas_of(resource)) return count * 1000 / r->replicas;
+  if (!dra_seat_class_of(resource).empty()) return count;
   return count * 1000;
 }
 

@@ -58,6 +58,17 @@ inline constexpr const char* kDraPrefix = "dra:";
 std::string dra_resource(const std::string& device_class);
 // The DeviceClass of a DRA resource, "" for anything else.
 std::string dra_class_of(const std::string& resource);
+// A seat on the DRA devices a task's shared claim holds (fractional workers of one task sharing a
+// device, where the driver allows it): "dra-seat:<DeviceClass>", whose unit is a thousandth of a
+// device (a seat counts the share it is charged, 1000 / the seats a device has). The claim holds
+// the device; the seat's pod holds no device of its own.
+inline constexpr const char* kDraSeatPrefix = "dra-seat:";
+std::string dra_seat_resource(const std::string& device_class);
+// The DeviceClass of a seat resource, "" for anything else.
+std::string dra_seat_class_of(const std::string& resource);
+// The thousandths of a device one of a task's seats is charged when each worker asks for
+// `gpu_milli` (below 1000): the device split by the seats it has, 1000 / gpu_milli rounded down.
+int64_t seat_milli(int gpu_milli);
 
 // The whole-GPU resource of a vendor's node: nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915 (xe
 // when the node offers that instead: `offers` says whether it does).

@@ -24,6 +24,13 @@ void overlay_admission(planner::Task& t, const planner::Task& observed, const st
   t.workers = planner::planned_workers(placed, t.workers);
 }
 
+void lay_shared_devices(planner::Task& t, const planner::SnapshotView& view) {
+  if (auto held = view.shared_devices.find(t.key); held != view.shared_devices.end())
+    t.shared_devices = held->second;
+  else
+    t.shared_devices.clear();
+}
+
 PlanInputs::TaskState PlanInputs::task_state(const std::shared_ptr<const TaskEntry>& entry, const std::shared_ptr<const api::Policy>& pricing) {
   TaskState s;
   const nlohmann::json& obj = *entry->object;
@@ -173,6 +180,7 @@ void PlanInputs::take_tasks(const planner::SnapshotView& view, const Tenancy& te
     planner::Task& t = ts.task;
     lay_tenancy(t, entry, tenancy, specs, facts);
     lay_avoided(t, entry, facts);
+    lay_shared_devices(t, view);
     // What was published counts as taken until the pods show it (bound ones show where they are).
     if (ts.overlay_stale) {
       overlay_admission(t, *entry.task, facts.published ? facts.published(t.key) : nullptr);

@@ -132,5 +132,8 @@ class PlanInputs {
 
 // What the task runs as observed, or as published when an admission was published for it.
 void overlay_admission(planner::Task& t, const planner::Task& observed, const std::vector<render::WorkerPlacement>* published);
+// The devices the task's seats claims hold, from the view (Task::shared_devices): the claims, not
+// its pods, hold them, so they change without the task or its pods changing.
+void lay_shared_devices(planner::Task& t, const planner::SnapshotView& view);
 
 }  // namespace valley::inputs

@@ -159,7 +159,9 @@ void ClusterSnapshot::recount_claims() {
   claims_stale_ = false;
   std::vector<const api::DraClaim*> claims;
   for (const auto& [key, c] : claims_) claims.push_back(&c);
-  auto held = held_by_claims(slice_list(), claims, facts_);
+  const auto slices = slice_list();
+  auto held = held_by_claims(slices, claims, facts_);
+  seats_held_ = held_by_seats_claims(slices, claims, facts_);
   for (const auto* side : {&held, &claim_held_})
     for (const auto& [node, units] : *side) {
       auto before = claim_held_.find(node);
@@ -289,6 +291,7 @@ SnapshotView ClusterSnapshot::view() {
     }
     v.workers.emplace_hint(v.workers.end(), task, w.view);
   }
+  v.shared_devices = seats_held_;
   return v;
 }
 
@@ -368,6 +371,7 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodP
   for (const auto& [key, c] : claims) all_claims.push_back(&c);
   for (const auto& [node, held] : held_by_claims(all_slices, all_claims, facts))
     if (auto n = by_name.find(node); n != by_name.end()) take_claimed(n->second, held);
+  v.shared_devices = held_by_seats_claims(all_slices, all_claims, facts);
   std::map<std::string, PodPtr> pods_by_key;
   for (const auto& p : pods) pods_by_key[p->key()] = p;
   for (const auto& [key, p] : pods_by_key) {

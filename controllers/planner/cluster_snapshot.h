@@ -65,6 +65,8 @@ struct SnapshotView {
     std::map<std::string, int64_t> room;   // room_usage
   };
   std::map<std::string, std::shared_ptr<const std::vector<Worker>>> workers;
+  // By task ("namespace/name"): node -> devices its allocated seats claims hold (Task::shared_devices).
+  std::map<std::string, std::map<std::string, int64_t>> shared_devices;
 };
 
 class ClusterSnapshot {
@@ -139,6 +141,7 @@ class ClusterSnapshot {
   std::map<std::string, std::set<std::string>> slices_by_node_;        // node -> the names of its slices
   std::map<std::string, api::DraClaim> claims_;                        // by namespace/name
   std::map<std::string, std::map<std::string, int64_t>> claim_held_;   // node -> DRA resource -> devices
+  std::map<std::string, std::map<std::string, int64_t>> seats_held_;   // task -> node -> devices of its seats claims
   bool claims_stale_ = false;
 };
 

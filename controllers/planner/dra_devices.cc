@@ -55,27 +55,45 @@ void add_dra_devices(Node& n, const std::vector<const api::DraSlice*>& all, cons
       n.vendor = d->vendor;
       n.dra_class = d->device_class;
       n.dra_driver = d->driver;
+      n.dra_shared = d->shared;
       if (n.dra_product.empty()) n.dra_product = device.product;
     }
   }
 }
 
-std::map<std::string, std::map<std::string, int64_t>> held_by_claims(const std::vector<const api::DraSlice*>& slices,
-                                                                     const std::vector<const api::DraClaim*>& claims,
-                                                                     const NodeFacts& facts) {
+namespace {
+// Calls f(claim, node, device class) for each device an allocated claim holds on a node.
+template <class F>
+void for_each_held(const std::vector<const api::DraSlice*>& slices, const std::vector<const api::DraClaim*>& claims, const NodeFacts& facts, F f) {
   std::map<std::pair<std::string, std::string>, std::string> node_of_pool;
   for (const auto* s : slices)
     if (!s->node.empty()) node_of_pool[{s->driver, s->pool}] = s->node;
-  std::map<std::string, std::map<std::string, int64_t>> held;
-  for (const auto* c : claims) {
-    if (c->valley) continue;
+  for (const auto* c : claims)
     for (const auto& r : c->allocated) {
       const DraDriver* d = driver_of(facts, r.driver);
       auto node = node_of_pool.find({r.driver, r.pool});
-      if (d == nullptr || node == node_of_pool.end()) continue;
-      ++held[node->second][gpu::dra_resource(d->device_class)];
+      if (d != nullptr && node != node_of_pool.end()) f(*c, node->second, d->device_class);
     }
-  }
+}
+}  // namespace
+
+std::map<std::string, std::map<std::string, int64_t>> held_by_claims(const std::vector<const api::DraSlice*>& slices,
+                                                                     const std::vector<const api::DraClaim*>& claims,
+                                                                     const NodeFacts& facts) {
+  std::map<std::string, std::map<std::string, int64_t>> held;
+  for_each_held(slices, claims, facts, [&](const api::DraClaim& c, const std::string& node, const std::string& device_class) {
+    if (!c.valley || !c.seats_task.empty()) ++held[node][gpu::dra_resource(device_class)];
+  });
+  return held;
+}
+
+std::map<std::string, std::map<std::string, int64_t>> held_by_seats_claims(const std::vector<const api::DraSlice*>& slices,
+                                                                           const std::vector<const api::DraClaim*>& claims,
+                                                                           const NodeFacts& facts) {
+  std::map<std::string, std::map<std::string, int64_t>> held;
+  for_each_held(slices, claims, facts, [&](const api::DraClaim& c, const std::string& node, const std::string&) {
+    if (!c.seats_task.empty()) ++held[c.seats_task][node];
+  });
   return held;
 }
 

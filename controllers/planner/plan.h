@@ -93,6 +93,8 @@ class Plan {
     int replicas = -1;     // its MPS or time-sliced replicas' resource (Node::replicas_resource); -1 without
     int per_gpu = 0;       // ... how many a GPU is split into
     bool mps = false;      // ... and whether by MPS
+    bool seats = false;    // DRA GPUs a task's fractional workers share (Node::dra_shared)
+    int seat = -1;         // ... and its seats' resource (gpu::dra_seat_resource)
     bool spot = false;  // capacity_class "spot"
     int vendor = -1;    // into vendors_
     int64_t price = 0;  // a GPU-hour here now, energy included
@@ -248,6 +250,27 @@ class Plan {
     return Shape{s->first, s->second};
   }
   Task::Worker worker(size_t k, const Shape& s) const { return Task::Worker{nodes_[k]->name, names_[s.resource], s.count}; }
+  // Seats: task i's fractional workers on node k share its DRA devices, 1000 / gpu_milli to a
+  // device. n of them take max(0, ceil(n / per device) - what its shared claims there hold) of the
+  // node's free devices: the claims already hold the rest. A seat's Shape counts the devices it
+  // opens (0 or 1); its tenant's quota counts the share it is charged (gpu::seat_milli).
+  bool seated(size_t i, size_t k) const { return info_[k].seats && tasks_[i].gpu_milli % 1000 != 0; }
+  int64_t seat_devices(size_t i, size_t k, int64_t seats) const;
+  int64_t seats_of(size_t i, size_t k) const {
+    auto it = seats_.find({i, k});
+    return it == seats_.end() ? 0 : it->second;
+  }
+  // The next worker of task i on node k, whose free units are `units`, when `seats` of its workers
+  // sit there already: a seat on a seats node, else shape_on's shape.
+  std::optional<Shape> next_shape(size_t i, size_t k, const int64_t* units, int64_t seats) const;
+  // The worker a placement lists for shape s: a seat is its seat resource and charged share.
+  Task::Worker placed_worker(size_t i, size_t k, const Shape& s) const {
+    if (!seated(i, k)) return worker(k, s);
+    return Task::Worker{nodes_[k]->name, names_[info_[k].seat], gpu::seat_milli(tasks_[i].gpu_milli)};
+  }
+  // Thousandths of a GPU the worker takes from its tenant's quota, and from the node.
+  int64_t quota_share(size_t i, size_t k, const Shape& s) const { return seated(i, k) ? gpu::seat_milli(tasks_[i].gpu_milli) : share_of(s.resource, s.count); }
+  int64_t node_share(size_t i, size_t k, const Shape& s) const { return seated(i, k) ? s.count * 1000 : share_of(s.resource, s.count); }
 
   // The tasks by index, whether the caller holds them by value or by pointer.
   class TaskRefs {
@@ -276,6 +299,7 @@ class Plan {
   std::array<int, kMigCount> mig_{};
   size_t width_ = 0;                                  // resources per row
   std::vector<int64_t> free_;                         // node index x resource id -> free units
+  std::map<std::pair<size_t, size_t>, int64_t> seats_;  // (task, node) -> its seat workers there
   std::vector<std::array<int64_t, kRoomColumns>> demand_;  // task -> room one worker asks for
   std::map<std::string, std::string> unplaceable_;   // unplaceable()'s answers by task shape
   std::vector<std::vector<char>> eligible_;           // task -> node -> may place new workers (lazily)

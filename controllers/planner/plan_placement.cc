@@ -77,6 +77,12 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
   if (fit_alone < count) return std::nullopt;
   std::vector<Task::Worker> out;
   std::map<std::string, int64_t> quota_taken;  // pool -> thousandths this gang has claimed
+  std::map<size_t, int64_t> gang_seats;          // seats node -> this gang's workers there so far
+  auto seated_before = [&](size_t k) -> int64_t {
+    if (!seated(i, k)) return 0;
+    auto it = gang_seats.find(k);
+    return seats_of(i, k) + (it == gang_seats.end() ? 0 : it->second);
+  };
   int remaining = count;
   while (remaining > 0) {
     size_t best = kNoNode;
@@ -95,19 +101,22 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
       const int64_t* units = left_on(k);
       node_free.assign(units, units + width_);
       int fit = 0;
-      int64_t share = 0;  // thousandths of a GPU taken
+      int64_t share = 0;  // thousandths of a GPU taken from the node
+      int64_t quota_share_taken = 0;
       // The tenant's quota in this node's pool bounds the workers too.
       const std::string& pool = info_[k].pool;
       const int64_t quota_left = quota_.enabled() ? quota_.room(t.tenant, pool) - quota_taken[pool] : 0;
+      const int64_t seats = seated_before(k);
       while (fit < remaining) {
         if (room_fit(i, node_free.data(), 1) == 0) break;
-        auto s = shape_on(t.gpu_milli, k, node_free.data());
+        auto s = next_shape(i, k, node_free.data(), seats + fit);
         if (!s) break;
-        const int64_t one = share_of(s->resource, s->count);
-        if (quota_.enabled() && share + one > quota_left) break;
+        const int64_t one = quota_share(i, k, *s);
+        if (quota_.enabled() && quota_share_taken + one > quota_left) break;
         node_free[s->resource] -= s->count;
         move_room(i, node_free.data(), -1);
-        share += one;
+        share += node_share(i, k, *s);
+        quota_share_taken += one;
         ++fit;
       }
       if (fit == 0) continue;
@@ -139,13 +148,15 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     auto mine = std::find_if(claimed.begin(), claimed.end(), [best](const auto& c) { return c.first == best; });
     if (mine == claimed.end()) mine = claimed.insert(mine, {best, std::vector<int64_t>(row(best), row(best) + width_)});
     int64_t* left = mine->second.data();
+    const int64_t seats = seated_before(best);
     for (int w = 0; w < best_fit; ++w) {
-      const Shape s = *shape_on(t.gpu_milli, best, left);
+      const Shape s = *next_shape(i, best, left, seats + w);
       left[s.resource] -= s.count;
       move_room(i, left, -1);
-      quota_taken[info_[best].pool] += share_of(s.resource, s.count);
-      out.push_back(worker(best, s));
+      quota_taken[info_[best].pool] += quota_share(i, best, s);
+      out.push_back(placed_worker(i, best, s));
     }
+    if (seated(i, best)) gang_seats[best] += best_fit;
     remaining -= best_fit;
   }
   return out;

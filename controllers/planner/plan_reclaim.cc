@@ -117,6 +117,7 @@ bool Plan::reclaim_for(size_t i, int need) {
     return std::any_of(fit_sum.begin(), fit_sum.end(), [&](const auto& s) { return s.second >= need; });
   };
   const std::vector<int64_t> saved_free = free_;
+  const auto saved_seats = seats_;
   const QuotaBook saved_quota = quota_;
   std::vector<std::pair<size_t, Decision>> saved;  // victims touched, as they were
   std::set<size_t> touched;
@@ -130,6 +131,7 @@ bool Plan::reclaim_for(size_t i, int need) {
   };
   auto restore = [&] {
     free_ = saved_free;
+    seats_ = saved_seats;
     quota_ = saved_quota;
     for (auto& [v, decision] : saved) decisions_[v] = std::move(decision);
   };

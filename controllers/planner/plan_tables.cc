@@ -33,6 +33,7 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
   for (size_t k = 0; k < nodes_.size(); ++k) {
     const Node* n = nodes_[k];
     if (!n->vendor.empty()) intern(whole_of(*n));
+    if (n->dra_shared && !n->dra_class.empty()) intern(gpu::dra_seat_resource(n->dra_class));
     for (const auto& [r, units] : n->free) intern(r);
     // A resource's id is only its column in the table (no scan goes by id order): interning what
     // is given back after `free` decides nothing.
@@ -81,6 +82,8 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
       info.per_gpu = r->replicas;
       info.mps = r->sharing == gpu::Sharing::Mps;
     }
+    info.seats = n->dra_shared && !n->dra_class.empty() && names_[info.whole] == gpu::dra_resource(n->dra_class);
+    if (info.seats) info.seat = resource_id(gpu::dra_seat_resource(n->dra_class));
     info.pool = planner::pool_of(*n);
     pools_.insert(info.pool);
     if (n->schedulable)
@@ -134,9 +137,10 @@ int Plan::fits(size_t i, size_t k, const int64_t* units, int cap) const {
     return per == 0 ? cap : static_cast<int>(std::min<int64_t>(cap, units[whole] / per));
   }
   scratch_.assign(units, units + width_);
+  const int64_t seated_before = seated(i, k) ? seats_of(i, k) : 0;
   int n = 0;
   while (n < cap) {
-    auto s = shape_on(t.gpu_milli, k, scratch_.data());
+    auto s = next_shape(i, k, scratch_.data(), seated_before + n);
     if (!s) break;
     scratch_[s->resource] -= s->count;
     ++n;
@@ -152,13 +156,37 @@ void Plan::release_last(size_t i) {
   d.workers = static_cast<int>(d.placement.size());
 }
 
+int64_t Plan::seat_devices(size_t i, size_t k, int64_t seats) const {
+  const Task& t = tasks_[i];
+  const int64_t per_device = 1000 / t.gpu_milli;
+  auto held = t.shared_devices.find(nodes_[k]->name);
+  return std::max<int64_t>(0, (seats + per_device - 1) / per_device - (held == t.shared_devices.end() ? 0 : held->second));
+}
+
+std::optional<Plan::Shape> Plan::next_shape(size_t i, size_t k, const int64_t* units, int64_t seats) const {
+  if (!seated(i, k)) return shape_on(tasks_[i].gpu_milli, k, units);
+  const int whole = info_[k].whole;
+  const int64_t opens = seat_devices(i, k, seats + 1) - seat_devices(i, k, seats);
+  if (units[whole] < opens) return std::nullopt;
+  return Shape{whole, opens};
+}
+
 void Plan::change(size_t i, const Task::Worker& w, int sign) {
   const size_t k = node_at(w.node);
   if (k == kNoNode) return;
-  row(k)[resource_id(w.gpu_resource)] += sign * w.count;
+  if (seated(i, k)) {
+    // A seat opens or closes a device by how many of the task's workers sit here, whichever
+    // worker comes or goes.
+    int64_t& seats = seats_[{i, k}];
+    const int64_t after = std::max<int64_t>(0, seats - sign);
+    row(k)[info_[k].whole] -= seat_devices(i, k, after) - seat_devices(i, k, seats);
+    seats = after;
+  } else {
+    row(k)[resource_id(w.gpu_resource)] += sign * w.count;
+  }
   move_room(i, row(k), sign);
   if (quota_.enabled() && info_[k].whole >= 0) {
-    const int64_t milli = gpu::share_milli(w.gpu_resource, w.count);
+    const int64_t milli = seated(i, k) ? gpu::seat_milli(tasks_[i].gpu_milli) : gpu::share_milli(w.gpu_resource, w.count);
     if (sign < 0)
       quota_.add(tasks_[i].tenant, info_[k].pool, milli);
     else

@@ -65,6 +65,9 @@ struct Node {
   // Its GPUs are shared through MPS or time-slicing as R replicas each: the key its replicas are
   // counted under (gpu::replicas_resource), "" if not.
   std::string replicas_resource;
+  // Its DRA driver lets the pods of one task share a claim's devices: a task's fractional workers
+  // sit 1000 / gpu_milli (rounded down) to a device here instead of taking a device each.
+  bool dra_shared = false;
   std::string capacity_class = "on-demand";  // or "spot"
   std::map<std::string, int64_t> free;   // GPU resource -> units free for Valley's workers
   std::map<std::string, int64_t> capacity;  // GPU resource -> allocatable units
@@ -140,6 +143,9 @@ struct Task {
   // (qualified, or the driver's own when unqualified); "" : any GPU.
   std::string device_class;
   std::map<std::string, std::string> device_attributes;
+  // Devices its shared DRA claims hold, by node. The claims hold them, not its pods, so a node's free
+  // units already lack them; its fractional workers there sit on them before taking more.
+  std::map<std::string, int64_t> shared_devices;
   // Current state.
   bool admitted = false;
   struct Worker {

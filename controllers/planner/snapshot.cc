@@ -176,6 +176,7 @@ std::map<std::string, int64_t> pod_requests(const api::Pod& pod, Counted counted
 std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
   auto out = pod_requests(pod, [](const std::string& k) { return gpu::is_gpu_resource(k); });
   if (pod.claimed_count > 0) out[gpu::dra_resource(pod.claimed_class)] += pod.claimed_count;
+  if (pod.seat_milli > 0) out[gpu::dra_seat_resource(pod.seat_class)] += pod.seat_milli;
   const int replicas = pod.mps_replicas > 0 ? pod.mps_replicas : pod.time_sliced_replicas;
   if (replicas > 0)
     for (const char* resource : gpu::kReplicaDeviceResources)

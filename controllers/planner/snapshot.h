@@ -21,6 +21,8 @@ using json = nlohmann::json;
 // DeviceClass a claim names to get one.
 struct DraDriver {
   std::string driver, vendor, device_class;
+  // Its devices may be shared by the pods of one claim (a task's seats: Node::dra_shared).
+  bool shared = false;
   bool operator==(const DraDriver&) const = default;
 };
 

@@ -2,6 +2,7 @@
 
 #include "controllers/render/transfers.h"
 
+#include "controllers/api/dra.h"
 #include "controllers/api/pod.h"
 #include "controllers/gpu/resources.h"
 #include "operator/kube/base64.h"
@@ -228,7 +229,11 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
   container["env"].push_back(env("VALLEY_WORKER_INDEX", std::to_string(index)));
   if (placement.gpu_count > 0) {
     pod["metadata"]["finalizers"] = json::array({kAccountingFinalizer});
-    if (const std::string device_class = gpu::dra_class_of(placement.gpu_resource); !device_class.empty()) {
+    if (const std::string seat_class = gpu::dra_seat_class_of(placement.gpu_resource); !seat_class.empty()) {
+      pod["metadata"]["annotations"][api::kGpuSeatAnnotation] = seat_class + "=" + std::to_string(placement.gpu_count);
+      pod["spec"]["resourceClaims"] = json::array({{{"name", kGpuClaim}, {"resourceClaimName", placement.claim}}});
+      container["resources"]["claims"] = json::array({{{"name", kGpuClaim}}});
+    } else if (const std::string device_class = gpu::dra_class_of(placement.gpu_resource); !device_class.empty()) {
       pod["metadata"]["annotations"][api::kClaimedGpusAnnotation] = device_class + "=" + std::to_string(placement.gpu_count);
       pod["spec"]["resourceClaims"] =
           json::array({{{"name", kGpuClaim}, {"resourceClaimTemplateName", gpu_claim_template_name(spec, device_class, placement.gpu_count)}}});
@@ -290,11 +295,28 @@ std::string gpu_claim_template_name(const TaskSpec& spec, const std::string& dev
   return name + "." + device_class;
 }
 
-json gpu_claim_template(const TaskSpec& spec, const std::string& device_class, int count) {
+namespace {
+// The claim's one request: `count` devices of `device_class` with the task's attributes.
+json devices_request(const TaskSpec& spec, const std::string& device_class, int count) {
   json request = {{"name", kGpuClaim},
                   {"exactly", {{"deviceClassName", device_class}, {"allocationMode", "ExactCount"}, {"count", count}}}};
   for (const auto& [name, value] : match_attributes(spec))
     request["exactly"]["selectors"].push_back({{"cel", {{"expression", cel_attribute_equals(name, value)}}}});
+  return request;
+}
+}  // namespace
+
+json gpu_seats_claim(const TaskSpec& spec, const std::string& device_class, const std::string& node, const std::string& name) {
+  json meta = metadata(spec, name, api::kSeatsClaimRole, 0);
+  meta["annotations"][api::kSeatsNodeAnnotation] = node;  // a node's name may be too long for a label
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaim"},
+          {"metadata", meta},
+          {"spec", {{"devices", {{"requests", json::array({devices_request(spec, device_class, 1)})}}}}}};
+}
+
+json gpu_claim_template(const TaskSpec& spec, const std::string& device_class, int count) {
+  const json request = devices_request(spec, device_class, count);
   return {{"apiVersion", "resource.k8s.io/v1"},
           {"kind", "ResourceClaimTemplate"},
           {"metadata", metadata(spec, gpu_claim_template_name(spec, device_class, count), "", 0)},

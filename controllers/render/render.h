@@ -56,6 +56,7 @@ struct WorkerPlacement {
   std::string gpu_resource = "nvidia.com/gpu";
   int gpu_count = 1;                     // of gpu_resource
   std::string node;                      // "" = let kube-scheduler choose; else required node affinity
+  std::string claim;                     // a seat (gpu::dra_seat_resource): the seats claim it sits on
 };
 
 // Before the planner exists (or when it has no opinion): NVIDIA, whole GPUs as nvidia.com/gpu,
@@ -81,6 +82,12 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
 // (so the planner counts them through the pods, not twice).
 std::string gpu_claim_template_name(const TaskSpec& spec, const std::string& device_class, int count);
 json gpu_claim_template(const TaskSpec& spec, const std::string& device_class, int count);
+// A worker on a seat (gpu_resource gpu::dra_seat_resource) names its task's seats claim
+// (placement.claim) instead, shared with the task's other workers on that device, and says its
+// charged share in api::kGpuSeatAnnotation. The claim: one device of `device_class` (selected as a
+// template's are), for `node` (kube-scheduler allocates it where its first pod is pinned), owned
+// by the task and labelled as its seats claim there (the planner counts the claim, not the pods).
+json gpu_seats_claim(const TaskSpec& spec, const std::string& device_class, const std::string& node, const std::string& name);
 inline constexpr const char* kGpuClaim = "gpus";  // the claim's name in the pod and its request's
 // An MPI launcher is created with its workers. Its last init container (kWaitForWorkers, the
 // launcher's image and ssh settings) waits until every worker in the hostfile answers over ssh, so

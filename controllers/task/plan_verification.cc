@@ -35,6 +35,7 @@ void PlanningLoop::verify_plan_inputs(const inputs::PlanInputs::Round& r, const 
     s.task.priority = kept_state->task.priority;
     s.task.avoid_nodes = kept_state->task.avoid_nodes;
     s.task.prior_scaling = kept_state->task.prior_scaling;
+    inputs::lay_shared_devices(s.task, view);
     auto admission = published.find(s.task.key);
     inputs::overlay_admission(s.task, *kept_state->entry->task,
                               admission == published.end() || !admission->second.admitted ? nullptr : &admission->second.placement);

@@ -125,7 +125,7 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
                                               r.now);
     }
     for (const auto& w : d.placement)
-      a.placement.push_back({inputs_.vendor_of(w.node), w.gpu_resource, static_cast<int>(w.count), w.node});
+      a.placement.push_back({inputs_.vendor_of(w.node), w.gpu_resource, static_cast<int>(w.count), w.node, ""});
     if (!same) changed.push_back(d.key);
     updates.emplace_back(&d.key, std::move(a));
     ts.overlay_stale = true;  // laid over its input anew at the next plan

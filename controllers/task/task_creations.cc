@@ -8,6 +8,7 @@
 #include "controllers/api/pod.h"
 #include "controllers/render/network_policy.h"
 #include "controllers/render/render.h"
+#include "controllers/render/seat_claims.h"
 #include "controllers/render/ssh_keys.h"
 #include "controllers/task/task_reconciler.h"
 #include "operator/kube/error.h"
@@ -54,6 +55,36 @@ std::vector<TaskReconciler::Creation> TaskReconciler::creations_of(const lifecyc
   return creations;
 }
 
+std::vector<TaskReconciler::Creation> TaskReconciler::seat_workers(const lifecycle::Observed& o, lifecycle::Decision& d,
+                                                                     const std::vector<planner::PodPtr>& owned) {
+  std::vector<Creation> creations;
+  if (!o.parsed.spec) return creations;
+  const api::TaskSpec& spec = *o.parsed.spec;
+  const std::string key = spec.ns + "/" + spec.name;
+  std::vector<render::SeatsClaim> claims;
+  for (const auto& c : cache_.claims().store().by_index(kube::ObjectTraits<api::DraClaim>::kSeatsTaskIndex, key))
+    claims.push_back({c->key.substr(c->key.find('/') + 1), c->seats_node, c->created, c->deleting});
+  const bool seats = std::any_of(d.create.begin(), d.create.end(), [](const nlohmann::json& object) {
+    return kube::object_at(kube::object_at(object, "metadata"), "annotations").contains(api::kGpuSeatAnnotation);
+  });
+  if (claims.empty() && !seats) return creations;
+  std::vector<const api::Pod*> pods;
+  for (const auto& p : owned) pods.push_back(p.get());
+  // A claim made a moment ago may have no pod in the cache yet: it is kept this long.
+  constexpr std::chrono::seconds kUnusedClaimGrace{60};
+  auto seating = render::seat_workers(spec, d.create, claims, pods, o.now, kUnusedClaimGrace);
+  for (auto& claim : seating.claims_to_create) creations.push_back({&res::kResourceClaims, std::move(claim), "", false, {}});
+  for (const auto& name : seating.claims_to_delete) {
+    try {
+      client_.remove(res::kResourceClaims, spec.ns, name);
+      spdlog::info("{}: deleted seats claim {}: no worker sits on it", key, name);
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() != 404) spdlog::warn("{}: delete seats claim {}: {}", key, name, e.what());
+    }
+  }
+  return creations;
+}
+
 void TaskReconciler::send_one(const std::string& ns, Creation& c) {
   try {
     // Of the answer, only the identity the expectations need is built (a pod's is ~5 KB of JSON).
@@ -91,7 +122,9 @@ bool TaskReconciler::create(const std::string& key, const lifecycle::Observed& o
     if (c.created) return true;
     if (!c.error || c.error->http_status() != 409) return false;
     const std::string object = c.object["metadata"].value("name", "");
-    if (c.resource == &res::kResourceClaimTemplates || owner_of(*c.resource, ns, object, uid) != Owner::AnotherTask) return true;
+    if (c.resource == &res::kResourceClaimTemplates || c.resource == &res::kResourceClaims ||
+        owner_of(*c.resource, ns, object, uid) != Owner::AnotherTask)
+      return true;
     in_the_way = c.resource->kind + " " + object;
     return false;
   });

@@ -393,7 +393,8 @@ Result TaskReconciler::reconcile(const std::string& key) {
   }
   bool ok = delete_pods(key, o, d);
   if (d.status.value("phase", "") == "Restarting" && kube::string_at(o.task["status"], "phase") != "Restarting") checkpoints_.poke(key);
-  auto creations = creations_of(o, d);
+  auto creations = seat_workers(o, d, owned);
+  for (auto& c : creations_of(o, d)) creations.push_back(std::move(c));
   bool namespace_going = false;
   ok &= create(key, o, creations, &namespace_going);
   ok &= patch_hostfile(key, o, d);

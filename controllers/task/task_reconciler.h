@@ -79,6 +79,9 @@ class TaskReconciler {
     std::optional<kube::KubeError> error;
   };
   std::vector<Creation> creations_of(const lifecycle::Observed& o, const lifecycle::Decision& d);
+  // Seats the decision's new seat workers on the task's seats claims (render::seat_workers): the
+  // claims to make (prerequisites of the pods); claims no pod sits on any more are deleted.
+  std::vector<Creation> seat_workers(const lifecycle::Observed& o, lifecycle::Decision& d, const std::vector<planner::PodPtr>& owned);
   // Sends the creations through the request pool, what pods need before them (SSH keys, the
   // NetworkPolicy, GPU claim templates) and the pods only once those exist; *namespace_going when
   // the namespace is being deleted. False when something must be retried.

@@ -130,8 +130,7 @@ TEST_F(DraTest, ForeignClaimsAndBothKindsOfGpusAreCountedOnceAndNothingOverbooks
 
 // spec.worker.devices a user gets wrong: a class no node publishes, a product no device is, more
 // devices than any node has. Each task waits Unplaceable saying why, and creates nothing; one whose
-// spec is fixed runs, its claims asking for the product it named. A fraction of a DRA device is
-// refused by the API server.
+// spec is fixed runs, its claims asking for the product it named.
 TEST_F(DraTest, ADeviceRequestNoNodeCanMeetSaysWhyCreatesNothingAndRunsOnceFixed) {
   auto asking = [&](json devices, const std::string& gpus = "1") {
     json spec = gang(2);
@@ -172,13 +171,50 @@ TEST_F(DraTest, ADeviceRequestNoNodeCanMeetSaysWhyCreatesNothingAndRunsOnceFixed
   EXPECT_NE(request.dump().find("NVIDIA-H100-80GB"), std::string::npos) << request.dump(2);
   bool all = false;
   EXPECT_TRUE(eventually([&] { return allocated_devices(&all)[dra_node()] == 2 && all; }, 30s)) << "the scheduler allocated both claims";
+}
 
-  try {
-    apply(asking({{"deviceClassName", kDriver}}, "0.5"), "half");
-    ADD_FAILURE() << "a fraction of a DRA device was accepted";
-  } catch (const kube::KubeError& e) {
-    EXPECT_NE(std::string(e.what()).find("worker.devices asks for whole DRA devices"), std::string::npos) << e.what();
+// Four half-GPU workers on a driver that shares devices (gpu.nvidia.com, by default): two seats
+// claims of one device each, two workers on each, each claim allocated once by kube-scheduler;
+// each worker charged half a GPU. The two devices left take a whole-GPU gang; a third gang finds
+// nothing and waits: no device is counted twice.
+TEST_F(DraTest, HalfGpuWorkersSitTwoToADeviceOnSharedClaimsAndNothingOverbooks) {
+  auto on_dra = [&](int workers, const std::string& gpus) {
+    json spec = gang(workers);
+    spec["worker"]["gpus"] = gpus;
+    spec["worker"]["devices"] = {{"deviceClassName", kDriver}};
+    return spec;
+  };
+  apply(on_dra(4, "0.5"), "halves");
+  ASSERT_TRUE(wait_phase("Running", 60s, "halves")) << task("halves").dump(2) << operator_log();
+  std::map<std::string, int> seated;  // claim -> workers on it
+  for (const auto& p : workers("halves")) {
+    EXPECT_EQ(p["spec"].value("nodeName", ""), dra_node());
+    const json& claims = p["spec"]["resourceClaims"];
+    ASSERT_EQ(claims.size(), 1u) << p["spec"].dump(2);
+    EXPECT_FALSE(claims[0].contains("resourceClaimTemplateName"));
+    ++seated[claims[0].value("resourceClaimName", "")];
+    EXPECT_EQ(p["metadata"]["annotations"].value("valley.dev/gpu-seat", ""), std::string(kDriver) + "=500");
   }
+  EXPECT_EQ(seated, (std::map<std::string, int>{{"halves-seats-0", 2}, {"halves-seats-1", 2}}));
+  bool all = false;
+  EXPECT_TRUE(eventually([&] { return allocated_devices(&all)[dra_node()] == 2 && all; }, 30s))
+      << "one device per claim, allocated once however many pods share it";
+  EXPECT_TRUE(eventually([&] {
+    int halves = 0;
+    for (const auto& e : cost("halves").value("ledger", json::array())) halves += e.value("shareMilli", 0) == 500;
+    return halves == 4;
+  }, 30s)) << task("halves")["status"].dump(2);
+
+  apply(on_dra(2, "1"), "whole");
+  ASSERT_TRUE(wait_phase("Running", 60s, "whole")) << task("whole").dump(2) << operator_log();
+  for (const auto& p : workers("whole")) EXPECT_EQ(p["spec"].value("nodeName", ""), dra_node());
+  apply(on_dra(1, "1"), "more");
+  EXPECT_TRUE(eventually([&] {
+    return task("more").value("status", json::object()).value("message", "").find("InsufficientCapacity") != std::string::npos;
+  }, 30s))
+      << task("more").dump(2);
+  EXPECT_TRUE(workers("more").empty());
+  EXPECT_TRUE(eventually([&] { return allocated_devices(&all)[dra_node()] == 4 && all; }, 30s)) << "the node's four devices, each once";
 }
 
 // valleyctl estimate reads the cluster as the operator does: the H100s only DRA publishes are there,

@@ -34,6 +34,7 @@ json dump(const SnapshotView& v) {
   }
   for (const auto& [task, workers] : v.workers)
     for (const auto& w : *workers) out["workers"][task].push_back({w.node, w.usage, w.epoch});
+  out["sharedDevices"] = v.shared_devices;
   return out;
 }
 
@@ -73,6 +74,10 @@ struct World {
     json c = {{"metadata", {{"name", "c" + std::to_string(pick(5))}, {"namespace", "ns"}, {"labels", json::object()}}},
               {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
     if (pick(3) == 0) c["metadata"]["labels"][render::label::kManagedBy] = "valley";
+    if (pick(3) == 0) {  // a task's seats claim (only Valley's count as one)
+      c["metadata"]["labels"][render::label::kRole] = api::kSeatsClaimRole;
+      c["metadata"]["labels"][render::label::kTask] = "t" + std::to_string(pick(4));
+    }
     return std::make_shared<const api::DraClaim>(api::dra_claim_from(c));
   }
   ObjectPtr task() {

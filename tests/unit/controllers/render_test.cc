@@ -126,7 +126,7 @@ TEST(Render, FirstEpochDoesNotResume) {
 }
 
 TEST(Render, AmdPlacementUsesTheAmdImageAndResource) {
-  WorkerPlacement p{"amd", "amd.com/gpu", 2, "mi250-od-0"};
+  WorkerPlacement p{"amd", "amd.com/gpu", 2, "mi250-od-0", ""};
   json pod = worker_pod(spec(), 0, {2, 1}, p);
   EXPECT_EQ(pod["spec"]["containers"][0]["image"], "w-rocm:1");
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"], "2");
