@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 
+#include "controllers/api/dra.h"
 #include "controllers/api/pod.h"
 
 namespace valley::task {
@@ -79,7 +80,9 @@ const std::shared_ptr<const FieldMask>& claim_fields() {
     const FieldMask all = FieldMask::all();
     const FieldMask result = FieldMask::only({{"driver", all}, {"pool", all}, {"device", all}});
     return std::make_shared<const FieldMask>(FieldMask::only({
-        {"metadata", FieldMask::only({{"name", all}, {"namespace", all}, {"uid", all}, {"resourceVersion", all}, {"labels", all}})},
+        {"metadata", FieldMask::only({{"name", all}, {"namespace", all}, {"uid", all}, {"resourceVersion", all}, {"labels", all},
+                                      {"creationTimestamp", all}, {"deletionTimestamp", all},
+                                      {"annotations", FieldMask::only({{api::kSeatsNodeAnnotation, all}})}})},
         {"status", FieldMask::only({{"allocation", FieldMask::only({{"devices", FieldMask::only({{"results", result}})}})}})},
     }));
   }();

@@ -67,6 +67,14 @@ class DraTest : public TaskTest {
     }
     return out;
   }
+  // Each claim in the namespace: its name and the devices its allocation holds.
+  std::string claims_text() {
+    std::string out;
+    for (const auto& c : admin->list(kResourceClaims, ns).items)
+      out += "\n" + c["metadata"].value("name", "") + " " +
+             c.value("status", json::object()).value("allocation", json::object()).value("devices", json::object()).value("results", json::array()).dump();
+    return out;
+  }
   std::string pool_;
 };
 
@@ -198,7 +206,7 @@ TEST_F(DraTest, HalfGpuWorkersSitTwoToADeviceOnSharedClaimsAndNothingOverbooks) 
   EXPECT_EQ(seated, (std::map<std::string, int>{{"halves-seats-0", 2}, {"halves-seats-1", 2}}));
   bool all = false;
   EXPECT_TRUE(eventually([&] { return allocated_devices(&all)[dra_node()] == 2 && all; }, 30s))
-      << "one device per claim, allocated once however many pods share it";
+      << "one device per claim, allocated once however many pods share it: " << claims_text() << operator_log();
   EXPECT_TRUE(eventually([&] {
     int halves = 0;
     for (const auto& e : cost("halves").value("ledger", json::array())) halves += e.value("shareMilli", 0) == 500;
@@ -214,7 +222,8 @@ TEST_F(DraTest, HalfGpuWorkersSitTwoToADeviceOnSharedClaimsAndNothingOverbooks) 
   }, 30s))
       << task("more").dump(2);
   EXPECT_TRUE(workers("more").empty());
-  EXPECT_TRUE(eventually([&] { return allocated_devices(&all)[dra_node()] == 4 && all; }, 30s)) << "the node's four devices, each once";
+  EXPECT_TRUE(eventually([&] { return allocated_devices(&all)[dra_node()] == 4 && all; }, 30s))
+      << "the node's four devices, each once: " << claims_text();
 }
 
 // valleyctl estimate reads the cluster as the operator does: the H100s only DRA publishes are there,

@@ -157,6 +157,24 @@ TEST(CacheFields, TheClaimReaderSeesTheSameInALeanClaim) {
   EXPECT_EQ(api::dra_claim_from(lean).allocated.size(), 2u);
   EXPECT_EQ(claim_fields()->parse(full.dump()), lean);
 
+  // A seats claim keeps its task, node, age and deletion (render::seat_workers reads them).
+  json seats = full;
+  seats["metadata"]["labels"]["valley.dev/role"] = api::kSeatsClaimRole;
+  seats["metadata"]["labels"]["valley.dev/task"] = "job";
+  seats["metadata"]["annotations"] = {{api::kSeatsNodeAnnotation, "n1"}, {"other", "x"}};
+  seats["metadata"]["creationTimestamp"] = "2026-11-29T10:00:00Z";
+  seats["metadata"]["deletionTimestamp"] = "2026-11-29T10:05:00Z";
+  json lean_seats = seats;
+  lean_claim(lean_seats);
+  const api::DraClaim read = api::dra_claim_from(lean_seats);
+  EXPECT_EQ(read, api::dra_claim_from(seats));
+  EXPECT_EQ(read.seats_task, "team/job");
+  EXPECT_EQ(read.seats_node, "n1");
+  EXPECT_EQ(read.created, api::dra_claim_from(seats).created);
+  EXPECT_TRUE(read.created.has_value());
+  EXPECT_TRUE(read.deleting);
+  EXPECT_FALSE(lean_seats["metadata"]["annotations"].contains("other"));
+
   // Cached typed, a claim whose reservations and resourceVersion changed is the same claim (the
   // informer calls no handler); one whose allocation changed is not.
   using Traits = kube::ObjectTraits<api::DraClaim>;
