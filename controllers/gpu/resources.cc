@@ -26,7 +26,9 @@ std::string dra_seat_class_of(const std::string& resource) {
   return resource.rfind(kDraSeatPrefix, 0) == 0 ? resource.substr(std::char_traits<char>::length(kDraSeatPrefix)) : "";
 }
 
-int64_t seat_milli(int gpu_milli) { return gpu_milli <= 0 || gpu_milli >= 1000 ? 1000 : 1000 / (1000 / gpu_milli); }
+int64_t seats_per_device(int gpu_milli) { return gpu_milli <= 0 || gpu_milli >= 1000 ? 1 : 1000 / gpu_milli; }
+
+int64_t seat_milli(int gpu_milli) { return 1000 / seats_per_device(gpu_milli); }
 
 namespace {
 constexpr const char* kMpsPrefix = "mps:";

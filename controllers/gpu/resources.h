@@ -66,8 +66,10 @@ inline constexpr const char* kDraSeatPrefix = "dra-seat:";
 std::string dra_seat_resource(const std::string& device_class);
 // The DeviceClass of a seat resource, "" for anything else.
 std::string dra_seat_class_of(const std::string& resource);
-// The thousandths of a device one of a task's seats is charged when each worker asks for
-// `gpu_milli` (below 1000): the device split by the seats it has, 1000 / gpu_milli rounded down.
+// How many workers asking for `gpu_milli` (below 1000) sit on one device: 1000 / gpu_milli rounded
+// down (1 for anything else); and the thousandths of a device each of them is charged, the device
+// split by its seats.
+int64_t seats_per_device(int gpu_milli);
 int64_t seat_milli(int gpu_milli);
 
 // The whole-GPU resource of a vendor's node: nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915 (xe

@@ -158,7 +158,7 @@ void Plan::release_last(size_t i) {
 
 int64_t Plan::seat_devices(size_t i, size_t k, int64_t seats) const {
   const Task& t = tasks_[i];
-  const int64_t per_device = 1000 / t.gpu_milli;
+  const int64_t per_device = gpu::seats_per_device(t.gpu_milli);
   auto held = t.shared_devices.find(nodes_[k]->name);
   return std::max<int64_t>(0, (seats + per_device - 1) / per_device - (held == t.shared_devices.end() ? 0 : held->second));
 }

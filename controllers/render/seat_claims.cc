@@ -13,14 +13,14 @@ namespace valley::render {
 namespace {
 struct Claim {
   std::string node;
-  int seated = 0;
+  int64_t seated = 0;
 };
 }  // namespace
 
 Seating seat_workers(const api::TaskSpec& spec, std::vector<nlohmann::json>& new_pods, const std::vector<SeatsClaim>& claims,
                      const std::vector<const api::Pod*>& owned, kube::SystemTime now, std::chrono::seconds grace) {
   Seating out;
-  const int per_device = spec.gpus.milli > 0 && spec.gpus.milli < 1000 ? 1000 / spec.gpus.milli : 1;
+  const int64_t per_device = gpu::seats_per_device(spec.gpus.milli);
   // Every claim the task has or its pods name (one made a moment ago may not be cached yet), and
   // how many of its pods that have not ended sit on each.
   std::map<std::string, Claim> by_name;
@@ -44,7 +44,7 @@ Seating seat_workers(const api::TaskSpec& spec, std::vector<nlohmann::json>& new
     if (seat.count <= 0) continue;
     const std::string node = api::pinned_node(pod);
     std::string chosen;
-    int fullest = -1;
+    int64_t fullest = -1;
     for (const auto& [name, c] : by_name)
       if (c.node == node && c.seated < per_device && c.seated > fullest) {
         chosen = name;
