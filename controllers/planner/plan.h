@@ -99,6 +99,9 @@ class Plan {
     int vendor = -1;    // into vendors_
     int64_t price = 0;  // a GPU-hour here now, energy included
     std::string pool;   // "<vendor>/<class>" (GPU nodes)
+    // Nodes of one vendor, capacity class, price and power draw: one pool to a reduceCost task's
+    // search, numbered in that order (GPU nodes; -1 without).
+    int price_group = -1;
   };
   struct Shape {
     int resource = -1;
@@ -120,6 +123,13 @@ class Plan {
   // How many workers of task i fit on node k whose free units are `units` (at most `cap`): GPUs
   // by the shape rule, and the room each worker asks for besides.
   int fits(size_t i, size_t k, const int64_t* units, int cap) const;
+  // Takes task i's next workers on node k from `units` (a what-if row the call uses up), at most
+  // `cap` and as many as `accept(shape, n)` lets through of each run of n workers of one shape; by
+  // next_shape's rule, `seats` of its workers sitting there already. Returns how many it took. A
+  // task's workers of one shape come in one run (the rule takes a resource until it is used up);
+  // seats come one by one, as each may open a device.
+  template <class Accept>
+  int take_runs(size_t i, size_t k, int64_t* units, int cap, int64_t seats, Accept accept) const;
   // How many workers of task i the room in `units` holds (at most `cap`).
   int room_fit(size_t i, const int64_t* units, int cap) const {
     const auto& demand = demand_[i];
@@ -315,5 +325,23 @@ class Plan {
   std::map<size_t, std::string> reclaimed_from_;  // admitted by reclaim: whose workers it takes ("a/x shrunk 4 -> 2")
   mutable std::vector<size_t> age_rank_;  // age_rank()
 };
+
+template <class Accept>
+int Plan::take_runs(size_t i, size_t k, int64_t* units, int cap, int64_t seats, Accept accept) const {
+  cap = room_fit(i, units, cap);
+  int n = 0;
+  while (n < cap) {
+    const auto s = next_shape(i, k, units, seats + n);
+    if (!s) break;
+    const int64_t most = seated(i, k) ? 1 : s->count == 0 ? cap - n : std::min<int64_t>(cap - n, units[s->resource] / s->count);
+    const int64_t run = accept(*s, most);
+    if (run <= 0) break;
+    units[s->resource] -= run * s->count;
+    n += static_cast<int>(run);
+    if (run < most) break;
+  }
+  for (int c = 0; c < kRoomColumns; ++c) units[c] -= n * demand_[i][c];
+  return n;
+}
 
 }  // namespace valley::planner::detail

@@ -99,29 +99,31 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     for (const size_t k : candidates) {
       const Node* n = nodes_[k];
       const int64_t* units = left_on(k);
-      node_free.assign(units, units + width_);
+      // The tenant's quota in this node's pool bounds the workers too.
+      const std::string* pool = quota_.enabled() ? &info_[k].pool : nullptr;
+      const int64_t quota_left = pool ? quota_.room(t.tenant, *pool) - quota_taken[*pool] : 0;
       int fit = 0;
       int64_t share = 0;  // thousandths of a GPU taken from the node
-      int64_t quota_share_taken = 0;
-      // The tenant's quota in this node's pool bounds the workers too.
-      const std::string& pool = info_[k].pool;
-      const int64_t quota_left = quota_.enabled() ? quota_.room(t.tenant, pool) - quota_taken[pool] : 0;
-      const int64_t seats = seated_before(k);
-      while (fit < remaining) {
-        if (room_fit(i, node_free.data(), 1) == 0) break;
-        auto s = next_shape(i, k, node_free.data(), seats + fit);
-        if (!s) break;
-        const int64_t one = quota_share(i, k, *s);
-        if (quota_.enabled() && quota_share_taken + one > quota_left) break;
-        node_free[s->resource] -= s->count;
-        move_room(i, node_free.data(), -1);
-        share += node_share(i, k, *s);
-        quota_share_taken += one;
-        ++fit;
+      int64_t left = 0;   // GPU units left (the room columns say nothing of fit)
+      auto within_quota = [&, taken = int64_t{0}](const Shape& s, int64_t most) mutable {
+        const int64_t one = quota_share(i, k, s);
+        int64_t run = most;
+        if (pool) run = quota_left - taken < 0 ? 0 : one > 0 ? std::min(most, (quota_left - taken) / one) : most;
+        share += run * node_share(i, k, s);
+        taken += run * one;
+        return run;
+      };
+      if (t.gpu_milli % 1000 == 0) {
+        // Whole GPUs: one shape for every worker, so no what-if row is needed.
+        fit = static_cast<int>(within_quota(Shape{info_[k].whole, t.gpu_milli / 1000}, fits(i, k, units, remaining)));
+        for (size_t r = kRoomColumns; r < width_; ++r) left += units[r];
+        left -= int64_t{fit} * (t.gpu_milli / 1000);
+      } else {
+        node_free.assign(units, units + width_);
+        fit = take_runs(i, k, node_free.data(), remaining, seated_before(k), within_quota);
+        for (size_t r = kRoomColumns; r < width_; ++r) left += node_free[r];
       }
       if (fit == 0) continue;
-      int64_t left = 0;  // GPU units left (the room columns say nothing of fit)
-      for (size_t r = kRoomColumns; r < node_free.size(); ++r) left += node_free[r];
       const int64_t waste = -(share - int64_t{fit} * t.gpu_milli);
       const int64_t own = std::find(preferred.begin(), preferred.end(), k) != preferred.end();
       const int64_t price = info_[k].price;

@@ -56,11 +56,11 @@ void Plan::wait_cheapest_reachable(size_t i, int need, int& position) {
 // then on.
 std::optional<Plan::Option> Plan::cheapest_reachable(size_t i, int need) {
   const Task& t = tasks_[i];
-  std::map<std::tuple<std::string, std::string, int64_t, int64_t>, std::vector<size_t>> pools;
+  std::map<int, std::vector<size_t>> pools;  // price group -> its nodes the task may use
   for (size_t k = 0; k < nodes_.size(); ++k) {
     const Node* n = nodes_[k];
     if (n->vendor.empty() || !runs_on(t, n->vendor) || !may_place(i, k)) continue;
-    pools[{n->vendor, n->capacity_class, n->price_micros, n->kw_milli}].push_back(k);
+    pools[info_[k].price_group].push_back(k);
   }
   // GPUs the running tasks release, by when they are expected to end.
   std::vector<std::tuple<SystemTime, std::string, std::string, int64_t, size_t>> releases;
@@ -72,26 +72,35 @@ std::optional<Plan::Option> Plan::cheapest_reachable(size_t i, int need) {
   std::sort(releases.begin(), releases.end());
   const SystemTime horizon = t.cheap_until ? *t.cheap_until : now_ + std::chrono::hours(24 * 7);
   std::optional<Option> best;
+  std::vector<size_t> slot(nodes_.size(), kNoNode);  // node -> its place in the pool being tried
   for (const auto& entry : pools) {
     const auto& pool = entry.second;  // not a structured binding: clang 14 cannot capture those
-    std::vector<int64_t> free = free_;
-    std::vector<char> in_pool(nodes_.size());
-    for (size_t k : pool) in_pool[k] = 1;
-    auto count = [&] {
-      int total = 0;
-      for (size_t k : pool) total += fits(i, k, &free[k * width_], need - total);
-      return total;
-    };
+    // The pool's rows of the table, each node's workers over them, and their sum: a release
+    // changes one node's count.
+    std::vector<int64_t> free(pool.size() * width_);
+    std::vector<int> fit(pool.size());
+    int total = 0;
+    for (size_t j = 0; j < pool.size(); ++j) {
+      slot[pool[j]] = j;
+      std::copy(row(pool[j]), row(pool[j]) + width_, &free[j * width_]);
+      fit[j] = fits(i, pool[j], &free[j * width_], need);
+      total += fit[j];
+    }
     std::optional<SystemTime> ready;
-    if (count() >= need) ready = now_;
+    if (total >= need) ready = now_;
     for (size_t r = 0; !ready && r < releases.size(); ++r) {
       const auto& [when, node, resource, units, releaser] = releases[r];
       const size_t k = node_at(node);
-      if (k == kNoNode || !in_pool[k]) continue;
-      free[k * width_ + resource_id(resource)] += units;
-      move_room(releaser, &free[k * width_], +1);
-      if (count() >= need) ready = when;
+      if (k == kNoNode || slot[k] == kNoNode) continue;
+      int64_t* units_left = &free[slot[k] * width_];
+      units_left[resource_id(resource)] += units;
+      move_room(releaser, units_left, +1);
+      const int now_fits = fits(i, k, units_left, need);
+      total += now_fits - fit[slot[k]];
+      fit[slot[k]] = now_fits;
+      if (total >= need) ready = when;
     }
+    for (size_t k : pool) slot[k] = kNoNode;
     if (!ready || *ready >= horizon) continue;
     // The cheapest tariff between ready and the horizon.
     const Node* any = nodes_[pool.front()];
@@ -106,7 +115,7 @@ std::optional<Plan::Option> Plan::cheapest_reachable(size_t i, int need) {
       }
     }
     if (!best || price < best->price || (price == best->price && at < best->start))
-      best = Option{price, at, std::get<0>(entry.first) + " " + std::get<1>(entry.first), any->name};
+      best = Option{price, at, any->vendor + " " + any->capacity_class, any->name};
   }
   return best;
 }

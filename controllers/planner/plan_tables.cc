@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include "controllers/api/money.h"
 
@@ -89,6 +90,13 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
     if (n->schedulable)
       for (const auto& [r, units] : n->capacity) capacity[info.pool] += gpu::share_milli(r, units);
   }
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t>, int> groups;
+  for (const Node* n : nodes_)
+    if (!n->vendor.empty()) groups.emplace(std::make_tuple(n->vendor, n->capacity_class, n->price_micros, n->kw_milli), 0);
+  int group = 0;
+  for (auto& entry : groups) entry.second = group++;
+  for (size_t k = 0; k < nodes_.size(); ++k)
+    if (const Node* n = nodes_[k]; !n->vendor.empty()) info_[k].price_group = groups.at({n->vendor, n->capacity_class, n->price_micros, n->kw_milli});
   if (!config_.tenants.empty()) {
     std::map<std::string, std::map<std::string, PoolQuota>> quotas;
     for (const auto& [name, tenant] : config_.tenants) quotas[name] = tenant.quota;
@@ -137,15 +145,7 @@ int Plan::fits(size_t i, size_t k, const int64_t* units, int cap) const {
     return per == 0 ? cap : static_cast<int>(std::min<int64_t>(cap, units[whole] / per));
   }
   scratch_.assign(units, units + width_);
-  const int64_t seated_before = seated(i, k) ? seats_of(i, k) : 0;
-  int n = 0;
-  while (n < cap) {
-    auto s = next_shape(i, k, scratch_.data(), seated_before + n);
-    if (!s) break;
-    scratch_[s->resource] -= s->count;
-    ++n;
-  }
-  return n;
+  return take_runs(i, k, scratch_.data(), cap, seated(i, k) ? seats_of(i, k) : 0, [](const Shape&, int64_t n) { return n; });
 }
 
 void Plan::release_last(size_t i) {
