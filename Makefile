@@ -86,8 +86,14 @@ real: node-up
 # Valley's CustomResourceDefinitions, installed and Established.
 crds: cluster-up
 	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig apply --server-side --force-conflicts -k crds/ >/dev/null
-	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig wait --for=condition=Established --timeout=60s \
-	  crd/trainingtasks.valley.dev crd/pricingpolicies.valley.dev crd/tenants.valley.dev >/dev/null
+	@# Polled, not `kubectl wait`: a CRD created a moment ago may read status.conditions null, which
+	@# kubectl wait reports as an error instead of waiting.
+	@for i in $$(seq 60); do \
+	  established=$$(.valley/bin/kubectl --kubeconfig .valley/kubeconfig get crd trainingtasks.valley.dev \
+	    pricingpolicies.valley.dev tenants.valley.dev \
+	    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Established")].status}{" "}{end}' 2>/dev/null); \
+	  [ "$$established" = "True True True " ] && exit 0; sleep 1; \
+	done; echo "crds: not Established within 60 s" >&2; exit 1
 
 # The tests start their own operators and count GPUs: a demo left running would take both.
 e2e: build crds

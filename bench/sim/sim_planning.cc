@@ -23,6 +23,7 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
       config = cost::planner_config(in_.pricing, nodes, at(now_), planner::Config{});
       config.aging_step = std::chrono::seconds(0);  // priority, then arrival
       config.min_marginal_efficiency = 0;           // fixed sizes anyway
+      config.move_restart_cost = std::chrono::seconds(0);  // a job stays where it started
       break;
     case PolicyKind::ValleyV1:
       config = cost::planner_config(in_.pricing, nodes, at(now_), planner::Config{});
@@ -30,10 +31,12 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
       config.reduce_cost = planner::ReduceCostRule::OffPeakOrIdle;
       config.min_marginal_efficiency = 0;
       config.fastest_priority = 101;
+      config.move_restart_cost = std::chrono::seconds(0);
       break;
     case PolicyKind::ValleyV2:
       config.scaling_priors = false;  // before issue 41's levers: every task starts at its minimum,
-      config.reduce_cost_min_saving_percent = 0;  // and reduceCost waits for any saving
+      config.reduce_cost_min_saving_percent = 0;  // and reduceCost waits for any saving,
+      config.move_restart_cost = std::chrono::seconds(0);  // and a running task never moves
       break;
     case PolicyKind::Valley:
       break;
@@ -117,6 +120,7 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
         break;
       case planner::Action::Grow:
       case planner::Action::Shrink:
+      case planner::Action::Move:
         if (j.state != State::Running || same_placement(j.workers, d.placement)) break;
         // A new world size or new nodes: checkpoint, stop, start again from the checkpoint.
         end_segment(j);

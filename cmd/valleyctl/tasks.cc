@@ -190,7 +190,7 @@ int cmd_describe(const valley::Flags& flags, const std::vector<std::string>& arg
     }
     const json rs = st.value("restarts", json::object());
     std::cout << "Restarts:     " << rs.value("total", 0) << " (failures " << rs.value("failures", 0) << ", resizes " << rs.value("resizes", 0)
-              << ", preemptions " << rs.value("preemptions", 0) << ", disruptions " << rs.value("disruptions", 0) << ")\n";
+              << ", moves " << rs.value("moves", 0) << ", preemptions " << rs.value("preemptions", 0) << ", disruptions " << rs.value("disruptions", 0) << ")\n";
     if (st.contains("lastDisruption")) {
       const json d = st["lastDisruption"];
       std::cout << "Disruption:   " << d.value("cause", "") << " at " << d.value("time", "") << (d.contains("node") ? " on " + d.value("node", "") : "");

@@ -130,6 +130,12 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
       r.error("spec.growth.minMarginalSpeedup: between 0 (always grow) and 1 (only linear speedup)");
     p.growth_fast_priority = r.integer(g, "fastPriority", "spec.growth.fastPriority", 90, 0, 101);
   }
+  if (spec.contains("moves") && spec["moves"].is_object()) {
+    std::string cost = r.str(spec["moves"], "restartCost", "spec.moves.restartCost", "5m");
+    auto d = parse_duration(cost);
+    if (!d || *d > std::chrono::hours(24)) r.error("spec.moves.restartCost: a duration such as 5m or 0s, at most 24h");
+    else p.move_restart_cost = std::chrono::duration_cast<std::chrono::seconds>(*d);
+  }
   if (r.errors.size() != before) return std::nullopt;
   return p;
 }

@@ -69,6 +69,10 @@ struct Policy {
   // tasks of at least `growth_fast_priority` grow to max regardless (speed over cost).
   int64_t growth_min_marginal_milli = 800;
   int growth_fast_priority = 90;
+  // What one checkpoint-restart costs a task, as time its GPUs are held without progress (save,
+  // reschedule, load). A running task that checkpoints moves to cheaper free capacity at its size
+  // when it would save more than that before its expected end; 0 turns moves off.
+  std::chrono::seconds move_restart_cost{300};
 };
 
 // nullopt + errors ("spec.gpu[1].spot: ...") when the object is not a valid policy.

@@ -62,7 +62,7 @@ const json& status_schema() {
     "outputs": {"uri": "string", "files": "integer", "bytes": "integer", "partial": "boolean", "report": "string", "time": "string",
                 "error": "string"},
     "outputsNotKept": [{"pod": "string", "uid": "string", "exitCode": "integer", "message": "string", "time": "string"}],
-    "restarts": {"total": "integer", "failures": "integer", "resizes": "integer", "preemptions": "integer",
+    "restarts": {"total": "integer", "failures": "integer", "resizes": "integer", "moves": "integer", "preemptions": "integer",
                  "disruptions": "integer", "startFailures": "integer"},
     "startFailure": {"reason": "string", "message": "string", "retryAfter": "string", "generation": "integer"},
     "topology": {"summary": "string", "levels": [{"level": "string", "domains": ["string"]}]},

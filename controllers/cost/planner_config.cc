@@ -37,6 +37,7 @@ planner::Config planner_config(const Policy& p, const std::vector<const planner:
   config.min_marginal_efficiency = static_cast<double>(p.growth_min_marginal_milli) / 1000.0;
   config.fastest_priority = p.growth_fast_priority;
   config.spot_needs_checkpoint = true;
+  config.move_restart_cost = p.move_restart_cost;
   // A reduceCost task looks at most its patience ahead (a deadline may reach further: a week).
   config.tariff = tariff_steps(p, now, std::max<std::chrono::seconds>(p.reduce_cost_patience, std::chrono::hours(24 * 7)));
   // The cheapest AMD GPU-hour against the cheapest NVIDIA one, as the nodes are priced.

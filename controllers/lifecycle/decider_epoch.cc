@@ -183,7 +183,24 @@ void Decider::resize(int workers, const lifecycle::Admission* adm) {
       set_condition(status_, "Running", false, "Resizing", message, now_, generation_);
       event("Normal", "Resizing", "Resize", message);
     }
+    return;
   }
+  if (adm && adm->moving && !spec_->hot_elastic && runs_off_plan()) {
+    bump(status_, "moves");
+    status_["lastResizeTime"] = now_;  // a move is a checkpoint-restart too: no resize right after it
+    epoch_ += 1;
+    status_["epoch"] = epoch_;
+    const std::string message = "moving " + std::to_string(workers) + " workers as epoch " + std::to_string(epoch_) + " (" + adm->reason + ")";
+    set_phase(kRestarting, "Moving", message);
+    set_condition(status_, "Restarting", true, "Moving", message, now_, generation_);
+    set_condition(status_, "Running", false, "Moving", message, now_, generation_);
+    event("Normal", "Moving", "Move", message);
+  }
+}
+
+bool Decider::runs_off_plan() const {
+  return std::any_of(o_.pods.begin(), o_.pods.end(),
+                     [&](const PodView& p) { return p.epoch == epoch_ && !p.deleting && !p.node.empty() && replanned(p); });
 }
 
 // The epoch's deciding pod (the launcher, or a Single task's pod) succeeded, or a pod of the epoch

@@ -107,6 +107,9 @@ struct Admission {
   std::optional<kube::SystemTime> cheap_until;     // reduceCost: waits for cheaper capacity at most until then
   // What the estimate assumes (pool, start, size), from the same decision.
   std::optional<cost::EstimateBasis> estimate_basis;
+  // The plan moves the running task, at its size, to the cheaper nodes of `placement`: its running
+  // epoch ends (checkpoint) and the next starts there. Kept while the placement stays.
+  bool moving = false;
 };
 
 // The API server refused to create one of the task's objects (recorded by the reconciler when it

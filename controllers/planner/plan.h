@@ -166,6 +166,7 @@ class Plan {
   void admit_waiting();
   void admit(size_t i, std::vector<Task::Worker> placed);
   void grow();
+  void move_to_cheaper();
   void by_worker_index();
 
   // plan_queue.cc

@@ -1,4 +1,4 @@
-// One plan's cycle, in the order planner.h states: keep, admit, grow, lay out by worker index.
+// One plan's cycle, in the order planner.h states: keep, admit, grow, move, lay out by worker index.
 #include "controllers/planner/plan.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@ std::vector<Decision> Plan::run() {
   keep_admitted();
   admit_waiting();
   grow();
+  move_to_cheaper();
   by_worker_index();
   for (const auto& [i, from] : reclaimed_from_)  // (after grow: it words a fresh task's admission anew)
     if (decisions_[i].action == Action::Admit) decisions_[i].reason += "; its GPUs come back from " + from;
@@ -217,6 +218,45 @@ void Plan::grow() {
   }
   for (size_t i = 0; i < decisions_.size(); ++i)
     if (!decisions_[i].placement.empty()) decisions_[i].price_micros = mean_price(decisions_[i].placement);
+}
+
+// A running task that checkpoints moves, whole and at its size, to free capacity cheaper than what
+// it holds, when the saving until its expected end exceeds a restart's held time at the new price.
+// Highest priority first; after admission and growth, so it takes only what nobody else did.
+void Plan::move_to_cheaper() {
+  if (config_.move_restart_cost.count() <= 0 || config_.placement != Placement::Price) return;
+  for (size_t i : order(/*admitted=*/true)) {
+    const Task& t = tasks_[i];
+    Decision& d = decisions_[i];
+    if (d.action != Action::Keep || new_.count(i) || kept_index_.count(i) || !t.checkpointed || t.hot_elastic || !t.expected_end ||
+        d.placement.empty())
+      continue;
+    // Nothing that goes first may be waiting for what the move would take.
+    if (std::any_of(waiting_.begin(), waiting_.end(), [&](size_t w) { return goes_before(w, i); })) continue;
+    const double hours_left = std::chrono::duration<double>(*t.expected_end - now_).count() / 3600.0;
+    if (hours_left <= 0) continue;
+    const int64_t price = mean_price(d.placement);
+    PlaceOptions options;
+    options.price_cap = price - 1;
+    const std::vector<Task::Worker> held = d.placement;
+    for (const auto& w : held) give(i, w);
+    auto moved = place(i, static_cast<int>(held.size()), {}, options);
+    if (moved) {
+      const int64_t now_price = mean_price(*moved);
+      const double gpus = static_cast<double>(held.size()) * t.gpu_milli / 1000.0;
+      const double saving = static_cast<double>(price - now_price) * gpus * hours_left;
+      const double restart = static_cast<double>(now_price) * gpus * std::chrono::duration<double>(config_.move_restart_cost).count() / 3600.0;
+      if (saving > restart) {
+        d.placement = std::move(*moved);
+        d.action = Action::Move;
+        d.reason = "moving to cheaper capacity: " + money(now_price) + "/GPU-h instead of " + money(price) +
+                   " saves more than a checkpoint-restart costs before its expected end";
+        continue;
+      }
+      for (const auto& w : *moved) give(i, w);
+    }
+    for (const auto& w : held) take(i, w);
+  }
 }
 
 void Plan::regather(size_t i) {

@@ -221,6 +221,7 @@ const char* to_string(Action a) {
     case Action::Grow: return "Grow";
     case Action::Shrink: return "Shrink";
     case Action::Preempt: return "Preempt";
+    case Action::Move: return "Move";
   }
   return "?";
 }

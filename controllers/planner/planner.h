@@ -21,6 +21,10 @@
 //    pay given back), highest priority first; a running task is resized only if its last resize is
 //    `min_resize_interval` old and the gain is worth a checkpoint-restart (`min_gain_workers`,
 //    `min_gain_fraction`). A task admitted in this plan takes its size at once (it has not started).
+// 4. A running task that checkpoints moves, whole and at its size, to free capacity cheaper than what
+//    it holds when the saving until its expected end exceeds what a checkpoint-restart costs
+//    (`move_restart_cost`): what a peak left on dearer capacity goes where it is cheaper once the
+//    peak has passed. Highest priority first, after everything above took what it needed.
 // A worker goes only where it can bind: GPUs and the room kube-scheduler checks (CPU, memory,
 // ephemeral storage, pod slots; Task::worker_room against Node::room), its nodeSelector, required
 // node affinity and tolerations. A gang whose worker no node could hold even empty waits as
@@ -228,12 +232,16 @@ struct Config {
   // Fair share: a tenant holding g GPUs adds g x this many hours to its decayed usage when tenants
   // are compared (the usage it would settle at: half-life / ln 2).
   double usage_mean_life_hours = 168 / 0.6931471805599453;
+  // What one checkpoint-restart costs a task, as time its GPUs are held without progress. Above 0, a
+  // running task that checkpoints moves to cheaper free capacity at its size when what it saves
+  // until its expected end is more than that restart costs at the new price (0: tasks never move).
+  std::chrono::seconds move_restart_cost{0};
   // Topology levels, narrowest first (none: nodes only). Among placements of equal price a gang
   // takes nodes in the narrowest domain it already has; a task's TopologyRule bounds it to one.
   std::vector<TopologyLevel> topology;
 };
 
-enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt };
+enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt, Move };
 const char* to_string(Action a);
 
 struct Decision {

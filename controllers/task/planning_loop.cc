@@ -109,7 +109,11 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
     bool same = old != published.end() && old->second.admitted == (d.workers > 0) && old->second.workers == d.workers &&
                 old->second.reason == d.reason && old->second.queue_position == d.queue_position &&
                 old->second.expected_start == d.expected_start && old->second.placement.size() == d.placement.size();
-    for (size_t k = 0; k < d.placement.size() && same; ++k) same = old->second.placement[k].node == d.placement[k].node;
+    bool same_nodes = old != published.end() && old->second.placement.size() == d.placement.size();
+    for (size_t k = 0; k < d.placement.size() && same_nodes; ++k) same_nodes = old->second.placement[k].node == d.placement[k].node;
+    same = same && same_nodes;
+    // A move holds until the placement changes: the plan after it keeps the task where it moves.
+    const bool moving = d.action == planner::Action::Move || (same_nodes && old->second.moving);
     if (same && old->second.admitted && !ts.fresh && !r.rates_changed && ts.published_priority == task.priority) continue;
     ts.published_priority = task.priority;  // (the estimate's size follows it)
     lifecycle::Admission a;
@@ -117,6 +121,7 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
     a.workers = d.workers;
     a.reason = d.reason;
     a.queue_position = d.queue_position;
+    a.moving = moving;
     a.expected_start = d.expected_start;
     a.cheap_until = task.cheap_until;
     if (r.pricing) {

@@ -295,7 +295,7 @@ void TaskReconciler::count_restarts(const lifecycle::Observed& o, const lifecycl
     const double gpus = static_cast<double>(kube::int_at(last_after, "workers").value_or(0)) * (o.parsed.spec->gpus.milli / 1000.0);
     m.gpu_hours_lost.inc({disruption}, static_cast<double>(kube::int_at(last_after, "workLostSeconds").value_or(0)) * gpus / 3600.0);
   }
-  for (const char* cause : {"failures", "resizes", "preemptions", "disruptions"}) {
+  for (const char* cause : {"failures", "resizes", "moves", "preemptions", "disruptions"}) {
     int64_t delta = after.value(cause, int64_t{0}) - before.value(cause, int64_t{0});
     if (delta > 0) m.restarts.inc({std::string(cause).substr(0, std::string(cause).size() - 1)}, static_cast<double>(delta));
   }

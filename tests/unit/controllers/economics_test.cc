@@ -94,6 +94,58 @@ TEST(PlacementByPrice, SpotOnlyForTasksThatCheckpointAndEnergyCountsAtTheCurrent
   EXPECT_EQ(plan(nodes, {saved}, kNow, c)[0].price_micros, 950'000 + 78'400);
 }
 
+// --- moves to cheaper capacity ------------------------------------------------------------------
+
+TEST(Moves, ARunningTaskThatCheckpointsMovesToCheaperFreeCapacityOnlyWhenTheSavingPaysForTheRestart) {
+  // It started on demand (2.40) while spot (0.95) was full; spot is free now.
+  std::vector<Node> nodes = {pool_node("od", "nvidia", "on-demand", 8, 2'400'000), pool_node("spot", "nvidia", "spot", 8, 950'000)};
+  Task running = task("running", 2, 2);
+  running.checkpointed = running.admitted = true;
+  running.workers = {{"od", "nvidia.com/gpu", 1}, {"od", "nvidia.com/gpu", 1}};
+  running.expected_end = kNow + 4h;
+  Config c;
+  c.spot_needs_checkpoint = true;
+  c.move_restart_cost = 5min;
+  Decision d = plan(nodes, {running}, kNow, c)[0];
+  ASSERT_EQ(d.action, Action::Move) << d.reason;
+  EXPECT_EQ(nodes_of(d), (std::map<std::string, int>{{"spot", 2}}));
+  EXPECT_EQ(d.workers, 2);
+  EXPECT_NE(d.reason.find("moving to cheaper capacity: 0.9500/GPU-h instead of 2.4000"), std::string::npos) << d.reason;
+  // Saving 1.45/GPU-h for a minute does not pay for five minutes held at 0.95: it stays.
+  running.expected_end = kNow + 1min;
+  EXPECT_EQ(plan(nodes, {running}, kNow, c)[0].action, Action::Keep);
+  running.expected_end = kNow + 4h;
+  // Moves off (restart cost 0), a task without a checkpoint (it would lose its work) or without an
+  // expected end, a hot-elastic task, or no cheaper node free: it stays.
+  Config off = c;
+  off.move_restart_cost = 0s;
+  EXPECT_EQ(plan(nodes, {running}, kNow, off)[0].action, Action::Keep);
+  Task plain = running;
+  plain.checkpointed = false;
+  EXPECT_EQ(plan(nodes, {plain}, kNow, c)[0].action, Action::Keep);
+  Task unknown = running;
+  unknown.expected_end.reset();
+  EXPECT_EQ(plan(nodes, {unknown}, kNow, c)[0].action, Action::Keep);
+  Task hot = running;
+  hot.hot_elastic = true;
+  EXPECT_EQ(plan(nodes, {hot}, kNow, c)[0].action, Action::Keep);
+  std::vector<Node> full = nodes;
+  full[1].free["nvidia.com/gpu"] = 1;
+  EXPECT_EQ(plan(full, {running}, kNow, c)[0].action, Action::Keep);
+  // While a task that goes before it waits (a gang larger than what is free), it stays too.
+  Task big = task("big", 20, 20);
+  big.priority = 50;
+  auto with_big = plan(nodes, {running, big}, kNow, c);
+  ASSERT_EQ(with_big[1].action, Action::Wait) << with_big[1].reason;
+  EXPECT_EQ(with_big[0].action, Action::Keep) << with_big[0].reason;
+  // A waiting task goes first: it takes the spot GPUs and the running one stays.
+  Task waiting = task("waiting", 8, 8);
+  waiting.checkpointed = true;
+  auto ds = plan(nodes, {running, waiting}, kNow, c);
+  EXPECT_EQ(ds[1].action, Action::Admit);
+  EXPECT_EQ(ds[0].action, Action::Keep) << ds[0].reason;
+}
+
 // --- reduceCost: the cheapest option reachable within its patience ------------------------------
 
 TEST(ReduceCost, WaitsForACheaperPoolThatRunningTasksWillFreeThenTakesIt) {

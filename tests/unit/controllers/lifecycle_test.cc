@@ -220,6 +220,35 @@ TEST(Lifecycle, ResizeIsANewEpochAtTheNewWorldSize) {
   EXPECT_FALSE(d.launcher_hostfile.has_value());
 }
 
+TEST(Lifecycle, AMoveIsANewEpochOnTheNodesThePlanMovesItToAtTheSameSize) {
+  auto pods = running_pods();
+  for (auto& p : pods)
+    if (p.role == "worker") p.node = p.pinned = "od-0";
+  Observed o = observe(task_object({}, running_status()), pods);
+  for (auto& w : o.admission->placement) w.node = "od-0";
+  EXPECT_EQ(decide(o).status["epoch"], 1);
+  // The plan has its workers elsewhere but is not moving it (a cordoned node): bound pods stay.
+  for (auto& w : o.admission->placement) w.node = "spot-0";
+  EXPECT_EQ(decide(o).status["epoch"], 1);
+  o.admission->moving = true;
+  o.admission->reason = "moving to cheaper capacity";
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["epoch"], 2);
+  EXPECT_EQ(d.status["epochReplicas"], 2);
+  EXPECT_EQ(d.status["reason"], "Moving");
+  EXPECT_EQ(d.status["restarts"]["moves"], 1);
+  EXPECT_EQ(d.status["restarts"]["total"], 1);
+  EXPECT_EQ(d.status["lastResizeTime"], kube::format_time(kNow));
+  ASSERT_FALSE(d.events.empty());
+  EXPECT_EQ(d.events.back().reason, "Moving");
+  ASSERT_EQ(d.delete_pods.size(), 1u);  // the launcher first: it checkpoints before the workers go
+  EXPECT_EQ(d.delete_pods[0].name, "t-launcher");
+  // Once the epoch's pods are where the plan has them, the move is done: no further epoch.
+  for (auto& p : o.pods) p.epoch = 2, p.node = p.pinned = p.role == "worker" ? "spot-0" : "";
+  o.task["status"]["epoch"] = 2;
+  EXPECT_EQ(decide(o).status["epoch"], 2);
+}
+
 TEST(Lifecycle, ALauncherIsRewrittenOnlyWhenItsHostfileListsOtherWorkers) {
   Decision steady = decide(observe(task_object({}, running_status()), running_pods()));
   EXPECT_FALSE(steady.launcher_hostfile.has_value());

@@ -516,7 +516,7 @@ TEST(DurationSpread, AFinishedTrainingTaskTeachesItsNamespace) {
   EXPECT_FALSE(inputs::duration_ratio_of(task));
 }
 
-TEST(Policy, PatienceAndGrowthSettingsParseWithPathsInErrors) {
+TEST(Policy, PatienceGrowthAndMoveSettingsParseWithPathsInErrors) {
   json o = {{"kind", "PricingPolicy"}, {"metadata", {{"name", "default"}}},
             {"spec", {{"currency", "USD"}, {"gpu", json::array({{{"onDemand", "1.00"}, {"spot", "0.50"}}})},
                       {"reduceCost", {{"patience", "90m"}}}, {"growth", {{"minMarginalSpeedup", "0.7"}, {"fastPriority", 80}}}}}};
@@ -532,15 +532,22 @@ TEST(Policy, PatienceAndGrowthSettingsParseWithPathsInErrors) {
   EXPECT_EQ(planner_config(*p, {}, SystemTime{}, planner::Config{}).reduce_cost_min_saving_percent, 25);
   EXPECT_EQ(p->growth_min_marginal_milli, 700);
   EXPECT_EQ(p->growth_fast_priority, 80);
+  EXPECT_EQ(planner_config(*p, {}, SystemTime{}, planner::Config{}).move_restart_cost, std::chrono::minutes(5));  // the default
+  o["spec"]["moves"]["restartCost"] = "0s";
+  p = parse_policy(o, &errors);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(planner_config(*p, {}, SystemTime{}, planner::Config{}).move_restart_cost, std::chrono::seconds(0));
   o["spec"]["reduceCost"]["patience"] = "soon";
   o["spec"]["reduceCost"]["minSavingPercent"] = 150;
   o["spec"]["growth"]["minMarginalSpeedup"] = "1.5";
+  o["spec"]["moves"]["restartCost"] = "2d";
   errors.clear();
   EXPECT_FALSE(parse_policy(o, &errors));
-  ASSERT_EQ(errors.size(), 3u);
+  ASSERT_EQ(errors.size(), 4u);
   EXPECT_NE(errors[0].find("spec.reduceCost.minSavingPercent"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1].find("spec.reduceCost.patience"), std::string::npos) << errors[1];
   EXPECT_NE(errors[2].find("spec.growth.minMarginalSpeedup"), std::string::npos) << errors[2];
+  EXPECT_NE(errors[3].find("spec.moves.restartCost"), std::string::npos) << errors[3];
 }
 
 TEST(PodUse, NullAndMistypedStatusFieldsReadAsAbsent) {
