@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace valley::planner::detail {
 
@@ -225,6 +226,18 @@ void Plan::grow() {
 // Highest priority first; after admission and growth, so it takes only what nobody else did.
 void Plan::move_to_cheaper() {
   if (config_.move_restart_cost.count() <= 0 || config_.placement != Placement::Price) return;
+  // The lowest price of a node with a free GPU unit, by vendor: a task paying no more than that for
+  // every vendor it runs on has nowhere cheaper to go (most tasks, most plans; no placement tried).
+  std::map<std::string, int64_t> cheapest_free;
+  auto measure_free = [&] {
+    cheapest_free.clear();
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      if (info_[k].whole < 0 || row(k)[info_[k].whole] <= 0) continue;
+      auto [it, added] = cheapest_free.try_emplace(nodes_[k]->vendor, info_[k].price);
+      if (!added) it->second = std::min(it->second, info_[k].price);
+    }
+  };
+  measure_free();
   for (size_t i : order(/*admitted=*/true)) {
     const Task& t = tasks_[i];
     Decision& d = decisions_[i];
@@ -236,6 +249,12 @@ void Plan::move_to_cheaper() {
     const double hours_left = std::chrono::duration<double>(*t.expected_end - now_).count() / 3600.0;
     if (hours_left <= 0) continue;
     const int64_t price = mean_price(d.placement);
+    const auto vendors = gang_vendors(t);
+    if (std::none_of(vendors.begin(), vendors.end(), [&](const std::string& v) {
+          auto it = cheapest_free.find(v);
+          return it != cheapest_free.end() && it->second < price;
+        }))
+      continue;
     PlaceOptions options;
     options.price_cap = price - 1;
     const std::vector<Task::Worker> held = d.placement;
@@ -251,6 +270,7 @@ void Plan::move_to_cheaper() {
         d.action = Action::Move;
         d.reason = "moving to cheaper capacity: " + money(now_price) + "/GPU-h instead of " + money(price) +
                    " saves more than a checkpoint-restart costs before its expected end";
+        measure_free();
         continue;
       }
       for (const auto& w : *moved) give(i, w);
