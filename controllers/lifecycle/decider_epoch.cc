@@ -173,29 +173,26 @@ void Decider::resize(int workers, const lifecycle::Admission* adm) {
       event("Normal", "Resized", "Resize", "resized from " + std::to_string(epoch_workers) + " to " +
                                                std::to_string(workers) + " workers in place (elasticity Hot)" + why);
     } else {
-      epoch_ += 1;
-      status_["epoch"] = epoch_;
       status_["epochReplicas"] = workers;
-      std::string message = "resizing from " + std::to_string(epoch_workers) + " to " + std::to_string(workers) +
-                            " workers as epoch " + std::to_string(epoch_) + why;
-      set_phase(kRestarting, "Resizing", message);
-      set_condition(status_, "Restarting", true, "Resizing", message, now_, generation_);
-      set_condition(status_, "Running", false, "Resizing", message, now_, generation_);
-      event("Normal", "Resizing", "Resize", message);
+      next_epoch("Resizing", "Resize", "resizing from " + std::to_string(epoch_workers) + " to " + std::to_string(workers) +
+                                           " workers as epoch " + std::to_string(epoch_ + 1) + why);
     }
     return;
   }
   if (adm && adm->moving && !spec_->hot_elastic && runs_off_plan()) {
     bump(status_, "moves");
     status_["lastResizeTime"] = now_;  // a move is a checkpoint-restart too: no resize right after it
-    epoch_ += 1;
-    status_["epoch"] = epoch_;
-    const std::string message = "moving " + std::to_string(workers) + " workers as epoch " + std::to_string(epoch_) + " (" + adm->reason + ")";
-    set_phase(kRestarting, "Moving", message);
-    set_condition(status_, "Restarting", true, "Moving", message, now_, generation_);
-    set_condition(status_, "Running", false, "Moving", message, now_, generation_);
-    event("Normal", "Moving", "Move", message);
+    next_epoch("Moving", "Move", "moving " + std::to_string(workers) + " workers as epoch " + std::to_string(epoch_ + 1) + " (" + adm->reason + ")");
   }
+}
+
+void Decider::next_epoch(const std::string& reason, const std::string& action, const std::string& message) {
+  epoch_ += 1;
+  status_["epoch"] = epoch_;
+  set_phase(kRestarting, reason, message);
+  set_condition(status_, "Restarting", true, reason, message, now_, generation_);
+  set_condition(status_, "Running", false, reason, message, now_, generation_);
+  event("Normal", reason, action, message);
 }
 
 bool Decider::runs_off_plan() const {

@@ -176,6 +176,10 @@ class Plan {
   FairQueue fair_queue(const std::vector<size_t>& ordered) const;
   std::optional<size_t> next_fair(FairQueue& q) const;
   bool goes_before(size_t w, size_t i);
+  // Some waiting task goes before running task i.
+  bool one_before_waits(size_t i) {
+    return std::any_of(waiting_.begin(), waiting_.end(), [&](size_t w) { return goes_before(w, i); });
+  }
   // Each tenant's weighted max-min fair share of the GPU pools (fair_share.h) by what it holds and
   // what it waits for at full size, as the plan starts admitting.
   void measure_fair_shares();

@@ -170,7 +170,7 @@ void Plan::grow() {
       continue;
     }
     // Nothing that goes first may be waiting for what this growth would take.
-    if (std::any_of(waiting_.begin(), waiting_.end(), [&](size_t w) { return goes_before(w, i); })) continue;
+    if (one_before_waits(i)) continue;
     if (d.workers >= target) continue;
     if (!interval_passed) continue;
     // A reduceCost task grows only onto capacity no dearer than what it runs on.
@@ -245,7 +245,7 @@ void Plan::move_to_cheaper() {
         d.placement.empty())
       continue;
     // Nothing that goes first may be waiting for what the move would take.
-    if (std::any_of(waiting_.begin(), waiting_.end(), [&](size_t w) { return goes_before(w, i); })) continue;
+    if (one_before_waits(i)) continue;
     const double hours_left = std::chrono::duration<double>(*t.expected_end - now_).count() / 3600.0;
     if (hours_left <= 0) continue;
     const int64_t price = mean_price(d.placement);
