@@ -54,6 +54,13 @@ EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, 
     if (best) b.rate = *best;
     b.why = "the cheapest capacity it may use, once it fits";
   }
+  if (d.placement.empty()) {
+    // Until it is placed, nothing holds it to the capacity assumed: the high end is the dearest it may use.
+    for (const auto& r : candidates)
+      if ((r.capacity_class != "spot" || t.checkpointed || t.selects_spot) && r.gpu_per_hour > b.rate.gpu_per_hour &&
+          (!b.high_rate || r.gpu_per_hour > b.high_rate->gpu_per_hour))
+        b.high_rate = r;
+  }
   if (d.expected_start && *d.expected_start > now) b.start = *d.expected_start;
   const int aim = planner::target_size(t, 0, c);
   b.workers = std::max(d.workers, aim);

@@ -259,7 +259,8 @@ std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, con
   const int64_t max_share = int64_t{e.max_workers} * spec.gpus.milli;
   const bool linear_longer = max_share * d.count() > share * e.duration.count();
   const auto high_duration = scaled(linear_longer ? d : e.duration, b.spread.high);
-  e.high = std::max(e.expected, priced(charge_interval(flat, b.rate, linear_longer ? max_share : share, e.start, e.start + high_duration)));
+  const NodeRate& high_rate = b.high_rate ? *b.high_rate : b.rate;
+  e.high = std::max(e.expected, priced(charge_interval(flat, high_rate, linear_longer ? max_share : share, e.start, e.start + high_duration)));
   auto hours = [](std::chrono::milliseconds t) { return format_money(t.count() * 10 / 36, 2) + " h"; };
   e.basis = std::to_string(e.workers) + (e.workers == 1 ? " worker x " : " workers x ") + format_milli(spec.gpus.milli) + " GPU x " +
             hours(e.duration) + " on " + b.rate.vendor + " " + b.rate.capacity_class + " at " + format_money(b.rate.gpu_per_hour) +
@@ -275,6 +276,9 @@ std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, con
                 " at the cheapest tariff, running " + times(b.spread.low) + "x the stated duration" + spread;
   e.high_basis = (linear_longer ? "grows to " + std::to_string(e.max_workers) + " workers at linear speedup: " + hours(high_duration)
                                 : std::to_string(e.workers) + " x " + hours(high_duration)) +
+                 (b.high_rate ? " on " + high_rate.vendor + " " + high_rate.capacity_class + " at " + format_money(high_rate.gpu_per_hour) +
+                                    "/GPU-h (the dearest capacity it may be placed on)"
+                              : std::string()) +
                  " at the dearest tariff, running " + times(b.spread.high) + "x the stated duration" + spread;
   return e;
 }

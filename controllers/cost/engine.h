@@ -86,6 +86,9 @@ struct EstimateBasis {
   double duration_factor = 1;  // run time at `workers` / estimatedDuration
   std::string why;             // where the pool and start come from, for the user
   DurationSpread spread;       // how far the stated duration may be off
+  // Not placed yet: the dearest capacity it may be placed on, when dearer than `rate` (the high end
+  // assumes it; the planner may place it there once the cheaper capacity is gone).
+  std::optional<NodeRate> high_rate;
 };
 struct Estimate {
   Micros expected = 0, low = 0, high = 0;

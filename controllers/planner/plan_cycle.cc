@@ -173,12 +173,16 @@ void Plan::grow() {
     if (one_before_waits(i)) continue;
     if (d.workers >= target) continue;
     if (!interval_passed) continue;
-    // A reduceCost task grows only onto capacity no dearer than what it runs on.
     PlaceOptions options;
-    if (t.reduce_cost && config_.placement == Placement::Price && !d.placement.empty()) {
-      int64_t dearest = 0;
-      for (const auto& w : d.placement) dearest = std::max(dearest, price_of(w.node));
-      options.price_cap = dearest;
+    if (config_.placement == Placement::Price && !d.placement.empty()) {
+      // The added workers' price must be paid by the step's marginal speedup; a reduceCost task
+      // grows only onto capacity no dearer than what it runs on, too.
+      options.price_cap = planner::growth_price_cap(t, d.workers, target, mean_price(d.placement), config_);
+      if (t.reduce_cost) {
+        int64_t dearest = 0;
+        for (const auto& w : d.placement) dearest = std::max(dearest, price_of(w.node));
+        options.price_cap = std::min(options.price_cap.value_or(dearest), dearest);
+      }
     }
     std::vector<Task::Worker> added;
     std::vector<Task::Worker> around = d.placement;

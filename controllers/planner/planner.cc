@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 
 #include "controllers/gpu/resources.h"
@@ -150,8 +151,8 @@ bool selects(const Task& t, const Node& n) {
 
 namespace {
 // The measured step a growth rests on, in words: the last step at or below `current` (else the
-// first one measured) as a share of linear.
-std::string measured_step(const Scaling& evidence, int current, double min_marginal) {
+// first one measured) as a share of linear at the task's minimum.
+std::string measured_step(const Scaling& evidence, int current, int min, double min_marginal) {
   const ScalingSample* from = nullptr;
   const ScalingSample* to = nullptr;
   for (size_t k = 1; k < evidence.size(); ++k)
@@ -159,8 +160,8 @@ std::string measured_step(const Scaling& evidence, int current, double min_margi
       from = &evidence[k - 1];
       to = &evidence[k];
     }
-  if (!from || from->rate <= 0 || evidence.front().rate <= 0 || to->workers <= from->workers) return "no two sizes measured yet: one step at a time";
-  const double linear = evidence.front().rate / evidence.front().workers;
+  const double linear = linear_rate(evidence, min);
+  if (!from || from->rate <= 0 || !(linear > 0) || to->workers <= from->workers) return "no two sizes measured yet: one step at a time";
   const double marginal = (to->rate - from->rate) / (to->workers - from->workers) / linear;
   char buf[160];
   std::snprintf(buf, sizeof buf, "measured speedup from %d to %d workers is %.2f of linear (pays from %.2f)", from->workers, to->workers,
@@ -168,6 +169,24 @@ std::string measured_step(const Scaling& evidence, int current, double min_margi
   return buf;
 }
 }  // namespace
+
+const Scaling& scaling_evidence(const Task& t, int current, const Config& c, bool* by_prior) {
+  const bool prior = c.scaling_priors && t.scaling.size() < 2 && t.prior_scaling && !t.prior_scaling->empty() &&
+                     std::max(current, t.scaling.empty() ? 0 : t.scaling.back().workers) <= t.prior_scaling->back().workers;
+  if (by_prior) *by_prior = prior;
+  return prior ? *t.prior_scaling : t.scaling;
+}
+
+bool grows_regardless(const Task& t, const Config& c) {
+  return t.fastest || t.priority >= c.fastest_priority || c.min_marginal_efficiency <= 0;
+}
+
+std::optional<int64_t> growth_price_cap(const Task& t, int from, int to, int64_t price_now, const Config& c) {
+  if (t.pinned_workers || grows_regardless(t, c) || price_now <= 0) return std::nullopt;
+  const Scaling& evidence = scaling_evidence(t, from, c);
+  const double marginal = std::clamp(step_marginal(evidence, from, to, t.min_workers), 0.0, 1.0);
+  return std::llround(static_cast<double>(price_now) * marginal / c.min_marginal_efficiency);
+}
 
 int target_size(const Task& t, int current, const Config& c, std::string* why) {
   auto said = [why](std::string words) {
@@ -181,7 +200,7 @@ int target_size(const Task& t, int current, const Config& c, std::string* why) {
     said(t.idle);
     return t.min_workers;
   }
-  if (t.fastest || t.priority >= c.fastest_priority || c.min_marginal_efficiency <= 0) {
+  if (grows_regardless(t, c)) {
     if (why)
       said(c.min_marginal_efficiency <= 0 && !t.fastest && t.priority < c.fastest_priority
                ? "growth is not priced (no PricingPolicy): grows to max"
@@ -190,8 +209,8 @@ int target_size(const Task& t, int current, const Config& c, std::string* why) {
   }
   // No progress records (the workload writes no checkpoint records): its GPUs' utilization is the
   // evidence. Saturated GPUs: try one step up (the step's own utilization decides the next); else stay.
-  const bool by_prior = c.scaling_priors && t.scaling.size() < 2 && t.prior_scaling && !t.prior_scaling->empty();
-  const Scaling& evidence = by_prior ? *t.prior_scaling : t.scaling;
+  bool by_prior = false;
+  const Scaling& evidence = scaling_evidence(t, current, c, &by_prior);
   if (current > 0 && evidence.empty() && t.gpu_percent) {
     if (why)
       said("its GPUs run at " + std::to_string(*t.gpu_percent) + "% (growing while at least " + std::to_string(c.busy_utilization_percent) +
@@ -199,7 +218,8 @@ int target_size(const Task& t, int current, const Config& c, std::string* why) {
     const int step = *t.gpu_percent >= c.busy_utilization_percent ? growth_step(current, c.min_gain_workers, c.min_gain_fraction) : 0;
     return std::clamp(current + step, t.min_workers, t.max_workers);
   }
-  if (why) said(measured_step(evidence, current, c.min_marginal_efficiency) + (by_prior ? " (as tasks of its image measured)" : ""));
+  if (why)
+    said(measured_step(evidence, current, t.min_workers, c.min_marginal_efficiency) + (by_prior ? " (as tasks of its image measured)" : ""));
   return paying_size(evidence, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction,
                      c.min_marginal_efficiency);
 }

@@ -18,7 +18,8 @@
 //    price and expected start; it is also the first to shrink or be preempted.
 // 3. Tasks then move toward their size: max for a pinned or "fastest" task, else the size where the
 //    next workers still pay (scaling.h: measured speedup, one step up at a time, sizes that did not
-//    pay given back), highest priority first; a running task is resized only if its last resize is
+//    pay given back), each step only onto capacity its marginal speedup pays for (growth_price_cap),
+//    highest priority first; a running task is resized only if its last resize is
 //    `min_resize_interval` old and the gain is worth a checkpoint-restart (`min_gain_workers`,
 //    `min_gain_fraction`). A task admitted in this plan takes its size at once (it has not started).
 // 4. A running task that checkpoints moves, whole and at its size, to free capacity cheaper than what
@@ -287,10 +288,26 @@ std::string whole_of(const Node& n);
 // idlePolicy shrinks it; max for a fastest task, one at `fastest_priority` or when growth is not
 // priced; without measured progress but with its GPUs' utilization, one step up while they are
 // saturated, else its size; else where the next workers still pay: by its own measurements, or by
-// its kind's (prior_scaling) while it has measured fewer than two sizes.
+// its kind's (prior_scaling) while it has measured fewer than two sizes and runs no larger than
+// its kind measured (scaling_evidence).
 // With `why`, also which rule decided, in words for a resize Event ("measured speedup from 4 to 6
 // workers is 0.91 of linear (pays from 0.80)").
 int target_size(const Task& t, int current, const Config& c, std::string* why = nullptr);
+
+// The scaling a growth decision of t at `current` workers rests on: its kind's pooled curve while it
+// has measured fewer than two sizes itself and neither runs nor measured above the largest size its
+// kind measured (*by_prior true), else its own.
+const Scaling& scaling_evidence(const Task& t, int current, const Config& c, bool* by_prior = nullptr);
+
+// True when t grows to max whatever its scaling: pinned aside, a fastest task, one at
+// `fastest_priority`, or growth not priced.
+bool grows_regardless(const Task& t, const Config& c);
+
+// The dearest GPU-hour a growth of t from `from` to `to` workers may take, when it runs at
+// `price_now` a GPU-hour: the step pays as long as its added work costs no more per unit than the
+// work it does now allows at the threshold (price_now x marginal / min_marginal, the marginal capped
+// at linear). None where growth is not priced or t grows regardless.
+std::optional<int64_t> growth_price_cap(const Task& t, int from, int to, int64_t price_now, const Config& c);
 
 // What a GPU-hour on the node costs at `t`: its price plus energy at the tariff then (micro-units).
 int64_t price_at(const Node& n, const Config& c, SystemTime t);

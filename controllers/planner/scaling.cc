@@ -85,29 +85,53 @@ int growth_step(int n, int min_gain_workers, double min_gain_fraction) {
   return std::max({1, min_gain_workers, static_cast<int>(std::ceil(min_gain_fraction * n))});
 }
 
+double linear_rate(const Scaling& s, int min) {
+  const int n = std::max(1, min);
+  return rate_at(s, n, 1.0) / n;
+}
+
+double step_marginal(const Scaling& s, int from, int to, int min) {
+  if (to <= from) return 1.0;
+  if (s.empty() || to > s.back().workers) return 1.0;  // not measured that far: its own measurement decides
+  const double linear = linear_rate(s, min);
+  if (!(linear > 0)) return 1.0;
+  return (rate_at(s, to, 1.0) - rate_at(s, from, 1.0)) / ((to - from) * linear);
+}
+
 int paying_size(const Scaling& s, int current, int min, int max, int step_workers, double min_gain_fraction,
                 double min_marginal) {
-  auto clamp = [&](int n) { return std::clamp(n, min, std::max(min, max)); };
-  if (s.empty()) return current > 0 ? clamp(current) : clamp(min);
-  const double ref = s.front().rate / s.front().workers;
-  // The chain of paying steps from the smallest size measured.
-  size_t proven = 0;
-  std::optional<int> failed;  // the first measured size whose step did not pay
-  for (size_t k = 1; k < s.size(); ++k) {
-    double marginal = (s[k].rate - s[proven].rate) / ((s[k].workers - s[proven].workers) * ref);
-    if (marginal + 1e-9 < min_marginal) {
-      failed = s[k].workers;
-      break;
+  const int lo = std::max(1, min);
+  const int hi = std::max(lo, max);
+  auto clamp = [&](int n) { return std::clamp(n, lo, hi); };
+  if (s.empty()) return current > 0 ? clamp(current) : lo;
+  const double linear = linear_rate(s, lo);
+  if (!(linear > 0)) return current > 0 ? clamp(current) : lo;
+  // Each measured size is judged on its own step from the size reached so far, so a dip (where the
+  // gang first spans two nodes) does not hide a larger size that pays; a size above max speaks for
+  // max (interpolated).
+  int best = lo;
+  double best_rate = rate_at(s, lo, 1.0);
+  bool measured_above = false;  // a size above `best` was measured and did not pay from it
+  for (const auto& x : s) {
+    const int n = std::min(x.workers, hi);
+    if (n <= best) continue;
+    const double r = rate_at(s, n, 1.0);
+    if ((r - best_rate) / ((n - best) * linear) + 1e-9 >= min_marginal) {
+      best = n;
+      best_rate = r;
+      measured_above = false;
+    } else {
+      measured_above = true;
     }
-    proven = k;
   }
-  const int best = s[proven].workers;
-  if (current <= 0) return clamp(best);
-  if (failed && current >= *failed) return clamp(best);  // measured not to pay: give it back
-  if (current < best) return clamp(best);                 // proven to pay: grow back
-  if (current == best && !failed && best == s.back().workers)
-    return clamp(current + growth_step(current, step_workers, min_gain_fraction));  // explore one step up
-  return clamp(current);  // at the proven size, or exploring and not measured yet
+  if (current <= best) {
+    // Explore one step up only where nothing above was measured yet.
+    if (current == best && !measured_above && best < hi) return clamp(best + growth_step(best, step_workers, min_gain_fraction));
+    return best;
+  }
+  // Above the paying size: give it back once measured there (or at a size between), else wait for it.
+  const bool measured_here = std::any_of(s.begin(), s.end(), [&](const ScalingSample& x) { return x.workers > best && x.workers <= current; });
+  return measured_here ? best : clamp(current);
 }
 
 void ScalingPriors::record(const std::string& kind, const std::string& task, const Scaling& s) {
@@ -134,21 +158,26 @@ std::shared_ptr<const Scaling> ScalingPriors::pool(const std::map<std::string, S
   for (const auto& [key, s] : by_task) tasks.push_back(&s);
   std::stable_sort(tasks.begin(), tasks.end(), [](const Scaling* a, const Scaling* b) { return a->front().workers < b->front().workers; });
   std::map<int, std::pair<double, int>> sum;  // workers -> (sum of per-worker efficiency, tasks)
+  auto curve = [&sum] {
+    Scaling out;
+    for (const auto& [workers, e] : sum) out.push_back({workers, e.first / e.second * workers, e.second});
+    return out;
+  };
   for (const Scaling* s : tasks) {
     const double base = s->front().rate / s->front().workers;
     if (!(base > 0)) continue;
-    // Relative to a worker at the pool's smallest size where this task's smallest size is known.
-    auto known = sum.find(s->front().workers);
-    const double scale = known == sum.end() ? 1.0 : known->second.first / known->second.second;
+    // Each task's curve joins the pool so far at the pool's rate at its smallest size (interpolated,
+    // or extrapolated at the pool's last marginal), so per-worker rates stay relative to one worker
+    // at the pool's smallest size.
+    const int first = s->front().workers;
+    const double scale = sum.empty() ? 1.0 : rate_at(curve(), first, 1.0) / first;
     for (const auto& x : *s) {
       auto& [total, n] = sum[x.workers];
       total += scale * (x.rate / x.workers) / base;
       ++n;
     }
   }
-  auto out = std::make_shared<Scaling>();
-  for (const auto& [workers, e] : sum) out->push_back({workers, e.first / e.second * workers, e.second});
-  return out;
+  return std::make_shared<Scaling>(curve());
 }
 
 double speedup_ratio(const Scaling& s, int from, int to, double prior_efficiency) {

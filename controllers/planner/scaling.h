@@ -4,9 +4,10 @@
 // two checkpoint records (latest.json) of one epoch; they live in the task's status.scaling, so they
 // survive operator restarts. The rule: a task grows only while the next workers pay for themselves,
 // i.e. the marginal speedup per added worker is at least `min_marginal` of linear (linear = the
-// per-worker rate at the smallest size measured). Sizes above every measurement are explored one step
-// at a time, and only from the largest measured size when the last measured step paid; a size that
-// turned out not to pay is given back. Before any measurement a task runs at its minimum.
+// per-worker rate at the task's own minimum size). Each measured size is judged on its own step from
+// the size reached, so a dip does not hide a larger size that pays; sizes above every measurement are
+// explored one step at a time; a size that turned out not to pay is given back. Before any
+// measurement a task runs at its minimum.
 #pragma once
 
 #include <chrono>
@@ -42,19 +43,28 @@ nlohmann::json scaling_json(const Scaling& s);
 // The anti-thrash step from size n (at least min_gain workers or min_gain_fraction of n).
 int growth_step(int n, int min_gain_workers, double min_gain_fraction);
 
+// Linear: the per-worker rate at the task's minimum size (interpolated; below every measurement, the
+// smallest measured size's per-worker rate).
+double linear_rate(const Scaling& s, int min);
+
+// The mean marginal speedup of the step from `from` to `to` workers, as a share of linear_rate; 1
+// where the step reaches above every measurement (the task's own measurement there decides).
+double step_marginal(const Scaling& s, int from, int to, int min);
+
 // The size a task should run at: `current` workers now (0 = not running), within [min, max].
-// Returns the largest measured size reached by a chain of paying steps; one step above it when the
-// task runs at that size and the last measured step paid (exploration); `current` when the current
-// size has not been measured yet but lies above the paying chain's last proven size only if it
-// was reached by exploring (wait for its measurement).
+// From min, each measured size (ascending; one above max is read at max) becomes the size reached
+// when the step to it from the size reached so far pays. Not running or below it: that size.
+// At it: one growth step up when nothing above it was measured (exploration), else stay. Above it:
+// back to it when a size in between (or the current one) was measured, else stay (await the measure).
 int paying_size(const Scaling& s, int current, int min, int max, int step_workers, double min_gain_fraction,
                 double min_marginal);
 
 // What the tasks of one kind (the same worker image) measured, pooled: a task that has not measured
 // two sizes itself sizes by it (paying_size on the pooled curve) instead of starting at its minimum
 // and growing one measured step at a time. Each task's per-worker rate by size is taken relative to
-// its smallest measured size, scaled to the pooled curve where that size is already known (tasks in
-// order of their smallest size), and averaged by size over the kind's latest kMaxPriorTasks tasks.
+// its smallest measured size, joined to the pooled curve so far at the pool's rate for that size
+// (interpolated or extrapolated; tasks in order of their smallest size), and averaged by size over the
+// kind's latest kMaxPriorTasks tasks.
 class ScalingPriors {
  public:
   static constexpr size_t kMaxPriorTasks = 64;
