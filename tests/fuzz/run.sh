@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 out=build-fuzz
 seconds=${FUZZ_SECONDS:-15}
 jobs=${FUZZ_JOBS:-$(nproc)}  # each fuzzer runs on one core
-all=$(sed -nE 's/^set\(VALLEY_FUZZERS (.*)\)$/\1/p' tests/fuzz/CMakeLists.txt)
+all=$(sed -nE 's/^set\(VALLEY_FUZZERS (.*)\)$/\1/p' tests/fuzz/fuzzers.cmake)
 targets=${FUZZ_TARGETS:-$all}
 
 if [ ! -f "$out/build.ninja" ]; then
