@@ -34,7 +34,7 @@ build: $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 unit: build
-	cd $(BUILD_DIR) && $(CTEST) -L unit
+	cd $(BUILD_DIR) && $(CTEST) -j $(JOBS) -L unit
 
 # The unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (no e2e binaries needed),
 # the fuzz targets' seeded replays among them (the short version of make fuzz).
@@ -43,7 +43,7 @@ unit-sanitize:
 	  -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target valley_unit
 	cd $(SANITIZE_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(CTEST) -L unit
+	  $(CTEST) -j $(JOBS) -L unit
 
 # libFuzzer targets (clang): every parser of untrusted text, 15 s each; FUZZ_SECONDS=600 make fuzz for
 # the long run, FUZZ_TARGETS="spec yaml_json" for some. Not in make test, whose unit runs replay each
