@@ -41,15 +41,17 @@ EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, 
                              const std::vector<NodeRate>& candidates, SystemTime now) {
   EstimateBasis b;
   b.start = now;
+  // Spot capacity only for a task that checkpoints (or asks for spot itself), as the planner places.
+  auto may_land = [&t](const NodeRate& r) { return r.capacity_class != "spot" || t.checkpointed || t.selects_spot; };
   std::string node = !d.placement.empty() ? d.placement.front().node : d.expected_node;
   if (const NodeRate* rate = node.empty() ? nullptr : node_rate(node)) {
     b.rate = *rate;
     b.why = !d.placement.empty() ? "where it is placed" : "the cheaper capacity it waits for";
   } else {
-    // Not placeable now: the cheapest capacity it may use (spot only if it checkpoints).
+    // Not placeable now: the cheapest capacity it may use.
     std::optional<NodeRate> best;
     for (const auto& r : candidates)
-      if ((r.capacity_class != "spot" || t.checkpointed || t.selects_spot) && (!best || r.gpu_per_hour < best->gpu_per_hour)) best = r;
+      if (may_land(r) && (!best || r.gpu_per_hour < best->gpu_per_hour)) best = r;
     if (auto l = likely_rate(spec, candidates); !best && l) best = l;
     if (best) b.rate = *best;
     b.why = "the cheapest capacity it may use, once it fits";
@@ -57,8 +59,7 @@ EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, 
   if (d.placement.empty()) {
     // Until it is placed, nothing holds it to the capacity assumed: the high end is the dearest it may use.
     for (const auto& r : candidates)
-      if ((r.capacity_class != "spot" || t.checkpointed || t.selects_spot) && r.gpu_per_hour > b.rate.gpu_per_hour &&
-          (!b.high_rate || r.gpu_per_hour > b.high_rate->gpu_per_hour))
+      if (may_land(r) && r.gpu_per_hour > b.rate.gpu_per_hour && (!b.high_rate || r.gpu_per_hour > b.high_rate->gpu_per_hour))
         b.high_rate = r;
   }
   if (d.expected_start && *d.expected_start > now) b.start = *d.expected_start;

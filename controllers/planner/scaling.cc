@@ -110,15 +110,12 @@ int paying_size(const Scaling& s, int current, int min, int max, int step_worker
   // gang first spans two nodes) does not hide a larger size that pays; a size above max speaks for
   // max (interpolated).
   int best = lo;
-  double best_rate = rate_at(s, lo, 1.0);
   bool measured_above = false;  // a size above `best` was measured and did not pay from it
   for (const auto& x : s) {
     const int n = std::min(x.workers, hi);
     if (n <= best) continue;
-    const double r = rate_at(s, n, 1.0);
-    if ((r - best_rate) / ((n - best) * linear) + 1e-9 >= min_marginal) {
+    if (step_marginal(s, best, n, lo) + 1e-9 >= min_marginal) {
       best = n;
-      best_rate = r;
       measured_above = false;
     } else {
       measured_above = true;
