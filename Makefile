@@ -17,7 +17,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: help deps build demo-binaries demo-story unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-smoke clean
+.PHONY: help deps build demo-binaries demo-story unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -155,6 +155,11 @@ bench: deps build bench-binaries crds
 # LP bound; the distribution of each figure in bench/results/sweep/sweep.md.
 bench-sweep: deps build
 	@bench/sim/sweep.sh
+
+# The same sweep on cluster-shared.yaml: a quarter of the spot A100s time-sliced two ways, where jobs
+# that allow sharing pair by Gavel's measured rates (issue 41's sharing lever).
+bench-sweep-shared: deps build
+	@SWEEP_CLUSTER=bench/sim/inputs/cluster-shared.yaml SWEEP_SPOT=bench/sim/inputs/spot-shared.yaml bench/sim/sweep.sh bench/results/sweep-shared
 
 # A tiny run of each benchmark program (CI): that they work end to end, never how fast.
 bench-smoke: build bench-binaries crds

@@ -9,9 +9,11 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "bench/sim/ideal.h"
 #include "controllers/cost/engine.h"
+#include "controllers/planner/sharing.h"
 
 namespace valley::sim {
 
@@ -22,6 +24,7 @@ namespace {
 struct Group {
   int64_t multiplier_milli = 1000;
   bool amd = false;
+  bool shares = false;  // one-GPU jobs that may share a time-sliced GPU with a job they pair with
   std::vector<std::pair<int64_t, double>> need;  // (submit, GPU-seconds), by submit
   double total = 0;
 };
@@ -29,12 +32,16 @@ struct Group {
 }  // namespace
 
 std::string bound_program(const Inputs& in, int64_t horizon, int64_t slot) {
-  std::map<std::pair<int64_t, bool>, Group> groups;
+  planner::PairRates pairs;
+  for (const auto& pair : in.pricing.sharing_pairs) pairs.set(pair.a, pair.b, pair.a_milli / 1000.0, pair.b_milli / 1000.0);
+  std::map<std::tuple<int64_t, bool, bool>, Group> groups;
   for (const auto& j : in.jobs) {
     JobTraits t = traits_of(j, in.workload);
-    Group& g = groups[{cost::multiplier_milli(in.pricing, t.priority), t.amd}];
+    const bool shares = t.shares && j.gpus == 1 && pairs.worst_paying(t.app).has_value();
+    Group& g = groups[{cost::multiplier_milli(in.pricing, t.priority), t.amd, shares}];
     g.multiplier_milli = cost::multiplier_milli(in.pricing, t.priority);
     g.amd = t.amd;
+    g.shares = shares;
     double need = ideal_gpu_seconds(in, j, t);
     g.need.emplace_back(j.submit, need);
     g.total += need;
@@ -47,6 +54,10 @@ std::string bound_program(const Inputs& in, int64_t horizon, int64_t slot) {
   cons.precision(12);
   obj << "Minimize\n obj:";
   cons << "Subject To\n";
+  // A group's work on a pool: AMD only for AMD-capable jobs; a time-sliced pool only for jobs that
+  // share, each replica-second doing at most a second of its work (alone on its GPU) for the
+  // replica's share of the GPU's price.
+  auto usable = [&](const Group& g, const Pool& pool) { return (pool.vendor != "amd" || g.amd) && (pool.replicas == 0 || g.shares); };
   int gi = 0;
   std::vector<std::vector<std::vector<std::string>>> vars(in.cluster.pools.size());  // [pool][slot] -> names
   for (auto& pv : vars) pv.resize(static_cast<size_t>(slots));
@@ -55,10 +66,10 @@ std::string bound_program(const Inputs& in, int64_t horizon, int64_t slot) {
       std::vector<std::string> here;
       for (size_t p = 0; p < in.cluster.pools.size(); ++p) {
         const Pool& pool = in.cluster.pools[p];
-        if (pool.vendor == "amd" && !g.amd) continue;
+        if (!usable(g, pool)) continue;
         std::string name = "x_" + std::to_string(gi) + "_" + std::to_string(p) + "_" + std::to_string(s);
         cost::NodeRate rate = cost::rate_for(in.pricing, pool.vendor, pool.labels);
-        double price = cheapest_per_second(in.pricing, rate, at(s * slot), at((s + 1) * slot));
+        double price = cheapest_per_second(in.pricing, rate, at(s * slot), at((s + 1) * slot)) / std::max(1, pool.replicas);
         obj << " + " << price * static_cast<double>(g.multiplier_milli) / 1000.0 << " " << name << "\n";
         vars[p][static_cast<size_t>(s)].push_back(name);
         here.push_back(name);
@@ -70,7 +81,7 @@ std::string bound_program(const Inputs& in, int64_t horizon, int64_t slot) {
       cons << " rel_" << gi << "_" << s << ":";
       for (int64_t s2 = 0; s2 <= s; ++s2)
         for (size_t p = 0; p < in.cluster.pools.size(); ++p) {
-          if (in.cluster.pools[p].vendor == "amd" && !g.amd) continue;
+          if (!usable(g, in.cluster.pools[p])) continue;
           cons << " + x_" << gi << "_" << p << "_" << s2;
         }
       cons << " <= " << released << "\n";
@@ -78,14 +89,15 @@ std::string bound_program(const Inputs& in, int64_t horizon, int64_t slot) {
     cons << " done_" << gi << ":";
     for (int64_t s = 0; s < slots; ++s)
       for (size_t p = 0; p < in.cluster.pools.size(); ++p) {
-        if (in.cluster.pools[p].vendor == "amd" && !g.amd) continue;
+        if (!usable(g, in.cluster.pools[p])) continue;
         cons << " + x_" << gi << "_" << p << "_" << s;
       }
     cons << " >= " << g.total << "\n";
     ++gi;
   }
   for (size_t p = 0; p < in.cluster.pools.size(); ++p) {
-    double cap = static_cast<double>(in.cluster.pools[p].nodes) * in.cluster.pools[p].gpus_per_node * static_cast<double>(slot);
+    const Pool& pool = in.cluster.pools[p];
+    double cap = static_cast<double>(pool.nodes) * pool.gpus_per_node * std::max(1, pool.replicas) * static_cast<double>(slot);
     for (int64_t s = 0; s < slots; ++s) {
       if (vars[p][static_cast<size_t>(s)].empty()) continue;
       cons << " cap_" << p << "_" << s << ":";

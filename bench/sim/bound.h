@@ -3,8 +3,11 @@
 // only do work already submitted, each pool holds its GPUs in each slot, every job needs at least
 // the GPU-seconds of its most efficient allowed size (Pollux speedups), and a GPU-second in a
 // slot costs the cheapest rate the pool has anywhere in that slot (the operator's cost engine,
-// split at tariff boundaries). Restarts, gangs and spot interruptions are relaxed away, so every
-// feasible schedule that ends by the horizon costs at least the optimum.
+// split at tariff boundaries). A time-sliced pool holds its GPUs' replicas, usable only by one-GPU
+// jobs that allow sharing and pair with some application, a replica-second doing a second of work
+// (as if alone on its GPU) for the replica's share of the price. Restarts, gangs, spot
+// interruptions and who shares with whom are relaxed away, so every feasible schedule that ends by
+// the horizon costs at least the optimum.
 #pragma once
 
 #include <optional>

@@ -7,7 +7,11 @@
 //              [--slot-seconds 3600] [--no-bound] [--scratch DIR] [--profile-drop 8,12]
 //              [--duration-error 50] [--label NAME] [--load L] [--tenancy none,borrowing,strict]
 //              [--usage-half-life-hours 168] [--jobs-out] [--topology unaware,aware]
-//              [--placement-speed fewest|measured]
+//              [--placement-speed fewest|measured] [--pairs FILE]
+//
+// --pairs: rates of applications sharing one GPU (bench/data/gavel/pairs.csv): the PricingPolicy's
+// spec.sharing.pairs for the jobs that allow sharing (workload sharingPercent), and the rate each
+// job of a pair runs at on a time-sliced pool's GPU (cluster timeSlicedReplicas).
 //
 // The trace is an ITP slice (job_id,submission_time,duration,num_gpu) or the Philly-derived job list
 // of the Pollux artifact (timestamp,duration,num_gpus,gpu_time,cluster), whose virtual clusters are
@@ -217,6 +221,8 @@ Inputs read_inputs(Options& opt, double* kept_share) {
   in.usage_half_life = std::chrono::seconds(static_cast<int64_t>(std::stod(opt["usage-half-life-hours"]) * 3600));
   in.workload = parse_workload(kube::read_file(opt["workload"], "workload"));
   in.pricing = read_policy(opt["pricing"]);
+  // Measured pair rates: what the platform's PricingPolicy lists, and how fast pairs really run.
+  if (opt.count("pairs")) in.pricing.sharing_pairs = parse_pair_rates(kube::read_file(opt["pairs"], "pair rates"));
   std::set<int> drop;
   for (const auto& n : split_list(opt["profile-drop"])) drop.insert(std::stoi(n));
   for (const auto& app : in.workload.apps)

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "controllers/api/money.h"
 #include "operator/kube/timefmt.h"
 #include "operator/yaml_json.h"
 
@@ -165,6 +166,9 @@ Cluster parse_cluster(const std::string& cluster_yaml, const std::string& spot_y
     pool.gpus_per_node = field<int>(p, "gpusPerNode", 8, where);
     pool.nodes_per_rack = field<int>(p, "nodesPerRack", 0, where);
     if (pool.nodes_per_rack < 0) throw InputError(where + ": nodesPerRack >= 0");
+    pool.replicas = field<int>(p, "timeSlicedReplicas", 0, where);
+    if (pool.replicas != 0 && (pool.replicas < 2 || pool.replicas > 16 || pool.vendor != "nvidia"))
+      throw InputError(where + ".timeSlicedReplicas: 2..16 on an nvidia pool (0: whole GPUs)");
     if (pool.name.empty() || !names.insert(pool.name).second) throw InputError(where + ".name: missing or repeated");
     if (pool.vendor != "nvidia" && pool.vendor != "amd") throw InputError(where + ".vendor: nvidia or amd");
     if (type != "on-demand" && type != "spot") throw InputError(where + ".capacityType: on-demand or spot");
@@ -172,6 +176,10 @@ Cluster parse_cluster(const std::string& cluster_yaml, const std::string& spot_y
     pool.spot = type == "spot";
     pool.labels[pool.vendor == "amd" ? "amd.com/gpu.product-name" : "nvidia.com/gpu.product"] = pool.product;
     pool.labels["karpenter.sh/capacity-type"] = type;
+    if (pool.replicas > 0) {  // as GPU feature discovery labels a time-sliced node
+      pool.labels["nvidia.com/gpu.sharing-strategy"] = "time-slicing";
+      pool.labels["nvidia.com/gpu.replicas"] = std::to_string(pool.replicas);
+    }
     const json labels = field<json>(p, "labels", json::object(), where);
     for (auto it = labels.begin(); it != labels.end(); ++it)
       pool.labels[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
@@ -213,6 +221,8 @@ Workload parse_workload(const std::string& yaml) {
   if (w.classes.empty()) w.classes.push_back({"default", 0, false, 100});
   else if (total != 100) throw InputError("workload.classes: percents add up to " + std::to_string(total) + ", not 100");
   w.amd_percent = field<int>(doc, "amdPercent", 0, "workload");
+  w.sharing_percent = field<int>(doc, "sharingPercent", 0, "workload");
+  if (w.sharing_percent < 0 || w.sharing_percent > 100) throw InputError("workload.sharingPercent: 0..100");
   w.min_workers_percent = field<int>(doc, "minWorkersPercent", 50, "workload");
   w.checkpoint_every_seconds = field<int64_t>(doc, "checkpointEverySeconds", 1800, "workload");
   w.restart_seconds = field<int64_t>(doc, "restartSeconds", 60, "workload");
@@ -329,6 +339,22 @@ double Speedup::at(int gpus) const {
   auto lo = std::prev(hi);
   double f = static_cast<double>(gpus - lo->first) / (hi->first - lo->first);
   return lo->second + f * (hi->second - lo->second);
+}
+
+std::vector<cost::Policy::SharingPair> parse_pair_rates(const std::string& csv) {
+  std::vector<cost::Policy::SharingPair> out;
+  for_each_row(
+      csv, "pair rates", [](const std::string& line) { return line.rfind("profile,", 0) == 0; },
+      [&](const std::vector<std::string>& cells, const std::string& where, int) {
+        if (cells.size() != 4 || cells[0].empty() || cells[1].empty()) throw InputError(where + ": expected profile,other,rate,other_rate");
+        auto milli = [&](const std::string& text) {
+          const auto m = api::parse_milli(text);
+          if (!m || *m < 0 || *m > 2000) throw InputError(where + ": a rate from 0 to 2 with up to 3 decimals, not \"" + text + "\"");
+          return *m;
+        };
+        out.push_back({cells[0], cells[1], milli(cells[2]), milli(cells[3])});
+      });
+  return out;
 }
 
 double percentile(std::vector<double> v, double p) {

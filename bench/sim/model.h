@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "controllers/cost/policy.h"
+
 namespace valley::sim {
 
 struct InputError : std::runtime_error {
@@ -49,6 +51,9 @@ struct Pool {
   bool spot = false;
   int nodes = 1, gpus_per_node = 8;
   int nodes_per_rack = 0;  // its nodes fill racks of this many, in order (0: no racks)
+  // Its GPUs time-sliced into this many replicas each (the NVIDIA device plugin's time-slicing with
+  // renameByDefault: nvidia.com/gpu.shared); 0: whole GPUs.
+  int replicas = 0;
   std::map<std::string, std::string> labels;  // what the node would carry (pricing matches on them)
 };
 struct SpotModel {
@@ -79,6 +84,7 @@ struct Workload {
   int64_t tick_seconds = 300;       // the planner also runs this often without an event
   uint64_t seed = 1;                // spot interruptions
   std::vector<std::string> apps;    // Pollux applications jobs are spread over, by hash
+  int sharing_percent = 0;          // jobs that allow sharing a GPU (spec.worker.sharing), by hash
 };
 Workload parse_workload(const std::string& yaml);
 
@@ -102,6 +108,11 @@ class Speedup {
   std::map<int, double> spread_;   // extra nodes -> throughput factor (non-increasing)
   int local_bsz_ = 0;
 };
+
+// Measured rates of applications sharing one GPU (a replica each), from a CSV with the header
+// profile,other,rate,other_rate (each one's rate beside the other as a share of its rate alone): the
+// pairs as a PricingPolicy's spec.sharing.pairs lists them. Throws InputError naming the line.
+std::vector<cost::Policy::SharingPair> parse_pair_rates(const std::string& csv);
 
 // The p-th percentile (nearest rank) of v; 0 when empty.
 double percentile(std::vector<double> v, double p);

@@ -5,6 +5,8 @@
 // starts and resizes; never its true speed.
 #include "bench/sim/sim_state.h"
 
+#include "controllers/api/pod.h"
+#include "controllers/gpu/resources.h"
 #include "controllers/render/render.h"
 #include "operator/kube/timefmt.h"
 
@@ -26,7 +28,8 @@ nlohmann::json node_object(const SimNode& n) {
                          {"metadata", {{"name", n.node.name}, {"labels", labels}}},
                          {"spec", nlohmann::json::object()},
                          {"status",
-                          {{"allocatable", {{n.pool->vendor + ".com/gpu", std::to_string(n.pool->gpus_per_node)}}},
+                          {{"allocatable", {{n.pool->replicas > 0 ? std::string(gpu::kTimeSliced) : n.pool->vendor + ".com/gpu",
+                                             std::to_string(n.pool->gpus_per_node * std::max(1, n.pool->replicas))}}},
                            {"conditions", nlohmann::json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
   // A termination notice, as aws-node-termination-handler taints the node.
   if (!n.node.notice.empty()) node["spec"]["taints"] = nlohmann::json::array({{{"key", n.node.notice}, {"effect", "NoSchedule"}}});
@@ -40,6 +43,7 @@ nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string
   nlohmann::json worker = {{"image", j.traits.app.empty() ? std::string("sim") : j.traits.app}, {"gpus", "1"}};
   // The MPI Operator's jobs as a peer runs them: on-demand NVIDIA capacity only.
   if (policy == PolicyKind::Naive) worker["template"] = {{"spec", {{"nodeSelector", {{"karpenter.sh/capacity-type", "on-demand"}}}}}};
+  if (j.traits.shares) worker["sharing"] = {{"allowed", true}, {"profile", j.traits.app}};
   nlohmann::json spec = {{"taskType", "MPI"},
                          {"priority", policy == PolicyKind::Naive ? 0 : j.traits.priority},
                          {"replicas", {{"min", j.traits.min_workers}, {"max", j.traits.max_workers}}},
@@ -73,6 +77,11 @@ nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string
 
 nlohmann::json worker_pod(const SimJob& j, size_t index, const std::string& ns) {
   const auto& w = j.workers[index];
+  // As render asks for it: a replica by the device plugin's resource, the split in an annotation.
+  const auto replicas = gpu::replicas_of(w.gpu_resource);
+  nlohmann::json annotations = nlohmann::json::object();
+  if (replicas)
+    annotations[replicas->sharing == gpu::Sharing::Mps ? api::kMpsReplicasAnnotation : api::kTimeSlicedReplicasAnnotation] = std::to_string(replicas->replicas);
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata",
@@ -85,10 +94,12 @@ nlohmann::json worker_pod(const SimJob& j, size_t index, const std::string& ns) 
               {label::kRole, "worker"},
               {label::kEpoch, std::to_string(j.epoch)},
               {label::kWorkerIndex, std::to_string(index)}}},
+            {"annotations", annotations},
             {"ownerReferences", nlohmann::json::array({{{"uid", "uid-" + j.trace.id}, {"kind", "TrainingTask"}, {"name", j.trace.id}}})}}},
           {"spec",
            {{"nodeName", w.node},
-            {"containers", nlohmann::json::array({{{"name", "worker"}, {"resources", {{"limits", {{w.gpu_resource, std::to_string(w.count)}}}}}}})}}},
+            {"containers", nlohmann::json::array({{{"name", "worker"},
+                                                   {"resources", {{"limits", {{replicas ? replicas->resource : w.gpu_resource, std::to_string(w.count)}}}}}}})}}},
           {"status", {{"phase", "Running"}}}};
 }
 

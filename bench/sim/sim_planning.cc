@@ -95,15 +95,46 @@ bool Simulator::plan_and_apply(const inputs::PlanInputs::Round& r, const std::ve
 bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std::vector<SimJob*>& jobs,
                       const std::vector<const planner::Task*>& inputs, const planner::Config& config) {
   bool admitted = false;
+  // What the plan takes away goes first (a time-sliced GPU's replicas are handed out one by one):
+  // stopped jobs, and the old placements of those resized or moved, which start again below.
+  std::vector<size_t> restarted;
   for (size_t i = 0; i < decisions.size(); ++i) {
     const auto& d = decisions[i];
     SimJob& j = *jobs[i];
     if (j.needs_estimate) estimate(j, *inputs[i], d, config);
     switch (d.action) {
+      case planner::Action::Grow:
+      case planner::Action::Shrink:
+      case planner::Action::Move:
+        if (j.state != State::Running || same_placement(j.workers, d.placement)) break;
+        // A new world size or new nodes: checkpoint, stop, start again from the checkpoint.
+        end_segment(j);
+        restarted.push_back(i);
+        break;
+      case planner::Action::Preempt:
+        if (j.state != State::Running) break;
+        end_segment(j);  // stopped with SIGTERM: it checkpoints in its grace period
+        j.state = State::Pending;
+        touch(j);
+        ++j.result.preemptions;
+        break;
+      default:
+        break;
+    }
+  }
+  for (size_t i : restarted) {
+    SimJob& j = *jobs[i];
+    start_segment(j, decisions[i].placement, true);
+    j.last_resize = now_;
+    touch(j);
+    ++j.result.restarts;
+  }
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    const auto& d = decisions[i];
+    SimJob& j = *jobs[i];
+    switch (d.action) {
       case planner::Action::Wait:
         j.last_wait_reason = d.reason;
-        break;
-      case planner::Action::Keep:
         break;
       case planner::Action::Admit:
         if (j.state != State::Pending) break;
@@ -118,23 +149,7 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
         j.resumed = true;
         admitted = true;
         break;
-      case planner::Action::Grow:
-      case planner::Action::Shrink:
-      case planner::Action::Move:
-        if (j.state != State::Running || same_placement(j.workers, d.placement)) break;
-        // A new world size or new nodes: checkpoint, stop, start again from the checkpoint.
-        end_segment(j);
-        start_segment(j, d.placement, true);
-        j.last_resize = now_;
-        touch(j);
-        ++j.result.restarts;
-        break;
-      case planner::Action::Preempt:
-        if (j.state != State::Running) break;
-        end_segment(j);  // stopped with SIGTERM: it checkpoints in its grace period
-        j.state = State::Pending;
-        touch(j);
-        ++j.result.preemptions;
+      default:
         break;
     }
   }

@@ -42,6 +42,9 @@ struct SimNode {
   bool alive = true;
   int64_t notice_at = kNever, kill_at = kNever, back_at = kNever;
   std::mt19937_64 rng;
+  // A time-sliced pool's replicas, GPU by GPU (pool->replicas each): the key of the job on each, ""
+  // when free. The device plugin hands out the lowest free one, so jobs pair up on a GPU first.
+  std::vector<std::string> slots;
 };
 
 enum class State { Future, Pending, Running, Done, Rejected };
@@ -82,7 +85,10 @@ struct SimJob {
   }
   // Its segment's placement: the share of the fewest-nodes speed it runs at (Speedup::spread).
   double placement_factor = 1;
-  double rate() const { return (speedup ? speedup->at(gpus()) : gpus()) * placement_factor; }
+  // On a shared GPU: the share of its rate alone it runs at beside the jobs on the GPU's other
+  // replicas (the pair rates), 1 otherwise.
+  double pair_factor = 1;
+  double rate() const { return (speedup ? speedup->at(gpus()) : gpus()) * placement_factor * pair_factor; }
 };
 
 inline bool same_placement(std::vector<planner::Task::Worker> a, std::vector<planner::Task::Worker> b) {
@@ -145,6 +151,11 @@ class Simulator {
   // How much wider than the fewest nodes (and racks) that hold them j's workers are; counted.
   double placement_factor(const SimJob& j);
   void finish(SimJob& j);
+  // A time-sliced node's replicas: j's replica workers take the lowest free slots there (sit) or give
+  // them back (rise), and every job on the node's GPUs runs at its rate beside its partners then.
+  void sit(SimJob& j);
+  void rise(SimJob& j);
+  void pair_rates_on(SimNode& n);
   // What a kill without a checkpoint leaves: the segment's start plus its periodic checkpoints.
   void lose_work(SimJob& j);
   SimNode& node(const std::string& name);
@@ -192,6 +203,7 @@ class Simulator {
   inputs::PlanInputs inputs_{inputs::InputOptions{}};
   inputs::Tenancy tenancy_;  // which namespace (tenant) a job's task is in
   std::map<std::string, SimJob*> by_key_;
+  planner::PairRates pairs_;  // how fast jobs of two apps run sharing a GPU (the policy's pairs)
   std::vector<SimNode> nodes_;
   std::vector<SimJob> jobs_;
   int64_t now_ = 0;

@@ -2,6 +2,7 @@
 #include "bench/sim/sim_state.h"
 
 #include "bench/sim/ideal.h"
+#include "controllers/gpu/resources.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,7 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
       std::string resource = pool.vendor + ".com/gpu";
       n.node.capacity[resource] = pool.gpus_per_node;
       n.node.free[resource] = pool.gpus_per_node;
+      if (pool.replicas > 0) n.slots.assign(static_cast<size_t>(pool.gpus_per_node * pool.replicas), "");
       n.node.labels = pool.labels;
       if (pool.nodes_per_rack > 0) n.node.labels[kRackLabel] = pool.name + "-rack-" + std::to_string(i / pool.nodes_per_rack);
       n.rate = cost::rate_for(in.pricing, pool.vendor, pool.labels);
@@ -33,6 +35,7 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
     }
   }
   for (auto& n : nodes_) schedule_interruption(n, 0);
+  for (const auto& pair : in.pricing.sharing_pairs) pairs_.set(pair.a, pair.b, pair.a_milli / 1000.0, pair.b_milli / 1000.0);
   for (const auto& pool : in.cluster.pools)  // a week holds every tariff window
     cheapest_by_pool_[pool.name] = cheapest_per_second(in.pricing, cost::rate_for(in.pricing, pool.vendor, pool.labels), at(0), at(7 * 24 * 3600));
   setup_tenants();
@@ -120,13 +123,14 @@ int64_t Simulator::completion(const SimJob& j) const {
 // Moves the clock to t: progress, and GPU-seconds held and alive for the allocation figure.
 void Simulator::advance(int64_t t) {
   if (t <= now_) return;
-  int64_t held = 0, alive = 0;
+  int64_t held_milli = 0, alive = 0;  // held: thousandths of a GPU (a replica is its share)
   for (auto& j : jobs_) {
     if (j.state != State::Running) continue;
     int64_t from = std::max(now_, j.progress_from);
     if (t > from) j.work_done = std::min(j.work_total, j.work_done + j.rate() * static_cast<double>(t - from));
-    held += j.gpus();
+    for (const auto& w : j.workers) held_milli += gpu::share_milli(w.gpu_resource, w.count);
   }
+  const double held = static_cast<double>(held_milli) / 1000.0;
   for (const auto& n : nodes_)
     if (n.alive) alive += n.pool->gpus_per_node;
   measure_tenants(now_, t);
@@ -136,7 +140,7 @@ void Simulator::advance(int64_t t) {
       held_hourly_.resize(static_cast<size_t>(hour + 1), 0);
       alive_hourly_.resize(static_cast<size_t>(hour + 1), 0);
     }
-    held_hourly_[static_cast<size_t>(hour)] += static_cast<double>(held * (end - s));
+    held_hourly_[static_cast<size_t>(hour)] += held * static_cast<double>(end - s);
     alive_hourly_[static_cast<size_t>(hour)] += static_cast<double>(alive * (end - s));
     s = end;
   }
@@ -172,17 +176,19 @@ bool Simulator::usable_by(const planner::Task& t, const SimNode& n) const {
 
 // Ends the running segment: charges it (GPUs held, restart time included) and takes the GPUs back.
 void Simulator::end_segment(SimJob& j) {
-  std::map<std::string, int64_t> per_node;
-  for (const auto& w : j.workers) per_node[w.node] += w.count;
-  for (const auto& [name, count] : per_node) {
+  std::map<std::string, int64_t> per_node;  // thousandths of a GPU held there (a replica: its share)
+  for (const auto& w : j.workers) per_node[w.node] += gpu::share_milli(w.gpu_resource, w.count);
+  for (const auto& [name, milli] : per_node) {
     const SimNode& n = node(name);
-    if (now_ > j.segment_start) j.charge.add(cost::charge_interval(in_.pricing, n.rate, count * 1000, at(j.segment_start), at(now_)));
-    j.result.gpu_seconds += count * (now_ - j.segment_start);
-    j.held_at_cheapest += static_cast<double>(count * (now_ - j.segment_start)) * cheapest_by_pool_.at(n.pool->name);
-    j.restart_gpu_seconds += count * std::max<int64_t>(0, std::min(now_, j.progress_from) - j.segment_start);
-    pool_gpu_seconds_[n.pool->name] += count * (now_ - j.segment_start);
+    const int64_t held = now_ - j.segment_start, restarting = std::max<int64_t>(0, std::min(now_, j.progress_from) - j.segment_start);
+    if (now_ > j.segment_start) j.charge.add(cost::charge_interval(in_.pricing, n.rate, milli, at(j.segment_start), at(now_)));
+    j.result.gpu_seconds += milli * held / 1000;
+    j.held_at_cheapest += static_cast<double>(milli * held) / 1000.0 * cheapest_by_pool_.at(n.pool->name);
+    j.restart_gpu_seconds += milli * restarting / 1000;
+    pool_gpu_seconds_[n.pool->name] += milli * held / 1000;
   }
   j.result.final_workers = j.gpus();
+  rise(j);
   j.workers.clear();
   touch(j);
 }
@@ -206,6 +212,7 @@ void Simulator::learn() {
 
 void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart) {
   j.workers = std::move(placement);
+  sit(j);
   j.placement_factor = placement_factor(j);
   j.launcher_node = launcher_node_for(j);
   j.segment_start = now_;
@@ -216,6 +223,54 @@ void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> plac
   j.state = State::Running;
   ++j.epoch;
   touch(j);
+}
+
+void Simulator::sit(SimJob& j) {
+  for (const auto& w : j.workers) {
+    if (!gpu::replicas_of(w.gpu_resource)) continue;
+    SimNode& n = node(w.node);
+    for (int64_t c = 0; c < w.count; ++c) {
+      auto free = std::find(n.slots.begin(), n.slots.end(), "");
+      if (free == n.slots.end()) {
+        std::string held;
+        for (const auto& k : n.slots) held += " " + k + "(" + std::to_string(static_cast<int>(by_key_.at(k)->state)) + ")";
+        throw std::logic_error("no free replica on " + n.node.name + " for " + j.trace.id + " at " + std::to_string(now_) + "; held by" + held);
+      }
+      *free = key_of(j);
+    }
+    pair_rates_on(n);
+  }
+}
+
+void Simulator::rise(SimJob& j) {
+  const std::string key = key_of(j);
+  for (const auto& w : j.workers) {
+    if (!gpu::replicas_of(w.gpu_resource)) continue;
+    SimNode& n = node(w.node);
+    std::replace(n.slots.begin(), n.slots.end(), key, std::string());
+    pair_rates_on(n);
+  }
+  j.pair_factor = 1;
+}
+
+// Each job's rate beside the others on its GPU: the lowest of its measured pair rates with them
+// (an unmeasured pair shares the GPU's time evenly).
+void Simulator::pair_rates_on(SimNode& n) {
+  const size_t per_gpu = static_cast<size_t>(n.pool->replicas);
+  for (size_t g = 0; g + per_gpu <= n.slots.size(); g += per_gpu)
+    for (size_t a = g; a < g + per_gpu; ++a) {
+      if (n.slots[a].empty()) continue;
+      SimJob& job = *by_key_.at(n.slots[a]);
+      double factor = 1;
+      int partners = 0;
+      for (size_t b = g; b < g + per_gpu; ++b) {
+        if (b == a || n.slots[b].empty()) continue;
+        ++partners;
+        const auto r = pairs_.beside(job.traits.app, by_key_.at(n.slots[b])->traits.app);
+        factor = std::min(factor, r ? *r : 1.0 / (partners + 1));
+      }
+      job.pair_factor = factor;
+    }
 }
 
 // The trace's durations hold on the fewest nodes; a job placed wider runs at the throughput Pollux
@@ -263,6 +318,7 @@ JobTraits Simulator::traits_for(const TraceJob& t) const {
     traits.reduce_cost = false;
   }
   if (policy_ == PolicyKind::Naive) traits.amd = false;  // on-demand NVIDIA only
+  if (policy_ != PolicyKind::Valley) traits.shares = false;  // the peers (and Valley before) run each job on whole GPUs
   return traits;
 }
 
@@ -411,6 +467,7 @@ JobTraits traits_of(const TraceJob& j, const Workload& w) {
   t.priority = chosen->priority;
   t.reduce_cost = chosen->reduce_cost;
   t.amd = percentile_of(j.id, "amd") < w.amd_percent;
+  t.shares = percentile_of(j.id, "sharing") < w.sharing_percent;
   if (!w.apps.empty()) t.app = w.apps[static_cast<size_t>(percentile_of(j.id, "app")) % w.apps.size()];
   t.max_workers = j.gpus;
   t.min_workers = std::max(1, (j.gpus * w.min_workers_percent + 99) / 100);

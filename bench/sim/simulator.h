@@ -173,6 +173,7 @@ struct JobTraits {
   std::string cls, app;
   int priority = 0;
   bool reduce_cost = false, amd = false;
+  bool shares = false;  // allows sharing a GPU (spec.worker.sharing, under its app as the profile)
   int min_workers = 1, max_workers = 1;
 };
 JobTraits traits_of(const TraceJob& j, const Workload& w);

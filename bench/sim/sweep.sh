@@ -17,7 +17,10 @@ shift || true
 mkdir -p "$out" bench/out
 data=bench/data
 policies=naive,backfill,valley-v2,valley
-common=(--cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml
+# SWEEP_CLUSTER / SWEEP_SPOT: another cluster (make bench-sweep-shared: cluster-shared.yaml, where jobs
+# that allow it share time-sliced GPUs by Gavel's pair rates).
+common=(--cluster "${SWEEP_CLUSTER:-bench/sim/inputs/cluster.yaml}" --spot "${SWEEP_SPOT:-bench/sim/inputs/spot.yaml}"
+        --pricing deploy/samples/pricingpolicy-default.yaml --pairs "$data/gavel/pairs.csv"
         --workload bench/sim/inputs/workload.yaml --profiles "$data/pollux-adaptdl" --policy "$policies")
 
 # name trace from-hour to-hour [extra args], one slice a line.

@@ -136,6 +136,27 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
     if (!d || *d > std::chrono::hours(24)) r.error("spec.moves.restartCost: a duration such as 5m or 0s, at most 24h");
     else p.move_restart_cost = std::chrono::duration_cast<std::chrono::seconds>(*d);
   }
+  if (spec.contains("sharing") && spec["sharing"].is_object()) {
+    r.each(spec["sharing"], "pairs", "spec.sharing.pairs", [&](const json& pair, const std::string& path) {
+      const json* profiles = r.array(pair, "profiles", path + ".profiles");
+      const json* rates = r.array(pair, "rates", path + ".rates");
+      auto text = [](const json* a, size_t i) { return a && a->size() == 2 && (*a)[i].is_string() ? (*a)[i].get<std::string>() : std::string(); };
+      Policy::SharingPair sp{text(profiles, 0), text(profiles, 1)};
+      if (sp.a.empty() || sp.b.empty()) {
+        r.error(path + ".profiles: two workload profiles (what spec.worker.sharing.profile names, by default a worker image)");
+        return;
+      }
+      json rate_fields = json::object();
+      if (rates && rates->size() == 2) rate_fields = {{"a", (*rates)[0]}, {"b", (*rates)[1]}};
+      sp.a_milli = r.milli(rate_fields, "a", path + ".rates[0]", -1);
+      sp.b_milli = r.milli(rate_fields, "b", path + ".rates[1]", -1);
+      if (sp.a_milli < 0 || sp.b_milli < 0 || sp.a_milli > 2000 || sp.b_milli > 2000) {
+        r.error(path + ".rates: two rates, each profile's beside the other as a share of its rate alone, between 0 and 2 (e.g. \"0.81\")");
+        return;
+      }
+      p.sharing_pairs.push_back(sp);
+    });
+  }
   if (r.errors.size() != before) return std::nullopt;
   return p;
 }

@@ -73,6 +73,13 @@ struct Policy {
   // reschedule, load). A running task that checkpoints moves to cheaper free capacity at its size
   // when it would save more than that before its expected end; 0 turns moves off.
   std::chrono::seconds move_restart_cost{300};
+  // spec.sharing.pairs: two workload profiles measured sharing one GPU (a replica each), each one's
+  // rate beside the other in thousandths of its rate alone (what tasks allowing sharing pair by).
+  struct SharingPair {
+    std::string a, b;
+    int64_t a_milli = 0, b_milli = 0;
+  };
+  std::vector<SharingPair> sharing_pairs;
 };
 
 // nullopt + errors ("spec.gpu[1].spot: ...") when the object is not a valid policy.

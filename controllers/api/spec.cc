@@ -245,6 +245,9 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
     }
     s.slots_per_worker = static_cast<int>(r.integer(*w, "slotsPerWorker", "spec.worker.slotsPerWorker", 1, 1024).value_or(1));
     if (const json* d = r.object(*w, "devices", "spec.worker.devices")) s.devices = parse_devices(r, *d);
+    if (const json* sh = r.object(*w, "sharing", "spec.worker.sharing"); sh && r.boolean(*sh, "allowed", "spec.worker.sharing.allowed").value_or(false)) {
+      s.sharing_profile = r.str(*sh, "profile", "spec.worker.sharing.profile").value_or("");
+    }
   }
   if (const json* m = r.object(*spec, "master", "spec.master")) s.launcher = container(r, *m, "spec.master");
 
@@ -259,6 +262,7 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
     if (s.launcher.image.empty()) r.error("spec.master.image: an MPI task needs a launcher image");
     if (s.worker.image.empty()) r.error("spec.worker.image: an MPI task needs a worker image");
   }
+  if (s.sharing_profile && s.sharing_profile->empty()) s.sharing_profile = s.worker.image;
   for (const auto& [vendor, image] : s.worker.vendor_images)
     if (!s.runs_on(vendor))
       r.error(vendor == "amd" ? "spec.worker.amdImage: only used with spec.amdSupport true (or amd in spec.vendors)"

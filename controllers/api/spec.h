@@ -108,6 +108,10 @@ struct TaskSpec {
     std::map<std::string, std::string> match_attributes;
   };
   std::optional<Devices> devices;
+  // spec.worker.sharing: the task may take half of a GPU split two ways beside another task's
+  // worker, under this workload profile (the PricingPolicy's sharing pairs name profiles; default
+  // the worker image); nullopt: never (a whole GPU per worker, as asked).
+  std::optional<std::string> sharing_profile;
   int slots_per_worker = 1;
   // Hot: the workload follows discover_hosts.sh (Horovod elastic), so a resize adds or removes
   // workers without restarting the launcher. Restart (default): a resize is a new epoch.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "controllers/gpu/resources.h"
+
 namespace valley::cost {
 
 std::vector<NodeRate> candidate_rates(const Policy& p, const api::TaskSpec& spec, const nlohmann::json& task_object,
@@ -61,6 +63,15 @@ EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, 
     for (const auto& r : candidates)
       if (may_land(r) && r.gpu_per_hour > b.rate.gpu_per_hour && (!b.high_rate || r.gpu_per_hour > b.high_rate->gpu_per_hour))
         b.high_rate = r;
+  }
+  // A task that may share a GPU: on a shared one it is charged its share and runs at least as fast
+  // as its worst pair that pays (the planner pairs no other way).
+  const auto worst = c.pair_rates && !t.sharing_profile.empty() && t.max_workers == 1 && t.gpu_milli == 1000
+                         ? c.pair_rates->worst_paying(t.sharing_profile) : std::nullopt;
+  if (worst) {
+    const auto replicas = d.placement.empty() ? std::nullopt : gpu::replicas_of(d.placement.front().gpu_resource);
+    if (replicas) b.shared = EstimateBasis::Shared{gpu::share_milli(d.placement.front().gpu_resource, 1), *worst, true};
+    else if (d.placement.empty() && c.pair_nodes) b.shared = EstimateBasis::Shared{500, *worst, false};
   }
   if (d.expected_start && *d.expected_start > now) b.start = *d.expected_start;
   const int aim = planner::target_size(t, 0, c);

@@ -233,9 +233,11 @@ std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, con
   e.workers = std::clamp(single ? 1 : b.workers, 1, e.max_workers);
   e.start = b.start;
   const auto d = *spec.estimated_duration;
-  const double factor = e.workers >= e.max_workers ? 1.0 : std::max(1.0, b.duration_factor);
+  const bool shared = b.shared && b.shared->placed;
+  const double slowdown = shared ? 1.0 / std::clamp(b.shared->worst_rate, 0.01, 1.0) : 1.0;
+  const double factor = (e.workers >= e.max_workers ? 1.0 : std::max(1.0, b.duration_factor)) * slowdown;
   e.duration = std::chrono::milliseconds(static_cast<int64_t>(std::llround(static_cast<double>(d.count()) * factor)));
-  const int64_t share = int64_t{e.workers} * spec.gpus.milli;
+  const int64_t share = int64_t{e.workers} * (shared ? b.shared->share_milli : spec.gpus.milli);
   const int64_t multiplier = multiplier_milli(p, spec.priority);
   auto priced = [&](const Charge& c) { return apply_multiplier(c.gpu + c.energy, multiplier); };
   e.gpu_milli_hours = rounded(i128{share} * e.duration.count(), 3'600'000);
@@ -253,8 +255,11 @@ std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, con
   auto scaled = [](std::chrono::milliseconds t, double by) {
     return std::chrono::milliseconds(static_cast<int64_t>(std::llround(static_cast<double>(t.count()) * by)));
   };
-  const auto low_duration = scaled(e.workers < e.max_workers ? d : e.duration, b.spread.low);  // growth gains nothing: `workers` for d
+  // Growth gains nothing: `workers` for d; on a shared GPU it may run alone, at full speed, for d.
+  const auto low_duration = scaled(e.workers < e.max_workers || shared ? d : e.duration, b.spread.low);
   e.low = std::min(e.expected, priced(charge_interval(flat, b.rate, share, e.start, e.start + low_duration)));
+  if (b.shared && !b.shared->placed)  // it may yet share a GPU there, alone
+    e.low = std::min(e.low, priced(charge_interval(flat, b.rate, int64_t{e.workers} * b.shared->share_milli, e.start, e.start + low_duration)));
   flat.flat_per_kwh = dear;
   const int64_t max_share = int64_t{e.max_workers} * spec.gpus.milli;
   const bool linear_longer = max_share * d.count() > share * e.duration.count();
@@ -262,9 +267,10 @@ std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, con
   const NodeRate& high_rate = b.high_rate ? *b.high_rate : b.rate;
   e.high = std::max(e.expected, priced(charge_interval(flat, high_rate, linear_longer ? max_share : share, e.start, e.start + high_duration)));
   auto hours = [](std::chrono::milliseconds t) { return format_money(t.count() * 10 / 36, 2) + " h"; };
-  e.basis = std::to_string(e.workers) + (e.workers == 1 ? " worker x " : " workers x ") + format_milli(spec.gpus.milli) + " GPU x " +
+  e.basis = std::to_string(e.workers) + (e.workers == 1 ? " worker x " : " workers x ") + format_milli(share / e.workers) + " GPU x " +
             hours(e.duration) + " on " + b.rate.vendor + " " + b.rate.capacity_class + " at " + format_money(b.rate.gpu_per_hour) +
-            "/GPU-h, priority x" + format_milli(multiplier) + (b.why.empty() ? "" : " (" + b.why + ")");
+            "/GPU-h, priority x" + format_milli(multiplier) + (b.why.empty() ? "" : " (" + b.why + ")") +
+            (shared ? "; a shared GPU, at " + format_milli(std::llround(1000 / slowdown)) + " of its speed alone beside the slowest partner it may get" : "");
   auto times = [](double by) {
     std::ostringstream o;
     o << std::fixed << std::setprecision(2) << by;
@@ -273,7 +279,8 @@ std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, con
   const std::string spread = "; " + b.spread.source();
   e.low_basis = (e.workers < e.max_workers ? "growth gains nothing: " + std::to_string(e.workers) + " workers x " + hours(low_duration)
                                            : std::to_string(e.workers) + " x " + hours(low_duration)) +
-                " at the cheapest tariff, running " + times(b.spread.low) + "x the stated duration" + spread;
+                (b.shared ? " (alone on a shared GPU at full speed, charged its share)" : "") + " at the cheapest tariff, running " +
+                times(b.spread.low) + "x the stated duration" + spread;
   e.high_basis = (linear_longer ? "grows to " + std::to_string(e.max_workers) + " workers at linear speedup: " + hours(high_duration)
                                 : std::to_string(e.workers) + " x " + hours(high_duration)) +
                  (b.high_rate ? " on " + high_rate.vendor + " " + high_rate.capacity_class + " at " + format_money(high_rate.gpu_per_hour) +

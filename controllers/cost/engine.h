@@ -89,6 +89,16 @@ struct EstimateBasis {
   // Not placed yet: the dearest capacity it may be placed on, when dearer than `rate` (the high end
   // assumes it; the planner may place it there once the cheaper capacity is gone).
   std::optional<NodeRate> high_rate;
+  // Sharing a GPU (spec.worker.sharing): where it is placed on a shared GPU, the share of it a
+  // worker is charged and the lowest rate beside a partner it may run at (the run takes 1 / that
+  // longer; alone, it runs at full speed); not placed yet, only that it may share (the low end
+  // assumes a shared GPU's share of `rate`, alone).
+  struct Shared {
+    int64_t share_milli = 500;
+    double worst_rate = 1;
+    bool placed = false;
+  };
+  std::optional<Shared> shared;
 };
 struct Estimate {
   Micros expected = 0, low = 0, high = 0;

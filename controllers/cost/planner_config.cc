@@ -1,6 +1,9 @@
 #include "controllers/cost/planner_config.h"
 
+#include <algorithm>
 #include <optional>
+
+#include "controllers/gpu/resources.h"
 
 #include "controllers/api/vendors.h"
 
@@ -38,6 +41,11 @@ planner::Config planner_config(const Policy& p, const std::vector<const planner:
   config.fastest_priority = p.growth_fast_priority;
   config.spot_needs_checkpoint = true;
   config.move_restart_cost = p.move_restart_cost;
+  if (!p.sharing_pairs.empty()) {
+    auto rates = std::make_shared<planner::PairRates>();
+    for (const auto& pair : p.sharing_pairs) rates->set(pair.a, pair.b, pair.a_milli / 1000.0, pair.b_milli / 1000.0);
+    config.pair_rates = std::move(rates);
+  }
   // A reduceCost task looks at most its patience ahead (a deadline may reach further: a week).
   config.tariff = tariff_steps(p, now, std::max<std::chrono::seconds>(p.reduce_cost_patience, std::chrono::hours(24 * 7)));
   // The cheapest AMD GPU-hour against the cheapest NVIDIA one, as the nodes are priced.
@@ -48,6 +56,10 @@ planner::Config planner_config(const Policy& p, const std::vector<const planner:
     if (!best || n->price_micros < *best) best = n->price_micros;
   }
   config.amd_cheaper = !amd || !nvidia || *amd < *nvidia;
+  config.pair_nodes = std::any_of(priced.begin(), priced.end(), [](const planner::Node* n) {
+    const auto r = gpu::replicas_of(n->replicas_resource);
+    return r && r->replicas == 2;
+  });
   return config;
 }
 

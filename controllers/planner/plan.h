@@ -151,6 +151,8 @@ class Plan {
   void give(size_t i, const Task::Worker& w) { change(i, w, +1); }
   void change(size_t i, const Task::Worker& w, int sign);
   int64_t mean_price(const std::vector<Task::Worker>& placed) const;
+  // mean_price of an hour of task i's work: a shared GPU's by work_price_on.
+  int64_t work_price(size_t i, const std::vector<Task::Worker>& placed) const;
   int idle_percent() const;
   std::string insufficient(size_t i, int need);
   std::string tenant_entitlement(size_t i);
@@ -283,6 +285,16 @@ class Plan {
     if (!seated(i, k)) return worker(k, s);
     return Task::Worker{nodes_[k]->name, names_[info_[k].seat], gpu::seat_milli(tasks_[i].gpu_milli)};
   }
+  // Sharing (sharing.h): node k splits its GPUs two ways and task i (one worker of one GPU, with a
+  // sharing profile) may take a replica there beside what the replicas hold now: the fraction of its
+  // rate alone it can count on (nullopt: not here). Replicas held by anything but sharing tasks of
+  // this plan (a fraction, a pod of someone else's) hold a partner of unknown profile: no.
+  std::optional<double> shared_rate_on(size_t i, size_t k) const;
+  bool may_share(const Task& t) const;  // one worker of one GPU, a profile, and measured pairs
+  bool shares_on(size_t i, size_t k) const { return shared_rate_on(i, k).has_value(); }
+  // What a GPU-hour of task i's work costs on node k now: its price, or half of it over the rate it
+  // keeps where it shares.
+  int64_t work_price_on(size_t i, size_t k) const;
   // Thousandths of a GPU the worker takes from its tenant's quota, and from the node.
   int64_t quota_share(size_t i, size_t k, const Shape& s) const { return seated(i, k) ? gpu::seat_milli(tasks_[i].gpu_milli) : share_of(s.resource, s.count); }
   int64_t node_share(size_t i, size_t k, const Shape& s) const { return seated(i, k) ? s.count * 1000 : share_of(s.resource, s.count); }
@@ -315,6 +327,7 @@ class Plan {
   size_t width_ = 0;                                  // resources per row
   std::vector<int64_t> free_;                         // node index x resource id -> free units
   std::map<std::pair<size_t, size_t>, int64_t> seats_;  // (task, node) -> its seat workers there
+  std::vector<std::map<size_t, int64_t>> sharers_;    // node -> sharing task -> replicas it holds there
   std::vector<std::array<int64_t, kRoomColumns>> demand_;  // task -> room one worker asks for
   std::map<std::string, std::string> unplaceable_;   // unplaceable()'s answers by task shape
   std::vector<std::vector<char>> eligible_;           // task -> node -> may place new workers (lazily)

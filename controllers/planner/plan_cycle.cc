@@ -252,7 +252,8 @@ void Plan::move_to_cheaper() {
     if (one_before_waits(i)) continue;
     const double hours_left = std::chrono::duration<double>(*t.expected_end - now_).count() / 3600.0;
     if (hours_left <= 0) continue;
-    const int64_t price = mean_price(d.placement);
+    // What an hour of its work costs (a shared GPU's: its share over the rate it keeps there).
+    const int64_t price = work_price(i, d.placement);
     const auto vendors = gang_vendors(t);
     if (std::none_of(vendors.begin(), vendors.end(), [&](const std::string& v) {
           auto it = cheapest_free.find(v);
@@ -265,7 +266,7 @@ void Plan::move_to_cheaper() {
     for (const auto& w : held) give(i, w);
     auto moved = place(i, static_cast<int>(held.size()), {}, options);
     if (moved) {
-      const int64_t now_price = mean_price(*moved);
+      const int64_t now_price = work_price(i, *moved);
       const double gpus = static_cast<double>(held.size()) * t.gpu_milli / 1000.0;
       const double saving = static_cast<double>(price - now_price) * gpus * hours_left;
       const double restart = static_cast<double>(now_price) * gpus * std::chrono::duration<double>(config_.move_restart_cost).count() / 3600.0;

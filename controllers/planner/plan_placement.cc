@@ -86,14 +86,16 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
   int remaining = count;
   while (remaining > 0) {
     size_t best = kNoNode;
-    // Score, highest wins. By price: least GPU wasted (a MIG slice over a whole GPU for a
-    // fraction), the task's own nodes, the lowest price now, the capacity class that suits it
+    // Score, highest wins. By price: a whole GPU before a shared one for a task that is not
+    // reduceCost, least GPU wasted (a MIG slice over a whole GPU for a fraction), the task's own
+    // nodes, the lowest price of its work now (half a shared GPU over the rate it keeps beside its
+    // partner), the capacity class that suits it
     // (spot if it checkpoints), most workers here (fewest nodes), the most topology levels shared
     // with the gang's first node, the tightest fit. Packing first (before price-first placement):
     // most workers here, least waste, own nodes, the capacity class that suits the task, the
     // lowest price, shared levels, the tightest fit.
     const size_t anchor = !claimed.empty() ? claimed.front().first : !preferred.empty() ? preferred.front() : kNoNode;
-    std::array<int64_t, 7> best_score{};
+    std::array<int64_t, 8> best_score{};
     int best_fit = 0;
     std::vector<int64_t> node_free;
     for (const size_t k : candidates) {
@@ -113,7 +115,8 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
         taken += run * one;
         return run;
       };
-      if (t.gpu_milli % 1000 == 0) {
+      const bool shares = shares_on(i, k);
+      if (t.gpu_milli % 1000 == 0 && !shares) {
         // Whole GPUs: one shape for every worker, so no what-if row is needed.
         fit = static_cast<int>(within_quota(Shape{info_[k].whole, t.gpu_milli / 1000}, fits(i, k, units, remaining)));
         for (size_t r = kRoomColumns; r < width_; ++r) left += units[r];
@@ -124,20 +127,23 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
         for (size_t r = kRoomColumns; r < width_; ++r) left += node_free[r];
       }
       if (fit == 0) continue;
-      const int64_t waste = -(share - int64_t{fit} * t.gpu_milli);
+      const int64_t waste = -(share - int64_t{fit} * (shares ? share : t.gpu_milli));
       const int64_t own = std::find(preferred.begin(), preferred.end(), k) != preferred.end();
-      const int64_t price = info_[k].price;
+      const int64_t price = work_price_on(i, k);
+      // A task that is not reduceCost shares a GPU only where no whole one is free for it (sharing
+      // slows it down); a reduceCost one wherever its work is cheaper.
+      const int64_t alone = shares && !t.reduce_cost ? -1 : 0;
       const int64_t shared = anchor == kNoNode ? 0 : shared_levels(k, anchor);
-      std::array<int64_t, 7> score{};
+      std::array<int64_t, 8> score{};
       switch (config_.placement) {
         case Placement::Price:
-          score = {waste, own, -price, info_[k].spot == t.checkpointed, fit, shared, -left};
+          score = {alone, waste, own, -price, info_[k].spot == t.checkpointed, fit, shared, -left};
           break;
         case Placement::PackThenClass:
-          score = {fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, shared, -left};
+          score = {0, fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, shared, -left};
           break;
         case Placement::Pack:
-          score = {fit, waste, own, shared, -left, 0, 0};
+          score = {0, fit, waste, own, shared, -left, 0, 0};
           break;
       }
       if (best == kNoNode || score > best_score) {

@@ -2,6 +2,7 @@
 #include "controllers/planner/plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 namespace valley::planner::detail {
@@ -29,7 +30,7 @@ void Plan::wait_cheapest_reachable(size_t i, int need, int& position) {
   auto option = cheapest_reachable(i, need);
   auto placed = place(i, need, {});
   const int64_t keep = 100 - std::clamp(config_.reduce_cost_min_saving_percent, 0, 100);
-  if (placed && (!option || mean_price(*placed) * keep <= option->price * 100)) {
+  if (placed && (!option || work_price(i, *placed) * keep <= option->price * 100)) {
     admit(i, std::move(*placed));
     decisions_[i].reason += " at the lowest price reachable (reduceCost)";
     return;
@@ -44,7 +45,7 @@ void Plan::wait_cheapest_reachable(size_t i, int need, int& position) {
     d.expected_start = option->start;
     d.expected_node = option->node;
     d.reason = "ReduceCost: waiting for " + option->pool + " at " + money(option->price) + "/GPU-h from " + kube::format_time(option->start) +
-               (placed ? " (now " + money(mean_price(*placed)) + "/GPU-h)" : " (nothing fits now)") + until;
+               (placed ? " (now " + money(work_price(i, *placed)) + "/GPU-h)" : " (nothing fits now)") + until;
   } else {
     d.reason = "ReduceCost: " + insufficient(i, need) + until;
   }
@@ -114,6 +115,8 @@ std::optional<Plan::Option> Plan::cheapest_reachable(size_t i, int need) {
         at = step.from;
       }
     }
+    // Where it would share a GPU: what an hour of its work costs there.
+    if (const auto rate = shared_rate_on(i, pool.front()); rate && *rate > 0) price = std::llround(static_cast<double>(price) / 2 / *rate);
     if (!best || price < best->price || (price == best->price && at < best->start))
       best = Option{price, at, any->vendor + " " + any->capacity_class, any->name};
   }

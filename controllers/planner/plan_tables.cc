@@ -2,6 +2,7 @@
 #include "controllers/planner/plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <set>
@@ -106,6 +107,7 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
   for (size_t i = 0; i < tasks_.size(); ++i)
     for (int c = 0; c < kRoomColumns; ++c)
       if (auto it = tasks_[i].worker_room.find(kRoomResources[c]); it != tasks_[i].worker_room.end()) demand_[i][c] = std::max<int64_t>(0, it->second);
+  sharers_.resize(nodes_.size());
   eligible_.resize(tasks_.size());
   decisions_.resize(tasks_.size());
   for (size_t i = 0; i < tasks_.size(); ++i) decisions_[i].key = tasks_[i].key;
@@ -139,7 +141,7 @@ int Plan::fits(size_t i, size_t k, const int64_t* units, int cap) const {
   if (whole < 0 || cap <= 0) return 0;
   cap = room_fit(i, units, cap);
   if (cap <= 0) return 0;
-  if (t.gpu_milli % 1000 == 0) {  // whole GPUs: the shape rule's answer, without trying it worker by worker
+  if (t.gpu_milli % 1000 == 0 && !shares_on(i, k)) {  // whole GPUs: the shape rule's answer, without trying it worker by worker
     const int64_t per = t.gpu_milli / 1000;
     if (units[whole] < per) return 0;
     return per == 0 ? cap : static_cast<int>(std::min<int64_t>(cap, units[whole] / per));
@@ -164,6 +166,7 @@ int64_t Plan::seat_devices(size_t i, size_t k, int64_t seats) const {
 }
 
 std::optional<Plan::Shape> Plan::next_shape(size_t i, size_t k, const int64_t* units, int64_t seats) const {
+  if (shares_on(i, k)) return units[info_[k].replicas] >= 1 ? std::optional<Shape>(Shape{info_[k].replicas, 1}) : std::nullopt;
   if (!seated(i, k)) return shape_on(tasks_[i].gpu_milli, k, units);
   const int whole = info_[k].whole;
   const int64_t opens = seat_devices(i, k, seats + 1) - seat_devices(i, k, seats);
@@ -184,6 +187,11 @@ void Plan::change(size_t i, const Task::Worker& w, int sign) {
   } else {
     row(k)[resource_id(w.gpu_resource)] += sign * w.count;
   }
+  if (info_[k].replicas >= 0 && !tasks_[i].sharing_profile.empty() && resource_id(w.gpu_resource) == info_[k].replicas) {
+    int64_t& held = sharers_[k][i];
+    held -= sign * w.count;
+    if (held <= 0) sharers_[k].erase(i);
+  }
   move_room(i, row(k), sign);
   if (quota_.enabled() && info_[k].whole >= 0) {
     const int64_t milli = seated(i, k) ? gpu::seat_milli(tasks_[i].gpu_milli) : gpu::share_milli(w.gpu_resource, w.count);
@@ -192,6 +200,43 @@ void Plan::change(size_t i, const Task::Worker& w, int sign) {
     else
       quota_.remove(tasks_[i].tenant, info_[k].pool, milli);
   }
+}
+
+bool Plan::may_share(const Task& t) const {
+  return !t.sharing_profile.empty() && t.gpu_milli == 1000 && t.max_workers == 1 && config_.pair_rates && !config_.pair_rates->empty();
+}
+
+std::optional<double> Plan::shared_rate_on(size_t i, size_t k) const {
+  const Task& t = tasks_[i];
+  const NodeInfo& info = info_[k];
+  if (!may_share(t) || info.replicas < 0 || info.per_gpu != 2) return std::nullopt;
+  std::vector<std::string> others;
+  int64_t by_sharers = 0;
+  for (const auto& [j, held] : sharers_[k]) {
+    by_sharers += held;
+    if (j != i) others.push_back(tasks_[j].sharing_profile);
+  }
+  const auto cap = nodes_[k]->capacity.find(names_[info.replicas]);
+  const int64_t held = (cap == nodes_[k]->capacity.end() ? 0 : cap->second) - row(k)[info.replicas];
+  if (held > by_sharers) return std::nullopt;
+  return shared_rate(*config_.pair_rates, t.sharing_profile, others);
+}
+
+int64_t Plan::work_price_on(size_t i, size_t k) const {
+  const auto rate = shared_rate_on(i, k);
+  if (!rate || *rate <= 0) return info_[k].price;
+  return std::llround(static_cast<double>(info_[k].price) / 2 / *rate);
+}
+
+int64_t Plan::work_price(size_t i, const std::vector<Task::Worker>& placed) const {
+  if (placed.empty()) return 0;
+  int64_t sum = 0;
+  for (const auto& w : placed) {
+    const size_t k = node_at(w.node);
+    const bool shared = k != kNoNode && info_[k].replicas >= 0 && resource_id(w.gpu_resource) == info_[k].replicas;
+    sum += shared ? work_price_on(i, k) : price_of(w.node);
+  }
+  return sum / static_cast<int64_t>(placed.size());
 }
 
 int64_t Plan::mean_price(const std::vector<Task::Worker>& placed) const {
@@ -310,7 +355,7 @@ std::string Plan::unplaceable(size_t i) {
   // Tasks that select no nodes themselves share the answer with every task of the same shape.
   std::string shape_key;
   if (!selective) {
-    shape_key = std::to_string(t.gpu_milli) + (off_spot ? "s" : "-");
+    shape_key = std::to_string(t.gpu_milli) + (off_spot ? "s" : "-") + (may_share(t) ? "h" : "-");
     for (const auto& v : t.vendors) shape_key += "/" + v;
     for (int64_t d : demand) shape_key += "/" + std::to_string(d);
     if (auto it = unplaceable_.find(shape_key); it != unplaceable_.end()) return it->second;
@@ -333,7 +378,8 @@ std::string Plan::unplaceable(size_t i) {
       holds = holds && have >= demand[c];
     }
     int64_t gpus = node_whole_gpus(k);
-    if (t.gpu_milli % 1000 != 0) gpus = std::max<int64_t>(gpus, 1);  // a fraction fits any GPU node (a slice, a replica)
+    // A fraction fits any GPU node (a slice, a replica); a task that may share, half a GPU split two ways.
+    if (t.gpu_milli % 1000 != 0 || (may_share(t) && info_[k].replicas >= 0 && info_[k].per_gpu == 2)) gpus = std::max<int64_t>(gpus, 1);
     most_gpus = std::max(most_gpus, gpus);
     one_holds = holds && gpus >= per_worker;
   }

@@ -45,6 +45,7 @@
 
 #include "controllers/planner/quota.h"
 #include "controllers/planner/scaling.h"
+#include "controllers/planner/sharing.h"
 #include "operator/kube/timefmt.h"
 
 namespace valley::planner {
@@ -134,6 +135,9 @@ struct Task {
   int min_workers = 1, max_workers = 1;
   std::optional<int> pinned_workers;  // replicas.target
   int gpu_milli = 1000;               // per worker
+  // spec.worker.sharing: the workload profile under which it may take one replica of a GPU split two
+  // ways beside another task (sharing.h); "" : never. Only a task of one worker of one GPU shares.
+  std::string sharing_profile;
   SystemTime created{};
   std::map<std::string, std::string> node_selector;
   // Its workers' required node affinity: a node must satisfy every requirement of one term (none: any).
@@ -240,6 +244,12 @@ struct Config {
   // Topology levels, narrowest first (none: nodes only). Among placements of equal price a gang
   // takes nodes in the narrowest domain it already has; a task's TopologyRule bounds it to one.
   std::vector<TopologyLevel> topology;
+  // Measured pair rates (the PricingPolicy's spec.sharing.pairs): a task with a sharing profile
+  // takes a replica of a GPU split two ways where every pair it may land in pays (sharing.h) and it
+  // is cheaper per unit of work than a whole GPU it can have now; a task that is not reduceCost
+  // shares only where no whole GPU is free for it. Null or empty: nothing shares.
+  std::shared_ptr<const PairRates> pair_rates;
+  bool pair_nodes = false;  // some node splits its GPUs two ways (where pairs may share)
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt, Move };

@@ -256,6 +256,38 @@ TEST(SimSummary, TheMoneySplitSumsToTheCostAndSaysWhereItWent) {
   EXPECT_DOUBLE_EQ(m.capacity, 0);         // one pool: nothing cheaper to have used
 }
 
+// Two one-GPU jobs that allow sharing, of an app whose pair with itself runs each at 0.8 of its
+// speed alone, beside one whole GPU: under Valley they share the time-sliced GPU (half of it costs
+// less per unit of their work than a whole one), each charged half of it for 3600 / 0.8 s; the
+// peers run them one after the other on the whole GPU. The bound lets the shared GPU's replicas do
+// their work at half price.
+TEST(SimPolicies, JobsThatAllowSharingPairOnATimeSlicedGpuAndEachPaysHalf) {
+  auto in = small("pools:\n- {name: od, nodes: 1, gpusPerNode: 1}\n- {name: ts, nodes: 1, gpusPerNode: 1, timeSlicedReplicas: 2}\n",
+                  {{"a", 0, 3600, 1, ""}, {"b", 0, 3600, 1, ""}});
+  in.workload = parse_workload("classes: [{name: rc, priority: 10, reduceCost: true, percent: 100}]\napps: [x]\nsharingPercent: 100\n");
+  in.pricing.sharing_pairs = parse_pair_rates("profile,other,rate,other_rate\nx,x,0.8,0.8\n");
+  Result valley = simulate(in, PolicyKind::Valley);
+  for (const char* id : {"a", "b"}) {
+    EXPECT_EQ(job(valley, id).start, 0) << id;
+    EXPECT_EQ(job(valley, id).end, 4500) << id << ": 3600 s of work at 0.8";
+    EXPECT_EQ(job(valley, id).cost, 2'250'000) << id << ": half of 1,000 a GPU-second for 4500 s";
+  }
+  Result backfill = simulate(in, PolicyKind::Backfill);
+  EXPECT_EQ(job(backfill, "a").cost + job(backfill, "b").cost, 7'200'000) << "whole GPUs only, one after the other";
+  EXPECT_EQ(std::max(job(backfill, "a").end, job(backfill, "b").end), 7200);
+  // No pair that pays (0.5 each): they run whole, one after the other.
+  in.pricing.sharing_pairs = parse_pair_rates("profile,other,rate,other_rate\nx,x,0.5,0.5\n");
+  Result unpaired = simulate(in, PolicyKind::Valley);
+  EXPECT_EQ(job(unpaired, "a").cost + job(unpaired, "b").cost, 7'200'000);
+  // The bound: the replicas' capacity at half price, for the sharing jobs only.
+  in.pricing.sharing_pairs = parse_pair_rates("profile,other,rate,other_rate\nx,x,0.8,0.8\n");
+  const std::string lp = bound_program(in, 7200, 3600);
+  EXPECT_NE(lp.find("<= 7200\n"), std::string::npos) << "2 replicas x 3600 s on ts:\n" << lp;
+  EXPECT_THROW(parse_pair_rates("x,y,0.5\n"), InputError);
+  EXPECT_THROW(parse_pair_rates("x,y,0.5,2.5\n"), InputError);
+  EXPECT_THROW(parse_cluster("pools:\n- {name: ts, vendor: amd, timeSlicedReplicas: 2}\n", ""), InputError);
+}
+
 TEST(SimBound, ProgramAndReport) {
   auto in = small("pools:\n- {name: od, nodes: 1}\n- {name: sp, capacityType: spot, nodes: 1}\n", {{"a", 0, 3600, 8, ""}});
   std::string lp = bound_program(in, 7200, 3600);
