@@ -20,6 +20,9 @@ std::vector<Decision> Plan::run() {
 
 // Workers of admitted tasks stay where they are (on nodes that still exist and take work).
 void Plan::keep_admitted() {
+  // Every task keeps what it has before any lost worker is replaced: a replacement placed while a
+  // later task had not taken its workers yet would be counted onto GPUs that task still holds.
+  std::vector<size_t> short_of_min;
   for (size_t i : order(/*admitted=*/true)) {
     const Task& t = tasks_[i];
     Decision& d = decisions_[i];
@@ -65,22 +68,25 @@ void Plan::keep_admitted() {
       new_.insert(i);
       lost_.insert(i);
     }
-    if (d.workers < t.min_workers) {
-      // Below its gang (a node went away): take what it needs now, or wait like a new task.
-      auto more = place(i, t.min_workers - d.workers, d.placement);
-      if (more) {
-        for (auto& w : *more) d.placement.push_back(w);
-        d.workers = t.min_workers;
-        d.action = Action::Grow;
-        d.reason = "replacing lost workers";
-      } else {
-        while (!d.placement.empty()) release_last(i);
-        d.workers = 0;
-        d.action = Action::Preempt;
-        d.reason = "lost workers and the minimum no longer fits: " + insufficient(i, t.min_workers);
-        admitted_.erase(i);
-        new_.erase(i);
-      }
+    if (d.workers < t.min_workers) short_of_min.push_back(i);
+  }
+  for (size_t i : short_of_min) {
+    const Task& t = tasks_[i];
+    Decision& d = decisions_[i];
+    // Below its gang (a node went away): take what it needs now, or wait like a new task.
+    auto more = place(i, t.min_workers - d.workers, d.placement);
+    if (more) {
+      for (auto& w : *more) d.placement.push_back(w);
+      d.workers = t.min_workers;
+      d.action = Action::Grow;
+      d.reason = "replacing lost workers";
+    } else {
+      while (!d.placement.empty()) release_last(i);
+      d.workers = 0;
+      d.action = Action::Preempt;
+      d.reason = "lost workers and the minimum no longer fits: " + insufficient(i, t.min_workers);
+      admitted_.erase(i);
+      new_.erase(i);
     }
   }
 }

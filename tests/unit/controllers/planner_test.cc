@@ -460,6 +460,24 @@ TEST(Planner, CheckpointedTasksGoToSpotThenTheCheapestOthersKeepOffSpot) {
   for (const auto& w : find(ds, "saved").placement) EXPECT_EQ(w.node, "a-od");
 }
 
+// A task that lost a worker with its node replaces it only from what is free once every task kept
+// its own: the GPU a lower-priority task still holds is not free for it, even though that task is
+// planned after it.
+TEST(Planner, AReplacementForALostWorkerNeverTakesTheGpuAnotherKeptTaskHolds) {
+  Task first = task("ns/first", 90, 2, 2);
+  first.admitted = true;
+  first.workers = {{"a", "nvidia.com/gpu", 1}, {"gone", "nvidia.com/gpu", 1}};
+  Task later = task("ns/later", 10, 1, 1);
+  later.admitted = true;
+  later.workers = {{"b", "nvidia.com/gpu", 1}};
+  // `free` counts what the planned tasks hold as free (the plan places their workers itself).
+  auto ds = plan({nvidia("a", 1), nvidia("b", 1)}, {first, later}, kNow);
+  EXPECT_EQ(find(ds, "ns/later").action, Action::Keep);
+  EXPECT_EQ(find(ds, "ns/later").placement.at(0).node, "b");
+  EXPECT_NE(find(ds, "ns/first").action, Action::Grow) << find(ds, "ns/first").reason;
+  for (const auto& w : find(ds, "ns/first").placement) EXPECT_NE(w.node, "b") << "b's GPU is later's";
+}
+
 }  // namespace
 }  // namespace valley::planner
 
