@@ -68,20 +68,21 @@ def money_split(sim):
 
 def write_money(out, slices):
     """Summed over the slices, each part as a share of backfill's total: a table and money.png."""
-    totals = {p: {k: 0 for k, _ in PARTS} for p in POLICIES}
+    policies = [p for p in POLICIES if any(p in s["money"] for s in slices.values())]  # a sweep may replay fewer
+    totals = {p: {k: 0 for k, _ in PARTS} for p in policies}
     bound = 0
     for s in slices.values():
-        for p in POLICIES:
+        for p in policies:
             for k, _ in PARTS:
                 totals[p][k] += s["money"].get(p, {}).get(k, 0)
         bound += s["bound"] or 0
     ref = sum(totals["backfill"].values()) or 1
     rows = ["", f"Where the money goes, summed over the {len(slices)} slices, as a share of backfill's total "
-            f"(the LP bounds sum to {bound / ref:.1%}; bench/results/sweep/money.png):", "",
+            f"(the LP bounds sum to {bound / ref:.1%}; {out}/money.png):", "",
             "| policy | " + " | ".join(h for _, h in PARTS) + " | total |", "| --- |" + " ---: |" * (len(PARTS) + 1)]
     with (out / "money.dat").open("w") as f:
         f.write("# policy " + " ".join(k for k, _ in PARTS) + " bound (shares of backfill's total)\n")
-        for p in POLICIES:
+        for p in policies:
             t = totals[p]
             rows.append(f"| {p} | " + " | ".join(f"{t[k] / ref:.1%}" for k, _ in PARTS) + f" | {sum(t.values()) / ref:.1%} |")
             f.write(p + " " + " ".join(f"{t[k] / ref:.4f}" for k, _ in PARTS) + f" {bound / ref:.4f}\n")
