@@ -35,7 +35,7 @@ std::optional<std::vector<Task::Worker>> Plan::place(size_t i, int count, const 
   for (const auto& vendor : vendors) {
     auto gang = place_in_domain(i, vendor, count, preferred, options);
     if (!gang) continue;
-    int64_t price = by_price ? mean_price(*gang) : 0;
+    int64_t price = by_price ? work_price(i, *gang) : 0;  // per hour of its work (a shared GPU's over its rate there)
     if (!chosen || price < chosen_price) {
       chosen = std::move(gang);
       chosen_price = price;
