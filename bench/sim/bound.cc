@@ -13,7 +13,7 @@
 
 #include "bench/sim/ideal.h"
 #include "controllers/cost/engine.h"
-#include "controllers/planner/sharing.h"
+#include "controllers/cost/planner_config.h"
 
 namespace valley::sim {
 
@@ -32,8 +32,7 @@ struct Group {
 }  // namespace
 
 std::string bound_program(const Inputs& in, int64_t horizon, int64_t slot) {
-  planner::PairRates pairs;
-  for (const auto& pair : in.pricing.sharing_pairs) pairs.set(pair.a, pair.b, pair.a_milli / 1000.0, pair.b_milli / 1000.0);
+  const planner::PairRates pairs = cost::pair_rates(in.pricing);
   std::map<std::tuple<int64_t, bool, bool>, Group> groups;
   for (const auto& j : in.jobs) {
     JobTraits t = traits_of(j, in.workload);

@@ -35,7 +35,7 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
     }
   }
   for (auto& n : nodes_) schedule_interruption(n, 0);
-  for (const auto& pair : in.pricing.sharing_pairs) pairs_.set(pair.a, pair.b, pair.a_milli / 1000.0, pair.b_milli / 1000.0);
+  pairs_ = cost::pair_rates(in.pricing);
   for (const auto& pool : in.cluster.pools)  // a week holds every tariff window
     cheapest_by_pool_[pool.name] = cheapest_per_second(in.pricing, cost::rate_for(in.pricing, pool.vendor, pool.labels), at(0), at(7 * 24 * 3600));
   setup_tenants();
@@ -231,11 +231,8 @@ void Simulator::sit(SimJob& j) {
     SimNode& n = node(w.node);
     for (int64_t c = 0; c < w.count; ++c) {
       auto free = std::find(n.slots.begin(), n.slots.end(), "");
-      if (free == n.slots.end()) {
-        std::string held;
-        for (const auto& k : n.slots) held += " " + k + "(" + std::to_string(static_cast<int>(by_key_.at(k)->state)) + ")";
-        throw std::logic_error("no free replica on " + n.node.name + " for " + j.trace.id + " at " + std::to_string(now_) + "; held by" + held);
-      }
+      if (free == n.slots.end())  // the plan placed more on the node than it has: a planner bug
+        throw std::logic_error("no free replica on " + n.node.name + " for " + j.trace.id + " at second " + std::to_string(now_));
       *free = key_of(j);
     }
     pair_rates_on(n);

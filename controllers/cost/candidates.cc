@@ -66,8 +66,7 @@ EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, 
   }
   // A task that may share a GPU: on a shared one it is charged its share and runs at least as fast
   // as its worst pair that pays (the planner pairs no other way).
-  const auto worst = c.pair_rates && !t.sharing_profile.empty() && t.max_workers == 1 && t.gpu_milli == 1000
-                         ? c.pair_rates->worst_paying(t.sharing_profile) : std::nullopt;
+  const auto worst = planner::may_share(t, c) ? c.pair_rates->worst_paying(t.sharing_profile) : std::nullopt;
   if (worst) {
     const auto replicas = d.placement.empty() ? std::nullopt : gpu::replicas_of(d.placement.front().gpu_resource);
     if (replicas) b.shared = EstimateBasis::Shared{gpu::share_milli(d.placement.front().gpu_resource, 1), *worst, true};

@@ -31,6 +31,12 @@ NodeRate price_node(const Policy& p, planner::Node& n) {
   return rate;
 }
 
+planner::PairRates pair_rates(const Policy& p) {
+  planner::PairRates rates;
+  for (const auto& pair : p.sharing_pairs) rates.set(pair.a, pair.b, pair.a_milli / 1000.0, pair.b_milli / 1000.0);
+  return rates;
+}
+
 planner::Config planner_config(const Policy& p, const std::vector<const planner::Node*>& priced, SystemTime now,
                                planner::Config config) {
   config.off_peak = off_peak(p, now);
@@ -41,11 +47,7 @@ planner::Config planner_config(const Policy& p, const std::vector<const planner:
   config.fastest_priority = p.growth_fast_priority;
   config.spot_needs_checkpoint = true;
   config.move_restart_cost = p.move_restart_cost;
-  if (!p.sharing_pairs.empty()) {
-    auto rates = std::make_shared<planner::PairRates>();
-    for (const auto& pair : p.sharing_pairs) rates->set(pair.a, pair.b, pair.a_milli / 1000.0, pair.b_milli / 1000.0);
-    config.pair_rates = std::move(rates);
-  }
+  if (!p.sharing_pairs.empty()) config.pair_rates = std::make_shared<planner::PairRates>(pair_rates(p));
   // A reduceCost task looks at most its patience ahead (a deadline may reach further: a week).
   config.tariff = tariff_steps(p, now, std::max<std::chrono::seconds>(p.reduce_cost_patience, std::chrono::hours(24 * 7)));
   // The cheapest AMD GPU-hour against the cheapest NVIDIA one, as the nodes are priced.

@@ -17,6 +17,9 @@ namespace valley::cost {
 // from (the node's NodeRate, also for one without GPUs).
 NodeRate price_node(const Policy& p, planner::Node& n);
 
+// The policy's measured pairs (spec.sharing.pairs) as the planner reads them.
+planner::PairRates pair_rates(const Policy& p);
+
 // `base` with the policy's facts, for nodes priced already (price_node).
 planner::Config planner_config(const Policy& p, const std::vector<const planner::Node*>& priced, SystemTime now,
                                planner::Config base);

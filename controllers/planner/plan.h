@@ -290,11 +290,10 @@ class Plan {
   // rate alone it can count on (nullopt: not here). Replicas held by anything but sharing tasks of
   // this plan (a fraction, a pod of someone else's) hold a partner of unknown profile: no.
   std::optional<double> shared_rate_on(size_t i, size_t k) const;
-  bool may_share(const Task& t) const;  // one worker of one GPU, a profile, and measured pairs
   bool shares_on(size_t i, size_t k) const { return shared_rate_on(i, k).has_value(); }
-  // What a GPU-hour of task i's work costs on node k now: its price, or half of it over the rate it
-  // keeps where it shares.
-  int64_t work_price_on(size_t i, size_t k) const;
+  // What an hour of task i's work costs on node k at a GPU-hour `price` (default: the node's now):
+  // that price, or where it shares its replica's share of it over the rate it keeps there.
+  int64_t work_price_on(size_t i, size_t k, std::optional<int64_t> price = std::nullopt) const;
   // Thousandths of a GPU the worker takes from its tenant's quota, and from the node.
   int64_t quota_share(size_t i, size_t k, const Shape& s) const { return seated(i, k) ? gpu::seat_milli(tasks_[i].gpu_milli) : share_of(s.resource, s.count); }
   int64_t node_share(size_t i, size_t k, const Shape& s) const { return seated(i, k) ? s.count * 1000 : share_of(s.resource, s.count); }

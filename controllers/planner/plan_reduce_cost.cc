@@ -2,7 +2,6 @@
 #include "controllers/planner/plan.h"
 
 #include <algorithm>
-#include <cmath>
 #include <tuple>
 
 namespace valley::planner::detail {
@@ -115,8 +114,7 @@ std::optional<Plan::Option> Plan::cheapest_reachable(size_t i, int need) {
         at = step.from;
       }
     }
-    // Where it would share a GPU: what an hour of its work costs there.
-    if (const auto rate = shared_rate_on(i, pool.front()); rate && *rate > 0) price = std::llround(static_cast<double>(price) / 2 / *rate);
+    price = work_price_on(i, pool.front(), price);  // where it would share a GPU: an hour of its work
     if (!best || price < best->price || (price == best->price && at < best->start))
       best = Option{price, at, any->vendor + " " + any->capacity_class, any->name};
   }

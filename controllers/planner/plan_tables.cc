@@ -202,14 +202,10 @@ void Plan::change(size_t i, const Task::Worker& w, int sign) {
   }
 }
 
-bool Plan::may_share(const Task& t) const {
-  return !t.sharing_profile.empty() && t.gpu_milli == 1000 && t.max_workers == 1 && config_.pair_rates && !config_.pair_rates->empty();
-}
-
 std::optional<double> Plan::shared_rate_on(size_t i, size_t k) const {
   const Task& t = tasks_[i];
   const NodeInfo& info = info_[k];
-  if (!may_share(t) || info.replicas < 0 || info.per_gpu != 2) return std::nullopt;
+  if (!may_share(t, config_) || info.replicas < 0 || info.per_gpu != 2) return std::nullopt;
   std::vector<std::string> others;
   int64_t by_sharers = 0;
   for (const auto& [j, held] : sharers_[k]) {
@@ -222,10 +218,11 @@ std::optional<double> Plan::shared_rate_on(size_t i, size_t k) const {
   return shared_rate(*config_.pair_rates, t.sharing_profile, others);
 }
 
-int64_t Plan::work_price_on(size_t i, size_t k) const {
+int64_t Plan::work_price_on(size_t i, size_t k, std::optional<int64_t> price) const {
+  const int64_t gpu_hour = price.value_or(info_[k].price);
   const auto rate = shared_rate_on(i, k);
-  if (!rate || *rate <= 0) return info_[k].price;
-  return std::llround(static_cast<double>(info_[k].price) / 2 / *rate);
+  if (!rate || *rate <= 0) return gpu_hour;
+  return std::llround(static_cast<double>(gpu_hour) / info_[k].per_gpu / *rate);  // its replica's share, over its rate there
 }
 
 int64_t Plan::work_price(size_t i, const std::vector<Task::Worker>& placed) const {
@@ -355,7 +352,7 @@ std::string Plan::unplaceable(size_t i) {
   // Tasks that select no nodes themselves share the answer with every task of the same shape.
   std::string shape_key;
   if (!selective) {
-    shape_key = std::to_string(t.gpu_milli) + (off_spot ? "s" : "-") + (may_share(t) ? "h" : "-");
+    shape_key = std::to_string(t.gpu_milli) + (off_spot ? "s" : "-") + (may_share(t, config_) ? "h" : "-");
     for (const auto& v : t.vendors) shape_key += "/" + v;
     for (int64_t d : demand) shape_key += "/" + std::to_string(d);
     if (auto it = unplaceable_.find(shape_key); it != unplaceable_.end()) return it->second;
@@ -379,7 +376,7 @@ std::string Plan::unplaceable(size_t i) {
     }
     int64_t gpus = node_whole_gpus(k);
     // A fraction fits any GPU node (a slice, a replica); a task that may share, half a GPU split two ways.
-    if (t.gpu_milli % 1000 != 0 || (may_share(t) && info_[k].replicas >= 0 && info_[k].per_gpu == 2)) gpus = std::max<int64_t>(gpus, 1);
+    if (t.gpu_milli % 1000 != 0 || (may_share(t, config_) && info_[k].replicas >= 0 && info_[k].per_gpu == 2)) gpus = std::max<int64_t>(gpus, 1);
     most_gpus = std::max(most_gpus, gpus);
     one_holds = holds && gpus >= per_worker;
   }

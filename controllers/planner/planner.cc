@@ -246,6 +246,10 @@ const char* to_string(Action a) {
   return "?";
 }
 
+bool may_share(const Task& t, const Config& c) {
+  return !t.sharing_profile.empty() && t.gpu_milli == 1000 && t.max_workers == 1 && c.pair_rates && !c.pair_rates->empty();
+}
+
 std::optional<Task::Worker> worker_shape(int gpu_milli, const Node& node) {
   std::array<std::string, detail::kMigCount> mig;
   for (size_t p = 0; p < detail::kMigCount; ++p) mig[p] = gpu::kMigProfiles[p].resource;

@@ -319,6 +319,10 @@ bool grows_regardless(const Task& t, const Config& c);
 // at linear). None where growth is not priced or t grows regardless.
 std::optional<int64_t> growth_price_cap(const Task& t, int from, int to, int64_t price_now, const Config& c);
 
+// Whether t may share a GPU at all: one worker of one GPU, a sharing profile, measured pairs
+// (Config::pair_rates). Where it does, sharing.h says with whom.
+bool may_share(const Task& t, const Config& c);
+
 // What a GPU-hour on the node costs at `t`: its price plus energy at the tariff then (micro-units).
 int64_t price_at(const Node& n, const Config& c, SystemTime t);
 
