@@ -9,6 +9,7 @@
 
 #include "cmd/valleyctl/common.h"
 #include "cmd/valleyctl/market.h"
+#include "cmd/valleyctl/table.h"
 #include "controllers/api/money.h"
 #include "controllers/api/pricing_policy.h"
 #include "controllers/cost/policy.h"
@@ -68,13 +69,14 @@ int cmd_capacity(const Flags& flags) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::printf("%-8s %-10s %-12s %-32s %5s %8s %8s %s\n", "VENDOR", "CLASS", "KIND", "PRODUCT", "NODES", "GPUS", "FREE",
-              policy ? ("GPU-HOUR (" + policy->currency + ")").c_str() : "GPU-HOUR");
+  Table table({"VENDOR", "CLASS", "KIND", "PRODUCT", "NODES", "GPUS", "FREE", policy ? "GPU-HOUR (" + policy->currency + ")" : "GPU-HOUR"});
   for (const auto& [k, r] : rows)
-    std::printf("%-8s %-10s %-12s %-32s %5d %8s %8s %s\n", std::get<0>(k).c_str(), std::get<1>(k).c_str(), std::get<2>(k).c_str(),
-                std::get<3>(k).c_str(), r.nodes, gpus(r.capacity_milli).c_str(), gpus(r.free_milli).c_str(),
-                r.price_micros >= 0 ? api::format_money(r.price_micros).c_str() : "-");
-  if (rows.empty()) std::cout << "(no schedulable GPU node)\n";
+    table.add({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), std::to_string(r.nodes), gpus(r.capacity_milli),
+               gpus(r.free_milli), r.price_micros >= 0 ? api::format_money(r.price_micros) : "-"});
+  if (rows.empty())
+    std::cout << "(no schedulable GPU node)\n";
+  else
+    table.print(std::cout);
   return 0;
 }
 

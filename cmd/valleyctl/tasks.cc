@@ -1,5 +1,6 @@
 // valleyctl's task commands: submit, list, cost, describe, version.
 #include "cmd/valleyctl/common.h"
+#include "cmd/valleyctl/table.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -68,8 +69,7 @@ int cmd_list(const valley::Flags& flags) {
       print(flags, json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}});
       return 0;
     }
-    std::printf("%-16s%-24s%-12s%-9s%-9s%-10s%-11s%-11s%-11s%s\n", "NAMESPACE", "NAME", "PHASE", "WORKERS", "MIN-MAX", "PRIORITY",
-                "ESTIMATED", "ACCRUED", "FINAL", "AGE");
+    Table table({"NAMESPACE", "NAME", "PHASE", "WORKERS", "MIN-MAX", "PRIORITY", "ESTIMATED", "ACCRUED", "FINAL", "AGE"});
     for (const auto& t : items) {
       const json st = t.value("status", json::object());
       const json spec = t.value("spec", json::object());
@@ -78,12 +78,14 @@ int cmd_list(const valley::Flags& flags) {
       std::string range = std::to_string(r.value("min", 1)) + "-" + std::to_string(r.value("max", 1));
       std::string currency = cost.value("currency", "");
       auto money = [&](const char* k) { return cost.contains(k) ? cost.value(k, "") + " " + currency : std::string("-"); };
-      std::printf("%-16s%-24s%-12s%-9d%-9s%-10d%-11s%-11s%-11s%s\n", t["metadata"].value("namespace", "").c_str(),
-                  t["metadata"].value("name", "").c_str(), st.value("phase", "Pending").c_str(), st.value("replicas", 0), range.c_str(),
-                  spec.value("priority", 0), money("estimated").c_str(), money("accrued").c_str(), money("final").c_str(),
-                  age(t["metadata"].value("creationTimestamp", "")).c_str());
+      table.add({t["metadata"].value("namespace", ""), t["metadata"].value("name", ""), st.value("phase", "Pending"),
+                 std::to_string(st.value("replicas", 0)), range, std::to_string(spec.value("priority", 0)), money("estimated"),
+                 money("accrued"), money("final"), age(t["metadata"].value("creationTimestamp", ""))});
     }
-    if (items.empty()) std::cout << "no TrainingTasks" << (ns.empty() ? "" : " in namespace " + ns) << "\n";
+    if (items.empty())
+      std::cout << "no TrainingTasks" << (ns.empty() ? "" : " in namespace " + ns) << "\n";
+    else
+      table.print(std::cout);
     return 0;
   });
 }
@@ -100,8 +102,7 @@ int cmd_cost(const valley::Flags& flags) {
       return std::make_pair(a["metadata"].value("namespace", ""), a["metadata"].value("name", "")) <
              std::make_pair(b["metadata"].value("namespace", ""), b["metadata"].value("name", ""));
     });
-    std::printf("%-16s%-20s%-11s%-10s%-15s%-10s%-12s%-8s%s\n", "NAMESPACE", "NAME", "PHASE", "ESTIMATE", "RANGE", "SPENT", "VS-EST",
-                "RANGE?", "GPU-HOURS");
+    Table table({"NAMESPACE", "NAME", "PHASE", "ESTIMATE", "RANGE", "SPENT", "VS-EST", "RANGE?", "GPU-HOURS"});
     struct Total {
       valley::api::Micros estimate = 0, spent = 0;
     };
@@ -124,9 +125,8 @@ int cmd_cost(const valley::Flags& flags) {
       }
       const std::string range = r.low && r.high ? m(r.low) + "-" + m(r.high) : "-";
       const std::string inside = r.within_range ? (*r.within_range ? "inside" : "outside") : "-";
-      std::printf("%-16s%-20s%-11s%-10s%-15s%-10s%-12s%-8s%s\n", t["metadata"].value("namespace", "").c_str(),
-                  t["metadata"].value("name", "").c_str(), st.value("phase", "Pending").c_str(), m(r.estimate).c_str(), range.c_str(),
-                  (m(spent) + (r.final || !spent ? "" : "*")).c_str(), vs.c_str(), inside.c_str(), valley::cost::gpu_hours_text(r).c_str());
+      table.add({t["metadata"].value("namespace", ""), t["metadata"].value("name", ""), st.value("phase", "Pending"), m(r.estimate), range,
+                 m(spent) + (r.final || !spent ? "" : "*"), vs, inside, valley::cost::gpu_hours_text(r)});
       if (!r.currency.empty()) {
         totals[r.currency].estimate += r.estimate.value_or(0);
         totals[r.currency].spent += spent.value_or(0);
@@ -138,6 +138,7 @@ int cmd_cost(const valley::Flags& flags) {
       std::cout << "no TrainingTasks" << (ns.empty() ? "" : " in namespace " + ns) << "\n";
       return 0;
     }
+    table.print(std::cout);
     std::cout << "(* still accruing)\n";
     for (const auto& [currency, tot] : totals)
       std::cout << "total " << currency << ": estimated " << valley::api::format_money(tot.estimate) << ", spent "

@@ -1,5 +1,6 @@
 // valleyctl tenants: each Tenant as Valley keeps it.
 #include "cmd/valleyctl/common.h"
+#include "cmd/valleyctl/table.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -61,8 +62,8 @@ int cmd_tenants(const valley::Flags& flags) {
     } catch (const valley::kube::KubeError&) {  // may not list namespaces: what each spec names
       for (const auto& t : tenants) owned[t.spec.name] = t.spec.namespaces;
     }
-    std::printf("%-18s %-28s %-11s %-9s %-7s %-7s %-8s %-10s %-24s %-8s %s\n", "TENANT", resolved ? "NAMESPACES" : "NAMESPACES (listed)", "GPUS",
-                "BORROWED", "LENT", "WEIGHT", "SHARE", "HELD/FAIR", "SPEND (PERIOD)", "WAITING", "STATUS");
+    Table table({"TENANT", resolved ? "NAMESPACES" : "NAMESPACES (listed)", "GPUS", "BORROWED", "LENT", "WEIGHT", "SHARE", "HELD/FAIR",
+                 "SPEND (PERIOD)", "WAITING", "STATUS"});
     for (const auto& t : items) {
       const std::string name = t["metadata"].value("name", "");
       const json st = t.value("status", json::object());
@@ -87,12 +88,14 @@ int cmd_tenants(const valley::Flags& flags) {
       const std::string held_of_fair = valley::kube::string_at(fair, "heldOfFair").empty()
                                            ? "-"
                                            : valley::kube::string_at(fair, "heldOfFair") + " (" + valley::kube::string_at(fair, "fairGpus") + ")";
-      std::printf("%-18s %-28s %-11s %-9s %-7s %-7s %-8s %-10s %-24s %-8d %s\n", name.c_str(), (namespaces.empty() ? "-" : namespaces).c_str(),
-                  text("gpus").c_str(), text("borrowed").c_str(), text("lent").c_str(),
-                  t.value("spec", json::object()).value("weight", "1").c_str(), text("share").c_str(), held_of_fair.c_str(), spent.c_str(),
-                  static_cast<int>(valley::kube::int_at(st, "waitingTasks").value_or(0)), status.c_str());
+      table.add({name, namespaces.empty() ? "-" : namespaces, text("gpus"), text("borrowed"), text("lent"),
+                 t.value("spec", json::object()).value("weight", "1"), text("share"), held_of_fair, spent,
+                 std::to_string(valley::kube::int_at(st, "waitingTasks").value_or(0)), status});
     }
-    if (items.empty()) std::cout << "no Tenants\n";
+    if (items.empty())
+      std::cout << "no Tenants\n";
+    else
+      table.print(std::cout);
     return 0;
   });
 }

@@ -2,6 +2,7 @@
 // and shrinking when the owner comes back; a spent money budget holding new work (Wait) or stopping
 // what runs (Suspend); the admission policies of deploy/policies refusing a priority above the
 // tenant's maximum and a namespace without a tenant.
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -141,14 +142,21 @@ TEST_F(TenantTest, ABorrowerShrinksWhenTheOwnerComesBackForItsQuota) {
     ChildProcess ctl({binary("kubectl-valley"), "tenants", "--kubeconfig=" + admin_kubeconfig_path()},
                      ::testing::TempDir() + "/valleyctl-tenants-" + ns + ".log");
     ASSERT_EQ(ctl.wait(30s), 0) << ctl.output();
+    // Its cells by column (TENANT NAMESPACES GPUS BORROWED ...), split at whitespace.
     std::istringstream lines(ctl.output());
     std::string line;
-    std::map<std::string, std::string> row;
-    while (std::getline(lines, line)) row[line.substr(0, line.find(' '))] = line;
-    EXPECT_NE(row[a].find(" 16/8 "), std::string::npos) << ctl.output();
-    EXPECT_NE(row[a].find(" " + ns + " "), std::string::npos) << ctl.output();
-    EXPECT_NE(row[a].find(" 16/8        8 "), std::string::npos) << ctl.output();  // GPUs, borrowed
-    EXPECT_NE(row[b].find(" 0/8 "), std::string::npos) << ctl.output();
+    std::map<std::string, std::vector<std::string>> row;
+    while (std::getline(lines, line)) {
+      std::istringstream cells(line);
+      std::vector<std::string> r{std::istream_iterator<std::string>(cells), std::istream_iterator<std::string>()};
+      if (!r.empty()) row[r[0]] = r;
+    }
+    ASSERT_GE(row[a].size(), 4u) << ctl.output();
+    ASSERT_GE(row[b].size(), 4u) << ctl.output();
+    EXPECT_EQ(row[a][1], ns) << ctl.output();
+    EXPECT_EQ(row[a][2], "16/8") << ctl.output();  // GPUs
+    EXPECT_EQ(row[a][3], "8") << ctl.output();     // borrowed
+    EXPECT_EQ(row[b][2], "0/8") << ctl.output();
   }
   // b's task, of a lower priority, comes for b's own 8: a gives them back by shrinking, not by
   // being preempted, and keeps running on its own 8.
