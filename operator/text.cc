@@ -19,4 +19,10 @@ std::string utf8_tail(const std::string& s, size_t max_bytes) {
   return s.substr(begin);
 }
 
+size_t utf8_length(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += continuation(c) ? 0 : 1;
+  return n;
+}
+
 }  // namespace valley

@@ -12,5 +12,7 @@ namespace valley {
 std::string utf8_head(const std::string& s, size_t max_bytes);
 // The last at most `max_bytes` bytes, starting on a character boundary.
 std::string utf8_tail(const std::string& s, size_t max_bytes);
+// How many characters (not bytes) the text holds: the columns it takes in a table.
+size_t utf8_length(const std::string& s);
 
 }  // namespace valley

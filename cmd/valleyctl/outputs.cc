@@ -2,12 +2,12 @@
 // and what is there (listed from the store with the task's Secret, as the operator reads it).
 // valleyctl report NAME [--file PATH]: Valley's report page written to PATH (-o json: the report's
 // JSON on standard output).
-#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iostream>
 
 #include "cmd/valleyctl/common.h"
+#include "cmd/valleyctl/table.h"
 #include "controllers/api/spec.h"
 #include "controllers/lifecycle/transfers.h"
 #include "operator/kube/error.h"
@@ -73,8 +73,9 @@ int cmd_outputs(const Flags& flags, const std::vector<std::string>& args) {
       std::cout << "Not yet kept: the task has not ended, or its pods are still stopping\n";
     }
     std::cout << "\n";
-    std::printf("%-12s  %s\n", "BYTES", "KEY");
-    for (const auto& o : t.store->list()) std::printf("%-12llu  %s\n", static_cast<unsigned long long>(o.size), o.key.c_str());
+    Table table({"BYTES", "KEY"});
+    for (const auto& o : t.store->list()) table.add({std::to_string(o.size), o.key});
+    table.print(std::cout);
     return 0;
   });
 }

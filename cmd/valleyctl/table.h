@@ -1,6 +1,7 @@
 // A table printed as kubectl prints one: each column as wide as its widest cell, columns two spaces
 // apart, the last column not padded. Cells are whole strings, so a long namespace or name widens
-// its column instead of running into the next one.
+// its column instead of running into the next one. Widths count characters, not bytes (a status
+// message may hold "→").
 #pragma once
 
 #include <ostream>

@@ -3,7 +3,6 @@
 #include "cmd/valleyctl/table.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iostream>

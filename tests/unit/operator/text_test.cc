@@ -15,6 +15,7 @@ TEST(Utf8Clip, CutsOnCharacterBoundariesSoTheResultIsStillJsonText) {
   EXPECT_EQ(utf8_tail(s, 2), "") << "not the last two bytes of €";
   EXPECT_EQ(utf8_tail(s, 3), "\xE2\x82\xAC");
   EXPECT_EQ(utf8_tail(s, 6), "cd\xE2\x82\xAC") << "not the second byte of é";
+  EXPECT_EQ(utf8_length(s), 6u) << "a b é c d €: 6 characters in 9 bytes";
   for (size_t n = 0; n <= s.size(); ++n) {
     EXPECT_NO_THROW(nlohmann::json(utf8_head(s, n)).dump()) << n;
     EXPECT_NO_THROW(nlohmann::json(utf8_tail(s, n)).dump()) << n;
