@@ -78,6 +78,21 @@ std::string own_image(valley::kube::Client& client, const std::string& ns) {
   return "";
 }
 
+// Why --data-cache-class cannot serve ("" when it can, or is not set): a class that binds at once
+// would put a node's claim on another node, where the pod pinned to it could never run.
+std::string data_cache_unusable(valley::kube::Client& client, const std::string& name) {
+  if (name.empty()) return "";
+  try {
+    auto sc = client.get(valley::kube::resources::kStorageClasses, "", name);
+    const std::string mode = sc.value("volumeBindingMode", "Immediate");
+    if (mode != "WaitForFirstConsumer") return "its volumeBindingMode is " + mode + "; a node's data cache needs WaitForFirstConsumer";
+    return "";
+  } catch (const valley::kube::KubeError& e) {
+    if (e.http_status() == 404) return "no such StorageClass";
+    return std::string("cannot read the StorageClass: ") + e.what();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,6 +132,10 @@ int main(int argc, char** argv) {
     if (options.controllers.io_image.empty()) options.controllers.io_image = own_image(*client, own_namespace);
     if (options.controllers.io_image.empty()) options.controllers.io_image = valley::render::kDefaultIoImage;
     spdlog::info("task pods copy data and outputs with {}", options.controllers.io_image);
+    if (const std::string why = data_cache_unusable(*client, options.controllers.data_cache_class); !why.empty()) {
+      spdlog::error("configuration: --data-cache-class={}: {}", options.controllers.data_cache_class, why);
+      return 1;
+    }
   } catch (const valley::kube::KubeError& e) {
     spdlog::error("configuration: {}", e.what());
     return 1;

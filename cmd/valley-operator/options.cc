@@ -76,6 +76,8 @@ Flags make_flags() {
        "give each MPI task a NetworkPolicy that admits only its own pods (and the ports its templates declare) to its launcher and workers; false: leave isolation to the cluster's own policies", true},
       {"io-image", "",
        "the image with valley-io for task pods' data-in and outputs containers; empty: the operator's own pod's image (POD_NAME), else ghcr.io/valley-dev/valley-operator:<version>"},
+      {"data-cache-class", "",
+       "a StorageClass with volumeBindingMode WaitForFirstConsumer (a node-local provisioner, or local PVs): a task's spec.data is copied once per node into a claim of it, which the task's later pods there reuse (copying only what changed) until the task ends; empty: a copy per pod, in an emptyDir"},
       {"cost-interval", "30s", "how often a running task's accrued cost is brought up to date in its status"},
       {"progress-writes-per-second", "5",
        "at most this many status writes a second across all admitted tasks that only bring progress up to date (accrued cost, counts, utilization): with more tasks than cost-interval x this many, each task's are written less often; 0: no limit"},
@@ -214,6 +216,7 @@ task::ControllerOptions controller_options(const Flags& flags) {
   else if (flags.get("pod-security") != "Baseline")
     throw std::invalid_argument("--pod-security=" + flags.get("pod-security") + " must be Baseline or Restricted");
   o.io_image = flags.get("io-image");
+  o.data_cache_class = flags.get("data-cache-class");
   o.task_network_policies = flags.get_bool("task-network-policies");
   o.cost_interval = seconds("cost-interval");
   if (o.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");

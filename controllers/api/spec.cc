@@ -316,7 +316,10 @@ void parse_transfers(Reader& r, const json* spec, TaskSpec& s) {
     return s.checkpoint_secret;
   };
   if (const json* d = r.object(*spec, "data", "spec.data")) {
-    TaskSpec::Data data{s3_uri(*d, "spec.data"), secret(*d, "spec.data"), r.str(*d, "mountPath", "spec.data.mountPath").value_or(kDefaultDataPath)};
+    TaskSpec::Data data;
+    data.uri = s3_uri(*d, "spec.data");
+    data.secret = secret(*d, "spec.data");
+    data.mount_path = r.str(*d, "mountPath", "spec.data.mountPath").value_or(kDefaultDataPath);
     if (data.mount_path.empty() || data.mount_path.front() != '/' || data.mount_path.find("..") != std::string::npos)
       r.error("spec.data.mountPath: must be an absolute path without \"..\"");
     s.data = std::move(data);

@@ -128,6 +128,11 @@ struct TaskSpec {
     std::string uri;         // s3://bucket/prefix
     std::string secret;      // its own secretRef, else the checkpoint's
     std::string mount_path;  // VALLEY_DATA_DIR in the pods
+    // Filled in when observed: the operator's StorageClass for data kept on a node across the
+    // task's pods (--data-cache-class; "" = a copy per pod) and the set's size as status.data
+    // recorded it (0 = not listed yet: a copy per pod).
+    std::string cache_class;
+    uint64_t cache_bytes = 0;
   };
   std::optional<Data> data;
   // Where VALLEY_OUTPUT_DIR's files and Valley's report are kept: spec.outputs, else beside an

@@ -59,6 +59,7 @@ const json& status_schema() {
     "lastResizeReason": "string", "observedGeneration": "integer",
     "startTime": "string", "completionTime": "string",
     "history": [{"time": "string", "phase": "string", "workers": "integer", "reason": "string", "accruedMicros": "integer"}],
+    "data": {"uri": "string", "files": "integer", "bytes": "integer"},
     "outputs": {"uri": "string", "files": "integer", "bytes": "integer", "partial": "boolean", "report": "string", "time": "string",
                 "error": "string"},
     "outputsNotKept": [{"pod": "string", "uid": "string", "exitCode": "integer", "message": "string", "time": "string"}],

@@ -13,6 +13,7 @@
 #include "controllers/planner/scaling.h"
 #include "controllers/render/network_policy.h"
 #include "controllers/render/render.h"
+#include "controllers/render/transfers.h"
 #include "operator/kube/json_fields.h"
 
 namespace valley::lifecycle::detail {
@@ -56,7 +57,10 @@ bool Decider::data_pending() {
   const json* before = find_condition(status_, kDataReady);
   const bool was_ready = before && before->value("status", "") == "True";
   set_condition(status_, kDataReady, o_.data->ready, o_.data->ready ? "DataReadable" : kDataUnavailable, o_.data->message, now_, generation_);
-  if (o_.data->ready) return false;
+  if (o_.data->ready) {
+    status_["data"] = data_status(*spec_, *o_.data);
+    return false;
+  }
   if (status_.value("reason", "") != kDataUnavailable || status_.value("message", "") != o_.data->message || was_ready)
     event("Warning", kDataUnavailable, "CheckData", o_.data->message);
   set_phase(kPending, kDataUnavailable, o_.data->message);
@@ -318,14 +322,18 @@ void Decider::ensure_objects(int workers, bool mpi) {
     if (p.epoch != epoch_) older_epoch_alive = true;
   }
   int ready = 0;
+  std::set<std::string> cache_claims;  // nodes
   for (int i = 0; i < workers; ++i) {
     std::string name = render::worker_name(spec_->name, i);
     auto it = by_name.find(name);
     if (it == by_name.end()) {
       if (older_epoch_alive) continue;  // the last epoch is still stopping (checkpointing)
       const bool planned = o_.admission && i < static_cast<int>(o_.admission->placement.size());
-      d_.create.push_back(render::worker_pod(*spec_, i, shape,
-                                             planned ? o_.admission->placement[i] : render::default_placement(*spec_)));
+      const render::WorkerPlacement& placement = planned ? o_.admission->placement[i] : render::default_placement(*spec_);
+      // Its node's data cache goes out before it (the creations skip one made already).
+      if (render::uses_data_cache(*spec_, placement.node) && cache_claims.insert(placement.node).second)
+        d_.create.push_back(render::data_cache_claim(*spec_, placement.node));
+      d_.create.push_back(render::worker_pod(*spec_, i, shape, placement));
     } else if (it->second->epoch == epoch_ && !it->second->deleting && it->second->phase == "Running" &&
                it->second->ready) {
       ++ready;

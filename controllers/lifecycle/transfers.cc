@@ -14,6 +14,11 @@ bool waits_for_data(const api::TaskSpec& spec, const nlohmann::json& status) {
   return !c || c->value("status", "") != "True" || c->value("observedGeneration", int64_t{-1}) != spec.generation;
 }
 
+nlohmann::json data_status(const api::TaskSpec& spec, const DataCheck& check) {
+  if (!spec.data || !check.ready) return nullptr;
+  return {{"uri", spec.data->uri}, {"files", check.files}, {"bytes", check.bytes}};
+}
+
 bool outputs_due(const api::TaskSpec& spec, const nlohmann::json& status, bool pods_done) {
   if (!spec.outputs || !pods_done || !finished(kube::string_at(status, "phase"))) return false;
   // The report carries the final cost: wait for it where the task is priced.

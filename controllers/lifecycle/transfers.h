@@ -37,8 +37,13 @@ inline constexpr const char* kDeleted = "Deleted";  // the reason of a task dele
 // What the controller last learned of the task's data store: nullopt = not asked yet.
 struct DataCheck {
   bool ready = false;
-  std::string message;  // "s3://b/p: 3 objects listed" or why it cannot be read
+  std::string message;  // "data s3://b/p: 3 objects, 12000 bytes" or why it cannot be read
+  int64_t files = 0, bytes = 0;  // the whole set, when ready
 };
+
+// status.data once the set has listed: where it is and how large (a node's data cache is sized by
+// it); null before.
+nlohmann::json data_status(const api::TaskSpec& spec, const DataCheck& check);
 
 // Never admitted yet (no epoch) and its data not confirmed readable for this generation.
 bool waits_for_data(const api::TaskSpec& spec, const nlohmann::json& status);

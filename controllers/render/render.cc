@@ -248,6 +248,7 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
       container["resources"]["requests"][placement.gpu_resource] = std::to_string(placement.gpu_count);
     }
   }
+  use_data_cache(spec, placement.node, pod["spec"]);
   if (!placement.node.empty()) {
     // kube-scheduler still binds the pod (checking CPU, memory, taints), but only to the planned node.
     pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {

@@ -77,6 +77,9 @@ struct ControllerOptions {
   bool task_network_policies = true;
   // The image whose valley-io copies data in and outputs out inside task pods (the operator's own).
   std::string io_image;
+  // A StorageClass that binds where the pod goes (WaitForFirstConsumer): each node's copy of a
+  // task's data set is kept in a claim of it for the task's later pods there; "": a copy per pod.
+  std::string data_cache_class;
   // After a refusal that retrying cannot heal (Pod Security, an invalid pod), the task is tried
   // again when its spec or its namespace's labels change, or after this long.
   std::chrono::seconds refused_retry{600};

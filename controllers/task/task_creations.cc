@@ -3,6 +3,7 @@
 // the API server's refusals mean for the task. The SSH key Secret is asked for by name.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
 #include "controllers/api/pod.h"
@@ -10,6 +11,7 @@
 #include "controllers/render/render.h"
 #include "controllers/render/seat_claims.h"
 #include "controllers/render/ssh_keys.h"
+#include "controllers/render/transfers.h"
 #include "controllers/task/task_reconciler.h"
 #include "operator/kube/error.h"
 #include "operator/kube/field_mask.h"
@@ -41,6 +43,11 @@ std::vector<TaskReconciler::Creation> TaskReconciler::creations_of(const lifecyc
     const std::string kind = object.value("kind", "");
     if (kind == "NetworkPolicy") {  // not watched: remembered once made (owned_object_created)
       creations.push_back({&res::kNetworkPolicies, object, "", false, {}});
+      continue;
+    }
+    if (kind == "PersistentVolumeClaim") {  // a node's data cache: not watched either
+      if (!owned_object_known(res::kPersistentVolumeClaims, ns, object["metadata"].value("name", ""), uid))
+        creations.push_back({&res::kPersistentVolumeClaims, object, "", false, {}});
       continue;
     }
     const kube::Resource* r = kind == "Pod" ? &res::kPods : &res::kServices;
@@ -141,7 +148,8 @@ bool TaskReconciler::create(const std::string& key, const lifecycle::Observed& o
   bool ok = true, refusal = false, pod_created = false;
   for (const Creation& c : creations) {
     if (c.created) {
-      if (c.resource == &res::kSecrets || c.resource == &res::kNetworkPolicies || c.resource == &res::kResourceClaimTemplates)
+      if (c.resource == &res::kSecrets || c.resource == &res::kNetworkPolicies || c.resource == &res::kResourceClaimTemplates ||
+          c.resource == &res::kPersistentVolumeClaims)
         owned_object_created(*c.resource, ns, c.object["metadata"].value("name", ""), uid);
       if (c.resource == &res::kPods) pod_created = true;
       continue;
@@ -244,6 +252,41 @@ void TaskReconciler::forget_owned_objects(const std::string& task_key) {
   const std::string prefix = task_key + "-";
   std::lock_guard lock(known_owned_mu_);
   for (auto it = known_owned_.lower_bound(prefix); it != known_owned_.end() && it->rfind(prefix, 0) == 0;) it = known_owned_.erase(it);
+  for (auto it = caches_released_.lower_bound(task_key + "@"); it != caches_released_.end() && it->rfind(task_key + "@", 0) == 0;)
+    it = caches_released_.erase(it);
+}
+
+bool TaskReconciler::release_data_caches(const std::string& key, const lifecycle::Observed& o, const lifecycle::Decision& d) {
+  if (!o.parsed.spec || !o.parsed.spec->data || !lifecycle::finished(d.status.value("phase", ""))) return true;
+  const std::string uid = kube::string_at(kube::object_at(o.task, "metadata"), "uid");
+  const std::string done = key + "@" + uid;
+  {
+    std::lock_guard lock(known_owned_mu_);
+    if (caches_released_.count(done)) return true;
+  }
+  const api::TaskSpec& spec = *o.parsed.spec;
+  try {
+    kube::ListOptions lo;
+    lo.label_selector = render::task_selector(spec.name) + "," + render::label::kRole + "=" + render::kDataCacheRole;
+    for (const auto& claim : client_.list(res::kPersistentVolumeClaims, spec.ns, lo).items) {
+      const auto& meta = kube::object_at(claim, "metadata");
+      const auto& refs = kube::array_at(meta, "ownerReferences");
+      if (!std::any_of(refs.begin(), refs.end(), [&](const nlohmann::json& r) { return r.is_object() && r.value("uid", "") == uid; })) continue;
+      kube::DeleteOptions opts;
+      opts.precondition_uid = kube::string_at(meta, "uid");
+      client_.remove(res::kPersistentVolumeClaims, spec.ns, kube::string_at(meta, "name"), opts);
+      spdlog::info("{}: deleted data cache {} (node {}): the task has ended", key, kube::string_at(meta, "name"),
+                   kube::string_at(kube::object_at(meta, "annotations"), "valley.dev/node"));
+    }
+  } catch (const kube::KubeError& e) {
+    if (e.http_status() != 404) {
+      spdlog::warn("{}: delete its data caches: {}", key, e.what());
+      return false;
+    }
+  }
+  std::lock_guard lock(known_owned_mu_);
+  caches_released_.insert(done);
+  return true;
 }
 
 }  // namespace valley::task

@@ -110,6 +110,12 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   o.parsed = api::parse_task(o.task);
   if (o.parsed.spec && !o.parsed.spec->pod_security.level) o.parsed.spec->pod_security.level = options_.pod_security;
   if (o.parsed.spec) o.parsed.spec->io_image = options_.io_image;
+  if (o.parsed.spec && o.parsed.spec->data) {
+    auto& data = *o.parsed.spec->data;
+    data.cache_class = options_.data_cache_class;
+    const nlohmann::json& listed = kube::object_at(kube::object_at(o.task, "status"), "data");
+    if (kube::string_at(listed, "uri") == data.uri) data.cache_bytes = static_cast<uint64_t>(std::max<int64_t>(0, kube::int_at(listed, "bytes").value_or(0)));
+  }
   o.now = kube::cluster_clock().now();
   o.refusal = refusals_.of(key, o.task, [this](const std::string& ns) { return cache_.namespace_labels(ns); });
   const std::string ns = o.task["metadata"].value("namespace", "");
@@ -148,7 +154,8 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
     }
   }
   observe_checkpoint(o, key);
-  if (o.parsed.spec && o.parsed.spec->data) {
+  // Listed (the whole set: its size sizes a node's cache) only while the task waits for it.
+  if (o.parsed.spec && lifecycle::waits_for_data(*o.parsed.spec, kube::object_at(o.task, "status"))) {
     transfers_.check_data(*o.parsed.spec);
     o.data = transfers_.data(key);
   }
@@ -398,6 +405,7 @@ Result TaskReconciler::reconcile(const std::string& key) {
   bool namespace_going = false;
   ok &= create(key, o, creations, &namespace_going);
   ok &= patch_hostfile(key, o, d);
+  ok &= release_data_caches(key, o, d);
   if (namespace_going) {
     spdlog::info("{}: namespace {} is being deleted; not creating anything more", key, ns);
     return Result::done();

@@ -95,6 +95,9 @@ class TaskReconciler {
   // cache was behind: decided again on the newer task).
   bool keep_outputs_finalizer(const std::string& key, const nlohmann::json& cached, const api::TaskSpec* spec, const nlohmann::json& status,
                               std::optional<std::chrono::seconds>* requeue_after);
+  // Once the task has ended: its nodes' data caches (render::data_cache_claim) deleted, once per
+  // incarnation and process (a claim still mounted goes when its pods have). False to retry.
+  bool release_data_caches(const std::string& key, const lifecycle::Observed& o, const lifecycle::Decision& d);
   // Expects the object just created (`made`: the API server's answer), unless its informer shows it already.
   void expect(const std::string& id, const kube::Resource& r, const std::string& ns, const nlohmann::json& made);
   // How much longer the task's held status change may wait (0: write it now).
@@ -126,6 +129,7 @@ class TaskReconciler {
   std::map<std::string, std::chrono::steady_clock::time_point> held_since_;  // task -> first held change
   std::mutex known_owned_mu_;
   std::set<std::string> known_owned_;  // "ns/name Kind@task uid" known to exist, forgotten with the task
+  std::set<std::string> caches_released_;  // "ns/name@task uid" whose data caches are deleted
   std::mutex deleted_mu_;
   std::map<std::string, std::set<std::string>> deleted_by_valley_;  // task -> uids of its pods this process deleted
   std::mutex checkpoint_errors_mu_;

@@ -71,8 +71,16 @@ lifecycle::DataCheck check(kube::Client& client, const std::string& ns, const ap
   try {
     auto store = storage::open_task_store(client, ns, data.secret, data.uri, "data", &error);
     if (!store) return {false, error};
-    if (store->list(1).empty()) return {false, "data " + data.uri + ": no objects under it"};
-    return {true, "data " + data.uri + " is readable"};
+    // The whole set, once: its size is what a node's copy of it needs.
+    lifecycle::DataCheck c{true, "", 0, 0};
+    for (const auto& o : store->list()) {
+      ++c.files;
+      c.bytes += static_cast<int64_t>(o.size);
+    }
+    if (c.files == 0) return {false, "data " + data.uri + ": no objects under it"};
+    c.message = "data " + data.uri + " is readable: " + std::to_string(c.files) + (c.files == 1 ? " object, " : " objects, ") +
+                std::to_string(c.bytes) + " bytes";
+    return c;
   } catch (const std::exception& e) {
     return {false, "data " + data.uri + ": " + e.what()};
   }

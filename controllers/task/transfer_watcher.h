@@ -1,6 +1,6 @@
 // The operator's I/O for data in and outputs out (controllers/lifecycle/transfers.h decides when),
 // on one thread of its own so no store slows a reconcile:
-//  - spec.data: lists the data set (one object is enough) until it is readable; a missing bucket,
+//  - spec.data: lists the whole data set (its size is status.data) until it is readable; a missing bucket,
 //    an empty prefix or unusable credentials is the task's DataUnavailable reason. Retried every
 //    `retry` until readable, then no longer asked.
 //  - outputs: once asked (the task ended and its pods are done), lists what the pods kept and

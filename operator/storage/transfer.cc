@@ -2,10 +2,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
+#include <vector>
 
 namespace valley::storage {
 namespace {
@@ -58,11 +66,52 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
+// Held for the life of the object: an exclusive flock on the directory's lock file.
+class DirLock {
+ public:
+  explicit DirLock(const fs::path& dir) : fd_(::open((dir / kDataLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) throw StoreError("open " + (dir / kDataLock).string() + ": " + std::strerror(errno));
+    while (::flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) throw StoreError("lock " + (dir / kDataLock).string() + ": " + std::strerror(errno));
+  }
+  ~DirLock() { ::close(fd_); }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+// Removes what an earlier call copied whose object the store no longer lists.
+void remove_unlisted(const fs::path& dir, const std::set<std::string>& listed, json& done, json& partial, TransferSummary& s) {
+  std::error_code ec;
+  for (auto it = done.begin(); it != done.end();) {
+    if (listed.count(it.key())) {
+      ++it;
+      continue;
+    }
+    if (safe_key(it.key())) fs::remove(dir / it.key(), ec);
+    it = done.erase(it);
+    ++s.removed;
+  }
+  for (auto it = partial.begin(); it != partial.end();) {
+    if (listed.count(it.key())) {
+      ++it;
+      continue;
+    }
+    fs::path part = dir / it.key();
+    part += kPartSuffix;
+    if (safe_key(it.key())) fs::remove(part, ec);
+    it = partial.erase(it);
+  }
+}
+
 }  // namespace
 
 std::string describe(const TransferSummary& s) {
   return std::to_string(s.files) + (s.files == 1 ? " file, " : " files, ") + human_bytes(s.bytes) + " (" + std::to_string(s.copied) +
-         " copied, " + std::to_string(s.resumed) + " resumed, " + std::to_string(s.unchanged) + " unchanged)";
+         " copied, " + std::to_string(s.resumed) + " resumed, " + std::to_string(s.unchanged) + " unchanged" +
+         (s.removed ? ", " + std::to_string(s.removed) + " removed" : "") + ")";
 }
 
 TransferSummary fetch_into(ObjectStore& store, const std::string& dir, const TransferLog& log) {
@@ -70,13 +119,19 @@ TransferSummary fetch_into(ObjectStore& store, const std::string& dir, const Tra
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw StoreError("create " + dir + ": " + ec.message());
+  const DirLock lock(dir);
   const fs::path manifest_path = fs::path(dir) / kDataManifest;
   json manifest = read_manifest(manifest_path);
   json& done = manifest["files"];
   json& partial = manifest["partial"];  // key -> the etag its .valley-part belongs to
   if (!done.is_object()) done = json::object();
   if (!partial.is_object()) partial = json::object();
-  for (const ObjectInfo& o : store.list()) {
+  std::vector<ObjectInfo> objects = store.list();
+  std::set<std::string> listed;
+  for (const ObjectInfo& o : objects) listed.insert(o.key);
+  remove_unlisted(dir, listed, done, partial, s);
+  if (s.removed) write_manifest(manifest_path, manifest);
+  for (const ObjectInfo& o : objects) {
     if (own_file(o.key)) continue;
     if (!safe_key(o.key)) throw StoreError(store.describe() + ": object key \"" + o.key + "\" is not a relative path");
     ++s.files;

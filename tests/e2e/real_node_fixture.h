@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -75,7 +76,7 @@ inline std::string other_namespace(kube::Client& admin, const std::string& ns) {
 class RealNodeTest : public TaskTest {
  protected:
   void SetUp() override {
-    TaskTest::SetUp();
+    ClusterTest::SetUp();
     json node;
     try {
       node = admin->get(kNodes, "", kRealNode);
@@ -89,6 +90,12 @@ class RealNodeTest : public TaskTest {
     s3_ = std::make_unique<testing::VersityGw>(kNodeIp);
     json secret = {{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", {{"name", "s3-creds"}}}, {"stringData", s3_->env()}};
     admin->create(kSecrets, ns, secret);
+    // The node's data cache for the test's task "job": a local PV in a directory of the host (the
+    // node's kubelet runs on it), as a node-local provisioner would make one.
+    data_dir_ = ::testing::TempDir() + "/real-node-data-" + ns;
+    std::filesystem::create_directories(data_dir_);
+    own_local_volume(kRealNode, std::string("job-data-") + kRealNode, data_dir_);
+    start_operator();
   }
   void TearDown() override {
     TaskTest::TearDown();
@@ -97,7 +104,8 @@ class RealNodeTest : public TaskTest {
   std::vector<std::string> operator_flags() const override {
     // valley-io from the operator image node.bash built (no registry here).
     return {"--pricing-policy=" + ns, "--cost-interval=1s", "--cost-settle=2s", "--planner-min-resize-interval=2s",
-            "--io-image=localhost/valley-operator:dev", "--checkpoint-poll-interval=2s"};
+            "--io-image=localhost/valley-operator:dev", "--checkpoint-poll-interval=2s",
+            std::string("--data-cache-class=") + kLocalStorageClass};
   }
 
   // valley-train under mpirun over the workers Valley lists in the hostfile; checkpoints in S3.
@@ -131,9 +139,10 @@ class RealNodeTest : public TaskTest {
     }
     return storage::parse_checkpoint_record(text, &error);
   }
-  std::string pod_log(const std::string& pod) {
+  std::string pod_log(const std::string& pod, const std::string& container = "") {
     std::string out;
-    kubectl({"-n", ns, "logs", pod}, &out);
+    if (container.empty()) kubectl({"-n", ns, "logs", pod}, &out);
+    else kubectl({"-n", ns, "logs", pod, "-c", container}, &out);
     return out;
   }
   std::string describe_pods() {
@@ -205,6 +214,7 @@ class RealNodeTest : public TaskTest {
   }
 
   std::unique_ptr<testing::VersityGw> s3_;
+  std::string data_dir_;  // the node's data cache for "job" (a local PV)
   std::unique_ptr<kube::Informer> pod_informer_;
   std::mutex seen_mu_;
   std::map<std::string, json> seen_;

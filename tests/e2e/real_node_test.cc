@@ -171,8 +171,17 @@ TEST_F(RealNodeTest, AnElasticTaskGrowsWhenAGpuFreesAndResumesFromItsCheckpointA
 
 TEST_F(RealNodeTest, ASpotNoticeCheckpointsOnSigtermAndTheTaskResumesFromThatCheckpoint) {
   const int steps = 100000, every = 1000;  // the periodic checkpoints are far apart: SIGTERM's is the one resumed from
-  apply(mpi_train_spec(2, 2, 1, steps, every, 20));
+  // With a data set, which the node keeps in the task's claim there: both workers share one copy.
+  s3_->store(ns + "/data")->put("train/shard-0.bin", std::string(200000, 'd'));
+  json spec = mpi_train_spec(2, 2, 1, steps, every, 20);
+  spec["data"] = {{"uri", "s3://" + std::string(testing::VersityGw::kBucket) + "/" + ns + "/data"}};
+  apply(spec);
   ASSERT_TRUE(wait_phase("Running", 180s)) << task().dump(2) << describe_pods() << operator_log();
+  int copied = 0;
+  for (const char* w : {"job-worker-0", "job-worker-1"}) copied += pod_log(w, "valley-data").find("(1 copied") != std::string::npos;
+  EXPECT_EQ(copied, 1) << "one worker copied the set into the node's claim, the other found it there\n"
+                       << pod_log("job-worker-0", "valley-data") << pod_log("job-worker-1", "valley-data");
+  EXPECT_TRUE(std::filesystem::exists(data_dir_ + "/train/shard-0.bin")) << "the copy is in the node's local volume";
   // Training is under way (the ranks have started: give them a few hundred steps).
   std::this_thread::sleep_for(8s);
   const auto notice = std::chrono::steady_clock::now();
@@ -201,6 +210,12 @@ TEST_F(RealNodeTest, ASpotNoticeCheckpointsOnSigtermAndTheTaskResumesFromThatChe
       << pod_log("job-launcher") << describe_pods();
   const std::string log = pod_log("job-launcher");
   EXPECT_NE(log.find("resumed from step " + std::to_string(saved->step) + " "), std::string::npos) << log;
+  // The new epoch's workers copied nothing: the node had kept the set.
+  for (const char* w : {"job-worker-0", "job-worker-1"}) {
+    const std::string fetched = pod_log(w, "valley-data");
+    EXPECT_NE(fetched.find("(0 copied, 0 resumed, 1 unchanged)"), std::string::npos) << w << ": " << fetched;
+  }
+  EXPECT_NE(log.find("data: 200000 bytes in /valley/data on every rank"), std::string::npos) << log;
   json st = task()["status"];
   std::printf("spot notice -> checkpoint in S3 %.1f s (step %lld), -> Running again %.1f s; work lost: none past that checkpoint\n",
               to_checkpoint, static_cast<long long>(saved->step), to_running);

@@ -76,6 +76,35 @@ class TaskTest : public ClusterTest {
     return admin->create(r, "", object);
   }
 
+  // A local PersistentVolume of the test's own on `node` at `path` (a directory the node has),
+  // meant for the claim `claim` of the test's namespace only, of kLocalStorageClass (made here when
+  // absent): what a node-local provisioner would provide, for --data-cache-class.
+  static constexpr const char* kLocalStorageClass = "valley-e2e-local";
+  void own_local_volume(const std::string& node, const std::string& claim, const std::string& path) {
+    try {
+      own(kube::resources::kStorageClasses, {{"apiVersion", "storage.k8s.io/v1"},
+                                             {"kind", "StorageClass"},
+                                             {"metadata", {{"name", kLocalStorageClass}}},
+                                             {"provisioner", "kubernetes.io/no-provisioner"},
+                                             {"volumeBindingMode", "WaitForFirstConsumer"}});
+    } catch (const kube::KubeError& e) {
+      ASSERT_EQ(e.http_status(), 409) << e.what();
+    }
+    const json term = {{"matchExpressions", json::array({{{"key", "kubernetes.io/hostname"}, {"operator", "In"}, {"values", {node}}}})}};
+    own(kube::resources::kPersistentVolumes,
+        {{"apiVersion", "v1"},
+         {"kind", "PersistentVolume"},
+         {"metadata", {{"name", "e2e-" + ns + "-" + std::to_string(owned_.size())}}},
+         {"spec",
+          {{"capacity", {{"storage", "10Gi"}}},
+           {"accessModes", {"ReadWriteOnce"}},
+           {"persistentVolumeReclaimPolicy", "Retain"},
+           {"storageClassName", kLocalStorageClass},
+           {"local", {{"path", path}}},
+           {"claimRef", {{"namespace", ns}, {"name", claim}}},
+           {"nodeAffinity", {{"required", {{"nodeSelectorTerms", json::array({term})}}}}}}}});
+  }
+
   // The PricingPolicy of the test's own name (the one operator_flags names), with this spec.
   void own_policy(const json& spec) {
     own(kube::resources::kPricingPolicies,

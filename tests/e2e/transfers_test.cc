@@ -7,6 +7,8 @@
 // real node.
 #include <algorithm>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "tests/e2e/task_fixture.h"
@@ -187,6 +189,85 @@ TEST_F(TransfersTest, ATaskDeletedMidRunGoesOnlyOnceItsPartialOutputsAndReportAr
   EXPECT_EQ(report["outputs"].value("files", 0), 1) << report.dump(2);
   ASSERT_TRUE(report["history"].is_array() && !report["history"].empty()) << report.dump(2);
   EXPECT_EQ(report["history"].back().value("reason", ""), "Deleted") << report.dump(2);
+}
+
+// A data cache (--data-cache-class): each worker's copy of the data set is a claim on its node,
+// made before the pod, owned by the task, and deleted when the task ends. Local PVs stand for a
+// node-local provisioner (kwok runs no containers; the copy reused across pods is the real node's test).
+class DataCacheTest : public TransfersTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    gw_ = std::make_unique<testing::VersityGw>();
+    secret("s3", gw_->env());
+    pool_ = own_pool();
+    for (const std::string& node : {pool_ + "-a", pool_ + "-b"}) {
+      own(kube::resources::kNodes, kwok_gpu_node(node, {{"valley.dev/pool", pool_}}, 1));
+      own_local_volume(node, "job-data-" + node, "/var/lib/valley-e2e");
+    }
+    start_operator();
+  }
+  std::vector<std::string> operator_flags() const override {
+    auto flags = TransfersTest::operator_flags();
+    flags.push_back(std::string("--data-cache-class=") + kLocalStorageClass);
+    return flags;
+  }
+  std::optional<json> claim(const std::string& name) {
+    try {
+      return admin->get(kube::resources::kPersistentVolumeClaims, ns, name);
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() == 404) return std::nullopt;
+      throw;
+    }
+  }
+  std::string pool_;
+};
+
+TEST_F(DataCacheTest, EachWorkersDataIsAClaimOnItsNodeOwnedByTheTaskAndDeletedWhenItEnds) {
+  const std::string base = std::string("s3://") + testing::VersityGw::kBucket + "/" + ns;
+  gw_->store(ns + "/data")->put("train/shard-0.bin", std::string(4096, 'd'));
+  json spec = mpi_spec(2, 2, {{"valley.dev/sim-run-time", "4s"}});
+  spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", pool_}}}}}};
+  spec["data"] = {{"uri", base + "/data"}, {"secretRef", {{"name", "s3"}}}, {"mountPath", "/data"}};
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Running", 90s)) << task()["status"].dump(2) << operator_log();
+  const json st = task()["status"];
+  EXPECT_EQ(st["data"], json({{"uri", base + "/data"}, {"files", 1}, {"bytes", 4096}})) << st.dump(2);
+  const std::string uid = task()["metadata"]["uid"];
+  std::set<std::string> claims;
+  for (const auto& p : pods()) {
+    if (p["metadata"]["labels"].value("valley.dev/role", "") != "worker") continue;
+    const std::string node = p["spec"].value("nodeName", "");
+    ASSERT_EQ(node.rfind(pool_, 0), 0u) << p["spec"].dump(2);
+    json volume;
+    for (const auto& v : p["spec"]["volumes"])
+      if (v["name"] == "valley-data") volume = v;
+    EXPECT_EQ(volume["persistentVolumeClaim"].value("claimName", ""), "job-data-" + node) << p["spec"].dump(2);
+    auto c = claim("job-data-" + node);
+    ASSERT_TRUE(c) << "no claim for " << node;
+    EXPECT_EQ((*c)["metadata"]["ownerReferences"][0]["uid"], uid);
+    EXPECT_EQ((*c)["spec"].value("storageClassName", ""), kLocalStorageClass);
+    EXPECT_EQ((*c)["spec"]["resources"]["requests"]["storage"], "1Gi");
+    EXPECT_EQ((*c)["status"].value("phase", ""), "Bound") << "bound to the local PV of the pod's node: " << c->dump(2);
+    claims.insert("job-data-" + node);
+  }
+  EXPECT_EQ(claims.size(), 2u) << "one claim per node, each worker on its own";
+  ASSERT_TRUE(wait_phase("Succeeded", 120s)) << task()["status"].dump(2);
+  // Ended: its claims go (a claim still mounted by a pod stays until that pod has gone).
+  for (const auto& name : claims)
+    EXPECT_TRUE(eventually([&] {
+      auto c = claim(name);
+      return !c || (*c)["metadata"].contains("deletionTimestamp");
+    }, 60s)) << name << " not deleted\n" << operator_log();
+  EXPECT_NE(operator_log().find("deleted data cache job-data-"), std::string::npos) << operator_log();
+}
+
+TEST_F(DataCacheTest, AnOperatorToldOfAStorageClassThatIsNotThereSaysSoAndDoesNotStart) {
+  auto flags = TransfersTest::operator_flags();
+  flags.push_back("--data-cache-class=no-such-class");
+  ChildProcess op(operator_argv(ns, flags), ::testing::TempDir() + "/operator-" + ns + "-no-class.log");
+  EXPECT_EQ(op.wait(60s), 1) << op.output();
+  EXPECT_NE(op.output().find("--data-cache-class=no-such-class: no such StorageClass"), std::string::npos) << op.output();
 }
 
 }  // namespace

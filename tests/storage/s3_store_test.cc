@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <thread>
 #include <sstream>
 
 #include "operator/storage/checkpoint_record.h"
@@ -189,6 +190,35 @@ TEST_F(S3StoreTest, FetchCopiesADataSetOnceAndResumesAFileCutOffMidCopy) {
   ASSERT_EQ(said.size(), 1u);
   EXPECT_EQ(said[0], "resumed train/shard-1.bin at byte 1048576");
   EXPECT_FALSE(fs::exists(dir / "train/shard-1.bin.valley-part"));
+}
+
+// A node's copy shared by the task's pods: what left the store leaves the directory, and two
+// fetches at once (two workers starting on the node) copy each object once between them.
+TEST_F(S3StoreTest, FetchRemovesWhatLeftTheStoreAndTwoFetchesOfOneDirectoryTakeTurns) {
+  auto store = gw_->store("data/set2");
+  for (int i = 0; i < 4; ++i) store->put("shard-" + std::to_string(i) + ".bin", std::string(256 << 10, static_cast<char>('a' + i)));
+  const fs::path dir = fs::path(::testing::TempDir()) / "data2";
+  fs::remove_all(dir);
+  TransferSummary first, second;
+  std::thread a([&] { first = fetch_into(*gw_->store("data/set2"), dir.string(), nullptr); });
+  std::thread b([&] { second = fetch_into(*gw_->store("data/set2"), dir.string(), nullptr); });
+  a.join();
+  b.join();
+  EXPECT_EQ(first.files, 4);
+  EXPECT_EQ(second.files, 4);
+  EXPECT_EQ(first.copied + second.copied, 4) << "one copied the set, the other found it there";
+  EXPECT_EQ(first.unchanged + second.unchanged, 4);
+  EXPECT_TRUE(fs::exists(dir / kDataLock));
+  // The set loses a shard (a new one written under another key): the copy follows it.
+  auto smaller = gw_->store("data/set3");
+  for (int i : {0, 1, 3}) smaller->put("shard-" + std::to_string(i) + ".bin", std::string(256 << 10, static_cast<char>('a' + i)));
+  auto s = fetch_into(*smaller, dir.string(), nullptr);
+  EXPECT_EQ(s.files, 3);
+  EXPECT_EQ(s.removed, 1);
+  EXPECT_FALSE(fs::exists(dir / "shard-2.bin"));
+  EXPECT_TRUE(fs::exists(dir / "shard-3.bin"));
+  EXPECT_NE(describe(s).find("1 removed"), std::string::npos) << describe(s);
+  EXPECT_FALSE(nlohmann::json::parse(read_file(dir / kDataManifest))["files"].contains("shard-2.bin"));
 }
 
 TEST_F(S3StoreTest, KeepUploadsADirectoryOnceAndAgainOnlyWhatChanged) {

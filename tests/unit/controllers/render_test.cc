@@ -1,4 +1,5 @@
 #include "controllers/render/render.h"
+#include "controllers/render/transfers.h"
 
 #include "controllers/api/pod.h"
 #include "controllers/api/quantity.h"
@@ -433,6 +434,64 @@ TEST(Render, DataComesInBeforeTheWorkloadAndOutputsGoOutWhenThePodStops) {
   ASSERT_EQ(bad.errors.size(), 2u);
   EXPECT_EQ(bad.errors[0], "spec.data.uri: must start with s3://");
   EXPECT_NE(bad.errors[1].find("spec.data.mountPath"), std::string::npos);
+}
+
+TEST(Render, AWorkerPinnedToANodeKeepsItsDataInThatNodesClaimWhenTheOperatorHasACacheClass) {
+  auto p = api::parse_task(json::parse(R"({"metadata":{"name":"t","namespace":"n","uid":"u"},"spec":{"replicas":{"min":1,"max":2},
+      "master":{"image":"l"},"worker":{"image":"w"},"data":{"uri":"s3://datasets/x","mountPath":"/data"}}})"));
+  ASSERT_TRUE(p.spec && p.spec->data);
+  TaskSpec s = *p.spec;
+  WorkerPlacement on_node = default_placement(s);
+  on_node.node = "gpu-7";
+  auto data_volume = [](const json& pod) -> json {
+    for (const auto& v : pod["spec"]["volumes"])
+      if (v["name"] == "valley-data") return v;
+    return nullptr;
+  };
+  // No class, or the set's size not known yet (not listed), or no node: an emptyDir per pod.
+  EXPECT_TRUE(data_volume(worker_pod(s, 0, {1, 1}, on_node)).contains("emptyDir"));
+  s.data->cache_class = "local-nvme";
+  EXPECT_TRUE(data_volume(worker_pod(s, 0, {1, 1}, on_node)).contains("emptyDir")) << "size unknown";
+  s.data->cache_bytes = 5ull << 30;
+  EXPECT_TRUE(data_volume(worker_pod(s, 0, {1, 1}, default_placement(s))).contains("emptyDir")) << "not pinned";
+  EXPECT_FALSE(uses_data_cache(s, ""));
+  ASSERT_TRUE(uses_data_cache(s, "gpu-7"));
+  const json w = worker_pod(s, 1, {2, 1}, on_node);
+  EXPECT_EQ(data_volume(w), json({{"name", "valley-data"}, {"persistentVolumeClaim", {{"claimName", "t-data-gpu-7"}}}})) << w["spec"].dump(2);
+  const json* fetch = container_named(w["spec"]["initContainers"], "valley-data");
+  ASSERT_TRUE(fetch);
+  EXPECT_EQ(fetch->at("volumeMounts")[0]["name"], "valley-data") << "the init container fills the claim";
+  EXPECT_EQ(fetch->at("securityContext")["runAsUser"], 0) << "a provisioner's directory is root's: Baseline copies as root";
+  EXPECT_FALSE(w["spec"]["securityContext"].contains("fsGroup"));
+  // Restricted: the pod's fsGroup makes the claim the pod's, once; the copy runs as the pod's user.
+  TaskSpec r = s;
+  r.pod_security.level = api::PodSecurityLevel::Restricted;
+  const json rw = worker_pod(r, 0, {1, 1}, on_node);
+  EXPECT_EQ(rw["spec"]["securityContext"]["fsGroupChangePolicy"], "OnRootMismatch");
+  const json* restricted_fetch = container_named(rw["spec"]["initContainers"], "valley-data");
+  ASSERT_TRUE(restricted_fetch);
+  EXPECT_FALSE(restricted_fetch->at("securityContext").contains("runAsUser")) << restricted_fetch->dump(2);
+  // The claim: owned by the task, labelled for its cleanup, of the class, the set and a tenth more in GiB.
+  const json c = data_cache_claim(s, "gpu-7");
+  EXPECT_EQ(c["kind"], "PersistentVolumeClaim");
+  EXPECT_EQ(c["metadata"]["name"], "t-data-gpu-7");
+  EXPECT_EQ(c["metadata"]["namespace"], "n");
+  EXPECT_EQ(c["metadata"]["ownerReferences"][0]["uid"], "u");
+  EXPECT_EQ(c["metadata"]["labels"]["valley.dev/task"], "t");
+  EXPECT_EQ(c["metadata"]["labels"]["valley.dev/role"], "data-cache");
+  EXPECT_EQ(c["metadata"]["annotations"]["valley.dev/node"], "gpu-7");
+  EXPECT_EQ(c["spec"]["storageClassName"], "local-nvme");
+  EXPECT_EQ(c["spec"]["accessModes"], json::array({"ReadWriteOnce"}));
+  EXPECT_EQ(c["spec"]["resources"]["requests"]["storage"], "6Gi") << "5 GiB and a tenth, rounded up";
+  s.data->cache_bytes = 1000;
+  EXPECT_EQ(data_cache_claim(s, "gpu-7")["spec"]["resources"]["requests"]["storage"], "1Gi") << "at least 1 GiB";
+  // A node whose name would make too long a claim name: a stable hash of it instead.
+  const std::string long_node(250, 'n');
+  const std::string hashed = data_cache_claim_name(s, long_node);
+  EXPECT_LE(hashed.size(), 253u);
+  EXPECT_EQ(hashed.rfind("t-data-", 0), 0u);
+  EXPECT_EQ(hashed, data_cache_claim_name(s, long_node));
+  EXPECT_NE(hashed, data_cache_claim_name(s, std::string(251, 'n')));
 }
 
 }  // namespace

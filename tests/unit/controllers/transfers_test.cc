@@ -55,6 +55,30 @@ TEST(Transfers, ATaskWaitsForItsDataBeforeItsFirstAdmissionAndSaysWhy) {
   EXPECT_FALSE(waits_for_data(*o.parsed.spec, later)) << "a running task is never held back by a data check";
 }
 
+TEST(Transfers, TheListedSetIsInTheStatusAndEachPlannedNodesDataCacheGoesOutOnceBeforeItsWorkers) {
+  json spec = with_data();
+  spec["replicas"] = {{"min", 3}, {"max", 3}};
+  Observed o = observe(task_object(spec));
+  o.data = DataCheck{true, "data s3://sets/mnist is readable: 2 objects, 3000000000 bytes", 2, 3'000'000'000};
+  Decision first = decide(o);
+  EXPECT_EQ(first.status["data"], json({{"uri", "s3://sets/mnist"}, {"files", 2}, {"bytes", 3'000'000'000}}));
+  // The reconciler fills in the operator's class and the listed size; two workers on n1, one on n2.
+  o.task["status"] = first.status;
+  o.parsed.spec->data->cache_class = "local";
+  o.parsed.spec->data->cache_bytes = 3'000'000'000;
+  ASSERT_EQ(o.admission->placement.size(), 3u);
+  o.admission->placement[0].node = o.admission->placement[1].node = "n1";
+  o.admission->placement[2].node = "n2";
+  Decision d = decide(o);
+  EXPECT_EQ(created_names(d), (std::vector<std::string>{"t-data-n1", "t-worker-0", "t-worker-1", "t-data-n2", "t-worker-2", "t-launcher"}));
+  ASSERT_FALSE(d.create.empty());
+  EXPECT_EQ(d.create[0]["kind"], "PersistentVolumeClaim");
+  EXPECT_EQ(d.create[0]["spec"]["resources"]["requests"]["storage"], "4Gi") << "3 GB and a tenth, in GiB";
+  // Without the class (or before the set is listed): no claim, an emptyDir each.
+  o.parsed.spec->data->cache_class.clear();
+  for (const auto& name : created_names(decide(o))) EXPECT_EQ(name.find("-data-"), std::string::npos) << name;
+}
+
 TEST(Transfers, OutputsAreAskedForOnceTheTaskEndedItsPodsAreDoneAndItsFinalCostIsIn) {
   json status = {{"phase", "Succeeded"}, {"epoch", 1}, {"completionTime", "2026-11-22T04:00:00Z"}};
   Observed o = observe(task_object(with_data(), status), {pod("t-worker-0", "worker", 1, "Running")});
