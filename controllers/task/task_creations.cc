@@ -16,6 +16,7 @@
 #include "operator/kube/error.h"
 #include "operator/kube/field_mask.h"
 #include "operator/kube/json_fields.h"
+#include "operator/kube/store.h"
 
 namespace valley::task {
 
@@ -270,8 +271,8 @@ bool TaskReconciler::release_data_caches(const std::string& key, const lifecycle
     lo.label_selector = render::task_selector(spec.name) + "," + render::label::kRole + "=" + render::kDataCacheRole;
     for (const auto& claim : client_.list(res::kPersistentVolumeClaims, spec.ns, lo).items) {
       const auto& meta = kube::object_at(claim, "metadata");
-      const auto& refs = kube::array_at(meta, "ownerReferences");
-      if (!std::any_of(refs.begin(), refs.end(), [&](const nlohmann::json& r) { return r.is_object() && r.value("uid", "") == uid; })) continue;
+      const auto owners = kube::index::by_owner_uid(claim);
+      if (std::find(owners.begin(), owners.end(), uid) == owners.end()) continue;
       kube::DeleteOptions opts;
       opts.precondition_uid = kube::string_at(meta, "uid");
       client_.remove(res::kPersistentVolumeClaims, spec.ns, kube::string_at(meta, "name"), opts);

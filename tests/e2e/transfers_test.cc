@@ -25,8 +25,10 @@ class TransfersTest : public TaskTest {
     ClusterTest::SetUp();
     gw_ = std::make_unique<testing::VersityGw>();
     secret("s3", gw_->env());
+    before_operator();
     start_operator();
   }
+  virtual void before_operator() {}  // what a derived test needs in place before the operator starts
   void TearDown() override {
     TaskTest::TearDown();
     gw_.reset();
@@ -196,16 +198,12 @@ TEST_F(TransfersTest, ATaskDeletedMidRunGoesOnlyOnceItsPartialOutputsAndReportAr
 // node-local provisioner (kwok runs no containers; the copy reused across pods is the real node's test).
 class DataCacheTest : public TransfersTest {
  protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    gw_ = std::make_unique<testing::VersityGw>();
-    secret("s3", gw_->env());
+  void before_operator() override {
     pool_ = own_pool();
     for (const std::string& node : {pool_ + "-a", pool_ + "-b"}) {
       own(kube::resources::kNodes, kwok_gpu_node(node, {{"valley.dev/pool", pool_}}, 1));
       own_local_volume(node, "job-data-" + node, "/var/lib/valley-e2e");
     }
-    start_operator();
   }
   std::vector<std::string> operator_flags() const override {
     auto flags = TransfersTest::operator_flags();
