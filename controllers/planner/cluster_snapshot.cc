@@ -243,12 +243,22 @@ void ClusterSnapshot::remove_pod(const std::string& key) {
 
 void ClusterSnapshot::upsert_task(const ObjectPtr& task) {
   const std::string key = key_of(*task);
-  remove_task(key);
   TaskEntry t;
   t.object = task;
-  t.uid = kube::string_at(kube::object_at(*task, "metadata"), "uid");
-  t.parsed = std::make_shared<const api::ParsedTask>(api::parse_task(*task));
-  if (t.parsed->spec) t.worker_room = worker_room(*t.parsed->spec);
+  const json& meta = kube::object_at(*task, "metadata");
+  t.uid = kube::string_at(meta, "uid");
+  // Most events are status writes: the parse and the worker's room (a rendered pod) are kept
+  // while the spec, its generation and the incarnation are what they were.
+  if (auto old = tasks_.find(key); old != tasks_.end() && old->second.uid == t.uid &&
+                                   kube::int_at(kube::object_at(*old->second.object, "metadata"), "generation") == kube::int_at(meta, "generation") &&
+                                   kube::object_at(*old->second.object, "spec") == kube::object_at(*task, "spec")) {
+    t.parsed = old->second.parsed;
+    t.worker_room = std::move(old->second.worker_room);
+  } else {
+    t.parsed = std::make_shared<const api::ParsedTask>(api::parse_task(*task));
+    if (t.parsed->spec) t.worker_room = worker_room(*t.parsed->spec);
+  }
+  remove_task(key);
   task_by_uid_[t.uid] = key;
   tasks_.emplace(key, std::move(t));
 }
@@ -306,6 +316,7 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
     int64_t units;
   };
   std::vector<Room> room;
+  std::vector<Room*> here;
   // A gang's workers mostly share the node of the worker before: node_known asked, and the node's
   // entry in what is given back found, once for them (an unordered_map's entries stay in place).
   const std::string* last_node = nullptr;
@@ -330,13 +341,21 @@ HeldByPlanned held_by_planned(const SnapshotView& view, const std::function<std:
         last_returned = nullptr;
       }
       if (!last_known) continue;
+      // The plan input's room on this worker's node, found once for all it uses (node names share
+      // long prefixes; resource names seldom do).
+      here.clear();
+      for (Room& x : room)
+        if (*x.node == w.node) here.push_back(&x);
+      if (here.empty()) continue;
       bool given_back = false;
       for (const auto& used : w.usage) {  // (not a structured binding: clang's lambdas cannot capture one)
         const std::string& resource = used.first;
         const int64_t units = used.second;
         if (units == 0) continue;
-        auto r = std::find_if(room.begin(), room.end(), [&](const Room& x) { return *x.node == w.node && *x.resource == resource; });
-        if (r == room.end() || r->units <= 0) continue;
+        auto found = std::find_if(here.begin(), here.end(), [&](const Room* x) { return *x->resource == resource; });
+        if (found == here.end()) continue;
+        Room* r = *found;
+        if (r->units <= 0) continue;
         const int64_t given = std::min(units, r->units);
         r->units -= given;
         if (!last_returned) last_returned = &returned[w.node];

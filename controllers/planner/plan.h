@@ -290,7 +290,8 @@ class Plan {
   // rate alone it can count on (nullopt: not here). Replicas held by anything but sharing tasks of
   // this plan (a fraction, a pod of someone else's) hold a partner of unknown profile: no.
   std::optional<double> shared_rate_on(size_t i, size_t k) const;
-  bool shares_on(size_t i, size_t k) const { return shared_rate_on(i, k).has_value(); }
+  // (The hot loops ask this of every task and node: the test that rules most out goes first, inline.)
+  bool shares_on(size_t i, size_t k) const { return may_share_[i] && info_[k].replicas >= 0 && shared_rate_on(i, k).has_value(); }
   // What an hour of task i's work costs on node k at a GPU-hour `price` (default: the node's now):
   // that price, or where it shares its replica's share of it over the rate it keeps there.
   int64_t work_price_on(size_t i, size_t k, std::optional<int64_t> price = std::nullopt) const;
@@ -330,6 +331,7 @@ class Plan {
   std::vector<std::array<int64_t, kRoomColumns>> demand_;  // task -> room one worker asks for
   std::map<std::string, std::string> unplaceable_;   // unplaceable()'s answers by task shape
   std::vector<std::vector<char>> eligible_;           // task -> node -> may place new workers (lazily)
+  std::vector<char> may_share_;                       // task -> planner::may_share (fixed for the plan)
   std::map<size_t, std::map<std::string, std::vector<std::string>>> usable_pools_;  // usable_pools()
   std::map<std::string, int64_t> fair_;               // tenant -> fair share, thousandths (measure_fair_shares)
   mutable std::vector<int64_t> scratch_;              // fits()' what-if row

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "controllers/api/money.h"
@@ -32,9 +33,10 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
   time_sliced_ = intern(kTimeSliced);
   for (size_t p = 0; p < kMigCount; ++p) mig_[p] = intern(gpu::kMigProfiles[p].resource);
   std::vector<const std::map<std::string, int64_t>*> given_back(nodes_.size(), nullptr);
+  std::vector<int> whole(nodes_.size(), -1);
   for (size_t k = 0; k < nodes_.size(); ++k) {
     const Node* n = nodes_[k];
-    if (!n->vendor.empty()) intern(whole_of(*n));
+    if (!n->vendor.empty()) whole[k] = intern(whole_of(*n));
     if (n->dra_shared && !n->dra_class.empty()) intern(gpu::dra_seat_resource(n->dra_class));
     for (const auto& [r, units] : n->free) intern(r);
     // A resource's id is only its column in the table (no scan goes by id order): interning what
@@ -78,7 +80,7 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
     info.spot = n->capacity_class == "spot";
     info.vendor = vendor_id(n->vendor);
     if (n->vendor.empty()) continue;
-    info.whole = resource_id(whole_of(*n));
+    info.whole = whole[k];
     if (auto r = gpu::replicas_of(n->replicas_resource)) {
       info.replicas = resource_id(n->replicas_resource);
       info.per_gpu = r->replicas;
@@ -91,13 +93,18 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
     if (n->schedulable)
       for (const auto& [r, units] : n->capacity) capacity[info.pool] += gpu::share_milli(r, units);
   }
-  std::map<std::tuple<std::string, std::string, int64_t, int64_t>, int> groups;
-  for (const Node* n : nodes_)
-    if (!n->vendor.empty()) groups.emplace(std::make_tuple(n->vendor, n->capacity_class, n->price_micros, n->kw_milli), 0);
+  // Price groups numbered in key order; each node keeps its group's entry (a map's entries stay in
+  // place) instead of building its key again to look it up.
+  using GroupKey = std::tuple<std::string_view, std::string_view, int64_t, int64_t>;
+  std::map<GroupKey, int> groups;
+  std::vector<int*> group_of(nodes_.size(), nullptr);
+  for (size_t k = 0; k < nodes_.size(); ++k)
+    if (const Node* n = nodes_[k]; !n->vendor.empty())
+      group_of[k] = &groups.emplace(GroupKey{n->vendor, n->capacity_class, n->price_micros, n->kw_milli}, 0).first->second;
   int group = 0;
   for (auto& entry : groups) entry.second = group++;
   for (size_t k = 0; k < nodes_.size(); ++k)
-    if (const Node* n = nodes_[k]; !n->vendor.empty()) info_[k].price_group = groups.at({n->vendor, n->capacity_class, n->price_micros, n->kw_milli});
+    if (group_of[k]) info_[k].price_group = *group_of[k];
   if (!config_.tenants.empty()) {
     std::map<std::string, std::map<std::string, PoolQuota>> quotas;
     for (const auto& [name, tenant] : config_.tenants) quotas[name] = tenant.quota;
@@ -109,6 +116,8 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
       if (auto it = tasks_[i].worker_room.find(kRoomResources[c]); it != tasks_[i].worker_room.end()) demand_[i][c] = std::max<int64_t>(0, it->second);
   sharers_.resize(nodes_.size());
   eligible_.resize(tasks_.size());
+  may_share_.resize(tasks_.size());
+  for (size_t i = 0; i < tasks_.size(); ++i) may_share_[i] = may_share(tasks_[i], config_);
   decisions_.resize(tasks_.size());
   for (size_t i = 0; i < tasks_.size(); ++i) decisions_[i].key = tasks_[i].key;
 }
@@ -205,7 +214,7 @@ void Plan::change(size_t i, const Task::Worker& w, int sign) {
 std::optional<double> Plan::shared_rate_on(size_t i, size_t k) const {
   const Task& t = tasks_[i];
   const NodeInfo& info = info_[k];
-  if (!may_share(t, config_) || info.replicas < 0 || info.per_gpu != 2) return std::nullopt;
+  if (!may_share_[i] || info.replicas < 0 || info.per_gpu != 2) return std::nullopt;
   std::vector<std::string> others;
   int64_t by_sharers = 0;
   for (const auto& [j, held] : sharers_[k]) {
@@ -352,7 +361,7 @@ std::string Plan::unplaceable(size_t i) {
   // Tasks that select no nodes themselves share the answer with every task of the same shape.
   std::string shape_key;
   if (!selective) {
-    shape_key = std::to_string(t.gpu_milli) + (off_spot ? "s" : "-") + (may_share(t, config_) ? "h" : "-");
+    shape_key = std::to_string(t.gpu_milli) + (off_spot ? "s" : "-") + (may_share_[i] ? "h" : "-");
     for (const auto& v : t.vendors) shape_key += "/" + v;
     for (int64_t d : demand) shape_key += "/" + std::to_string(d);
     if (auto it = unplaceable_.find(shape_key); it != unplaceable_.end()) return it->second;
@@ -376,7 +385,7 @@ std::string Plan::unplaceable(size_t i) {
     }
     int64_t gpus = node_whole_gpus(k);
     // A fraction fits any GPU node (a slice, a replica); a task that may share, half a GPU split two ways.
-    if (t.gpu_milli % 1000 != 0 || (may_share(t, config_) && info_[k].replicas >= 0 && info_[k].per_gpu == 2)) gpus = std::max<int64_t>(gpus, 1);
+    if (t.gpu_milli % 1000 != 0 || (may_share_[i] && info_[k].replicas >= 0 && info_[k].per_gpu == 2)) gpus = std::max<int64_t>(gpus, 1);
     most_gpus = std::max(most_gpus, gpus);
     one_holds = holds && gpus >= per_worker;
   }

@@ -257,6 +257,33 @@ TEST(ClusterSnapshot, AViewSharesWhatDidNotChange) {
   EXPECT_NE(s.view().tasks[0], second.tasks[0]);  // t0's object changed
 }
 
+TEST(ClusterSnapshot, AStatusWriteKeepsTheParsedSpecAndASpecChangeParsesAgain) {
+  ClusterSnapshot s;
+  auto task = [](const std::string& uid, int generation, int max, const std::string& phase) {
+    return std::make_shared<const json>(json{{"metadata", {{"name", "t"}, {"namespace", "ns"}, {"uid", uid}, {"generation", generation}}},
+                                             {"spec", {{"taskType", "MPI"}, {"replicas", {{"min", 1}, {"max", max}}}, {"master", {{"image", "l"}}},
+                                                       {"worker", {{"image", "w"}, {"gpus", "1"}}}}},
+                                             {"status", {{"phase", phase}}}});
+  };
+  auto parsed = [&s] { return s.view().tasks.at(0)->parsed; };
+  s.upsert_task(task("u1", 1, 2, "Pending"));
+  const auto first = parsed();
+  ASSERT_TRUE(first->spec);
+  const auto running = task("u1", 1, 2, "Running");
+  s.upsert_task(running);  // a status write
+  EXPECT_EQ(parsed(), first);
+  EXPECT_EQ(s.view().tasks.at(0)->object, running);
+  s.upsert_task(task("u1", 2, 3, "Running"));  // the spec changed
+  ASSERT_NE(parsed(), first);
+  EXPECT_EQ(parsed()->spec->max_workers, 3);
+  const auto second = parsed();
+  s.upsert_task(task("u1", 2, 4, "Running"));  // a spec changed without a new generation (no API server)
+  EXPECT_EQ(parsed()->spec->max_workers, 4);
+  EXPECT_NE(parsed(), second);
+  s.upsert_task(task("u2", 2, 4, "Pending"));  // a new incarnation of the same name
+  EXPECT_EQ(parsed()->spec->uid, "u2");
+}
+
 TEST(ClusterSnapshot, FreeGpusAreAllocatableLessWhatPodsHoldOnlyWhileTheyRun) {
   World w;
   ClusterSnapshot s;
