@@ -21,24 +21,8 @@ std::optional<int> clock_minutes(const std::string& s) {
   return h * 60 + m;
 }
 
-}  // namespace
-
-std::optional<Policy> parse_policy(const json& object, std::vector<std::string>* errors) {
-  std::vector<std::string> local_errors;
-  FieldReader r{errors ? *errors : local_errors};
-  const size_t before = r.errors.size();
-  Policy p;
-  if (object.contains("metadata") && object["metadata"].is_object() && object["metadata"].contains("name") &&
-      object["metadata"]["name"].is_string())
-    p.name = object["metadata"]["name"].get<std::string>();
-  if (!object.contains("spec") || !object["spec"].is_object()) {
-    r.error("spec: required");
-    return std::nullopt;
-  }
-  const json& spec = object["spec"];
-  p.currency = r.str(spec, "currency", "spec.currency", "USD");
-  if (p.currency.size() != 3 || !std::all_of(p.currency.begin(), p.currency.end(), [](char c) { return c >= 'A' && c <= 'Z'; }))
-    r.error("spec.currency: must be an ISO 4217 code like USD or CNY");
+// spec.gpu, spec.capacityClass and spec.productLabels: what a GPU costs and how a node says which.
+void parse_prices(FieldReader& r, const json& spec, Policy& p) {
   r.each(spec, "gpu", "spec.gpu", [&](const json& g, const std::string& path) {
     GpuPrice price;
     r.match(g, path, &price.vendor, &price.product);
@@ -60,6 +44,10 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
     for (const auto& l : *labels)
       if (l.is_string()) p.product_labels.push_back(l.get<std::string>());
   }
+}
+
+// spec.electricity: the tariff, its time zone and what a GPU draws.
+void parse_electricity(FieldReader& r, const json& spec, Policy& p) {
   if (spec.contains("electricity") && spec["electricity"].is_object()) {
     const json& e = spec["electricity"];
     p.time_zone_name = r.str(e, "timeZone", "spec.electricity.timeZone", "UTC");
@@ -104,6 +92,10 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
         p.windows.push_back(tw);
     });
   }
+}
+
+// spec.priority, spec.reduceCost, spec.growth and spec.moves: the economics' settings.
+void parse_levers(FieldReader& r, const json& spec, Policy& p) {
   if (spec.contains("priority") && spec["priority"].is_object()) {
     r.each(spec["priority"], "multipliers", "spec.priority.multipliers", [&](const json& step, const std::string& path) {
       PriorityStep s;
@@ -136,6 +128,10 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
     if (!d || *d > std::chrono::hours(24)) r.error("spec.moves.restartCost: a duration such as 5m or 0s, at most 24h");
     else p.move_restart_cost = std::chrono::duration_cast<std::chrono::seconds>(*d);
   }
+}
+
+// spec.sharing.pairs: the measured rates of two workloads sharing a GPU.
+void parse_sharing(FieldReader& r, const json& spec, Policy& p) {
   if (spec.contains("sharing") && spec["sharing"].is_object()) {
     r.each(spec["sharing"], "pairs", "spec.sharing.pairs", [&](const json& pair, const std::string& path) {
       const json* profiles = r.array(pair, "profiles", path + ".profiles");
@@ -157,6 +153,30 @@ std::optional<Policy> parse_policy(const json& object, std::vector<std::string>*
       p.sharing_pairs.push_back(sp);
     });
   }
+}
+
+}  // namespace
+
+std::optional<Policy> parse_policy(const json& object, std::vector<std::string>* errors) {
+  std::vector<std::string> local_errors;
+  FieldReader r{errors ? *errors : local_errors};
+  const size_t before = r.errors.size();
+  Policy p;
+  if (object.contains("metadata") && object["metadata"].is_object() && object["metadata"].contains("name") &&
+      object["metadata"]["name"].is_string())
+    p.name = object["metadata"]["name"].get<std::string>();
+  if (!object.contains("spec") || !object["spec"].is_object()) {
+    r.error("spec: required");
+    return std::nullopt;
+  }
+  const json& spec = object["spec"];
+  p.currency = r.str(spec, "currency", "spec.currency", "USD");
+  if (p.currency.size() != 3 || !std::all_of(p.currency.begin(), p.currency.end(), [](char c) { return c >= 'A' && c <= 'Z'; }))
+    r.error("spec.currency: must be an ISO 4217 code like USD or CNY");
+  parse_prices(r, spec, p);
+  parse_electricity(r, spec, p);
+  parse_levers(r, spec, p);
+  parse_sharing(r, spec, p);
   if (r.errors.size() != before) return std::nullopt;
   return p;
 }
