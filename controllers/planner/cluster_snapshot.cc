@@ -248,10 +248,13 @@ void ClusterSnapshot::upsert_task(const ObjectPtr& task) {
   const json& meta = kube::object_at(*task, "metadata");
   t.uid = kube::string_at(meta, "uid");
   // Most events are status writes: the parse and the worker's room (a rendered pod) are kept
-  // while the spec, its generation and the incarnation are what they were.
-  if (auto old = tasks_.find(key); old != tasks_.end() && old->second.uid == t.uid &&
-                                   kube::int_at(kube::object_at(*old->second.object, "metadata"), "generation") == kube::int_at(meta, "generation") &&
-                                   kube::object_at(*old->second.object, "spec") == kube::object_at(*task, "spec")) {
+  // while what parse_task reads is what it was (the same key, so the same name and namespace).
+  auto same_parse_input = [&](const json& before) {
+    const json& before_meta = kube::object_at(before, "metadata");
+    return kube::string_at(before_meta, "uid") == t.uid && kube::int_at(before_meta, "generation") == kube::int_at(meta, "generation") &&
+           kube::object_at(before, "spec") == kube::object_at(*task, "spec");
+  };
+  if (auto old = tasks_.find(key); old != tasks_.end() && same_parse_input(*old->second.object)) {
     t.parsed = old->second.parsed;
     t.worker_room = std::move(old->second.worker_room);
   } else {

@@ -142,12 +142,11 @@ std::unique_ptr<HttpClient::Handle> HttpClient::acquire() {
 }
 
 void HttpClient::release(std::unique_ptr<Handle> handle) {
-  // A handle dropped here takes its connection with it, and the next burst pays a TCP and TLS
-  // handshake for each one it needs again: as many are kept as the operator's threads send at once
-  // (its request pool of --max-concurrent-creates, 32 by default, and the reconcile workers).
-  constexpr size_t kMaxIdle = 64;
+  // Every handle is kept: a handle is made only when none is idle, so there are never more than
+  // the threads that sent at once, and one dropped would take its connection with it (the next
+  // burst would pay a TCP and TLS handshake for each again).
   std::lock_guard lock(mu_);
-  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(handle));
+  idle_.push_back(std::move(handle));
 }
 
 std::string HttpClient::bearer_token() {
