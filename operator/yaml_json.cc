@@ -11,6 +11,8 @@
 #include <regex>
 #include <sstream>
 
+#include "operator/json_text.h"
+
 namespace valley {
 namespace {
 
@@ -152,7 +154,7 @@ void emit(YAML::Emitter& out, const json& v) {
   } else if (v.is_null()) {
     out << YAML::Null;
   } else {
-    out << v.dump();
+    out << json_text(v);
   }
 }
 

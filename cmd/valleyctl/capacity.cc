@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "cmd/valleyctl/common.h"
+#include "operator/json_text.h"
 #include "cmd/valleyctl/market.h"
 #include "cmd/valleyctl/table.h"
 #include "controllers/api/money.h"
@@ -66,7 +67,7 @@ int cmd_capacity(const Flags& flags) {
       if (r.price_micros >= 0) row["gpuHour"] = api::format_money(r.price_micros);
       out.push_back(row);
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out, 2) << "\n";
     return 0;
   }
   Table table({"VENDOR", "CLASS", "KIND", "PRODUCT", "NODES", "GPUS", "FREE", policy ? "GPU-HOUR (" + policy->currency + ")" : "GPU-HOUR"});

@@ -29,6 +29,7 @@
 #include "operator/kube/client.h"
 #include "operator/kube/error.h"
 #include "valley/version.h"
+#include "operator/json_text.h"
 
 namespace valley::ctl {
 
@@ -100,7 +101,7 @@ std::unique_ptr<valley::kube::Client> connect(const valley::Flags& flags, std::s
 
 void print(const valley::Flags& flags, const json& object) {
   if (flags.get("output") == "json") {
-    std::cout << object.dump(2) << "\n";
+    std::cout << json_text(object, 2) << "\n";
   } else {
     std::cout << valley::to_yaml(object);
   }

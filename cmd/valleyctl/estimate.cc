@@ -31,6 +31,7 @@
 #include "operator/kube/client.h"
 #include "operator/kube/error.h"
 #include "valley/version.h"
+#include "operator/json_text.h"
 
 namespace valley::ctl {
 
@@ -135,7 +136,7 @@ int cmd_estimate(const Flags& flags, const std::vector<std::string>& args) {
   out["task"] = spec.name;
   if (!d.reason.empty()) out["decision"] = d.reason;
   if (flags.get("output") == "json") {
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out, 2) << "\n";
     return 0;
   }
   print_estimate(spec, *policy, *e, out, d, market->nodes.empty(), now);

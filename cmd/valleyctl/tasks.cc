@@ -29,6 +29,7 @@
 #include "operator/kube/client.h"
 #include "operator/kube/error.h"
 #include "valley/version.h"
+#include "operator/json_text.h"
 
 namespace valley::ctl {
 
@@ -224,7 +225,7 @@ int cmd_describe(const valley::Flags& flags, const std::vector<std::string>& arg
                   << cur << ")";
       const json kwh = b.value("kWh", json::object());
       std::cout << "\n  energy:     " << b.value("energy", "0.00") << cur << " for";
-      for (const auto& [k, v] : kwh.items()) std::cout << " " << (v.is_string() ? v.get<std::string>() : v.dump()) << " kWh " << k << ";";
+      for (const auto& [k, v] : kwh.items()) std::cout << " " << (v.is_string() ? v.get<std::string>() : json_text(v)) << " kWh " << k << ";";
       std::cout << "\n";
       if (!e.empty()) {
         std::cout << "  estimate:   " << e.value("basis", "") << ", from " << e.value("start", "") << "\n";

@@ -1,5 +1,7 @@
 #include "controllers/api/conditions.h"
 
+#include "operator/text.h"
+
 namespace valley::api {
 
 const nlohmann::json* find_condition(const nlohmann::json& status, const std::string& type) {
@@ -14,8 +16,10 @@ bool condition_true(const nlohmann::json& status, const std::string& type) {
   return c && c->value("status", "") == "True";
 }
 
-void set_condition(nlohmann::json& status, const std::string& type, bool value, const std::string& reason,
-                   const std::string& message, const std::string& now, int64_t generation) {
+void set_condition(nlohmann::json& status, const std::string& type, bool value, const std::string& reason_in,
+                   const std::string& message_in, const std::string& now, int64_t generation) {
+  // metav1.Condition's bounds: a message carries a user's or a store's words, of any length or bytes.
+  const std::string reason = bounded_text(reason_in, 1024), message = bounded_text(message_in, 32768);
   nlohmann::json& conditions = status["conditions"];
   if (!conditions.is_array()) conditions = nlohmann::json::array();
   const std::string s = value ? "True" : "False";

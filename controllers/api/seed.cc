@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "operator/json_text.h"
+
 namespace valley::api {
 namespace {
 
@@ -81,7 +83,7 @@ json seed_to_task(const YamlDocument& doc, const std::string& default_namespace,
   if (d.contains("GPUsPerWorker")) {
     const json& g = d["GPUsPerWorker"];
     if (g.is_number()) {
-      std::string s = g.is_number_integer() ? std::to_string(g.get<int64_t>()) : g.dump();
+      std::string s = g.is_number_integer() ? std::to_string(g.get<int64_t>()) : json_text(g);
       spec["worker"]["gpus"] = s;
     } else if (g.is_string()) {
       spec["worker"]["gpus"] = g.get<std::string>();
@@ -96,7 +98,7 @@ json seed_to_task(const YamlDocument& doc, const std::string& default_namespace,
     const json& m = d["MaxCost"];
     if (m.is_string()) spec["maxCost"] = m.get<std::string>();
     else if (m.is_number_integer()) spec["maxCost"] = std::to_string(m.get<int64_t>());
-    else if (m.is_number()) spec["maxCost"] = m.dump();
+    else if (m.is_number()) spec["maxCost"] = json_text(m);
     else errs.push_back(where("MaxCost") + ": must be an amount like 250.00");
   }
   if (auto s = str("CheckpointURI", false); !s.empty()) spec["checkpoint"] = {{"uri", s}};

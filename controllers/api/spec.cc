@@ -1,6 +1,7 @@
 #include "controllers/api/spec.h"
 
 #include "controllers/api/money.h"
+#include "controllers/api/template_guard.h"
 #include "controllers/api/vendors.h"
 
 #include "operator/kube/json_fields.h"
@@ -13,9 +14,16 @@
 #include <regex>
 
 #include "operator/duration.h"
+#include "operator/json_text.h"
 
 namespace valley::api {
 namespace {
+
+// A DNS subdomain (RFC 1123): what Kubernetes allows as the name of a Secret, a claim or a class.
+bool is_dns_subdomain(const std::string& name) {
+  static const std::regex subdomain("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$");
+  return std::regex_match(name, subdomain);
+}
 
 // Reads typed fields and collects an error, with the field path, for each that is wrong.
 class Reader {
@@ -119,19 +127,34 @@ ContainerSpec container(Reader& r, const json& c, const std::string& path) {
   out.command = r.strings(c, "command", path + ".command");
   out.args = r.strings(c, "args", path + ".args");
   if (const json* res = r.object(c, "resources", path + ".resources")) out.resources = *res;
-  if (const json* t = r.object(c, "template", path + ".template")) out.pod_template = *t;
+  if (const json* t = r.object(c, "template", path + ".template")) {
+    for (const auto& refusal : template_escapes(*t, path + ".template")) r.error(refusal);
+    out.pod_template = *t;
+  }
   return out;
+}
+
+// o.secretRef.name, when o has a secretRef: a Secret of the task's namespace, so a DNS subdomain (a
+// name with a "/" or ".." could otherwise address another namespace's Secret through a request path).
+std::optional<std::string> secret_ref(Reader& r, const json& o, const std::string& path) {
+  const json* ref = r.object(o, "secretRef", path + ".secretRef");
+  if (!ref) return std::nullopt;
+  std::string name = r.str(*ref, "name", path + ".secretRef.name").value_or("");
+  if (!is_dns_subdomain(name)) {
+    r.error(path + ".secretRef.name: must name a Secret of the task's namespace (lower-case letters, digits, '-' and '.', at most 253)");
+    return std::string();
+  }
+  return name;
 }
 
 // spec.worker.devices (TaskSpec::Devices). A fraction of a GPU takes a whole device, or a seat on
 // one where the driver shares devices (planner.h, Node::dra_shared).
 std::optional<TaskSpec::Devices> parse_devices(Reader& r, const json& d) {
-  static const std::regex class_name("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$");  // a DNS subdomain
   static const std::regex attribute("^([a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?/)?[A-Za-z_][A-Za-z0-9_]{0,31}$");
   TaskSpec::Devices out;
   const size_t errors_before = r.error_count();
   out.device_class = r.str(d, "deviceClassName", "spec.worker.devices.deviceClassName").value_or("");
-  if (!std::regex_match(out.device_class, class_name))
+  if (!is_dns_subdomain(out.device_class))
     r.error("spec.worker.devices.deviceClassName: must name a DeviceClass (a DNS subdomain such as gpu.nvidia.com)");
   if (const json* m = r.object(d, "matchAttributes", "spec.worker.devices.matchAttributes")) {
     for (const auto& [name, value] : m->items()) {
@@ -297,8 +320,7 @@ void parse_policies(Reader& r, const json* spec, TaskSpec& s, std::vector<std::s
       else
         s.checkpoint_grace_seconds = g.get<int>();
     }
-    if (const json* ref = r.object(*c, "secretRef", "spec.checkpoint.secretRef"))
-      s.checkpoint_secret = r.str(*ref, "name", "spec.checkpoint.secretRef.name").value_or("");
+    s.checkpoint_secret = secret_ref(r, *c, "spec.checkpoint").value_or("");
   }
 }
 
@@ -312,8 +334,7 @@ void parse_transfers(Reader& r, const json* spec, TaskSpec& s) {
     return uri;
   };
   auto secret = [&](const json& o, const std::string& path) {
-    if (const json* ref = r.object(o, "secretRef", path + ".secretRef")) return r.str(*ref, "name", path + ".secretRef.name").value_or("");
-    return s.checkpoint_secret;
+    return secret_ref(r, o, path).value_or(s.checkpoint_secret);
   };
   if (const json* d = r.object(*spec, "data", "spec.data")) {
     TaskSpec::Data data;
@@ -366,6 +387,17 @@ void parse_limits(Reader& r, const json* spec, TaskSpec& s) {
 
 }  // namespace
 
+namespace {
+// The bytes of what the user writes of a task: its spec, labels and annotations.
+size_t written_size(const json& object) {
+  size_t bytes = json_text(object["spec"]).size();
+  const json& meta = kube::object_at(object, "metadata");
+  for (const char* field : {"labels", "annotations"})
+    if (meta.contains(field)) bytes += json_text(meta[field]).size();
+  return bytes;
+}
+}  // namespace
+
 ParsedTask parse_task(const json& object) {
   ParsedTask result;
   Reader r(result.errors);
@@ -387,6 +419,9 @@ ParsedTask parse_task(const json& object) {
     r.error("spec: missing");
     return result;
   }
+  if (const size_t bytes = written_size(object); bytes > kMaxTaskBytes)
+    r.error("spec: the task's spec, labels and annotations take " + std::to_string(bytes) + " bytes; at most " +
+            std::to_string(kMaxTaskBytes) + " (its status must still fit beside them under the API server's object limit)");
   parse_shape(r, spec, s);
   parse_policies(r, spec, s, &result.errors);
   parse_transfers(r, spec, s);

@@ -164,6 +164,10 @@ struct ParsedTask {
   std::vector<std::string> errors;  // "spec.replicas.min: must be >= 1", ...
 };
 
+// A task whose spec, labels and annotations take more than this is refused: Valley writes its status
+// (cost, conditions) beside them, and an object padded toward the API server's limit (etcd's 1.5 MiB)
+// could no longer be charged or stopped through its status.
+inline constexpr size_t kMaxTaskBytes = 256 * 1024;
 ParsedTask parse_task(const json& object);
 // Thousandths of a GPU the task's workers ask for at replicas.max, read from its spec alone (cheaper
 // than parse_task, for counting what waiting tasks want); 0 when the spec does not say validly.

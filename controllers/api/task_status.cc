@@ -72,7 +72,7 @@ const json& status_schema() {
                        "workers": "integer",
                        "checkpointStep": "integer", "recoveredTime": "string", "recoverySeconds": "integer",
                        "resumedFromStep": "integer", "workLostSeconds": "integer"},
-    "cost": {"summary": "string", "currency": "string", "policy": "string", "multiplier": "string",
+    "cost": {"summary": "string", "currency": "string", "policy": "string", "multiplier": "string", "priority": "integer",
              "accrued": "string", "accruedMicros": "integer", "final": "string", "finalMicros": "integer",
              "estimated": "string", "updated": "string",
              "breakdown": {"gpu": "string", "gpuMicros": "integer", "energy": "string", "energyMicros": "integer",

@@ -43,6 +43,7 @@ EstimateBasis estimate_basis(const api::TaskSpec& spec, const planner::Task& t, 
                              const std::vector<NodeRate>& candidates, SystemTime now) {
   EstimateBasis b;
   b.start = now;
+  b.priority = t.priority;
   // Spot capacity only for a task that checkpoints (or asks for spot itself), as the planner places.
   auto may_land = [&t](const NodeRate& r) { return r.capacity_class != "spot" || t.checkpointed || t.selects_spot; };
   std::string node = !d.placement.empty() ? d.placement.front().node : d.expected_node;

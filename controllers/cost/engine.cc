@@ -146,6 +146,7 @@ json accrue(const Policy& p, const json& cost_status, const std::vector<PodUse>&
   c["currency"] = p.currency;
   const int64_t multiplier = multiplier_milli(p, priority);
   c["multiplier"] = format_milli(multiplier);
+  c["priority"] = priority;
   json b = c.contains("breakdown") && c["breakdown"].is_object() ? c["breakdown"] : json::object();
   Charge total;
   total.gpu = i64(b, "gpuMicros");
@@ -238,7 +239,7 @@ std::optional<Estimate> estimate(const Policy& p, const api::TaskSpec& spec, con
   const double factor = (e.workers >= e.max_workers ? 1.0 : std::max(1.0, b.duration_factor)) * slowdown;
   e.duration = std::chrono::milliseconds(static_cast<int64_t>(std::llround(static_cast<double>(d.count()) * factor)));
   const int64_t share = int64_t{e.workers} * (shared ? b.shared->share_milli : spec.gpus.milli);
-  const int64_t multiplier = multiplier_milli(p, spec.priority);
+  const int64_t multiplier = multiplier_milli(p, b.priority >= 0 ? b.priority : spec.priority);
   auto priced = [&](const Charge& c) { return apply_multiplier(c.gpu + c.energy, multiplier); };
   e.gpu_milli_hours = rounded(i128{share} * e.duration.count(), 3'600'000);
   e.expected = priced(charge_interval(p, b.rate, share, e.start, e.start + e.duration));

@@ -50,7 +50,8 @@ PodUse pod_use(const api::Pod& pod);
 // `settle`, in whole seconds: its end reaches us late (cache lag, a watch broken by a fault) and
 // with a second's precision, and what is charged is never given back, so that the accrued cost
 // never goes down; should an end still come earlier than charged, the excess is given back so the
-// final cost stays exact. `finished` also writes cost.final.
+// final cost stays exact. `finished` also writes cost.final. `priority` is the one the task is
+// planned at (its tenant's default and cap applied), recorded as cost.priority.
 nlohmann::json accrue(const Policy& p, const nlohmann::json& cost_status, const std::vector<PodUse>& pods,
                       const std::map<std::string, NodeRate>& rates, int priority, SystemTime now, bool finished,
                       std::chrono::seconds settle = std::chrono::seconds(0));
@@ -99,6 +100,7 @@ struct EstimateBasis {
     bool placed = false;
   };
   std::optional<Shared> shared;
+  int priority = -1;  // the priority it is planned at, which its multiplier bills (-1: spec.priority)
 };
 struct Estimate {
   Micros expected = 0, low = 0, high = 0;

@@ -271,8 +271,7 @@ bool Decider::start_failed() {
   }
   if (!was_failing || before->value("reason", "") != reason) event("Warning", reason, "Start", message);
   set_condition(status_, "PodsStarted", false, reason, message, now_, generation_);
-  status_["reason"] = reason;
-  status_["message"] = message;
+  set_phase(phase_, reason, message);
   const auto since = parse_time(condition_field(status_, "PodsStarted", "lastTransitionTime")).value_or(o_.now);
   const auto grace = start_grace(*spec_, o_.disruption.start_grace);
   if (o_.now - since < grace) {
@@ -290,7 +289,7 @@ bool Decider::start_failed() {
   }
   const auto backoff = start_backoff(failed_starts);
   const std::string retry_at = format_time(o_.now + backoff);
-  status_["startFailure"] = {{"reason", reason}, {"message", message}, {"retryAfter", retry_at}, {"generation", generation_}};
+  status_["startFailure"] = {{"reason", reason}, {"message", bounded_text(message, kStatusMessageBytes)}, {"retryAfter", retry_at}, {"generation", generation_}};
   const std::string note = message + " (for " + std::to_string(grace.count()) + "s): GPUs given back; tried again at " + retry_at +
                            " or when the spec changes (" + tries + ", runPolicy.backoffLimit is " +
                            std::to_string(spec_->run_policy.backoff_limit) + ")";
@@ -392,7 +391,7 @@ void Decider::disrupted(const Disruption& d) {
   const int old_epoch = epoch_;
   epoch_ += 1;
   status_["epoch"] = epoch_;
-  json last = {{"time", now_}, {"cause", d.cause}, {"message", d.message}, {"epoch", old_epoch},
+  json last = {{"time", now_}, {"cause", d.cause}, {"message", bounded_text(d.message, kStatusMessageBytes)}, {"epoch", old_epoch},
                {"workers", status_.value("epochReplicas", 0)}};
   if (!d.node.empty()) last["node"] = d.node;
   if (status_.contains("checkpoint") && status_["checkpoint"].is_object()) last["checkpointStep"] = status_["checkpoint"].value("step", 0);

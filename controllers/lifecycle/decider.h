@@ -11,6 +11,7 @@
 #include "controllers/api/conditions.h"
 #include "controllers/lifecycle/lifecycle.h"
 #include "controllers/lifecycle/start_failure.h"
+#include "operator/text.h"
 
 namespace valley::lifecycle::detail {
 
@@ -26,6 +27,10 @@ inline constexpr const char* kSuspended = "Suspended";
 inline constexpr const char* kSucceeded = "Succeeded";
 inline constexpr const char* kFailed = "Failed";
 inline constexpr const char* kIdleSuspend = "IdleSuspend";  // the Idle condition's reason under idlePolicy Suspend
+
+// A status message carries a kubelet's, a store's or a user's words: bounded, so that no text can
+// grow the object toward etcd's limit.
+inline constexpr size_t kStatusMessageBytes = 4096;
 
 inline bool pod_finished(const PodView& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 // A field (reason, message) of the condition of `type`, "" when there is none.
@@ -56,8 +61,8 @@ class Decider {
   }
   void set_phase(const std::string& phase, const std::string& reason, const std::string& message) {
     phase_ = phase;
-    status_["reason"] = reason;
-    status_["message"] = message;
+    status_["reason"] = bounded_text(reason, 1024);
+    status_["message"] = bounded_text(message, kStatusMessageBytes);
   }
   // A node the pod is bound to that will never confirm its termination: deleted, or NotReady past
   // the grace period.

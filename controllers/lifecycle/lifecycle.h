@@ -110,6 +110,9 @@ struct Admission {
   // The plan moves the running task, at its size, to the cheaper nodes of `placement`: its running
   // epoch ends (checkpoint) and the next starts there. Kept while the placement stays.
   bool moving = false;
+  // The priority it was planned at: spec.priority, else its tenant's defaultPriority, capped at the
+  // tenant's maxPriority (-1: not known). What its priority multiplier bills.
+  int priority = -1;
 };
 
 // The API server refused to create one of the task's objects (recorded by the reconciler when it

@@ -291,7 +291,8 @@ SnapshotView ClusterSnapshot::view() {
     if (!t.view) {
       std::vector<PodPtr> owned;
       if (auto pods = pods_by_owner_.find(t.uid); pods != pods_by_owner_.end())
-        for (const auto& [pod_key, pod] : pods->second) owned.push_back(pod);
+        for (const auto& [pod_key, pod] : pods->second)
+          if (pod->ns + "/" == key.substr(0, pod->ns.size() + 1)) owned.push_back(pod);  // owners are namespaced
       t.view = task_entry(key, t.object, t.parsed, t.worker_room, std::move(owned));
     }
     v.tasks.push_back(t.view);

@@ -173,10 +173,24 @@ std::map<std::string, int64_t> pod_requests(const api::Pod& pod, Counted counted
 }
 }  // namespace
 
-std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
+namespace {
+// The GPU resources the pod asks of device plugins, and its DRA claim's devices or seat.
+std::map<std::string, int64_t> device_requests(const api::Pod& pod) {
   auto out = pod_requests(pod, [](const std::string& k) { return gpu::is_gpu_resource(k); });
   if (pod.claimed_count > 0) out[gpu::dra_resource(pod.claimed_class)] += pod.claimed_count;
   if (pod.seat_milli > 0) out[gpu::dra_seat_resource(pod.seat_class)] += pod.seat_milli;
+  return out;
+}
+}  // namespace
+
+int64_t share_on_node(const api::Pod& pod, const Node& node) {
+  int64_t milli = 0;
+  for (const auto& [resource, count] : device_requests(pod)) milli += gpu::share_milli(counted_as(node, resource), count);
+  return milli;
+}
+
+std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
+  auto out = device_requests(pod);
   const int replicas = pod.mps_replicas > 0 ? pod.mps_replicas : pod.time_sliced_replicas;
   if (replicas > 0)
     for (const char* resource : gpu::kReplicaDeviceResources)

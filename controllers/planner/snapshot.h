@@ -71,6 +71,9 @@ std::map<std::string, int64_t> gpu_usage(const api::Pod& pod);
 // The key node `n` counts a pod's `resource` under: its replicas' (Node::replicas_resource) for the
 // device plugin's resource on a node that shares GPUs as replicas, else the resource itself.
 std::string counted_as(const Node& n, const std::string& resource);
+// Thousandths of a GPU the pod holds on `node`, as the node hands its GPUs out (a replica of a GPU
+// it splits R ways is 1/R), never as the pod's own metadata says: what billing charges.
+int64_t share_on_node(const api::Pod& pod, const Node& node);
 
 // What kube-scheduler counts for a pod besides extended resources (Node::room's units): per resource
 // the larger of its containers' sum and its largest init container (requests, else limits), and

@@ -4,10 +4,12 @@
 
 #include "controllers/api/dra.h"
 #include "controllers/api/pod.h"
+#include "controllers/api/template_guard.h"
 #include "controllers/gpu/resources.h"
 #include "operator/kube/base64.h"
 #include "operator/kube/json_fields.h"
 #include "operator/storage/object_store.h"
+#include "operator/json_text.h"
 
 namespace valley::render {
 namespace {
@@ -133,8 +135,9 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   pod["metadata"] = metadata(spec, name, role, shape.epoch);
   for (const char* field : {"labels", "annotations"}) {
     if (!tmpl_meta.contains(field) || !tmpl_meta[field].is_object()) continue;
+    // Keys under valley.dev/ are Valley's records (replicas, seats, roles): never the template's.
     for (const auto& [k, v] : tmpl_meta[field].items())
-      if (!pod["metadata"][field].contains(k)) pod["metadata"][field][k] = v;
+      if (!pod["metadata"][field].contains(k) && k.rfind(api::kValleyKeyPrefix, 0) != 0) pod["metadata"][field][k] = v;
   }
   pod["spec"] = tmpl_spec.is_object() ? tmpl_spec : json::object();
   json& ps = pod["spec"];
@@ -448,7 +451,7 @@ size_t launcher_annotation_bytes_but_hosts(const TaskSpec& spec) {
                  discover_hosts_script().size();
   const json& annotations = kube::object_at(kube::object_at(spec.launcher.pod_template, "metadata"), "annotations");
   for (const auto& [k, v] : annotations.items())
-    if (k != api::kHostfileAnnotation && k != kDiscoverHostsAnnotation) bytes += k.size() + (v.is_string() ? v.get<std::string>().size() : v.dump().size());
+    if (k != api::kHostfileAnnotation && k != kDiscoverHostsAnnotation) bytes += k.size() + (v.is_string() ? v.get<std::string>().size() : json_text(v).size());
   return bytes;
 }
 }  // namespace

@@ -7,6 +7,7 @@
 #include "controllers/cost/report.h"
 #include "operator/kube/json_fields.h"
 #include "operator/kube/timefmt.h"
+#include "operator/json_text.h"
 
 namespace valley::render {
 namespace {
@@ -33,7 +34,7 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-std::string text_of(const json& o, const char* key) { return o.is_object() && o.contains(key) ? (o[key].is_string() ? o[key].get<std::string>() : o[key].dump()) : ""; }
+std::string text_of(const json& o, const char* key) { return o.is_object() && o.contains(key) ? (o[key].is_string() ? o[key].get<std::string>() : json_text(o[key])) : ""; }
 
 // Workers over time as an SVG step line (time on x, workers on y), from the history's entries.
 std::string workers_chart(const json& history) {
@@ -138,7 +139,7 @@ std::string report_html(const json& r) {
   const json& restarts = kube::object_at(r, "restarts");
   std::string rs;
   for (const auto& [k, v] : restarts.items())
-    if (k != "total") rs += (rs.empty() ? "" : ", ") + k + " " + v.dump();
+    if (k != "total") rs += (rs.empty() ? "" : ", ") + k + " " + json_text(v);
   row("restarts", rs);
   if (r.contains("lastDisruption")) row("last disruption", text_of(r["lastDisruption"], "cause") + ": " + text_of(r["lastDisruption"], "message"));
   const json& cost = kube::object_at(r, "cost");

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "controllers/cost/engine.h"
+#include "controllers/planner/snapshot.h"
 #include "controllers/render/render.h"
 #include "operator/kube/error.h"
 #include "operator/kube/finalizers.h"
@@ -39,8 +40,10 @@ nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::
   for (const auto& pod : pods) {
     cost::PodUse u = cost::pod_use(*pod);
     if (!u.end && ended_now.count(u.uid)) u.end = o.now;
-    if (!u.node.empty() && !rates.count(u.node))
-      if (auto n = cache_.node_as_last_seen(u.node)) rates[u.node] = cost::rate_for(*p, n->vendor, n->labels, n->dra_product);
+    if (auto n = u.node.empty() ? nullptr : cache_.node_as_last_seen(u.node)) {
+      u.share_milli = planner::share_on_node(*pod, *n);  // by the node's split of its GPUs, not the pod's annotations
+      if (!rates.count(u.node)) rates[u.node] = cost::rate_for(*p, n->vendor, n->labels, n->dra_product);
+    }
     if (u.start && u.share_milli > 0 && !rates.count(u.node) && !until.count(u.uid))
       spdlog::warn("{}/{}: pod {} ran on node {}, gone before this process saw it: its GPU time cannot be priced", o.parsed.spec->ns,
                    o.parsed.spec->name, u.name, u.node);
@@ -54,7 +57,11 @@ nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::
   const bool due = force || finished || pod_ended || !updated || o.now - *updated >= accrual_interval() ||
                    kube::string_at(stored, "policy") != p->name ||
                    cost::ledger_entries(stored, uses, rates) != kube::array_at(stored, "ledger").size();
-  nlohmann::json out = due ? cost::accrue(*p, stored, uses, rates, o.parsed.spec->priority, o.now, finished, options_.cost_settle) : stored;
+  // Billed at the priority it is planned at (a tenant's default or cap applied, not the raw spec);
+  // before this process has planned it, at the one its last accrual recorded.
+  const int priority = o.admission && o.admission->priority >= 0 ? o.admission->priority
+                                                                 : static_cast<int>(kube::int_at(stored, "priority").value_or(o.parsed.spec->priority));
+  nlohmann::json out = due ? cost::accrue(*p, stored, uses, rates, priority, o.now, finished, options_.cost_settle) : stored;
   if (due) out["updated"] = kube::format_time(o.now);
   if (finished) return out;
   return with_estimate(std::move(out), stored, o, *p);
@@ -92,13 +99,28 @@ bool Accounting::release(const api::Pod& pod) {
   return kube::remove_finalizer(client_, res::kPods, pod.ns, pod.name, pod.finalizers, render::kAccountingFinalizer);
 }
 
+bool Accounting::delete_detached(const api::Pod& pod) {
+  kube::DeleteOptions options;
+  options.precondition_uid = pod.uid;
+  try {
+    client_.remove(res::kPods, pod.ns, pod.name, options);
+    spdlog::warn("{}: Valley's pod of task {} is owned by no live task of that name: deleted", pod.key(), pod.label(render::label::kTask));
+    return true;
+  } catch (const kube::KubeError& e) {
+    if (e.http_status() == 404 || e.http_status() == 409) return true;  // gone, or another pod of the name now
+    spdlog::warn("{}: deleting a pod of no task: {}", pod.key(), e.what());
+    return false;
+  }
+}
+
 bool Accounting::release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid) {
   bool ok = true;
   // By the task label's index: every reconcile asks, and walking every pod would grow with the cluster.
   for (const auto& pod : cache_.pods_of_task(ns, task)) {
-    if (!holds_accounting(*pod)) continue;
     const bool owned = !owner_uid.empty() && std::count(pod->owner_uids.begin(), pod->owner_uids.end(), owner_uid) > 0;
-    if (!owned) ok &= release(*pod);
+    if (owned) continue;
+    if (pod->label(render::label::kManagedBy) == "valley" && !pod->deleting) ok &= delete_detached(*pod);
+    if (holds_accounting(*pod)) ok &= release(*pod);
   }
   return ok;
 }

@@ -4,7 +4,7 @@
 //   planner's decision), written by the TrainingTask reconciler with the rest of the status.
 // - A pod's finalizer is released once its cost is written (or nothing prices it); pods of a task
 //   that no longer exists (deleted, or replaced by one of the same name) are released at once:
-//   their cost has no status to go to.
+//   their cost has no status to go to; and deleted, should they still run.
 #pragma once
 
 #include <chrono>
@@ -36,10 +36,13 @@ class Accounting {
   std::chrono::seconds accrual_interval() const;
   // Removes the accounting finalizer from the pod (a no-op if it is gone); false to retry.
   bool release(const api::Pod& pod);
-  // Releases the pods of namespace/task that no live task owns (owner_uid "": none does).
+  // The pods of namespace/task that no live task owns (owner_uid "": none does): released, and those
+  // Valley made deleted (a task deleted with --cascade=orphan, owner references edited away): a pod
+  // of no task would hold its GPUs outside every quota and bill. False to retry.
   bool release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid);
 
  private:
+  bool delete_detached(const api::Pod& pod);
   nlohmann::json with_estimate(nlohmann::json out, const nlohmann::json& stored, const lifecycle::Observed& o, const cost::Policy& p) const;
   kube::Client& client_;
   ClusterCache& cache_;

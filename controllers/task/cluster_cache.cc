@@ -9,6 +9,7 @@
 #include "controllers/task/cache_fields.h"
 #include "operator/kube/json_fields.h"
 #include "operator/kube/this_thread.h"
+#include "operator/json_text.h"
 
 namespace valley::task {
 
@@ -156,8 +157,11 @@ cost::DurationSpread ClusterCache::duration_spread(const std::string& ns) const 
   return learned.spread;
 }
 
-std::vector<planner::PodPtr> ClusterCache::pods_owned_by(const std::string& uid) const {
-  return pods_->store().by_index(kube::index::kOwnerUid, uid);
+std::vector<planner::PodPtr> ClusterCache::pods_owned_by(const std::string& ns, const std::string& uid) const {
+  auto pods = pods_->store().by_index(kube::index::kOwnerUid, uid);
+  // An owner reference names a uid only: a pod of another namespace that names this task is not its.
+  std::erase_if(pods, [&](const planner::PodPtr& p) { return p->ns != ns; });
+  return pods;
 }
 
 std::vector<planner::PodPtr> ClusterCache::pods_of_task(const std::string& ns, const std::string& task) const {
@@ -246,7 +250,7 @@ bool ClusterCache::namespace_going(const std::string& ns) const {
 
 std::string ClusterCache::namespace_labels(const std::string& ns) const {
   auto object = namespaces_->store().get(ns);
-  return object ? nlohmann::json(kube::labels_of(*object)).dump() : "";
+  return object ? json_text(nlohmann::json(kube::labels_of(*object))) : "";
 }
 
 Tenancy ClusterCache::tenancy() const {

@@ -61,7 +61,9 @@ class ClusterCache {
 
   kube::ObjectPtr task(const std::string& key) const;
   std::vector<kube::ObjectPtr> task_list() const;
-  std::vector<planner::PodPtr> pods_owned_by(const std::string& uid) const;
+  // The pods of namespace `ns` whose owner references name `uid` (owners are namespaced: a pod
+  // elsewhere that names the uid is no task's).
+  std::vector<planner::PodPtr> pods_owned_by(const std::string& ns, const std::string& uid) const;
   // Valley's pods whose task label names ns/task (whoever owns them).
   std::vector<planner::PodPtr> pods_of_task(const std::string& ns, const std::string& task) const;
   // The UID of a pod or Service the informers hold now ("" if none).

@@ -78,7 +78,11 @@ void GpuWatcher::run(const std::atomic<bool>& stop) {
   auto next = std::chrono::steady_clock::now();
   while (!stop.load()) {
     if (std::chrono::steady_clock::now() >= next) {
-      poll();
+      try {
+        poll();
+      } catch (const std::exception& e) {  // a Prometheus answer it cannot read: the next poll tries again
+        spdlog::error("gpu health: {}", e.what());
+      }
       next = std::chrono::steady_clock::now() + interval_;
     }
     // Short naps: a stopping operator hands its lease over at once, not after a poll interval.

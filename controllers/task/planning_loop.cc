@@ -124,6 +124,7 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
     a.moving = moving;
     a.expected_start = d.expected_start;
     a.cheap_until = task.cheap_until;
+    a.priority = task.priority;
     if (r.pricing) {
       const api::TaskSpec& spec = *ts.entry->parsed->spec;
       a.estimate_basis = cost::estimate_basis(spec, task, d, r.config, rate_of, inputs_.rates_for(spec.vendors),

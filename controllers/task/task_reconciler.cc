@@ -373,7 +373,7 @@ Result TaskReconciler::reconcile(const std::string& key) {
     const bool finalized = keep_outputs_finalizer(key, *task, nullptr, kube::object_at(*task, "status"), &unused);
     return accounting_.release_foreign_pods(ns, name, "") && finalized ? Result::done() : Result::retry();
   }
-  const auto owned = cache_.pods_owned_by(kube::string_at(meta, "uid"));
+  const auto owned = cache_.pods_owned_by(ns, kube::string_at(meta, "uid"));
   lifecycle::Observed o = observe(key, task, owned);
   // Pods that hold the accounting finalizer and are done: their cost is brought up to date in this
   // reconcile's status write, and then they are released.

@@ -2,6 +2,7 @@
 
 #include "controllers/api/spec.h"
 #include "controllers/cost/engine.h"
+#include "controllers/planner/snapshot.h"
 #include "controllers/task/status_writer.h"
 #include "operator/kube/json_fields.h"
 #include "operator/kube/remote_clock.h"
@@ -45,8 +46,9 @@ std::optional<nlohmann::json> TenantReconciler::status_now(const nlohmann::json&
     t.use.accrued = cost::accrued_micros(kube::object_at(st, "cost"));
     t.use.waiting = kube::string_at(st, "phase") == "Pending";
     if (t.use.waiting) t.use.wants_milli = api::gpu_milli_at_max(*task);
-    for (const auto& pod : cache_.pods_owned_by(t.use.uid)) {
-      const cost::PodUse use = cost::pod_use(*pod);
+    for (const auto& pod : cache_.pods_owned_by(t.ns, t.use.uid)) {
+      cost::PodUse use = cost::pod_use(*pod);
+      if (auto n = use.node.empty() ? nullptr : cache_.node_as_last_seen(use.node)) use.share_milli = planner::share_on_node(*pod, *n);
       if (use.share_milli > 0 && use.start && !use.end) t.running.emplace_back(use.node, use.share_milli);
     }
     tasks.push_back(std::move(t));

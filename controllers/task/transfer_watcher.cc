@@ -8,6 +8,7 @@
 #include "operator/storage/task_store.h"
 #include "operator/kube/json_fields.h"
 #include "operator/kube/timefmt.h"
+#include "operator/json_text.h"
 
 namespace valley::task {
 
@@ -106,7 +107,7 @@ nlohmann::json keep(kube::Client& client, const std::string& ns, const api::Task
     kept.update({{"files", files}, {"bytes", bytes}, {"partial", phase != "Succeeded" || !all_kept}});
     const std::string now = kube::format_time(kube::cluster_clock().now());
     const nlohmann::json report = render::task_report(task, kept, now);
-    store->put(lifecycle::kReportJson, report.dump(2));
+    store->put(lifecycle::kReportJson, json_text(report, 2));
     store->put(lifecycle::kReportHtml, render::report_html(report));
     kept["report"] = out.uri + "/" + lifecycle::kReportHtml;
     kept["time"] = now;

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "operator/kube/error.h"
+#include "operator/json_text.h"
 
 namespace valley::kube {
 
@@ -88,11 +89,11 @@ json Client::call(const std::string& method, const std::string& path, const std:
 
 json Client::get(const std::string& path) { return call("GET", path); }
 json Client::create(const std::string& collection_path, const json& object) {
-  return call("POST", collection_path, object.dump());
+  return call("POST", collection_path, json_text(object));
 }
-json Client::update(const std::string& path, const json& object) { return call("PUT", path, object.dump()); }
+json Client::update(const std::string& path, const json& object) { return call("PUT", path, json_text(object)); }
 json Client::patch(const std::string& path, const json& patch, const std::string& content_type) {
-  return call("PATCH", path, patch.dump(), content_type);
+  return call("PATCH", path, json_text(patch), content_type);
 }
 
 bool Client::remove(const std::string& path, const DeleteOptions& options) {
@@ -103,7 +104,7 @@ bool Client::remove(const std::string& path, const DeleteOptions& options) {
   if (!options.precondition_resource_version.empty())
     body["preconditions"]["resourceVersion"] = options.precondition_resource_version;
   try {
-    call("DELETE", path, body.dump());
+    call("DELETE", path, json_text(body));
     return true;
   } catch (const KubeError& e) {
     if (e.http_status() == 404) return false;
@@ -141,7 +142,7 @@ ListResult Client::list(const Resource& r, const std::string& ns, const ListOpti
 }
 
 json Client::create(const Resource& r, const std::string& ns, const json& object, const FieldMask* answer) {
-  return call("POST", r.collection(ns), object.dump(), "application/json", answer);
+  return call("POST", r.collection(ns), json_text(object), "application/json", answer);
 }
 
 json Client::update(const Resource& r, const json& object, const std::string& subresource) {
@@ -160,7 +161,7 @@ json Client::apply(const Resource& r, const json& object, const std::string& fie
   std::string path = r.item(meta.value("namespace", ""), meta.at("name").get<std::string>(), subresource);
   add_query(path, "fieldManager", field_manager);
   if (force) add_query(path, "force", "true");
-  return call("PATCH", path, object.dump(), "application/apply-patch+yaml");  // JSON is YAML
+  return call("PATCH", path, json_text(object), "application/apply-patch+yaml");  // JSON is YAML
 }
 
 bool Client::remove(const Resource& r, const std::string& ns, const std::string& name, const DeleteOptions& options) {

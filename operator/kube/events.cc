@@ -9,6 +9,7 @@
 #include "operator/kube/error.h"
 #include "operator/kube/remote_clock.h"
 #include "operator/kube/this_thread.h"
+#include "operator/text.h"
 
 namespace valley::kube {
 
@@ -37,8 +38,9 @@ bool EventAggregator::observe(const json& regarding, const std::string& type, co
   json ref = reference_to(regarding);
   std::string object_id = ref.value("uid", "");
   if (object_id.empty()) object_id = ref.value("kind", "") + "/" + ref.value("namespace", "") + "/" + ref.value("name", "");
-  // A note longer than the API allows (1 kB) is cut, not refused.
-  std::string trimmed = note.size() > 1024 ? note.substr(0, 1021) + "..." : note;
+  // A note longer than the API allows (1 kB) is cut, not refused; one carrying a user's bytes that are
+  // not UTF-8 is repaired (the Event could not be serialised otherwise).
+  const std::string trimmed = bounded_text(note, 1024);
   std::string key = object_id + "\x1f" + type + "\x1f" + reason + "\x1f" + action + "\x1f" + trimmed;
 
   auto it = entries_.find(key);
@@ -202,6 +204,9 @@ void EventRecorder::write(std::vector<PendingWrite> batch) {
         std::lock_guard lock(mu_);
         aggregator_.create_failed(w.key);
       }
+    } catch (const std::exception& e) {
+      // Not the API's answer: an Event that cannot be written (a bug) is dropped, never the thread.
+      spdlog::error("event not written: {}", e.what());
     }
   }
 }

@@ -152,6 +152,9 @@ void LeaderElector::run(const std::atomic<bool>& stop) {
     } catch (const KubeError& e) {
       spdlog::warn("leader election: {}", e.what());
       return false;
+    } catch (const std::exception& e) {  // an answer it cannot read: not renewed, as a failed call
+      spdlog::error("leader election: {}", e.what());
+      return false;
     }
   };
   auto report_leader = [&]() {

@@ -1,6 +1,7 @@
 #include "operator/kube/request_pool.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "operator/kube/this_thread.h"
 
@@ -46,18 +47,28 @@ void RequestPool::run_all(size_t n, const std::function<void(size_t)>& fn) {
   std::mutex done_mu;
   std::condition_variable done_cv;
   size_t left = n;
+  // A job that throws must neither end its pool thread (std::terminate) nor leave the caller waiting
+  // for a count that never reaches zero: the first exception is passed on to the caller once all end.
+  std::exception_ptr failed;
   {
     std::lock_guard lock(mu_);
     for (size_t i = 0; i < n; ++i)
       jobs_.emplace_back([&, i] {
-        fn(i);
+        std::exception_ptr error;
+        try {
+          fn(i);
+        } catch (...) {
+          error = std::current_exception();
+        }
         std::lock_guard done_lock(done_mu);
+        if (error && !failed) failed = error;
         if (--left == 0) done_cv.notify_one();
       });
   }
   cv_.notify_all();
   std::unique_lock lock(done_mu);
   done_cv.wait(lock, [&] { return left == 0; });
+  if (failed) std::rethrow_exception(failed);
 }
 
 }  // namespace valley::kube

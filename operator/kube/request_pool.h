@@ -21,8 +21,9 @@ class RequestPool {
   RequestPool(const RequestPool&) = delete;
   RequestPool& operator=(const RequestPool&) = delete;
 
-  // Calls fn(0) .. fn(n-1) on the pool's threads and returns when all have returned. fn must not
-  // throw (catch inside). With one job, or a pool of one thread, it runs on the caller's thread.
+  // Calls fn(0) .. fn(n-1) on the pool's threads and returns when all have returned; the first
+  // exception one threw is rethrown then. With one job, or a pool of one thread, it runs on the
+  // caller's thread.
   void run_all(size_t n, const std::function<void(size_t)>& fn);
   int threads() const { return static_cast<int>(threads_.size()); }
 

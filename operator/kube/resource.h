@@ -4,7 +4,20 @@
 
 #include <string>
 
+#include "operator/kube/error.h"
+
 namespace valley::kube {
+
+// `s` as one segment of a request path: a namespace or an object's name. The API server's own rule
+// for names (no "/" or "%", not "." or "..") and nothing a URL reads as syntax, so that a name a
+// user wrote (a Secret's, a claim's) can never address another namespace or another kind. Anything
+// else throws KubeError 400 Invalid before a request is made.
+inline const std::string& path_segment(const std::string& s) {
+  bool ok = !s.empty() && s != "." && s != "..";
+  for (char c : s) ok = ok && c > 0x20 && c < 0x7f && c != '/' && c != '%' && c != '?' && c != '#' && c != '\\';
+  if (!ok) throw KubeError("\"" + s.substr(0, 80) + "\" is not a valid object or namespace name", 400, "Invalid");
+  return s;
+}
 
 struct Resource {
   std::string group;  // "" for the core group
@@ -18,10 +31,10 @@ struct Resource {
   std::string base() const { return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version; }
   // The collection, in one namespace (ns non-empty) or across all (ns empty).
   std::string collection(const std::string& ns) const {
-    return namespaced && !ns.empty() ? base() + "/namespaces/" + ns + "/" + plural : base() + "/" + plural;
+    return namespaced && !ns.empty() ? base() + "/namespaces/" + path_segment(ns) + "/" + plural : base() + "/" + plural;
   }
   std::string item(const std::string& ns, const std::string& name, const std::string& subresource = "") const {
-    return collection(ns) + "/" + name + (subresource.empty() ? "" : "/" + subresource);
+    return collection(ns) + "/" + path_segment(name) + (subresource.empty() ? "" : "/" + subresource);
   }
 };
 

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "operator/kube/client.h"
+#include "operator/json_text.h"
 
 namespace valley::kube {
 
@@ -43,7 +44,7 @@ std::vector<std::string> by_label(const json& object) {
   std::vector<std::string> out;
   const json& meta = field(object, "metadata");
   if (auto it = meta.find("labels"); it != meta.end() && it->is_object())
-    for (const auto& [k, v] : it->items()) out.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+    for (const auto& [k, v] : it->items()) out.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : json_text(v)));
   return out;
 }
 }  // namespace index

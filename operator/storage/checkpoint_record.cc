@@ -5,13 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include "operator/kube/timefmt.h"
+#include "operator/json_text.h"
 
 namespace valley::storage {
 
 std::string to_json(const CheckpointRecord& r) {
   nlohmann::json j{{"step", r.step}, {"time", r.time}, {"epoch", r.epoch}, {"object", r.object}};
   if (r.world_size > 0) j["worldSize"] = r.world_size;  // 0: not known
-  return j.dump();
+  return json_text(j);
 }
 
 std::optional<CheckpointRecord> parse_checkpoint_record(const std::string& text, std::string* error) {

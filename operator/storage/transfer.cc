@@ -15,6 +15,8 @@
 #include <set>
 #include <vector>
 
+#include "operator/json_text.h"
+
 namespace valley::storage {
 namespace {
 
@@ -34,7 +36,7 @@ void write_manifest(const fs::path& path, const json& m) {
   tmp += ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << m.dump();
+    out << json_text(m);
     if (!out.flush()) throw StoreError("write " + tmp.string() + " failed");
   }
   std::error_code ec;

@@ -162,7 +162,7 @@ TEST_F(ControllersTest, TaskReconcilerCreatesTheAdmittedGangOnceAndWritesItsStat
   EXPECT_NO_THROW(admin->get(kube::resources::kServices, ns, "job-workers"));
   // Reconciled again once the cache shows its own write: nothing is created twice.
   ASSERT_TRUE(cached_task("job", after["metadata"]["resourceVersion"]));
-  ASSERT_TRUE(eventually([&] { return cache->pods_owned_by(after["metadata"]["uid"]).size() == 3; }, 10s));
+  ASSERT_TRUE(eventually([&] { return cache->pods_owned_by(ns, after["metadata"]["uid"]).size() == 3; }, 10s));
   EXPECT_TRUE(tasks->reconcile(ns + "/job").ok);
   EXPECT_EQ(admin->list(kPods, ns).items.size(), 3u);
   EXPECT_EQ(admin->get(kTrainingTasks, ns, "job")["status"].value("epoch", 0), 1);

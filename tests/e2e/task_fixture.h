@@ -4,13 +4,19 @@
 
 #include <signal.h>
 
+#include "operator/kube/config.h"
 #include "operator/kube/finalizers.h"
+#include "operator/yaml_json.h"
 #include "tests/e2e/support.h"
 
 namespace valley::e2e {
 
 using kube::resources::kPods;
 using kube::resources::kTrainingTasks;
+inline const kube::Resource kAdmissionPolicies{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
+                                               "ValidatingAdmissionPolicy", false};
+inline const kube::Resource kAdmissionBindings{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+                                               "ValidatingAdmissionPolicyBinding", false};
 
 class TaskTest : public ClusterTest {
  protected:
@@ -21,6 +27,13 @@ class TaskTest : public ClusterTest {
   void TearDown() override {
     stop_operator();
     release_tasks();
+    for (const auto& name : installed_policies_) {
+      try {
+        admin->remove(kAdmissionBindings, "", name);
+        admin->remove(kAdmissionPolicies, "", name);
+      } catch (const kube::KubeError&) {
+      }
+    }
     for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) {
       try {
         admin->remove(*it->first, "", it->second);
@@ -105,6 +118,31 @@ class TaskTest : public ClusterTest {
            {"nodeAffinity", {{"required", {{"nodeSelectorTerms", json::array({term})}}}}}}}});
   }
 
+  // A policy file of deploy/policies as shipped, its objects renamed for this test (removed when it
+  // ends), its binding matching only `namespaces` (the test's own by default) and reading its
+  // parameters, if it has any, from `param_namespace`.
+  void install_policy(const std::string& file, std::vector<std::string> namespaces = {}, const std::string& param_namespace = "") {
+    if (namespaces.empty()) namespaces = {ns};
+    std::string error;
+    auto docs = parse_yaml(kube::read_file(std::string(VALLEY_SOURCE_DIR) + "/deploy/policies/" + file, "policy"), &error);
+    ASSERT_TRUE(docs) << error;
+    for (auto d : *docs) {
+      json& o = d.value;
+      const std::string name = o["metadata"]["name"].get<std::string>() + "-" + ns;
+      o["metadata"]["name"] = name;
+      if (o["kind"] == "ValidatingAdmissionPolicyBinding") {
+        o["spec"]["policyName"] = name;
+        if (!param_namespace.empty() && o["spec"].contains("paramRef")) o["spec"]["paramRef"]["namespace"] = param_namespace;
+        o["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] = {
+            {{"key", "kubernetes.io/metadata.name"}, {"operator", "In"}, {"values", namespaces}}};
+        admin->create(kAdmissionBindings, "", o);
+        installed_policies_.push_back(name);
+      } else {
+        admin->create(kAdmissionPolicies, "", o);
+      }
+    }
+  }
+
   // The PricingPolicy of the test's own name (the one operator_flags names), with this spec.
   void own_policy(const json& spec) {
     own(kube::resources::kPricingPolicies,
@@ -113,9 +151,22 @@ class TaskTest : public ClusterTest {
   // A valley.dev/pool label value of the test's own: its kwok nodes carry it, its tasks select it.
   std::string own_pool() const { return "e2e-" + ns.substr(ns.size() - 6); }
 
-  json apply(const json& spec, const std::string& name = "job") {
-    return admin->create(kTrainingTasks, ns,
+  json apply(const json& spec, const std::string& name = "job") { return apply_in(ns, spec, name); }
+  json apply_in(const std::string& where, const json& spec, const std::string& name) {
+    return admin->create(kTrainingTasks, where,
                          {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+  }
+  // Creating the task in `where` (the test's namespace by default) fails: the API server's message;
+  // "" when it was taken (and deleted again).
+  std::string refused(const json& spec, const std::string& name, std::string where = "") {
+    if (where.empty()) where = ns;
+    try {
+      apply_in(where, spec, name);
+      admin->remove(kTrainingTasks, where, name);
+      return "";
+    } catch (const kube::KubeError& e) {
+      return e.what();
+    }
   }
   json task(const std::string& name = "job") { return admin->get(kTrainingTasks, ns, name); }
   std::string phase(const std::string& name = "job") {
@@ -154,6 +205,7 @@ class TaskTest : public ClusterTest {
   int starts_ = 0;
   std::vector<std::pair<std::string, std::string>> logs_;  // of the operators stopped so far
   std::vector<std::pair<const kube::Resource*, std::string>> owned_;  // own(): removed at the end
+  std::vector<std::string> installed_policies_;                       // install_policy(): removed at the end
 };
 
 // Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their

@@ -18,9 +18,6 @@ using kube::resources::kNamespaces;
 using kube::resources::kPricingPolicies;
 using kube::resources::kTenants;
 
-const kube::Resource kPolicies{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false};
-const kube::Resource kBindings{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
-                               "ValidatingAdmissionPolicyBinding", false};
 
 int workers_of(const json& t) { return t.value("status", json::object()).value("replicas", 0); }
 
@@ -32,13 +29,6 @@ class TenantTest : public TaskTest {
     ASSERT_NO_THROW(create_namespace_for_operators(*admin, other));
   }
   void TearDown() override {
-    for (const auto& name : installed_policies) {
-      try {
-        admin->remove(kBindings, "", name);
-        admin->remove(kPolicies, "", name);
-      } catch (const kube::KubeError&) {
-      }
-    }
     for (const auto& name : {ns + "-a", ns + "-b"}) {
       try {
         admin->remove(kTenants, "", name);
@@ -62,10 +52,6 @@ class TenantTest : public TaskTest {
     admin->create(kTenants, "", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "Tenant"}, {"metadata", {{"name", name}}}, {"spec", spec}});
   }
   json tenant_status(const std::string& name) { return admin->get(kTenants, "", name).value("status", json::object()); }
-  json apply_in(const std::string& where, const json& spec, const std::string& name) {
-    return admin->create(kTrainingTasks, where,
-                         {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
-  }
   json task_in(const std::string& where, const std::string& name) { return admin->get(kTrainingTasks, where, name); }
   static json on_a100_od(json spec) {
     spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", "a100-od"}}}}}};
@@ -85,41 +71,7 @@ class TenantTest : public TaskTest {
     apply(spec, task_name);
     return spec;
   }
-  // A policy file of deploy/policies as shipped, its objects renamed for this test, its binding
-  // reading the ownership this test's operator publishes (in its namespace) and matching only this
-  // test's namespaces.
-  void install_policy(const std::string& file) {
-    std::string error;
-    auto docs = parse_yaml(kube::read_file(std::string(VALLEY_SOURCE_DIR) + "/deploy/policies/" + file, "policy"), &error);
-    ASSERT_TRUE(docs) << error;
-    for (auto d : *docs) {
-      json& o = d.value;
-      const std::string name = o["metadata"]["name"].get<std::string>() + "-" + ns;
-      o["metadata"]["name"] = name;
-      if (o["kind"] == "ValidatingAdmissionPolicyBinding") {
-        o["spec"]["policyName"] = name;
-        o["spec"]["paramRef"]["namespace"] = ns;
-        o["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] = {
-            {{"key", "kubernetes.io/metadata.name"}, {"operator", "In"}, {"values", {ns, other}}}};
-        admin->create(kBindings, "", o);
-        installed_policies.push_back(name);
-      } else {
-        admin->create(kPolicies, "", o);
-      }
-    }
-  }
-  // Creating the task fails; the API server's message.
-  std::string refused(const std::string& where, const json& spec, const std::string& name) {
-    try {
-      apply_in(where, spec, name);
-      admin->remove(kTrainingTasks, where, name);
-      return "";
-    } catch (const kube::KubeError& e) {
-      return e.what();
-    }
-  }
   std::string other;
-  std::vector<std::string> installed_policies;
 };
 
 TEST_F(TenantTest, ABorrowerShrinksWhenTheOwnerComesBackForItsQuota) {
@@ -293,23 +245,23 @@ TEST_F(TenantTest, AdmissionRefusesAPriorityAboveTheTenantsMaximumAndANamespaceW
         return true;
     return false;
   }, 30s)) << operator_log();
-  ASSERT_NO_FATAL_FAILURE(install_policy("tenant-priority.yaml"));
-  ASSERT_NO_FATAL_FAILURE(install_policy("require-tenant.yaml"));
+  ASSERT_NO_FATAL_FAILURE(install_policy("tenant-priority.yaml", {ns, other}, ns));
+  ASSERT_NO_FATAL_FAILURE(install_policy("require-tenant.yaml", {ns, other}, ns));
   json spec = {{"taskType", "Single"}, {"image", "valley.dev/examples/train:1"}, {"worker", {{"gpus", "1"}}}, {"priority", 90}};
   // Policies take a moment to be in force.
   std::string why;
-  ASSERT_TRUE(eventually([&] { return !(why = refused(ns, spec, "too-high")).empty(); }, 30s));
+  ASSERT_TRUE(eventually([&] { return !(why = refused(spec, "too-high", ns)).empty(); }, 30s));
   EXPECT_NE(why.find("spec.priority 90 is above 50, the maxPriority of tenant " + a), std::string::npos) << why;
   spec["priority"] = 50;
-  EXPECT_EQ(refused(ns, spec, "at-max"), "");
+  EXPECT_EQ(refused(spec, "at-max", ns), "");
   spec.erase("priority");
-  EXPECT_EQ(refused(ns, spec, "unset"), "") << "no priority: the tenant's default applies";
+  EXPECT_EQ(refused(spec, "unset", ns), "") << "no priority: the tenant's default applies";
   // A namespace no tenant owns is refused, until a tenant takes it. Each policy comes into force on its own
   // (the API server loads policies and bindings asynchronously), so the second is waited for too.
-  EXPECT_TRUE(eventually([&] { return !(why = refused(other, spec, "homeless")).empty(); }, 30s));
+  EXPECT_TRUE(eventually([&] { return !(why = refused(spec, "homeless", other)).empty(); }, 30s));
   EXPECT_NE(why.find("namespace " + other + " belongs to no Tenant"), std::string::npos) << why;
   tenant(b, other, json::object());
-  EXPECT_TRUE(eventually([&] { return refused(other, spec, "homed").empty(); }, 30s)) << operator_log();
+  EXPECT_TRUE(eventually([&] { return refused(spec, "homed", other).empty(); }, 30s)) << operator_log();
 }
 
 }  // namespace

@@ -191,7 +191,7 @@ TEST(Snapshot, TaskPlacementConstraintsComeFromTheWorkerTemplate) {
   json obj = json::parse(R"({"metadata":{"name":"t","namespace":"ns"},
     "spec":{"master":{"image":"l"},"worker":{"image":"w","template":{"spec":{
       "nodeSelector":{"topology.kubernetes.io/zone":"zone-b"},
-      "tolerations":[{"key":"dedicated","operator":"Equal","value":"ml","effect":"NoSchedule"},{"operator":"Exists"}]}}}}})");
+      "tolerations":[{"key":"dedicated","operator":"Equal","value":"ml","effect":"NoSchedule"},{"key":"valley.dev/spot","operator":"Exists"}]}}}}})");
   Task t = task_from(*api::parse_task(obj).spec, obj, {});
   EXPECT_EQ(t.node_selector.at("topology.kubernetes.io/zone"), "zone-b");
   ASSERT_EQ(t.tolerations.size(), 2u);

@@ -1,0 +1,27 @@
+// What a TrainingTask's pod template may not say: the fields through which a tenant's pod would
+// leave its namespace's isolation or Valley's placement, quota and billing. Valley refuses such a
+// task (InvalidSpec, one error per field, naming it) before any pod exists; the shipped admission
+// policy (deploy/policies/template-guard.yaml) refuses the same at `kubectl apply`.
+//   isolation: hostNetwork, hostPID, hostIPC, hostPath volumes, privileged containers, capabilities
+//              beyond Pod Security Baseline's, hostPorts;
+//   placement: nodeName, schedulerName (both bypass Valley's plan), priorityClassName and priority
+//              (preemption outside Valley's priorities and quota), a toleration of every taint;
+//   identity:  serviceAccountName / serviceAccount (the namespace's default account only);
+//   bookkeeping: labels and annotations under valley.dev/ (Valley's own records: replicas, seats).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace valley::api {
+
+// Valley's own key space in labels and annotations.
+inline constexpr const char* kValleyKeyPrefix = "valley.dev/";
+
+// The refusals for `pod_template` (a PodTemplateSpec) at `path` (e.g. "spec.worker.template"), each
+// "<path>.<field>: <why>"; empty when it may be used.
+std::vector<std::string> template_escapes(const nlohmann::json& pod_template, const std::string& path);
+
+}  // namespace valley::api

@@ -1,0 +1,134 @@
+// A tenant's attacks on Valley (issue 70) against the real API server and the operator: what a user
+// who may create TrainingTasks in their own namespace tried, each refused (by the API server's schema
+// or the shipped admission policy, with the field in the message) or made harmless (the operator
+// goes on, nothing is billed or left running outside its task). Each failed on the code before its
+// fix: the operator exited, the request path reached another namespace, the template's annotation
+// made the pod's GPUs free, a detached pod kept its GPUs.
+#include <chrono>
+#include <thread>
+
+#include "tests/e2e/task_fixture.h"
+
+namespace valley::e2e {
+namespace {
+
+using kube::resources::kNodes;
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+class AttacksTest : public TaskTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    pool_ = own_pool();
+    own(kNodes, kwok_gpu_node(pool_ + "-a", {{"valley.dev/pool", pool_}}, 4));
+    start_operator();
+  }
+  // A Single task of one GPU on this test's node.
+  json single() const {
+    return {{"taskType", "Single"},
+            {"image", "valley.dev/examples/train:1"},
+            {"worker", {{"gpus", "1"}, {"template", {{"spec", {{"nodeSelector", {{"valley.dev/pool", pool_}}}}}}}}}};
+  }
+  bool operator_running() { return op_ && op_->wait(std::chrono::milliseconds(0)) == -1; }
+  std::string pool_;
+};
+
+// The reported crash: the Event about this checkpoint store (no secretRef) carried its URI, cut by
+// bytes inside a character; serialising the Event threw on the recorder's thread and the operator
+// exited, again on every restart. Now the Event is written, and a healthy task beside it runs.
+TEST_F(AttacksTest, ATextThatIsNotUtf8WhenCutStopsNobody) {
+  json hostile = single();
+  hostile["checkpoint"] = {{"uri", "s3://bkt/" + repeat("\xC3\xA9", 600)}};
+  apply(hostile, "hostile");
+  ASSERT_TRUE(eventually([&] { return !phase("hostile").empty(); }, 30s)) << operator_log();
+  ASSERT_TRUE(has_event("s3://bkt/\xC3\xA9")) << events_text() << operator_log();
+  apply(single(), "healthy");
+  ASSERT_TRUE(wait_phase("Running", 60s, "healthy")) << task("healthy").dump(2) << operator_log();
+  EXPECT_TRUE(operator_running()) << operator_log();
+}
+
+// The reported read of another tenant's Secret: the name was joined into the request path. The API
+// server refuses it now (the CRD's pattern), and Valley would too (unit: TenantAttacks.*).
+TEST_F(AttacksTest, ASecretReferenceOutsideTheNamespaceIsRefused) {
+  for (const std::string name : {"../../kube-system/secrets/creds", "a/b", "..", "Creds"}) {
+    json s = single();
+    s["checkpoint"] = {{"uri", "s3://bkt/job"}, {"secretRef", {{"name", name}}}};
+    EXPECT_NE(refused(s, "ref").find("spec.checkpoint.secretRef.name"), std::string::npos) << name;
+    json d = single();
+    d["data"] = {{"uri", "s3://bkt/data"}, {"secretRef", {{"name", name}}}};
+    EXPECT_NE(refused(d, "ref").find("spec.data.secretRef.name"), std::string::npos) << name;
+  }
+}
+
+// The reported free GPUs: the template's valley.dev/time-sliced-replicas made Valley count each GPU
+// as 1/999th. Without the admission policy Valley refuses the task (InvalidSpec, naming the field)
+// and creates no pod; with it the API server refuses it at once. The same for the template fields
+// that leave isolation (a node's directory here), and for a task padded toward the object limit.
+TEST_F(AttacksTest, ATemplateCarryingValleysRecordsOrLeavingIsolationIsRefusedNamingTheField) {
+  json replicas = single();
+  replicas["worker"]["template"]["metadata"] = {{"annotations", {{"valley.dev/time-sliced-replicas", "999"}}}};
+  json host = single();
+  host["worker"]["template"]["spec"]["volumes"] = {{{"name", "root"}, {"hostPath", {{"path", "/"}}}}};
+  json padded = single();
+  padded["worker"]["template"]["metadata"] = {{"annotations", {{"pad", std::string(300 * 1024, 'x')}}}};
+  const std::pair<std::string, json> cases[] = {{"replicas", replicas}, {"host", host}, {"padded", padded}};
+  const std::string expected[] = {"valley.dev/time-sliced-replicas", "volumes.root.hostPath", "at most 262144"};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& [name, spec] = cases[i];
+    apply(spec, name);
+    ASSERT_TRUE(wait_phase("Failed", 30s, name)) << name << ": " << task(name).dump(2) << operator_log();
+    const json status = task(name)["status"];
+    EXPECT_EQ(status.value("reason", ""), "InvalidSpec") << name;
+    EXPECT_NE(status.value("message", "").find(expected[i]), std::string::npos) << name << ": " << status.dump(2);
+    EXPECT_TRUE(pods(name).empty()) << name;
+  }
+  ASSERT_NO_FATAL_FAILURE(install_policy("template-guard.yaml"));
+  // A new policy takes a moment to be in force (the API server compiles it and syncs its binding).
+  std::string answer;
+  ASSERT_TRUE(eventually([&] { return !(answer = refused(replicas, "replicas2")).empty(); }, 30s)) << "never refused";
+  EXPECT_NE(answer.find("valley.dev/ are Valley's own records"), std::string::npos) << answer;
+  EXPECT_NE(refused(host, "host2").find("template.spec.volumes.hostPath"), std::string::npos);
+  json privileged = single();
+  privileged["worker"]["template"]["spec"]["containers"] = {{{"name", "worker"}, {"securityContext", {{"privileged", true}}}}};
+  EXPECT_NE(refused(privileged, "priv").find("privileged"), std::string::npos);
+  json fine = single();
+  fine["worker"]["template"]["metadata"] = {{"annotations", {{"team", "a"}}}};
+  EXPECT_EQ(refused(fine, "fine"), "") << "a plain template is taken";
+  EXPECT_TRUE(operator_running()) << operator_log();
+}
+
+// A pod detached from its task (its owner references edited away, or its task deleted with
+// --cascade=orphan) kept running with its GPU, outside every quota and bill. Valley deletes it.
+TEST_F(AttacksTest, APodDetachedFromItsTaskIsDeleted) {
+  apply(single());
+  ASSERT_TRUE(wait_phase("Running", 60s)) << task().dump(2) << operator_log();
+  ASSERT_EQ(workers().size(), 1u);
+  const json pod = workers()[0];
+  const std::string uid = pod["metadata"]["uid"], name = pod["metadata"]["name"];
+  admin->patch(kPods, ns, name, kube::PatchType::Merge, {{"metadata", {{"ownerReferences", nullptr}}}});
+  auto gone = [&](const std::string& pod_uid) {
+    for (const auto& p : pods())
+      if (p["metadata"].value("uid", "") == pod_uid && !p["metadata"].contains("deletionTimestamp")) return false;
+    return true;
+  };
+  ASSERT_TRUE(eventually([&] { return gone(uid); }, 30s)) << operator_log();
+  // The task notices its worker went and starts again; then it is deleted leaving its pods behind.
+  ASSERT_TRUE(eventually([&] {
+    auto w = workers();
+    return w.size() == 1 && w[0]["metadata"].value("uid", "") != uid && w[0].value("status", json::object()).value("phase", "") == "Running";
+  }, 60s)) << task().dump(2) << operator_log();
+  const std::string second = workers()[0]["metadata"]["uid"];
+  kube::DeleteOptions orphan;
+  orphan.propagation = "Orphan";
+  admin->remove(kTrainingTasks, ns, "job", orphan);
+  ASSERT_TRUE(eventually([&] { return gone(second); }, 60s)) << operator_log();
+  EXPECT_TRUE(operator_running()) << operator_log();
+}
+
+}  // namespace
+}  // namespace valley::e2e
