@@ -44,8 +44,8 @@ std::optional<storage::CheckpointRecord> CheckpointWatcher::latest(const std::st
 }
 
 void CheckpointWatcher::run(const std::atomic<bool>& stop) {
-  while (!stop.load())
-    if (auto due = take_due(mu_, cv_, entries_, interval_, [](const Entry&) { return true; })) read(due->first, std::move(due->second));
+  run_per_namespace(stop, kStoreThreads, mu_, cv_, entries_, interval_, [](const Entry&) { return true; },
+                    [this](const std::string& key, Entry entry) { read(key, std::move(entry)); });
 }
 
 void CheckpointWatcher::read(const std::string& key, Entry entry) {

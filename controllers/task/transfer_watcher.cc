@@ -61,8 +61,8 @@ void TransferWatcher::forget(const std::string& key) {
 }
 
 void TransferWatcher::run(const std::atomic<bool>& stop) {
-  while (!stop.load())
-    if (auto next = take_due(mu_, cv_, entries_, retry_, [this](const Entry& e) { return has_work(e); })) work(next->first, std::move(next->second));
+  run_per_namespace(stop, kStoreThreads, mu_, cv_, entries_, retry_, [this](const Entry& e) { return has_work(e); },
+                    [this](const std::string& key, Entry entry) { work(key, std::move(entry)); });
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "operator/kube/remote_clock.h"
+#include "operator/storage/s3_xml.h"
 #include "operator/text.h"
 
 namespace valley::storage {
@@ -81,7 +82,7 @@ class S3Store : public ObjectStore {
     // Only a missing key means "nothing written yet"; a missing bucket (also 404) is a store that
     // is not there, which the user must hear about rather than have the task start from scratch.
     if (status == 404 && body.find("<Code>NoSuchBucket</Code>") == std::string::npos) return std::nullopt;
-    if (status != 200) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body), status);
+    if (status != 200) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + s3_error_excerpt(body), status);
     return body;
   }
 
@@ -89,7 +90,7 @@ class S3Store : public ObjectStore {
     Call c{"PUT", key};
     c.body = &data;
     auto [status, body] = request(c);
-    if (status != 200) throw StoreError("PUT " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body), status);
+    if (status != 200) throw StoreError("PUT " + uri(key) + ": HTTP " + std::to_string(status) + ": " + s3_error_excerpt(body), status);
   }
 
   std::string describe() const override {
@@ -107,23 +108,16 @@ class S3Store : public ObjectStore {
       if (limit) c.query.push_back({"max-keys", std::to_string(std::min<size_t>(limit - out.size(), 1000))});
       if (!token.empty()) c.query.push_back({"continuation-token", token});
       auto [status, body] = request(c);
-      if (status != 200) throw StoreError("LIST " + describe() + ": HTTP " + std::to_string(status) + ": " + excerpt(body), status);
-      for (size_t at = body.find("<Contents>"); at != std::string::npos; at = body.find("<Contents>", at + 1)) {
-        const std::string item = body.substr(at, body.find("</Contents>", at) - at);
-        ObjectInfo o;
-        o.key = xml_text(element(item, "Key")).substr(prefix.size());
-        o.size = std::stoull("0" + element(item, "Size"));
-        o.etag = xml_text(element(item, "ETag"));
-        if (o.etag.size() >= 2 && o.etag.front() == '"' && o.etag.back() == '"') o.etag = o.etag.substr(1, o.etag.size() - 2);
-        // Some stores (versitygw on a file system without extended attributes) list no ETag:
-        // the time it was last written stands in as the object's version.
-        if (o.etag.empty()) o.etag = "modified:" + element(item, "LastModified");
-        if (!o.key.empty() && o.key.back() != '/') out.push_back(std::move(o));  // "dir/" markers are no files
+      if (status != 200) throw StoreError("LIST " + describe() + ": HTTP " + std::to_string(status) + ": " + s3_error_excerpt(body), status);
+      ListPage page = parse_list_page(body, prefix, describe());
+      for (auto& o : page.objects) {
+        out.push_back(std::move(o));
         if (limit && out.size() >= limit) return out;
+        if (settings_.max_listed && out.size() > settings_.max_listed)
+          throw StoreError("LIST " + describe() + ": more than " + std::to_string(settings_.max_listed) + " objects");
       }
-      if (element(body, "IsTruncated") != "true") return out;
-      token = xml_text(element(body, "NextContinuationToken"));
-      if (token.empty()) return out;
+      if (!page.truncated || page.next_token.empty()) return out;
+      token = page.next_token;
     }
   }
 
@@ -136,7 +130,7 @@ class S3Store : public ObjectStore {
     auto [status, body] = request(c);
     const long written = std::ftell(f);
     const bool closed = std::fclose(f) == 0;
-    if (status != 200 && status != 206) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + excerpt(body), status);
+    if (status != 200 && status != 206) throw StoreError("GET " + uri(key) + ": HTTP " + std::to_string(status) + ": " + s3_error_excerpt(body), status);
     if (!closed) throw StoreError("write " + path + " failed");
     return static_cast<uint64_t>(written) - offset;
   }
@@ -166,7 +160,7 @@ class S3Store : public ObjectStore {
   void expect_ok(const Call& c, const std::pair<long, std::string>& r) const {
     // CompleteMultipartUpload may answer 200 with an error in its body.
     if (r.first != 200 || r.second.find("<Error>") != std::string::npos)
-      throw StoreError(c.method + " " + uri(c.key) + ": HTTP " + std::to_string(r.first) + ": " + excerpt(r.second), r.first);
+      throw StoreError(c.method + " " + uri(c.key) + ": HTTP " + std::to_string(r.first) + ": " + s3_error_excerpt(r.second), r.first);
   }
 
   void upload_in_parts(const std::string& key, std::FILE* f, uint64_t size) {
@@ -176,7 +170,7 @@ class S3Store : public ObjectStore {
     start.body = &empty;
     auto started = request(start);
     expect_ok(start, started);
-    const std::string id = xml_text(element(started.second, "UploadId"));
+    const std::string id = xml_text(xml_element(started.second, "UploadId"));
     if (id.empty()) throw StoreError("POST " + uri(key) + "?uploads: no UploadId in the answer");
     try {
       std::string parts;
@@ -231,54 +225,20 @@ class S3Store : public ObjectStore {
     std::string* body;
     long* status;
     CURL* curl;
+    uint64_t max_body;
+    bool too_large = false;
   };
 
   std::string uri(const std::string& key) const { return describe() + "/" + key; }
-  static std::string element(const std::string& xml, const std::string& name) {
-    const std::string open = "<" + name + ">", close = "</" + name + ">";
-    size_t a = xml.find(open), b = a == std::string::npos ? a : xml.find(close, a);
-    return b == std::string::npos ? std::string() : xml.substr(a + open.size(), b - a - open.size());
-  }
-  // XML character data: the five named entities and numeric ones (Go's encoder writes "&#34;").
-  static std::string xml_text(const std::string& s) {
-    static const std::pair<std::string, char> kNamed[] = {{"quot", '"'}, {"apos", '\''}, {"lt", '<'}, {"gt", '>'}, {"amp", '&'}};
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-      const size_t end = s[i] == '&' ? s.find(';', i) : std::string::npos;
-      if (end == std::string::npos || end - i > 10) {
-        out += s[i];
-        continue;
-      }
-      const std::string name = s.substr(i + 1, end - i - 1);
-      char c = 0;
-      for (const auto& [n, ch] : kNamed)
-        if (n == name) c = ch;
-      if (!c && name.size() > 1 && name[0] == '#')
-        c = static_cast<char>(name[1] == 'x' ? std::stoi(name.substr(2), nullptr, 16) : std::stoi(name.substr(1)));
-      if (!c) {
-        out += s[i];
-        continue;
-      }
-      out += c;
-      i = end;
-    }
-    return out;
-  }
-  // An S3 error's Code and Message (its RequestId and HostId change with every request, and an
-  // error that reads differently each time would be reported again at every poll); other bodies
-  // cut short.
-  static std::string excerpt(const std::string& body) {
-    if (std::string code = element(body, "Code"); !code.empty()) {
-      std::string message = element(body, "Message");
-      return code + (message.empty() ? "" : ": " + utf8_head(message, 300));
-    }
-    return utf8_head(body, 300);
-  }
   // A successful response's body goes to the file; anything else (an error's XML) to the string.
   static size_t to_sink(char* data, size_t size, size_t n, void* out) {
     auto* s = static_cast<Sink*>(out);
     if (*s->status == 0) curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, s->status);
     if (s->file && (*s->status == 200 || *s->status == 206)) return std::fwrite(data, size, n, s->file) * size;
+    if (s->body->size() + size * n > s->max_body) {
+      s->too_large = true;
+      return 0;  // curl ends the call (CURLE_WRITE_ERROR)
+    }
     s->body->append(data, size * n);
     return size * n;
   }
@@ -324,7 +284,7 @@ class S3Store : public ObjectStore {
     url += query;
     std::string body;
     long status = 0;
-    Sink sink{call.sink, &body, &status, curl};
+    Sink sink{call.sink, &body, &status, curl, settings_.max_answer_bytes};
     curl_slist* headers = nullptr;
     for (const auto& [k, v] : r.headers)
       if (k != "host") headers = curl_slist_append(headers, (k + ": " + v).c_str());
@@ -340,7 +300,7 @@ class S3Store : public ObjectStore {
       curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
       curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
     } else {
-      curl_easy_setopt(curl, CURLOPT_TIMEOUT, 300L);
+      curl_easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(settings_.call_timeout.count()));
     }
     if (!settings_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, settings_.ca_file.c_str());
     Source source{call.source, call.source_size};
@@ -366,6 +326,8 @@ class S3Store : public ObjectStore {
     curl_slist_free_all(headers);
     curl_easy_cleanup(curl);
     const std::string what = call.bucket_only ? describe() : uri(call.key);
+    if (sink.too_large)
+      throw StoreError(call.method + " " + what + ": the answer is larger than " + std::to_string(settings_.max_answer_bytes >> 20) + " MiB");
     if (rc != CURLE_OK) throw StoreError(call.method + " " + what + ": " + curl_easy_strerror(rc));
     return {status, body};
   }
@@ -480,6 +442,16 @@ namespace {
 constexpr const char* kS3Variables[] = {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",      "AWS_REGION",        "AWS_DEFAULT_REGION",
                                         "AWS_ACCESS_KEY_ID",   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_CA_BUNDLE"};
 }  // namespace
+
+S3Settings with_operator_bounds(S3Settings s) {
+  // A checkpoint record, a report or an error fits in a MiB, a listing page of 1,000 keys in a few
+  // hundred KiB; half a minute is long for either. A data set's listing of more objects than this is
+  // refused rather than held: the operator's store threads serve every tenant.
+  s.max_answer_bytes = uint64_t{8} << 20;
+  s.call_timeout = std::chrono::seconds(30);
+  s.max_listed = 1'000'000;
+  return s;
+}
 
 std::optional<S3Settings> s3_settings_from(const std::map<std::string, std::string>& values, std::string* error) {
   auto get = [&](const char* k) {

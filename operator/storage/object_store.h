@@ -8,6 +8,7 @@
 // (valley-io) use the same stores with list and streaming transfers.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -44,7 +45,15 @@ struct S3Settings {
   // upload() sends a file larger than this in parts of part_size (S3 takes 5 MiB to 5 GiB a part).
   uint64_t multipart_threshold = uint64_t{64} << 20;
   uint64_t part_size = uint64_t{16} << 20;
+  // Bounds on what an endpoint may make a caller hold or wait for (a store is named by a tenant, and
+  // may be hostile): an answer kept in memory (an object, a listing page, an error), a call that is
+  // not a streamed transfer, and how many objects one list() reads. Past one: StoreError.
+  uint64_t max_answer_bytes = uint64_t{64} << 20;
+  std::chrono::seconds call_timeout{300};
+  size_t max_listed = 0;  // 0: no bound
 };
+// The bounds the operator reads tenants' stores with: its store threads serve every tenant.
+S3Settings with_operator_bounds(S3Settings s);
 // Keys: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, AWS_REGION or AWS_DEFAULT_REGION,
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_CA_BUNDLE. nullopt + error when
 // the keys or the endpoint are missing.

@@ -26,7 +26,7 @@ std::unique_ptr<ObjectStore> open_task_store(kube::Client& client, const std::st
     *error = what + " store " + uri + ": " + (secret.empty() && location ? "no spec." + what + ".secretRef (" + why + ")" : why);
     return nullptr;
   }
-  return make_s3_store(*location, *settings);
+  return make_s3_store(*location, with_operator_bounds(*settings));
 }
 
 }  // namespace valley::storage
