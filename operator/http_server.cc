@@ -7,6 +7,10 @@
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 namespace valley {
@@ -22,22 +26,19 @@ struct HttpServer::Impl {
   HttpEndpoints endpoints;
   std::atomic<bool> stopping{false};
   std::thread thread;
+  // Connections being served: their sockets' descriptors and the time each must be done by. A
+  // reaper shuts a socket past its deadline, which ends its blocked read or write: a client that
+  // trickles its request or never reads the answer holds one of kMaxConnections, for kDeadline.
+  static constexpr int kMaxConnections = 8;
+  static constexpr std::chrono::seconds kDeadline{5};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<int, std::chrono::steady_clock::time_point> serving;  // fd -> deadline
+  std::thread reaper;
+  std::mutex handlers_mu;  // the endpoints' functions run one at a time, as they always have
 
-  void serve(tcp::socket& socket) {
-    // A slow or silent client must not hold the probe endpoint: 5 s to send its request.
-    struct timeval tv{5, 0};
-    ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    beast::flat_buffer buffer;
-    http::request<http::string_body> req;
-    beast::error_code ec;
-    http::read(socket, buffer, req, ec);
-    if (ec) return;
-    http::response<http::string_body> res;
-    res.version(req.version());
-    res.keep_alive(false);
-    const std::string target(req.target());
-    const std::string path = target.substr(0, target.find('?'));
-    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+  void answer(http::verb method, const std::string& path, http::response<http::string_body>& res) {
+    if (method != http::verb::get && method != http::verb::head) {
       res.result(http::status::method_not_allowed);
       res.body() = "GET only\n";
     } else if (path == "/metrics" && endpoints.metrics) {
@@ -56,10 +57,56 @@ struct HttpServer::Impl {
       res.result(http::status::not_found);
       res.body() = "not found: /metrics, /healthz, /readyz\n";
     }
+  }
+
+  void serve(tcp::socket& socket) {
+    beast::flat_buffer buffer;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(8 * 1024);
+    parser.body_limit(0);  // probes and scrapes carry no body
+    beast::error_code ec;
+    http::read(socket, buffer, parser, ec);
+    if (ec) return;
+    const auto& req = parser.get();
+    http::response<http::string_body> res;
+    res.version(req.version());
+    res.keep_alive(false);
+    const std::string target(req.target());
+    const std::string path = target.substr(0, target.find('?'));
+    {
+      std::lock_guard handlers(handlers_mu);  // only while the answer is made, never while it is sent
+      answer(req.method(), path, res);
+    }
     if (res.find(http::field::content_type) == res.end()) res.set(http::field::content_type, "text/plain; charset=utf-8");
     res.prepare_payload();
     http::write(socket, res, ec);
     socket.shutdown(tcp::socket::shutdown_both, ec);
+  }
+
+  void serve_one(tcp::socket socket) {
+    const int fd = socket.native_handle();
+    try {
+      serve(socket);
+    } catch (const std::exception& e) {
+      spdlog::warn("http: {}", e.what());
+    }
+    std::lock_guard lock(mu);
+    serving.erase(fd);
+    beast::error_code ec;
+    socket.close(ec);  // under the lock: the reaper never shuts a descriptor reused meanwhile
+    cv.notify_all();   // under the lock too: once it is released, the server may be gone
+  }
+
+  void reap() {
+    std::unique_lock lock(mu);
+    for (;;) {
+      const bool stop = stopping.load();
+      if (stop && serving.empty()) return;
+      const auto now = std::chrono::steady_clock::now();
+      for (const auto& [fd, deadline] : serving)
+        if (stop || deadline <= now) ::shutdown(fd, SHUT_RDWR);
+      cv.wait_for(lock, std::chrono::milliseconds(200));
+    }
   }
 
   void run() {
@@ -68,15 +115,22 @@ struct HttpServer::Impl {
       beast::error_code ec;
       acceptor.accept(socket, ec);
       if (ec) {
-        if (stopping.load()) return;
+        if (stopping.load()) break;
         continue;
       }
-      try {
-        serve(socket);
-      } catch (const std::exception& e) {
-        spdlog::warn("http: {}", e.what());
+      std::unique_lock lock(mu);
+      if (static_cast<int>(serving.size()) >= kMaxConnections) {
+        lock.unlock();
+        socket.close(ec);  // busy: the client tries again (a probe's next period)
+        continue;
       }
+      serving[socket.native_handle()] = std::chrono::steady_clock::now() + kDeadline;
+      lock.unlock();
+      std::thread([this, s = std::move(socket)]() mutable { serve_one(std::move(s)); }).detach();
     }
+    // Stopping: wait for the connections still being served (the reaper ends them by their deadline).
+    std::unique_lock lock(mu);
+    cv.wait(lock, [this] { return serving.empty(); });
   }
 };
 
@@ -94,6 +148,7 @@ HttpServer::HttpServer(const std::string& address, HttpEndpoints endpoints) : im
   impl_->acceptor.listen();
   port_ = impl_->acceptor.local_endpoint().port();
   impl_->thread = std::thread([this] { impl_->run(); });
+  impl_->reaper = std::thread([this] { impl_->reap(); });
 }
 
 HttpServer::~HttpServer() {
@@ -103,6 +158,8 @@ HttpServer::~HttpServer() {
   ::shutdown(impl_->acceptor.native_handle(), SHUT_RDWR);
   impl_->acceptor.close(ec);
   if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->cv.notify_all();
+  if (impl_->reaper.joinable()) impl_->reaper.join();
 }
 
 }  // namespace valley

@@ -1,7 +1,9 @@
 // The operator's HTTP endpoints (Boost.Beast): /metrics (Prometheus text), /healthz (the process
 // answers), /readyz (caches synced and, when leading, controllers running; `ready` decides).
 // Without a `metrics` function /metrics is not served (404): metrics then have their own server.
-// One thread, one request at a time: scrapes and probes are rare and small. Unknown paths: 404.
+// Each connection on its own thread, at most 8 at once (more are closed at once), each done within
+// 5 s however its client sends or reads: a slow or hostile client of one port never holds the
+// probes. Requests carry no body and at most 8 KiB of headers. Unknown paths: 404.
 #pragma once
 
 #include <atomic>

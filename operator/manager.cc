@@ -6,8 +6,14 @@
 
 namespace valley {
 
-Manager::Manager(kube::Client& client, ManagerOptions options, ShutdownSignal& shutdown)
-    : client_(client), options_(std::move(options)), shutdown_(shutdown) {}
+Manager::Manager(kube::Client& client, ManagerOptions options, ShutdownSignal& shutdown, kube::Client* lease_client)
+    : client_(client), options_(std::move(options)), shutdown_(shutdown), lease_client_(lease_client ? lease_client : &client) {}
+
+bool Manager::may_write() const {
+  if (!options_.leader_elect) return true;
+  const kube::LeaderElector* elector = elector_.load();
+  return elector && elector->lease_valid();
+}
 
 void Manager::add(LeaderTask task) { tasks_.push_back(std::move(task)); }
 
@@ -73,8 +79,10 @@ int Manager::run() {
   callbacks.on_new_leader = [this](const std::string& id) {
     if (id != options_.leader_election.identity) spdlog::info("leader election: the leader is {}", id);
   };
-  kube::LeaderElector elector(client_, options_.leader_election, callbacks);
+  kube::LeaderElector elector(*lease_client_, options_.leader_election, callbacks);
+  elector_ = &elector;
   elector.run(*shutdown_.flag());
+  elector_ = nullptr;
   if (lost) {
     spdlog::error("lost leadership; exiting so that a fresh process campaigns");
     return 1;

@@ -28,11 +28,16 @@ struct LeaderTask {
 
 class Manager {
  public:
-  Manager(kube::Client& client, ManagerOptions options, ShutdownSignal& shutdown);
+  // `lease_client`: the client the lease is renewed through (its own connection, rate limit and
+  // deadline per attempt, so that the controllers' requests never delay a renewal); null: `client`.
+  Manager(kube::Client& client, ManagerOptions options, ShutdownSignal& shutdown, kube::Client* lease_client = nullptr);
   void add(LeaderTask task);
   // Returns the process exit code: 0 after an orderly shutdown, 1 after lost leadership or a fatal error.
   int run();
   bool leading() const { return leading_.load(); }
+  // Whether the controllers may write: without leader election always; with it, only while this
+  // replica's lease is valid (LeaderElector::lease_valid). The controllers' client is fenced by it.
+  bool may_write() const;
 
  private:
   bool wait_for_api_server();
@@ -46,6 +51,8 @@ class Manager {
   std::vector<std::thread> threads_;
   std::atomic<bool> tasks_stop_{false};
   std::atomic<bool> leading_{false};
+  kube::Client* lease_client_;
+  std::atomic<const kube::LeaderElector*> elector_{nullptr};
 };
 
 }  // namespace valley

@@ -85,7 +85,7 @@ metadata: {name: urgent}
 spec:
   priority: 90
   replicas: {min: 16, max: 16}
-  master: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, template: {metadata: {annotations: {valley.dev/sim-run-time: 15s}}}}
+  master: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, template: {metadata: {annotations: {sim.valley.dev/run-time: 15s}}}}
   worker:
     image: ghcr.io/valley-dev/examples/mpi-train:0.1
     gpus: "1"
@@ -128,7 +128,7 @@ for t in resnet50 spot-train training1 urgent finetune-small; do
   disruption=$(jq -r 'if .lastDisruption then "lost \(.lastDisruption.node // "a node") (\(.lastDisruption.cause)), running again after \(.lastDisruption.recoverySeconds // "?")s from checkpoint step \(.lastDisruption.checkpointStep // "none")" else empty end' <<<"$st")
   [ -n "$disruption" ] && line+="; $disruption"
   case "$phase" in Succeeded|Failed|Pending|Suspended) line+=" ($(jq -r '"\(.reason // ""): \(.message // "")"' <<<"$st"))" ;; esac
-  staged=$(K -n $ns get tt "$t" -o json 2>/dev/null | jq -r '.spec.worker.template.metadata.annotations["valley.dev/sim-exit-code"] // empty')
+  staged=$(K -n $ns get tt "$t" -o json 2>/dev/null | jq -r '.spec.worker.template.metadata.annotations["sim.valley.dev/exit-code"] // empty')
   [ -n "$staged" ] && line+=" [a staged failure: kwok ends its pod with exit code $staged on every try, by a template annotation]"
   echo "  $line"
 done
@@ -200,7 +200,7 @@ metadata: {name: $2}
 spec:
   priority: $6
   replicas: {min: $3, max: $4}
-  master: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, template: {metadata: {annotations: {valley.dev/sim-run-time: $5}}}}
+  master: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, template: {metadata: {annotations: {sim.valley.dev/run-time: $5}}}}
   worker: {image: ghcr.io/valley-dev/examples/mpi-train:0.1, gpus: "1", template: {spec: {nodeSelector: {valley.dev/pool: a100-od}}}}
 YAML
 }

@@ -63,14 +63,24 @@ bool serve(const valley::Flags& flags, valley::Manager& manager, valley::task::C
 }
 
 // valley-io's image when --io-image names none: the image this operator runs from (its pod, named
-// by POD_NAME in the namespace it runs in), so task pods get the very build that renders them.
+// by POD_NAME in the namespace it runs in), so task pods get the very build that renders them; by
+// the digest the kubelet pulled (status.containerStatuses[].imageID) where it names one, so that a
+// tag moved since cannot put another image beside the tenant's store credentials.
 std::string own_image(valley::kube::Client& client, const std::string& ns) {
   const char* pod = std::getenv("POD_NAME");
   if (pod && *pod) {
     try {
       auto self = client.get(valley::kube::resources::kPods, ns, pod);
-      for (const auto& c : self["spec"].value("containers", nlohmann::json::array()))
-        if (c.value("name", "") == "operator" || self["spec"]["containers"].size() == 1) return c.value("image", "");
+      const auto containers = self["spec"].value("containers", nlohmann::json::array());
+      for (const auto& c : containers) {
+        if (c.value("name", "") != "operator" && containers.size() != 1) continue;
+        for (const auto& s : self.value("status", nlohmann::json::object()).value("containerStatuses", nlohmann::json::array()))
+          if (s.value("name", "") == c.value("name", "")) {
+            const std::string id = s.value("imageID", "");
+            if (const auto at = id.find("@sha256:"); at != std::string::npos) return id.substr(id.find("://") == std::string::npos ? 0 : id.find("://") + 3);
+          }
+        return c.value("image", "");
+      }
     } catch (const std::exception& e) {
       spdlog::warn("cannot read this operator's pod {}/{} for its image: {}", ns, pod, e.what());
     }
@@ -122,12 +132,20 @@ int main(int argc, char** argv) {
   }
 
   spdlog::info("valley-operator {} ({}) starting", valley::kVersion, valley::kGitCommit);
-  std::unique_ptr<valley::kube::Client> client;
+  std::unique_ptr<valley::kube::Client> client, lease_client;
   try {
     auto config = valley::kube::load_default(flags.get("kubeconfig"), flags.get("context"));
     spdlog::info("API server {} from {}", config.server, config.source);
     valley::op::with_namespace(options, flags, config.default_namespace);
     const std::string own_namespace = config.default_namespace;
+    // The lease is renewed on a client of its own: no rate limit shared with the controllers and no
+    // retries, each request bounded by the renew deadline (as client-go bounds a renewal), so a
+    // slow API server ends an attempt in time for the deadline to be kept or seen to pass.
+    valley::kube::HttpOptions lease_http = options.http;
+    lease_http.qps = 0;
+    lease_http.retry.max_retries = 0;
+    lease_http.request_timeout = options.manager.leader_election.renew_deadline;
+    lease_client = std::make_unique<valley::kube::Client>(config, lease_http);
     client = std::make_unique<valley::kube::Client>(std::move(config), options.http);
     if (options.controllers.io_image.empty()) options.controllers.io_image = own_image(*client, own_namespace);
     if (options.controllers.io_image.empty()) options.controllers.io_image = valley::render::kDefaultIoImage;
@@ -146,7 +164,9 @@ int main(int argc, char** argv) {
   valley::kube::EventRecorder events(*client, event_options);
   valley::task::Controllers controllers(*client, events, options.controllers);
 
-  valley::Manager manager(*client, options.manager, shutdown);
+  valley::Manager manager(*client, options.manager, shutdown, lease_client.get());
+  // Once this replica's lease lapses, nothing more it would write reaches the API server.
+  client->http().set_write_fence([&manager] { return manager.may_write(); });
   manager.add({"controllers", [&controllers](const std::atomic<bool>& stop) { controllers.run(stop); }});
 
   auto& leader = valley::metrics::registry().gauge("valley_leader", "1 while this replica leads and runs the controllers.");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <regex>
 
 #include "controllers/api/vendors.h"
 #include "operator/duration.h"
@@ -73,7 +74,9 @@ Flags make_flags() {
       {"pod-security", "Baseline",
        "the Pod Security level (Baseline or Restricted) Valley renders pods for when a task sets no spec.podSecurity.level"},
       {"task-network-policies", "true",
-       "give each MPI task a NetworkPolicy that admits only its own pods (and the ports its templates declare) to its launcher and workers; false: leave isolation to the cluster's own policies", true},
+       "give each task a NetworkPolicy that admits only its own pods (and the ports its templates declare) to its pods; false: leave isolation to the cluster's own policies", true},
+      {"task-egress-except", "",
+       "CIDRs (comma-separated) a task's pods may not reach, e.g. the cluster's pod and service ranges and 169.254.169.254/32: with --task-network-policies, each task then reaches only its own pods, DNS and addresses outside these (its store); empty: egress open"},
       {"io-image", "",
        "the image with valley-io for task pods' data-in and outputs containers; empty: the operator's own pod's image (POD_NAME), else ghcr.io/valley-dev/valley-operator:<version>"},
       {"data-cache-class", "",
@@ -218,6 +221,11 @@ task::ControllerOptions controller_options(const Flags& flags) {
   o.io_image = flags.get("io-image");
   o.data_cache_class = flags.get("data-cache-class");
   o.task_network_policies = flags.get_bool("task-network-policies");
+  static const std::regex cidr(R"(^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9a-fA-F:]+/[0-9]{1,3})$)");
+  for (const auto& c : valley::split_list(flags.get("task-egress-except"))) {
+    if (!std::regex_match(c, cidr)) throw std::invalid_argument("--task-egress-except: \"" + c + "\" is not a CIDR");
+    o.task_egress_except.push_back(c);
+  }
   o.cost_interval = seconds("cost-interval");
   if (o.cost_interval.count() < 1) throw std::invalid_argument("--cost-interval must be at least 1s");
   try {

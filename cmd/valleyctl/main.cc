@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
       {"output", "text", "-o: text, yaml or json", false},
       {"namespace", "", "-n: the namespace; empty: the kubeconfig's"},
       {"all-namespaces", "false", "-A: list, cost: every namespace", true},
+      {"valley-namespace", "valley-system", "cost: where Valley keeps the costs of deleted tasks (its own namespace)"},
       {"file", "", "report: where to write the page (default NAME-report.html)"},
       {"dry-run", "false", "submit: validate with the API server without creating; migrate-storage: count only", true},
       {"help", "false", "print this help", true},

@@ -8,6 +8,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "controllers/cost/candidates.h"
@@ -29,6 +30,7 @@
 #include "operator/kube/client.h"
 #include "operator/kube/error.h"
 #include "valley/version.h"
+#include "controllers/api/cost_record.h"
 #include "operator/json_text.h"
 
 namespace valley::ctl {
@@ -109,6 +111,21 @@ int cmd_cost(const valley::Flags& flags) {
     };
     std::map<std::string, Total> totals;
     std::map<std::string, valley::api::Micros> hours_by_pool;  // GPU-hours x 1e6, all tasks
+    // Tasks deleted since (by a user or their TTL): their final cost from Valley's records, which a
+    // user who may not read the operator's namespace does not see (said below the table).
+    std::set<std::string> live;
+    for (const auto& t : items) live.insert(t["metadata"].value("uid", ""));
+    std::string records_note;
+    try {
+      valley::api::CostRecords records(*client, flags.get("valley-namespace"));
+      for (const auto& r : records.all(ns))
+        if (!live.count(r.uid) && r.deleted)
+          items.push_back({{"metadata", {{"namespace", r.ns}, {"name", r.name}, {"uid", r.uid}}},
+                           {"status", {{"phase", (r.phase.empty() ? std::string("Deleted") : r.phase) + " (deleted)"}, {"cost", r.cost}}}});
+    } catch (const valley::kube::KubeError& e) {
+      records_note = "deleted tasks' costs are kept in " + flags.get("valley-namespace") + ", which this account may not read (" +
+                     std::to_string(e.http_status()) + ")";
+    }
     for (const auto& t : items) {
       const json st = t.value("status", json::object());
       const auto r = valley::cost::report_of(st.value("cost", json::object()));
@@ -141,6 +158,7 @@ int cmd_cost(const valley::Flags& flags) {
     }
     table.print(std::cout);
     std::cout << "(* still accruing)\n";
+    if (!records_note.empty()) std::cout << records_note << "\n";
     for (const auto& [currency, tot] : totals)
       std::cout << "total " << currency << ": estimated " << valley::api::format_money(tot.estimate) << ", spent "
                 << valley::api::format_money(tot.spent) << "\n";

@@ -305,8 +305,8 @@ void Decider::ensure_objects(int workers, bool mpi) {
   if (mpi) {
     if (!o_.service_exists) d_.create.push_back(render::headless_service(*spec_));
     if (!o_.secret_exists) d_.create_ssh_secret = true;
-    if (o_.isolate && !o_.network_policy_exists) d_.create.push_back(render::task_network_policy(*spec_));
   }
+  if (o_.isolate && !o_.network_policy_exists) d_.create.push_back(render::task_network_policy(*spec_, o_.egress_except));
 
   // Pods by name; stale ones (older epoch, index beyond the size, wrong role) go.
   std::map<std::string, const PodView*> by_name;

@@ -134,8 +134,10 @@ struct Observed {
   std::vector<PodView> pods;  // owned by the task
   bool service_exists = false;
   bool secret_exists = false;
-  // An MPI task is to be walled off by a NetworkPolicy (the operator's choice), and whether it is.
+  // The task is to be walled off by a NetworkPolicy (the operator's choice), and whether it is;
+  // the address ranges its pods may not reach (render/network_policy.h; empty: egress open).
   bool isolate = false;
+  std::vector<std::string> egress_except;
   bool network_policy_exists = false;
   // nullopt: no plan yet (the planner has not run). A waiting task then stays Pending and an
   // admitted one keeps its size.

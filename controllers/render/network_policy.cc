@@ -35,7 +35,7 @@ void declared_ports(const json& pod_template, std::set<std::pair<int64_t, std::s
 
 }  // namespace
 
-json task_network_policy(const api::TaskSpec& spec) {
+json task_network_policy(const api::TaskSpec& spec, const std::vector<std::string>& egress_except) {
   const json own_pods = {{"matchLabels", {{label::kManagedBy, "valley"}, {label::kTask, spec.name}}}};
   json ingress = json::array({{{"from", json::array({{{"podSelector", own_pods}}})}}});
   std::set<std::pair<int64_t, std::string>> ports;
@@ -46,10 +46,21 @@ json task_network_policy(const api::TaskSpec& spec) {
     for (const auto& [port, protocol] : ports) open.push_back({{"port", port}, {"protocol", protocol}});
     ingress.push_back({{"ports", open}});
   }
+  json policy_spec = {{"podSelector", own_pods}, {"policyTypes", json::array({"Ingress"})}, {"ingress", ingress}};
+  if (!egress_except.empty()) {
+    json v4 = json::array(), v6 = json::array();
+    for (const auto& cidr : egress_except) (cidr.find(':') == std::string::npos ? v4 : v6).push_back(cidr);
+    json elsewhere = json::array({{{"ipBlock", {{"cidr", "0.0.0.0/0"}, {"except", v4}}}}, {{"ipBlock", {{"cidr", "::/0"}, {"except", v6}}}}});
+    for (auto& block : elsewhere)
+      if (block["ipBlock"]["except"].empty()) block["ipBlock"].erase("except");
+    const json dns = json::array({{{"port", 53}, {"protocol", "UDP"}}, {{"port", 53}, {"protocol", "TCP"}}});
+    policy_spec["policyTypes"].push_back("Egress");
+    policy_spec["egress"] = json::array({{{"to", json::array({{{"podSelector", own_pods}}})}}, {{"ports", dns}}, {{"to", elsewhere}}});
+  }
   return {{"apiVersion", "networking.k8s.io/v1"},
           {"kind", "NetworkPolicy"},
           {"metadata", task_object_metadata(spec, network_policy_name(spec.name))},
-          {"spec", {{"podSelector", own_pods}, {"policyTypes", json::array({"Ingress"})}, {"ingress", ingress}}}};
+          {"spec", policy_spec}};
 }
 
 }  // namespace valley::render

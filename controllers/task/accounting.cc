@@ -7,6 +7,7 @@
 #include "controllers/cost/engine.h"
 #include "controllers/planner/snapshot.h"
 #include "controllers/render/render.h"
+#include "operator/kube/remote_clock.h"
 #include "operator/kube/error.h"
 #include "operator/kube/finalizers.h"
 #include "operator/kube/json_fields.h"
@@ -20,7 +21,7 @@ bool holds_accounting(const api::Pod& pod) {
 }
 
 Accounting::Accounting(kube::Client& client, ClusterCache& cache, const ControllerOptions& options, std::function<size_t()> admitted_tasks)
-    : client_(client), cache_(cache), options_(options), admitted_tasks_(std::move(admitted_tasks)) {}
+    : client_(client), cache_(cache), options_(options), admitted_tasks_(std::move(admitted_tasks)), records_(client, options.ownership_namespace) {}
 
 std::chrono::seconds Accounting::accrual_interval() const {
   return cost::accrual_interval(options_.cost_interval, admitted_tasks_(), options_.progress_writes_per_second);
@@ -34,24 +35,7 @@ nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::
   if (!p || !o.parsed.spec) return stored;
   std::vector<cost::PodUse> uses;
   std::map<std::string, cost::NodeRate> rates;
-  bool pod_ended = false;
-  std::map<std::string, int64_t> until;
-  for (const auto& e : kube::array_at(stored, "ledger")) until[kube::string_at(e, "uid")] = kube::int_at(e, "untilMs").value_or(0);
-  for (const auto& pod : pods) {
-    cost::PodUse u = cost::pod_use(*pod);
-    if (!u.end && ended_now.count(u.uid)) u.end = o.now;
-    if (auto n = u.node.empty() ? nullptr : cache_.node_as_last_seen(u.node)) {
-      u.share_milli = planner::share_on_node(*pod, *n);  // by the node's split of its GPUs, not the pod's annotations
-      if (!rates.count(u.node)) rates[u.node] = cost::rate_for(*p, n->vendor, n->labels, n->dra_product);
-    }
-    if (u.start && u.share_milli > 0 && !rates.count(u.node) && !until.count(u.uid))
-      spdlog::warn("{}/{}: pod {} ran on node {}, gone before this process saw it: its GPU time cannot be priced", o.parsed.spec->ns,
-                   o.parsed.spec->name, u.name, u.node);
-    if (u.end && until.count(u.uid) &&
-        until[u.uid] < std::chrono::duration_cast<std::chrono::milliseconds>(u.end->time_since_epoch()).count())
-      pod_ended = true;
-    uses.push_back(std::move(u));
-  }
+  const bool pod_ended = priced_uses(*p, o.parsed.spec->ns + "/" + o.parsed.spec->name, stored, pods, ended_now, o.now, uses, rates);
   // Accrued (a copy of the whole ledger) only when it is to be written.
   const auto updated = kube::time_at(stored, "updated");
   const bool due = force || finished || pod_ended || !updated || o.now - *updated >= accrual_interval() ||
@@ -65,6 +49,109 @@ nlohmann::json Accounting::cost_status(const lifecycle::Observed& o, const std::
   if (due) out["updated"] = kube::format_time(o.now);
   if (finished) return out;
   return with_estimate(std::move(out), stored, o, *p);
+}
+
+bool Accounting::priced_uses(const cost::Policy& p, const std::string& task_key, const nlohmann::json& stored,
+                             const std::vector<planner::PodPtr>& pods, const std::set<std::string>& ended_now, kube::SystemTime now,
+                             std::vector<cost::PodUse>& uses, std::map<std::string, cost::NodeRate>& rates) const {
+  bool pod_ended = false;
+  std::map<std::string, int64_t> until;
+  for (const auto& e : kube::array_at(stored, "ledger")) until[kube::string_at(e, "uid")] = kube::int_at(e, "untilMs").value_or(0);
+  for (const auto& pod : pods) {
+    cost::PodUse u = cost::pod_use(*pod);
+    if (!u.end && ended_now.count(u.uid)) u.end = now;
+    if (auto n = u.node.empty() ? nullptr : cache_.node_as_last_seen(u.node)) {
+      u.share_milli = planner::share_on_node(*pod, *n);  // by the node's split of its GPUs, not the pod's annotations
+      if (!rates.count(u.node)) rates[u.node] = cost::rate_for(p, n->vendor, n->labels, n->dra_product);
+    }
+    if (u.start && u.share_milli > 0 && !rates.count(u.node) && !until.count(u.uid))
+      spdlog::warn("{}: pod {} ran on node {}, gone before this process saw it: its GPU time cannot be priced", task_key, u.name, u.node);
+    if (u.end && until.count(u.uid) &&
+        until[u.uid] < std::chrono::duration_cast<std::chrono::milliseconds>(u.end->time_since_epoch()).count())
+      pod_ended = true;
+    uses.push_back(std::move(u));
+  }
+  return pod_ended;
+}
+
+bool Accounting::keep_record(const nlohmann::json& task, const nlohmann::json& status) {
+  const nlohmann::json& meta = kube::object_at(task, "metadata");
+  api::CostRecord r;
+  r.ns = kube::string_at(meta, "namespace");
+  r.name = kube::string_at(meta, "name");
+  r.uid = kube::string_at(meta, "uid");
+  r.phase = kube::string_at(status, "phase");
+  r.cost = kube::object_at(status, "cost");
+  return records_.keep(r);
+}
+
+bool Accounting::settle_deleted(const std::string& ns, const std::string& name, const kube::ObjectPtr& last, const std::string& live_uid) {
+  // The incarnations to settle: the one just deleted (its last status), those whose record is not
+  // final (deleted while no operator ran), and those whose pods are still held for their cost.
+  std::map<std::string, api::CostRecord> open;
+  if (last) {
+    const nlohmann::json& meta = kube::object_at(*last, "metadata");
+    api::CostRecord r;
+    r.ns = ns;
+    r.name = name;
+    r.uid = kube::string_at(meta, "uid");
+    r.phase = kube::string_at(kube::object_at(*last, "status"), "phase");
+    r.cost = kube::object_at(kube::object_at(*last, "status"), "cost");
+    open[r.uid] = r;
+  }
+  const auto pods = cache_.pods_of_task(ns, name);
+  const bool held = std::any_of(pods.begin(), pods.end(), [](const planner::PodPtr& p) { return holds_accounting(*p); });
+  if (!last && held) {
+    try {
+      for (auto& r : records_.of_task(ns, name))
+        if (!r.final()) open.emplace(r.uid, r);
+    } catch (const kube::KubeError& e) {
+      spdlog::warn("{}/{}: reading its cost records: {}", ns, name, e.what());
+      return false;
+    }
+  }
+  for (const auto& pod : pods)
+    if (holds_accounting(*pod))
+      for (const auto& uid : pod->owner_uids) open.try_emplace(uid, api::CostRecord{ns, name, uid, "", false, nlohmann::json::object()});
+  open.erase(live_uid);  // a new task of the name: not deleted
+  auto p = cache_.policy();
+  const auto now = kube::cluster_clock().now();
+  for (auto& [uid, record] : open) {
+    if (record.final()) {
+      record.deleted = true;
+      if (!records_.keep(record)) return false;
+      continue;
+    }
+    // Its pods: those naming it, and those detached from it (owner references gone with --cascade=orphan).
+    std::vector<planner::PodPtr> its;
+    for (const auto& pod : pods)
+      if ((pod->owner_uids.empty() && live_uid.empty()) || std::count(pod->owner_uids.begin(), pod->owner_uids.end(), uid)) its.push_back(pod);
+    std::set<std::string> ended_now;
+    for (const auto& pod : its) {
+      const cost::PodUse u = cost::pod_use(*pod);
+      if (u.share_milli <= 0 || !u.start || u.end) continue;
+      // Charged until it stops: its containers end when the garbage collector (or Valley) deletes
+      // it; one whose node never reports that is closed now.
+      const bool stuck = pod->deletion_timestamp && now - *pod->deletion_timestamp >= options_.disruption.stuck_termination;
+      if (!stuck) return false;
+      ended_now.insert(u.uid);
+    }
+    if (!p && record.cost.empty()) continue;  // nothing prices it: no cost to keep
+    if (p) {
+      std::vector<cost::PodUse> uses;
+      std::map<std::string, cost::NodeRate> rates;
+      priced_uses(*p, ns + "/" + name, record.cost, its, ended_now, now, uses, rates);
+      const int priority = static_cast<int>(kube::int_at(record.cost, "priority").value_or(0));
+      record.cost = cost::accrue(*p, record.cost, uses, rates, priority, now, true, std::chrono::seconds(0));
+      record.cost["updated"] = kube::format_time(now);
+    }
+    record.deleted = true;
+    if (record.phase.empty()) record.phase = "Deleted";
+    if (!records_.keep(record)) return false;
+    spdlog::info("{}/{}: deleted; its final cost {} is kept in {}/{}", ns, name, kube::string_at(record.cost, "final", "(not priced)"),
+                 records_.ns(), api::cost_record_name(uid));
+  }
+  return true;
 }
 
 // The estimate: from the planner's decision (the pool it gets or waits for, when, at what size),
@@ -99,12 +186,16 @@ bool Accounting::release(const api::Pod& pod) {
   return kube::remove_finalizer(client_, res::kPods, pod.ns, pod.name, pod.finalizers, render::kAccountingFinalizer);
 }
 
-bool Accounting::delete_detached(const api::Pod& pod) {
+bool Accounting::delete_detached(const api::Pod& pod, bool task_live) {
   kube::DeleteOptions options;
   options.precondition_uid = pod.uid;
   try {
     client_.remove(res::kPods, pod.ns, pod.name, options);
-    spdlog::warn("{}: Valley's pod of task {} is owned by no live task of that name: deleted", pod.key(), pod.label(render::label::kTask));
+    // Of a deleted task the garbage collector would delete it too, unless it was orphaned.
+    if (task_live || pod.owner_uids.empty())
+      spdlog::warn("{}: Valley's pod of task {} is owned by no live task of that name: deleted", pod.key(), pod.label(render::label::kTask));
+    else
+      spdlog::debug("{}: pod of deleted task {}: deleted", pod.key(), pod.label(render::label::kTask));
     return true;
   } catch (const kube::KubeError& e) {
     if (e.http_status() == 404 || e.http_status() == 409) return true;  // gone, or another pod of the name now
@@ -113,14 +204,14 @@ bool Accounting::delete_detached(const api::Pod& pod) {
   }
 }
 
-bool Accounting::release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid) {
+bool Accounting::release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid, bool release_them) {
   bool ok = true;
   // By the task label's index: every reconcile asks, and walking every pod would grow with the cluster.
   for (const auto& pod : cache_.pods_of_task(ns, task)) {
     const bool owned = !owner_uid.empty() && std::count(pod->owner_uids.begin(), pod->owner_uids.end(), owner_uid) > 0;
     if (owned) continue;
-    if (pod->label(render::label::kManagedBy) == "valley" && !pod->deleting) ok &= delete_detached(*pod);
-    if (holds_accounting(*pod)) ok &= release(*pod);
+    if (pod->label(render::label::kManagedBy) == "valley" && !pod->deleting) ok &= delete_detached(*pod, !owner_uid.empty());
+    if (release_them && holds_accounting(*pod)) ok &= release(*pod);
   }
   return ok;
 }

@@ -2,9 +2,10 @@
 // finalizer that keeps a pod until its cost is in its task's status. I/O only to release pods.
 // - cost_status(): status.cost brought up to date (the accrual since the last write, the estimate from the
 //   planner's decision), written by the TrainingTask reconciler with the rest of the status.
-// - A pod's finalizer is released once its cost is written (or nothing prices it); pods of a task
-//   that no longer exists (deleted, or replaced by one of the same name) are released at once:
-//   their cost has no status to go to; and deleted, should they still run.
+// - A pod's finalizer is released once its cost is written (or nothing prices it), and kept in the
+//   task's durable record (api/cost_record.h) first; pods of a task that no longer exists (deleted, or
+//   replaced by one of the same name) are deleted should they still run, charged until they stop,
+//   the record made final, and then released.
 #pragma once
 
 #include <chrono>
@@ -15,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controllers/api/cost_record.h"
+#include "controllers/cost/engine.h"
 #include "controllers/task/cluster_cache.h"
 #include "controllers/lifecycle/lifecycle.h"
 #include "controllers/task/options.h"
@@ -39,15 +42,28 @@ class Accounting {
   // The pods of namespace/task that no live task owns (owner_uid "": none does): released, and those
   // Valley made deleted (a task deleted with --cascade=orphan, owner references edited away): a pod
   // of no task would hold its GPUs outside every quota and bill. False to retry.
-  bool release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid);
+  bool release_foreign_pods(const std::string& ns, const std::string& task, const std::string& owner_uid, bool release_them = true);
+  // The task's cost as `status` has it (just written), kept in its durable record; false to retry.
+  bool keep_record(const nlohmann::json& task, const nlohmann::json& status);
+  // namespace/name no longer exists (`last`: its last object, when this process saw it go): each
+  // incarnation with pods still held for their cost is charged until they stop and its record made
+  // final. False while pods still run (come back), or a record could not be written.
+  // `live_uid`: a new task of the same name, which is not settled.
+  bool settle_deleted(const std::string& ns, const std::string& name, const kube::ObjectPtr& last, const std::string& live_uid = "");
 
  private:
-  bool delete_detached(const api::Pod& pod);
+  bool delete_detached(const api::Pod& pod, bool task_live);
+  // The pods' uses, their GPUs counted by their nodes, and their nodes' rates; true when a pod ended
+  // after what `stored`'s ledger charged it to.
+  bool priced_uses(const cost::Policy& p, const std::string& task_key, const nlohmann::json& stored, const std::vector<planner::PodPtr>& pods,
+                   const std::set<std::string>& ended_now, kube::SystemTime now, std::vector<cost::PodUse>& uses,
+                   std::map<std::string, cost::NodeRate>& rates) const;
   nlohmann::json with_estimate(nlohmann::json out, const nlohmann::json& stored, const lifecycle::Observed& o, const cost::Policy& p) const;
   kube::Client& client_;
   ClusterCache& cache_;
   const ControllerOptions& options_;
   std::function<size_t()> admitted_tasks_;
+  api::CostRecords records_;
 };
 
 }  // namespace valley::task

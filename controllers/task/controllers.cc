@@ -89,7 +89,10 @@ void Controllers::route_events() {
                                  enqueue_task(o);
                                  replan_if_needed(before, o);
                                },
-                               task_came_or_went});
+                               [this, task_came_or_went](const kube::ObjectPtr& o) {
+                                 tasks_->task_deleted(o);
+                                 task_came_or_went(o);
+                               }});
   // What the informer shows of an owned object meets the expectation of its creation (before the
   // owner is reconciled), and its task is reconciled.
   auto owned = [this](const std::string& kind, const std::string& ns, const std::string& name, const std::string& uid, const std::string& task) {

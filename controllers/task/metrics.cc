@@ -78,8 +78,13 @@ void collect_gpus(ClusterCache& cache) {
     nodes.emplace(std::move(name), std::move(node));
   }
   std::map<std::pair<std::string, std::string>, int64_t> held;
+  m.foreign_gpu_pods.reset();
   for (const auto& p : cache.pods().store().list()) {
-    if (p->label(render::label::kManagedBy) != "valley" || p->phase != "Running") continue;
+    if (p->phase != "Running") continue;
+    if (p->label(render::label::kManagedBy) != "valley") {
+      if (!planner::gpu_usage(*p).empty()) m.foreign_gpu_pods.inc({p->ns});
+      continue;
+    }
     auto it = nodes.find(p->node_name);
     if (it == nodes.end()) continue;
     for (const auto& [resource, count] : planner::gpu_usage(*p))

@@ -34,6 +34,9 @@ struct ControllerMetrics {
                                                         {"resource"});
   metrics::Family& tasks = metrics::registry().gauge("valley_tasks", "TrainingTasks by phase.", {"phase"});
   metrics::Family& workers = metrics::registry().gauge("valley_task_workers", "Running workers of each task.", {"namespace", "task"});
+  metrics::Family& foreign_gpu_pods = metrics::registry().gauge(
+      "valley_foreign_gpu_pods",
+      "Running pods holding GPUs that Valley did not make, per namespace: outside its quotas, plans' priorities and bills.", {"namespace"});
   metrics::Family& gpus = metrics::registry().gauge("valley_gpus_allocated", "GPUs (fractions summed) held by Valley's running pods.",
                                                    {"vendor", "capacity_class"});
   metrics::Family& gpu_capacity = metrics::registry().gauge(

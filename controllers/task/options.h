@@ -75,6 +75,7 @@ struct ControllerOptions {
   // An MPI task's pods get a NetworkPolicy admitting only the task's own pods (and the ports its
   // templates declare): render/network_policy.h. Made before its pods; a refusal holds them back.
   bool task_network_policies = true;
+  std::vector<std::string> task_egress_except;  // CIDRs a task's pods may not reach (empty: egress open)
   // The image whose valley-io copies data in and outputs out inside task pods (the operator's own).
   std::string io_image;
   // A StorageClass that binds where the pod goes (WaitForFirstConsumer): each node's copy of a

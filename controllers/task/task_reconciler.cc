@@ -61,10 +61,23 @@ Result TaskReconciler::task_gone(const std::string& key) {
     std::lock_guard lock(deleted_mu_);
     deleted_by_valley_.erase(key);
   }
-  // Deleted: owner references let the garbage collector remove the rest, once the pods it
-  // deletes are released.
+  // Deleted: owner references let the garbage collector remove the rest; its pods are charged
+  // until they stop (Valley deletes those left behind), its final cost kept in its record, and then
+  // they are released.
   const auto slash = key.find('/');
-  return accounting_.release_foreign_pods(key.substr(0, slash), key.substr(slash + 1), "") ? Result::done() : Result::retry();
+  const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+  kube::ObjectPtr last;
+  {
+    std::lock_guard lock(deleted_mu_);
+    if (auto it = last_seen_.find(key); it != last_seen_.end()) last = it->second;
+  }
+  if (!accounting_.release_foreign_pods(ns, name, "", false) || !accounting_.settle_deleted(ns, name, last))
+    return Result::after(std::chrono::seconds(2));
+  {
+    std::lock_guard lock(deleted_mu_);
+    last_seen_.erase(key);
+  }
+  return accounting_.release_foreign_pods(ns, name, "") ? Result::done() : Result::retry();
 }
 
 void TaskReconciler::observe_gpus(lifecycle::Observed& o) {
@@ -166,6 +179,7 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   const bool admitted_once = kube::int_at(kube::object_at(o.task, "status"), "epoch").value_or(0) > 0;
   o.secret_exists = admitted_once && owned_object_exists(kube::resources::kSecrets, ns, render::ssh_secret_name(name), uid);
   o.isolate = options_.task_network_policies;
+  o.egress_except = options_.task_egress_except;
   o.network_policy_exists =
       o.isolate && admitted_once && owned_object_exists(kube::resources::kNetworkPolicies, ns, render::network_policy_name(name), uid);
   o.admission = board_.admission(key);
@@ -308,16 +322,45 @@ void TaskReconciler::count_restarts(const lifecycle::Observed& o, const lifecycl
   }
 }
 
+void TaskReconciler::task_deleted(const kube::ObjectPtr& last) {
+  std::lock_guard lock(deleted_mu_);
+  last_seen_[kube::object_key(*last)] = last;
+}
+
+bool TaskReconciler::keep_cost_record(const lifecycle::Observed& o, const lifecycle::Decision& d, const Accounted& accounted,
+                                      const nlohmann::json& stored_status) {
+  const nlohmann::json& cost = kube::object_at(d.status, "cost");
+  if (cost.empty()) return true;  // not priced
+  const bool final_now = cost.contains("final") && !kube::object_at(stored_status, "cost").contains("final");
+  if (accounted.pods.empty() && !final_now) return true;
+  return accounting_.keep_record(o.task, d.status);
+}
+
 bool TaskReconciler::release_accounted(const lifecycle::Observed& o, const lifecycle::Decision& d, const Accounted& accounted) {
+  const auto& meta = kube::object_at(o.task, "metadata");
+  const std::string ns = kube::string_at(meta, "namespace"), name = kube::string_at(meta, "name"), uid = kube::string_at(meta, "uid");
+  // An earlier task of this name, deleted and replaced before it was settled: its pods first.
+  bool settled = true;
+  {
+    kube::ObjectPtr last;
+    {
+      std::lock_guard lock(deleted_mu_);
+      if (auto it = last_seen_.find(ns + "/" + name); it != last_seen_.end()) last = it->second;
+    }
+    if (last) {
+      settled = accounting_.settle_deleted(ns, name, last, uid);
+      std::lock_guard lock(deleted_mu_);
+      if (settled) last_seen_.erase(ns + "/" + name);
+    }
+  }
   // The status now holds every accounted pod's cost (or nothing is priced): release them.
   bool released = true;
   const nlohmann::json& written = kube::object_at(d.status, "cost");
   const bool priced = cache_.policy() && o.parsed.spec && !written.contains("final");
   for (const auto& [pod, unreported] : accounted.pods)
     if (!priced || unreported || cost::charged_to_end(cost::pod_use(*pod), written)) released &= accounting_.release(*pod);
-  const auto& meta = kube::object_at(o.task, "metadata");
-  released &= accounting_.release_foreign_pods(kube::string_at(meta, "namespace"), kube::string_at(meta, "name"), kube::string_at(meta, "uid"));
-  return released;
+  released &= accounting_.release_foreign_pods(ns, name, uid, settled);
+  return released && settled;
 }
 
 bool TaskReconciler::delete_pods(const std::string& key, const lifecycle::Observed& o, const lifecycle::Decision& d) {
@@ -383,7 +426,9 @@ Result TaskReconciler::reconcile(const std::string& key) {
   hold_progress(key, o, stored_status, accounted, d);
   if (auto stop = write_status(key, o, d)) return *stop;
   const bool finalized = keep_outputs_finalizer(key, *task, o.parsed.spec ? &*o.parsed.spec : nullptr, d.status, &d.requeue_after);
-  const bool released = release_accounted(o, d, accounted);
+  // Every charge of a pod about to be released goes to the task's durable record first.
+  const bool recorded = keep_cost_record(o, d, accounted, stored_status);
+  const bool released = recorded && release_accounted(o, d, accounted);
   if (d.collect_outputs && o.parsed.spec) {
     nlohmann::json ended = o.task;
     ended["status"] = d.status;

@@ -39,6 +39,8 @@ class TaskReconciler {
   TaskReconciler(kube::Client& client, kube::EventRecorder& events, ClusterCache& cache, AdmissionBoard& board, Refusals& refusals,
                  Accounting& accounting, const ControllerOptions& options, std::function<void()> replan);
   Result reconcile(const std::string& key);
+  // The informer saw the task deleted: its last object (status.cost) settles its cost.
+  void task_deleted(const kube::ObjectPtr& last);
   ReconcileLoop& loop() { return loop_; }
   void enqueue(const std::string& key) { loop_.queue().add(key); }
   // An owned object (pod, Service) changed: it met the expectation of its creation, if any.
@@ -70,6 +72,10 @@ class TaskReconciler {
   std::optional<Result> write_status(const std::string& key, const lifecycle::Observed& o, const lifecycle::Decision& d);
   void count_restarts(const lifecycle::Observed& o, const lifecycle::Decision& d);
   bool release_accounted(const lifecycle::Observed& o, const lifecycle::Decision& d, const Accounted& accounted);
+  // The cost as just written kept in the task's durable record when pods are about to be released
+  // or the cost became final; false to retry (nothing is released then).
+  bool keep_cost_record(const lifecycle::Observed& o, const lifecycle::Decision& d, const Accounted& accounted,
+                        const nlohmann::json& stored_status);
   bool delete_pods(const std::string& key, const lifecycle::Observed& o, const lifecycle::Decision& d);
   struct Creation {
     const kube::Resource* resource;
@@ -132,6 +138,7 @@ class TaskReconciler {
   std::set<std::string> caches_released_;  // "ns/name@task uid" whose data caches are deleted
   std::mutex deleted_mu_;
   std::map<std::string, std::set<std::string>> deleted_by_valley_;  // task -> uids of its pods this process deleted
+  std::map<std::string, kube::ObjectPtr> last_seen_;  // task deleted -> its last object, until it is settled
   std::mutex checkpoint_errors_mu_;
   std::map<std::string, std::string> checkpoint_errors_;  // task -> last store error reported
   CheckpointWatcher checkpoints_;

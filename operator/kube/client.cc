@@ -79,6 +79,7 @@ json Client::call(const std::string& method, const std::string& path, const std:
   req.path = path;
   req.body = body;
   req.content_type = content_type;
+  req.timeout = http_.options().request_timeout;
   HttpResponse resp = http_.send(req);
   if (resp.status < 200 || resp.status >= 300) throw_status(method + " " + path, resp);
   if (resp.body.empty()) return json::object();

@@ -214,7 +214,10 @@ void HttpClient::prepare(Handle& h, const HttpRequest& request, std::string& bod
 }
 
 HttpResponse HttpClient::send(const HttpRequest& request) {
+  const bool write = request.method != "GET" && request.method != "HEAD";
   for (int attempt = 0;; ++attempt) {
+    if (write && may_write_ && !may_write_())
+      throw KubeError(request.method + " " + request.path + ": not sent: this replica's leader lease has lapsed", 0, "NotLeader");
     wait_for_rate_limit();
     auto start = Clock::now();
     auto h = acquire();

@@ -53,6 +53,7 @@ struct HttpOptions {
   RetryPolicy retry;
   RequestObserver observer;
   RemoteClock* clock = &cluster_clock();  // fed every answer's Date; null: none
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};  // the Client's requests (watches: none)
 };
 
 class HttpClient {
@@ -65,6 +66,11 @@ class HttpClient {
   // Sends with rate limiting and retries. Returns the final answer, whatever its status; throws
   // KubeError (status 0) when no HTTP answer was had after retries: connection refused, TLS, timeout.
   HttpResponse send(const HttpRequest& request);
+  const HttpOptions& options() const { return options_; }
+  // Writes (any verb but GET and HEAD) are sent only while `may_write` says so; otherwise they throw
+  // KubeError (0, "NotLeader") unsent: a replica whose lease lapsed must not act beside the next
+  // leader. Set once, before the threads that write start.
+  void set_write_fence(std::function<bool()> may_write) { may_write_ = std::move(may_write); }
 
   // Streams a 2xx response body to on_chunk as it arrives. Stops when on_chunk returns false, when
   // *cancel becomes true (checked about once a second, even while no data arrives), or when the
@@ -88,6 +94,7 @@ class HttpClient {
 
   ClusterConfig config_;
   HttpOptions options_;
+  std::function<bool()> may_write_;
   TokenBucket limiter_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Handle>> idle_;  // keep-alive connections ready for reuse

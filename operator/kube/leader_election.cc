@@ -140,6 +140,11 @@ void LeaderElector::release() {
   }
 }
 
+bool LeaderElector::lease_valid() const {
+  const auto renewed = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(renewed_at_.load()));
+  return leader_.load() && std::chrono::steady_clock::now() - renewed < config_.renew_deadline;
+}
+
 void LeaderElector::run(const std::atomic<bool>& stop) {
   static thread_local std::mt19937 rng(std::random_device{}());
   auto jittered = [&](std::chrono::milliseconds d) {
@@ -147,8 +152,11 @@ void LeaderElector::run(const std::atomic<bool>& stop) {
     return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(d.count()) * (1.0 + extra(rng))));
   };
   auto attempt = [&]() {
+    const auto began = std::chrono::steady_clock::now();
     try {
-      return try_acquire_or_renew();
+      const bool held = try_acquire_or_renew();
+      if (held) renewed_at_ = std::chrono::duration_cast<std::chrono::nanoseconds>(began.time_since_epoch()).count();
+      return held;
     } catch (const KubeError& e) {
       spdlog::warn("leader election: {}", e.what());
       return false;

@@ -41,6 +41,10 @@ class LeaderElector {
   // on_stopped_leading (if it ever led). Throws std::invalid_argument for inconsistent timings.
   void run(const std::atomic<bool>& stop);
   bool is_leader() const { return leader_.load(); }
+  // Whether this replica may still act as the leader: it leads, and its last successful renewal
+  // began less than the renew deadline ago (others take the lease only a lease duration after
+  // they saw that renewal, and the renew deadline is shorter). Any thread.
+  bool lease_valid() const;
 
  private:
   bool try_acquire_or_renew();
@@ -52,6 +56,7 @@ class LeaderElector {
   LeaderElectionConfig config_;
   LeaderCallbacks callbacks_;
   std::atomic<bool> leader_{false};
+  std::atomic<int64_t> renewed_at_{0};  // steady_clock nanoseconds: when the last successful attempt began
   // What the lease looked like last time and when (on our clock) we first saw it so.
   std::string observed_holder_, observed_renew_, observed_rv_;
   std::chrono::steady_clock::time_point observed_time_{};

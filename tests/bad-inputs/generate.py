@@ -274,6 +274,50 @@ STORES = [
     ("slow-store", "a store 3 s slow on every exchange: the task runs on, others are not held up", "phase=Running", "", store(U + "h", dict(GOOD, AWS_ENDPOINT_URL="${SLOW_S3}"))),
 ]
 
+# What a tenant who may create TrainingTasks tries against Valley itself (issue 70): each refused by
+# the API server or by Valley before any pod exists, naming what it refused. Run like tasks/.
+def tmpl(spec=None, metadata=None):
+    t = {}
+    if spec is not None:
+        t["spec"] = spec
+    if metadata is not None:
+        t["metadata"] = metadata
+    return task({"worker": {"template": t}})
+F = "phase=Failed"
+ATTACKS = [
+    ("secretref-other-namespace", "a checkpoint Secret named by a path into another namespace", R, "spec.checkpoint.secretRef.name",
+     task({"checkpoint": {"uri": "s3://bkt/x", "secretRef": {"name": "../../kube-system/secrets/creds"}}})),
+    ("secretref-data-slash", "a data Secret name with a slash", R, "spec.data.secretRef.name",
+     task({"data": {"uri": "s3://bkt/d", "secretRef": {"name": "a/b"}}})),
+    ("secretref-outputs-dotdot", "an outputs Secret named ..", R, "spec.outputs.secretRef.name",
+     task({"outputs": {"uri": "s3://bkt/o", "secretRef": {"name": ".."}}})),
+    ("template-replicas-annotation", "a worker template saying its GPU is split 999 ways (billing would count 1/999)", F,
+     "valley.dev/time-sliced-replicas: keys under valley.dev/ are Valley's own records",
+     tmpl(metadata={"annotations": {"valley.dev/time-sliced-replicas": "999"}})),
+    ("template-task-label", "a worker template naming another task as its own", F, "metadata.labels.valley.dev/task",
+     tmpl(metadata={"labels": {"valley.dev/task": "someone-else"}})),
+    ("template-host-network", "a worker on the node's network", F, "spec.hostNetwork", tmpl({"hostNetwork": True})),
+    ("template-host-pid", "a worker in the node's process namespace", F, "spec.hostPID", tmpl({"hostPID": True})),
+    ("template-host-path", "a worker mounting the node's root", F, "volumes.root.hostPath",
+     tmpl({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]})),
+    ("template-privileged", "a privileged worker", F, "securityContext.privileged",
+     tmpl({"containers": [{"name": "worker", "securityContext": {"privileged": True}}]})),
+    ("template-capability", "a worker adding SYS_ADMIN", F, "capabilities.add: SYS_ADMIN",
+     tmpl({"containers": [{"name": "worker", "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}]})),
+    ("template-host-port", "a worker taking a port of the node", F, "ports.hostPort",
+     tmpl({"containers": [{"name": "worker", "ports": [{"containerPort": 22, "hostPort": 22}]}]})),
+    ("template-node-name", "a worker bound to a node of its choice", F, "spec.nodeName", tmpl({"nodeName": "a100-od-0"})),
+    ("template-scheduler", "a worker bound by a scheduler of its own", F, "spec.schedulerName", tmpl({"schedulerName": "mine"})),
+    ("template-priority-class", "a worker preempting through a priority class", F, "spec.priorityClassName",
+     tmpl({"priorityClassName": "system-node-critical"})),
+    ("template-service-account", "a worker running as another ServiceAccount", F, "spec.serviceAccountName",
+     tmpl({"serviceAccountName": "admin"})),
+    ("template-tolerate-all", "a worker tolerating every taint (other tenants' nodes)", F, "spec.tolerations",
+     tmpl({"tolerations": [{"operator": "Exists"}]})),
+    ("checkpoint-uri-cut-inside-a-character", "a store URI of 600 two-byte characters, which an Event note cut inside one (it stopped the operator)",
+     "event=CheckpointUnreadable", "s3://bkt/\u00e9", task({"checkpoint": {"uri": "s3://bkt/" + "\u00e9" * 600}})),
+]
+
 def write(family, file, description, expect, message, body):
     os.makedirs(os.path.join(HERE, family), exist_ok=True)
     ext = "json" if family == "checkpoints" else "yaml"
@@ -287,10 +331,12 @@ def write(family, file, description, expect, message, body):
         f.write(data)
 
 def main():
-    for family in ["tasks", "policies", "checkpoints", "pods", "stores"]:
+    for family in ["tasks", "attacks", "policies", "checkpoints", "pods", "stores"]:
         shutil.rmtree(os.path.join(HERE, family), ignore_errors=True)
     for file, desc, expect, message, obj in TASKS:
         write("tasks", file, desc, expect, message, obj)
+    for file, desc, expect, message, obj in ATTACKS:
+        write("attacks", file, desc, expect, message, obj)
     for file, desc, expect, message, spec in POLICIES:
         write("policies", file, desc, expect, message, {"apiVersion": "valley.dev/v1beta1", "kind": "PricingPolicy", "metadata": {"name": "case"}, "spec": spec})
     for file, desc, expect, message, text in CHECKPOINTS:
@@ -299,7 +345,7 @@ def main():
         write("pods", file, desc, expect, message, {"status": patch})
     for file, desc, expect, message, body in STORES:
         write("stores", file, desc, expect, message, body)
-    total = len(TASKS) + len(POLICIES) + len(CHECKPOINTS) + len(PODS) + len(STORES)
-    print(f"{total} cases: {len(TASKS)} tasks, {len(POLICIES)} policies, {len(CHECKPOINTS)} checkpoint records, {len(PODS)} pod states, {len(STORES)} failing stores")
+    total = len(TASKS) + len(ATTACKS) + len(POLICIES) + len(CHECKPOINTS) + len(PODS) + len(STORES)
+    print(f"{total} cases: {len(TASKS)} tasks, {len(ATTACKS)} attacks, {len(POLICIES)} policies, {len(CHECKPOINTS)} checkpoint records, {len(PODS)} pod states, {len(STORES)} failing stores")
 
 main()

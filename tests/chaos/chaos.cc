@@ -30,8 +30,8 @@
 namespace valley::chaos {
 
 json Campaign::annotations_for(const std::string& run_time, const std::string& exit_code) {
-  json a = {{"valley.dev/sim-run-time", run_time}};
-  if (exit_code != "0") a["valley.dev/sim-exit-code"] = exit_code;
+  json a = {{"sim.valley.dev/run-time", run_time}};
+  if (exit_code != "0") a["sim.valley.dev/exit-code"] = exit_code;
   return a;
 }
 
@@ -224,6 +224,9 @@ Snapshot Campaign::snapshot() {
     valley_objects.label_selector = "valley.dev/task";
     for (const auto* r : {&kServices, &kSecrets, &kConfigMaps})
       for (auto& o : admin_->list(*r, kNs, valley_objects).items) s.owned.push_back(std::move(o));
+    kube::ListOptions records;
+    records.label_selector = "valley.dev/cost-record=true";
+    s.cost_records = admin_->list(kConfigMaps, kNs, records).items;
   } catch (const kube::KubeError&) {
     return {};  // the API server is away (a fault): t = 0, no look this time
   }
@@ -278,6 +281,11 @@ int Campaign::run() {
     throw std::runtime_error("libfaketime is not installed (make deps installs it): the clock faults need it");
   replicas_ = std::make_unique<Replicas>(set, [this](const std::string& m) { log(m); });
   const bool upgrades = !o_.previous_operator.empty() && !o_.calm;
+  // The previous release, when it runs first, keeps no cost records: none are due until the upgrade.
+  if (!upgrades) {
+    records_from_ = 0;
+    checker_.records_kept(records_from_, records_until_, 0);
+  }
   replicas_->start(upgrades);
   if (upgrades) log("replicas start on the previous release (" + o_.previous_operator + ")");
 

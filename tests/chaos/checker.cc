@@ -179,6 +179,7 @@ void Checker::check_orphans(const Snapshot& s, bool final) {
 
 void Checker::observe(const Snapshot& s) {
   ++looks_;
+  follow_ends(s);
   follow_pods(s);
   check_pods(s);
   check_orphans(s, false);
@@ -266,6 +267,44 @@ void Checker::finish(const Snapshot& s) {
   observe(s);
   check_orphans(s, true);
   check_final(s);
+  check_records(s);
+}
+
+void Checker::follow_ends(const Snapshot& s) {
+  std::map<std::string, std::string> live;
+  for (const auto& task : s.tasks) {
+    const std::string uid = uid_of(task);
+    live[uid] = name_of(task);
+    const int64_t final = micros_of(task, "finalMicros");
+    if (final >= 0 && !ends_.count(uid)) ends_[uid] = {name_of(task), s.t, final, false};
+  }
+  for (const auto& [uid, name] : live_tasks_)
+    if (!live.count(uid) && !ends_.count(uid)) ends_[uid] = {name, s.t, std::nullopt, true};
+  live_tasks_ = std::move(live);
+}
+
+void Checker::check_records(const Snapshot& s) {
+  std::map<std::string, json> records;  // by task uid
+  for (const auto& cm : s.cost_records) {
+    const json r = json::parse(string_at(object_at(cm, "data"), "record.json"), nullptr, false);
+    if (r.is_object()) records[string_at(r, "uid")] = r;
+  }
+  std::set<std::string> held_gpus;  // tasks one of whose pods was seen holding a GPU
+  for (const auto& [pod, r] : pods_)
+    if (r.start && r.share_milli != 0) held_gpus.insert(r.task_uid);
+  for (const auto& [uid, end] : ends_) {
+    if (end.t < records_from_ || end.t > records_until_) continue;
+    if (end.deleted && !held_gpus.count(uid)) continue;
+    ++records_checked_;
+    auto it = records.find(uid);
+    const json cost = it == records.end() ? json::object() : object_at(it->second, "cost");
+    if (it == records.end() || !cost.contains("finalMicros")) {
+      violation(s.t, "cost-record", end.name, std::string(end.deleted ? "deleted" : "finished") + " with no final cost in valley-cost-" + uid);
+    } else if (end.final && int_at(cost, "finalMicros").value_or(-1) != *end.final) {
+      violation(s.t, "cost-record", end.name,
+                "record's final " + std::to_string(int_at(cost, "finalMicros").value_or(-1)) + " differs from the status's " + std::to_string(*end.final));
+    }
+  }
 }
 
 std::set<std::string> Checker::tasks_on(const Snapshot& s, const std::set<std::string>& nodes) const {
@@ -335,6 +374,7 @@ json Checker::summary() const {
           {"tasksCheckedInWindows", window_tasks_},
           {"podsFollowed", pods_.size()},
           {"costsChecked", costs_checked_},
+          {"costRecordsChecked", records_checked_},
           {"costsNotPriceable", costs_unpriceable_},
           {"widestCostUncertaintyMicros", widest_uncertainty_},
           {"longestOrphanSeconds", std::lround(longest_orphan_)},

@@ -17,6 +17,10 @@
 //                      counted (podsResurrected, podsEndRewritten)
 //   accrued-decreased  status.cost.accrued never goes down from one version of a task to the next
 //   generation-backwards  status.observedGeneration never goes down
+//   cost-record        a task that ended (its final cost written, or deleted after one of its pods
+//                      held a GPU) while this build alone ran has a durable record of its cost in
+//                      the operator's namespace (valley-cost-<uid>), final, equal to the status's
+//                      final where the task showed one
 //   restarted-by-window  within a window the campaign marks (an operator upgrade or downgrade), no
 //                      task is restarted for a cause an operator could invent: status.restarts'
 //                      startFailures and disruptions, and failures of a task expected to succeed,
@@ -49,6 +53,7 @@ struct PriceBook {
 struct Snapshot {
   double t = 0;
   std::vector<json> tasks, pods, nodes, owned;  // owned: Services, Secrets, ConfigMaps
+  std::vector<json> cost_records;               // ConfigMaps labelled valley.dev/cost-record (finish only)
 };
 
 struct Violation {
@@ -68,6 +73,11 @@ class Checker {
   // A window (restarted-by-window): its first look, and its last with the nodes disrupted meanwhile.
   void window_begin(const Snapshot& s);
   void window_end(const Snapshot& s, const std::string& window, const std::set<std::string>& disrupted_nodes);
+
+  // When the build that keeps cost records runs alone (after the upgrade, before the downgrade):
+  // the cost-record rule holds tasks that ended in that span, less `margin` at each end (and none
+  // before it is called).
+  void records_kept(double from, double until, double margin = 30) { records_from_ = from + margin, records_until_ = until - margin; }
 
   const std::vector<Violation>& violations() const { return violations_; }
   // Counts for the report: looks taken, pods followed, tasks whose cost was checked, the widest
@@ -90,6 +100,8 @@ class Checker {
   void check_pods(const Snapshot& s);
   void check_orphans(const Snapshot& s, bool final);
   void check_final(const Snapshot& s);
+  void follow_ends(const Snapshot& s);
+  void check_records(const Snapshot& s);
   std::optional<int64_t> price_of(const std::string& node) const;
   // Tasks (by uid) with a pod on one of `nodes`.
   std::set<std::string> tasks_on(const Snapshot& s, const std::set<std::string>& nodes) const;
@@ -107,6 +119,16 @@ class Checker {
   int looks_ = 0, costs_checked_ = 0, costs_unpriceable_ = 0;
   int64_t widest_uncertainty_ = 0;
   double longest_orphan_ = 0;  // how long an object outlived its owner before it was collected
+  double records_from_ = 1e300, records_until_ = 1e300;  // no record is due until records_kept() says when
+  struct TaskEnd {
+    std::string name;
+    double t = 0;                     // when the end was first seen
+    std::optional<int64_t> final;     // status.cost.finalMicros, when it finished
+    bool deleted = false;
+  };
+  std::map<std::string, TaskEnd> ends_;    // by task uid
+  std::map<std::string, std::string> live_tasks_;  // uid -> name, as of the last look
+  int records_checked_ = 0;
 };
 
 }  // namespace valley::chaos

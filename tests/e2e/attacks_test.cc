@@ -26,7 +26,22 @@ class AttacksTest : public TaskTest {
     ClusterTest::SetUp();
     pool_ = own_pool();
     own(kNodes, kwok_gpu_node(pool_ + "-a", {{"valley.dev/pool", pool_}}, 4));
+    own_policy(json::parse(R"({"currency":"USD","gpu":[{"match":{"vendor":"nvidia"},"onDemand":"36.00"}]})"));
     start_operator();
+  }
+  std::vector<std::string> operator_flags() const override {
+    auto flags = TaskTest::operator_flags();
+    flags.push_back("--cost-interval=1s");
+    return flags;
+  }
+  // The cost record of task incarnation `uid` in the operator's namespace (this test's), or null.
+  json record_of(const std::string& uid) {
+    kube::ListOptions lo;
+    lo.label_selector = "valley.dev/cost-record=true";
+    for (const auto& cm : admin->list(kube::resources::kConfigMaps, ns, lo).items)
+      if (cm["metadata"].value("name", "") == "valley-cost-" + uid)
+        return json::parse(cm.value("data", json::object()).value("record.json", "null"), nullptr, false);
+    return nullptr;
   }
   // A Single task of one GPU on this test's node.
   json single() const {
@@ -128,6 +143,73 @@ TEST_F(AttacksTest, APodDetachedFromItsTaskIsDeleted) {
   admin->remove(kTrainingTasks, ns, "job", orphan);
   ASSERT_TRUE(eventually([&] { return gone(second); }, 60s)) << operator_log();
   EXPECT_TRUE(operator_running()) << operator_log();
+}
+
+// Deleting a running task dropped what it had run since its last accrual, and its whole cost with
+// its status. Its pods are now charged until they stop and its final cost is kept in a record of the
+// operator's namespace, which valleyctl cost shows after the task is gone.
+TEST_F(AttacksTest, ATaskDeletedWhileRunningIsChargedUntilItsPodsStopAndItsCostOutlivesIt) {
+  apply(single());
+  ASSERT_TRUE(wait_phase("Running", 60s)) << task().dump(2) << operator_log();
+  int64_t accrued = 0;
+  ASSERT_TRUE(eventually([&] { return (accrued = cost().value("accruedMicros", int64_t{0})) > 0; }, 30s)) << cost().dump(2);
+  const std::string uid = task()["metadata"]["uid"];
+  const auto deleted_at = std::chrono::system_clock::now();
+  admin->remove(kTrainingTasks, ns, "job");
+  json record;
+  ASSERT_TRUE(eventually([&] {
+    record = record_of(uid);
+    return record.is_object() && record.value("deleted", false) && record["cost"].contains("finalMicros");
+  }, 60s)) << record.dump(2) << operator_log();
+  EXPECT_GE(record["cost"]["finalMicros"].get<int64_t>(), accrued);
+  // Charged until its pod stopped, after the deletion; not only until its last accrual before it.
+  ASSERT_EQ(record["cost"]["ledger"].size(), 1u) << record.dump(2);
+  const auto until = std::chrono::system_clock::time_point(std::chrono::milliseconds(record["cost"]["ledger"][0].value("untilMs", int64_t{0})));
+  EXPECT_GE(until, std::chrono::time_point_cast<std::chrono::seconds>(deleted_at)) << record.dump(2);
+  EXPECT_EQ(record.value("name", ""), "job");
+  ASSERT_TRUE(eventually([&] { return pods().empty(); }, 60s)) << "released once charged";
+  ChildProcess ctl({binary("kubectl-valley"), "cost", "--kubeconfig=" + admin_kubeconfig_path(), "-n", ns, "--valley-namespace=" + ns},
+                   ::testing::TempDir() + "/valleyctl-cost-" + ns + ".log");
+  ASSERT_EQ(ctl.wait(30s), 0) << ctl.output();
+  EXPECT_NE(ctl.output().find("(deleted)"), std::string::npos) << ctl.output();
+  EXPECT_NE(ctl.output().find(record["cost"].value("final", "?")), std::string::npos) << ctl.output();
+}
+
+// A tenant who may edit pods could make GPU pods of their own (outside quotas and bills) or write
+// Valley's records on its pods. With the opt-in policy deploy/policies/valley-pods.yaml, neither is
+// taken in a namespace labelled valley.dev/tenant=true, while Valley's own pods are.
+TEST_F(AttacksTest, WithThePodPolicyOnlyValleyMakesGpuPodsOrWritesItsRecordsOnThem) {
+  admin->patch(kube::resources::kNamespaces, "", ns, kube::PatchType::Merge, {{"metadata", {{"labels", {{"valley.dev/tenant", "true"}}}}}});
+  ASSERT_NO_FATAL_FAILURE(install_policy("valley-pods.yaml"));
+  json gpu_pod = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"metadata", {{"name", "mine"}}},
+                  {"spec",
+                   {{"nodeSelector", {{"valley.dev/pool", pool_}}},
+                    {"containers", json::array({{{"name", "c"}, {"image", "x"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+  std::string why;
+  ASSERT_TRUE(eventually([&] {
+    try {
+      admin->create(kPods, ns, gpu_pod);
+      admin->remove(kPods, ns, "mine");
+      return false;
+    } catch (const kube::KubeError& e) {
+      why = e.what();
+      return true;
+    }
+  }, 30s)) << "a GPU pod of the tenant's own was taken";
+  EXPECT_NE(why.find("submit a TrainingTask"), std::string::npos) << why;
+  apply(single());
+  ASSERT_TRUE(wait_phase("Running", 60s)) << task().dump(2) << operator_log();
+  const std::string worker = workers()[0]["metadata"]["name"];
+  try {
+    admin->patch(kPods, ns, worker, kube::PatchType::Merge, {{"metadata", {{"annotations", {{"valley.dev/time-sliced-replicas", "999"}}}}}});
+    ADD_FAILURE() << "Valley's record on its pod was rewritten";
+  } catch (const kube::KubeError& e) {
+    EXPECT_NE(std::string(e.what()).find("Valley's own records"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(admin->patch(kPods, ns, worker, kube::PatchType::Merge, {{"metadata", {{"annotations", {{"team", "a"}}}}}}));
+  EXPECT_EQ(phase(), "Running");
 }
 
 }  // namespace

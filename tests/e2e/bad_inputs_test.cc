@@ -164,10 +164,10 @@ class BadInputsTest : public TaskTest {
 // The catalogue, one kind of input at a time: each case's outcome is awaited, then its tasks go.
 class BadInputsCatalogue : public BadInputsTest {
  protected:
-  void task_cases() {
-    // TrainingTasks.
+  // TrainingTasks: `family` tasks/ (what a user gets wrong) or attacks/ (what a tenant tries against Valley).
+  void task_cases(const std::string& family) {
     std::map<std::string, Case> accepted;
-    for (const auto& c : cases("tasks")) {
+    for (const auto& c : cases(family)) {
       json object = json::parse(c.body);
       if (object["metadata"]["name"] == "case") object["metadata"]["name"] = c.file;
       if (c.expect == "rejected") {
@@ -288,8 +288,9 @@ TEST_F(BadInputsCatalogue, EveryCaseHasItsOutcomeAndNothingElseSuffers) {
   wait_until_no_valley_pods(*admin);
   create_policy(json::parse(R"({"gpu":[{"match":{"vendor":"nvidia"},"onDemand":"3.60","spot":"1.80"},{"onDemand":"2.00"}]})"));
   // The bystander: a healthy task that must finish while all this goes on.
-  apply(mpi_spec(1, 2, {{"valley.dev/sim-run-time", "90s"}}), "bystander");
-  task_cases();
+  apply(mpi_spec(1, 2, {{"sim.valley.dev/run-time", "90s"}}), "bystander");
+  task_cases("tasks");
+  task_cases("attacks");
   if (HasFatalFailure()) return;
   testing::VersityGw s3;
   checkpoint_cases(s3);

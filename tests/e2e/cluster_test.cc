@@ -137,10 +137,10 @@ TEST_F(PodLifecycle, AmdAndMigRequestsLandOnNodesThatOfferThem) {
 
 TEST_F(PodLifecycle, AnnotationsMakeAPodSucceedOrFailAfterItsRunTime) {
   admin->create("/api/v1/namespaces/" + ns + "/pods",
-                gpu_pod("ok", "nvidia.com/gpu", "1", {{"valley.dev/sim-run-time", "1s"}}));
+                gpu_pod("ok", "nvidia.com/gpu", "1", {{"sim.valley.dev/run-time", "1s"}}));
   json created = admin->create(
       "/api/v1/namespaces/" + ns + "/pods",
-      gpu_pod("crash", "nvidia.com/gpu", "1", {{"valley.dev/sim-run-time", "1s"}, {"valley.dev/sim-exit-code", "137"}}));
+      gpu_pod("crash", "nvidia.com/gpu", "1", {{"sim.valley.dev/run-time", "1s"}, {"sim.valley.dev/exit-code", "137"}}));
   auto finished = [](const json& p) {
     auto phase = p["status"].value("phase", "");
     return phase == "Succeeded" || phase == "Failed";

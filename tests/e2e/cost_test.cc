@@ -51,7 +51,7 @@ class CostTest : public TaskTest {
             {"worker",
              {{"gpus", "2"},
               {"template",
-               {{"metadata", {{"annotations", {{"valley.dev/sim-run-time", std::to_string(seconds) + "s"}}}}},
+               {{"metadata", {{"annotations", {{"sim.valley.dev/run-time", std::to_string(seconds) + "s"}}}}},
                 {"spec", {{"nodeSelector", {{"valley.dev/pool", "a100-od"}}}}}}}}},
             {"estimatedDuration", std::to_string(seconds) + "s"}};
   }
@@ -175,7 +175,7 @@ TEST_F(CostTest, ReduceCostTaskLandsOnTheCheapestPoolItMayUse) {
   wait_until_no_valley_pods(*admin);
   create_policy(priced_pools(policy_spec(), "2.00"));
   ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
-  json spec = mpi_spec(4, 4, {{"valley.dev/sim-run-time", "10m"}});
+  json spec = mpi_spec(4, 4, {{"sim.valley.dev/run-time", "10m"}});
   spec["amdSupport"] = true;
   spec["reduceCost"] = true;
   spec["estimatedDuration"] = "10m";
@@ -207,14 +207,14 @@ TEST_F(CostTest, DeadlineTaskWaitsForCheapCapacityThenMovesToOnDemandWhenItsSlac
   wait_until_no_valley_pods(*admin);
   create_policy(priced_pools(policy_spec(), "2.00"));
   ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
-  json blocker = mpi_spec(16, 16, {{"valley.dev/sim-run-time", "10m"}});
+  json blocker = mpi_spec(16, 16, {{"sim.valley.dev/run-time", "10m"}});
   blocker["amdSupport"] = true;
   blocker["estimatedDuration"] = "30s";
   blocker["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", "mi250-od"}}}}}};
   apply(blocker, "blocker");
   ASSERT_TRUE(wait_phase("Running", 60s, "blocker")) << task("blocker").dump(2) << operator_log();
 
-  json spec = mpi_spec(8, 8, {{"valley.dev/sim-run-time", "10m"}});
+  json spec = mpi_spec(8, 8, {{"sim.valley.dev/run-time", "10m"}});
   spec["amdSupport"] = true;
   spec["reduceCost"] = true;
   spec["estimatedDuration"] = "10m";

@@ -83,8 +83,10 @@ TEST_F(OperabilityTest, MetricsHealthReadinessAndJsonLogs) {
   std::string text;
   ASSERT_TRUE(eventually([&] {
     text = http_get(p, "/metrics").second;
+    // The metrics read the cache, which shows the status with a cost a moment after the API does.
     return sample(text, "valley_tasks{phase=\"Running\"}").value_or(0) >= 1 &&
-           sample(text, "valley_task_workers{namespace=\"" + ns + "\",task=\"job\"}").value_or(0) == 2;
+           sample(text, "valley_task_workers{namespace=\"" + ns + "\",task=\"job\"}").value_or(0) == 2 &&
+           sample(text, "valley_cost_accrued{namespace=\"" + ns + "\",currency=\"USD\"}").value_or(0) > 0;
   }, 20s)) << text;
   EXPECT_GE(sample(text, "valley_reconcile_total{controller=\"trainingtask\",result=\"success\"}").value_or(0), 3) << text;
   EXPECT_GE(sample(text, "valley_reconcile_duration_seconds_count{controller=\"trainingtask\"}").value_or(0), 3);

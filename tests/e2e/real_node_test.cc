@@ -357,11 +357,17 @@ TEST_F(RealNodeOperatorTest, DeployedWithKustomizeItRunsAsARealPodLeadsServesMet
   ChildProcess curl({"/usr/bin/curl", "-sf", "--max-time", "10", url}, ::testing::TempDir() + "/curl-metrics.log");
   ASSERT_EQ(curl.wait(20s), 0) << url << ": " << curl.output();
   EXPECT_NE(curl.output().find("valley_"), std::string::npos) << curl.output().substr(0, 2000);
-  // Its NetworkPolicy (deploy/base/networkpolicy.yaml) under a real enforcer: a pod of any namespace
-  // reaches /metrics, and nothing else of the operator (its probes' port is the node's alone).
+  // Its NetworkPolicy (deploy/base/networkpolicy.yaml) under a real enforcer: a tenant's pod reaches
+  // nothing of the operator (its metrics carry every tenant's spend; its probes' port is the node's
+  // alone); a pod of a namespace labelled as the monitoring one reaches /metrics.
   const std::string ip = pod["status"].value("podIP", "");
-  EXPECT_TRUE(pod_connects(*admin, ns, "probe-metrics", ip, 8081));
+  EXPECT_FALSE(pod_connects(*admin, ns, "probe-metrics", ip, 8081));
   EXPECT_FALSE(pod_connects(*admin, ns, "probe-health", ip, 8080));
+  admin->patch(kube::resources::kNamespaces, "", ns, kube::PatchType::Merge, {{"metadata", {{"labels", {{"valley.dev/metrics-reader", "true"}}}}}});
+  EXPECT_TRUE(eventually([&] {
+    static int attempt = 0;
+    return pod_connects(*admin, ns, "probe-metrics-" + std::to_string(++attempt), ip, 8081);
+  }, 120s)) << "a monitoring namespace scrapes /metrics";
   // And it does its job: a Single task on the real node, reconciled by the pod.
   json task = {{"apiVersion", "valley.dev/v1beta1"},
                {"kind", "TrainingTask"},

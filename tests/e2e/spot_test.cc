@@ -68,7 +68,7 @@ class SpotTest : public TaskTest {
     spec["worker"]["gpus"] = "8";
     // The launcher takes 3 s to stop (mpirun passing SIGTERM on, rank 0 writing the checkpoint):
     // kwok holds the pod that long after its deletion, as a kubelet would while it runs.
-    spec["master"]["template"] = {{"metadata", {{"annotations", {{"valley.dev/sim-termination-delay", "3s"}}}}}};
+    spec["master"]["template"] = {{"metadata", {{"annotations", {{"sim.valley.dev/termination-delay", "3s"}}}}}};
     spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", pool_}}}}}};
     spec["checkpoint"] = {{"uri", std::string("s3://") + testing::VersityGw::kBucket + "/" + ns + "/" + task},
                           {"secretRef", {{"name", "ckpt-creds"}}},

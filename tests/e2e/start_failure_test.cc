@@ -48,7 +48,7 @@ TEST_F(TaskTest, APodThatCannotPullItsImageSaysSoAndAfterTheGraceItsGpusGoToTheN
   json typo = mpi_spec(20, 20);
   typo["runPolicy"] = {{"startGraceSeconds", 15}};
   // kwok would start the pods; a real kubelet would be pulling their image instead.
-  typo["worker"]["template"] = {{"metadata", {{"annotations", {{"valley.dev/sim-start-delay", "1h"}}}}}};
+  typo["worker"]["template"] = {{"metadata", {{"annotations", {{"sim.valley.dev/start-delay", "1h"}}}}}};
   apply(typo, "typo");
   ASSERT_TRUE(eventually([&] {
     try {

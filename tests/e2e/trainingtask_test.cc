@@ -23,18 +23,19 @@ using kube::resources::kTrainingTasks;
 
 int workers_of(const json& t) { return t.value("status", json::object()).value("replicas", 0); }
 
-// Someone else's pod bound to `node` holding its host port 7777: kube-scheduler then refuses a
-// worker that wants it there (wants_host_port), a refusal the planner does not foresee.
-json port_hog(const std::string& node) {
-  json container = {{"name", "hog"}, {"image", "busybox"}, {"ports", json::array({{{"containerPort", 7777}, {"hostPort", 7777}}})}};
+// Someone else's pod bound to `node`, which a worker that avoids such pods (avoids_hogs: a required
+// pod anti-affinity) may not sit beside: kube-scheduler then refuses the worker there, a refusal the
+// planner does not foresee (it does not model inter-pod affinity).
+json hog(const std::string& node) {
+  json container = {{"name", "hog"}, {"image", "busybox"}};
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
-          {"metadata", {{"name", "port-hog-" + node}}},
+          {"metadata", {{"name", "hog-" + node}, {"labels", {{"e2e-hog", "true"}}}}},
           {"spec", {{"nodeName", node}, {"containers", json::array({container})}}}};
 }
-json wants_host_port() {
-  json container = {{"name", "worker"}, {"ports", json::array({{{"containerPort", 7777}, {"hostPort", 7777}}})}};
-  return {{"spec", {{"containers", json::array({container})}}}};
+json avoids_hogs() {
+  const json term = {{"labelSelector", {{"matchLabels", {{"e2e-hog", "true"}}}}}, {"topologyKey", "kubernetes.io/hostname"}};
+  return {{"spec", {{"affinity", {{"podAntiAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", json::array({term})}}}}}}}};
 }
 
 std::string ready_time(const json& pod) {
@@ -107,7 +108,7 @@ TEST_F(TaskTest, ApplyExpandsIntoLauncherWorkersServiceHostfileAndKeys) {
 }
 
 TEST_F(TaskTest, LauncherSuccessMeansTaskSuccessAndRunningWorkersAreCleanedUp) {
-  apply(mpi_spec(2, 2, {{"valley.dev/sim-run-time", "2s"}}));
+  apply(mpi_spec(2, 2, {{"sim.valley.dev/run-time", "2s"}}));
   ASSERT_TRUE(wait_phase("Succeeded")) << task().dump(2);
   json st = task()["status"];
   EXPECT_TRUE(st.contains("completionTime"));
@@ -152,7 +153,7 @@ TEST_F(TaskTest, DeletingTheNamespaceOfARunningTaskLetsItsPodsGoWithoutRestartin
 }
 
 TEST_F(TaskTest, RetryableFailuresAreRetriedUpToTheBackoffLimit) {
-  json spec = mpi_spec(2, 2, {{"valley.dev/sim-run-time", "1s"}, {"valley.dev/sim-exit-code", "137"}});
+  json spec = mpi_spec(2, 2, {{"sim.valley.dev/run-time", "1s"}, {"sim.valley.dev/exit-code", "137"}});
   spec["runPolicy"] = {{"backoffLimit", 2}};
   apply(spec);
   ASSERT_TRUE(wait_phase("Failed", 90s)) << task().dump(2);
@@ -165,7 +166,7 @@ TEST_F(TaskTest, RetryableFailuresAreRetriedUpToTheBackoffLimit) {
 }
 
 TEST_F(TaskTest, PermanentFailureFailsAtOnce) {
-  apply(mpi_spec(1, 1, {{"valley.dev/sim-run-time", "1s"}, {"valley.dev/sim-exit-code", "2"}}));
+  apply(mpi_spec(1, 1, {{"sim.valley.dev/run-time", "1s"}, {"sim.valley.dev/exit-code", "2"}}));
   ASSERT_TRUE(wait_phase("Failed")) << task().dump(2);
   json st = task()["status"];
   EXPECT_EQ(st["reason"], "ExitCode");
@@ -251,7 +252,7 @@ TEST_F(TaskTest, HotElasticTaskResizesWithoutRestartingTheLauncher) {
 }
 
 TEST_F(TaskTest, FinishedTaskIsDeletedAfterItsTtl) {
-  json spec = mpi_spec(1, 1, {{"valley.dev/sim-run-time", "1s"}});
+  json spec = mpi_spec(1, 1, {{"sim.valley.dev/run-time", "1s"}});
   spec["runPolicy"] = {{"ttlSecondsAfterFinished", 2}};
   apply(spec);
   ASSERT_TRUE(wait_phase("Succeeded"));
@@ -425,29 +426,30 @@ TEST_F(TaskTest, AmdCapableTaskLandsOnAmdWhenNvidiaIsFull) {
 
 TEST_F(TaskTest, WorkersTheirPlannedNodeCannotBindAreReplannedNotStuck) {
   wait_until_no_valley_pods(*admin);
-  // Every NVIDIA node's port 7777 is taken (the planner does not model host ports); the AMD nodes'
-  // is free. kube-scheduler refuses each NVIDIA node in turn; Valley plans around them.
+  // Every NVIDIA node holds a pod the task's workers avoid (the planner does not model inter-pod
+  // affinity); the AMD nodes hold none. kube-scheduler refuses each NVIDIA node in turn; Valley
+  // plans around them.
   std::vector<std::string> hogs;
   for (const auto& n : admin->list(kube::resources::kNodes, "").items) {
     const json& allocatable = n["status"].value("allocatable", json::object());
     const json annotations = n["metadata"].value("annotations", json::object());
     if (allocatable.contains("amd.com/gpu") || annotations.value("kwok.x-k8s.io/node", "") != "fake") continue;
     hogs.push_back(n["metadata"]["name"].get<std::string>());
-    admin->create(kPods, ns, port_hog(hogs.back()));
+    admin->create(kPods, ns, hog(hogs.back()));
   }
   json spec = mpi_spec(1, 1);
   spec["amdSupport"] = true;
-  spec["worker"]["template"] = wants_host_port();
+  spec["worker"]["template"] = avoids_hogs();
   apply(spec);
   ASSERT_TRUE(wait_phase("Running", 120s)) << task().dump(2) << operator_log();
   json worker = admin->get(kPods, ns, "job-worker-0");
   EXPECT_EQ(worker["spec"]["nodeName"].get<std::string>().rfind("mi250", 0), 0u);
   EXPECT_NE(operator_log().find("planning around it"), std::string::npos);
-  for (const auto& node : hogs) admin->remove(kPods, ns, "port-hog-" + node);
+  for (const auto& node : hogs) admin->remove(kPods, ns, "hog-" + node);
 }
 
 // A gang not started yet whose first worker a node will not take (kube-scheduler refuses it for a
-// host port, which the planner does not model) re-creates that worker alone elsewhere: the worker after it
+// pod it avoids there, which the planner does not model) re-creates that worker alone elsewhere: the worker after it
 // keeps its pod and its index, no GPU is counted twice, and nothing restarts. (At 1,000 tasks the
 // planner put the replacement last, so every worker after the lost one moved: their pods were
 // re-created, and bound ones stayed where the plan no longer counted them.)
@@ -455,7 +457,7 @@ TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods
   wait_until_no_valley_pods(*admin);
   json spec = mpi_spec(2, 2);
   spec["worker"]["gpus"] = "5";  // one worker a node: a100-od-0, a100-od-1 or a100-mig-0's 5
-  spec["worker"]["template"] = wants_host_port();
+  spec["worker"]["template"] = avoids_hogs();
   auto pinned = [&](const std::string& task, int index) -> std::string {
     for (const auto& p : pods(task))
       if (p["metadata"]["name"] == task + "-worker-" + std::to_string(index)) return api::pinned_node(p);
@@ -468,8 +470,8 @@ TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods
   ASSERT_NE(refusing, keeping);
   admin->remove(kTrainingTasks, ns, "probe");
   ASSERT_TRUE(eventually([&] { return pods("probe").empty(); }, 60s));
-  // That node's port 7777 goes to a pod of someone else's (bound there directly).
-  admin->create(kPods, ns, port_hog(refusing));
+  // A pod of someone else's the workers avoid is bound to that node directly.
+  admin->create(kPods, ns, hog(refusing));
   apply(spec);
   ASSERT_TRUE(eventually([&] { return pinned("job", 1) == keeping; }, 60s)) << operator_log();
   std::string kept_uid;
@@ -494,7 +496,7 @@ TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods
   json st = task()["status"];
   EXPECT_EQ(st.value("epoch", 0), 1);
   EXPECT_EQ(st.value("restarts", json::object()).value("total", 0), 0) << st.dump(2);
-  admin->remove(kPods, ns, "port-hog-" + refusing);
+  admin->remove(kPods, ns, "hog-" + refusing);
 }
 
 // The API server refuses bad specs with a clear message, before Valley sees them.

@@ -64,7 +64,7 @@ TEST_F(TransfersTest, DataThatCannotBeListedHoldsNothingThenTheTaskRunsAndItsOut
   // The outputs' credentials are wrong at first: keeping them fails until the Secret is fixed.
   auto wrong = gw_->env("not-the-secret");
   secret("out", wrong);
-  json spec = mpi_spec(1, 1, {{"valley.dev/sim-run-time", "2s"}});
+  json spec = mpi_spec(1, 1, {{"sim.valley.dev/run-time", "2s"}});
   spec["checkpoint"] = {{"uri", base + "/ckpt"}, {"secretRef", {{"name", "s3"}}}};
   spec["data"] = {{"uri", base + "/data"}, {"mountPath", "/data"}};
   spec["outputs"] = {{"uri", base + "/out"}, {"secretRef", {{"name", "out"}}}};
@@ -146,7 +146,7 @@ TEST_F(TransfersTest, DataThatCannotBeListedHoldsNothingThenTheTaskRunsAndItsOut
 // they kept and Valley's report (partial) are in the store.
 TEST_F(TransfersTest, ATaskDeletedMidRunGoesOnlyOnceItsPartialOutputsAndReportAreKept) {
   const std::string base = std::string("s3://") + testing::VersityGw::kBucket + "/" + ns;
-  json spec = mpi_spec(1, 1, {{"valley.dev/sim-run-time", "10m"}});
+  json spec = mpi_spec(1, 1, {{"sim.valley.dev/run-time", "10m"}});
   spec["checkpoint"] = {{"uri", base + "/ckpt"}, {"secretRef", {{"name", "s3"}}}};  // outputs beside it
   apply(spec);
   ASSERT_TRUE(wait_phase("Running", 90s)) << task()["status"].dump(2) << operator_log();
@@ -224,7 +224,7 @@ class DataCacheTest : public TransfersTest {
 TEST_F(DataCacheTest, EachWorkersDataIsAClaimOnItsNodeOwnedByTheTaskAndDeletedWhenItEnds) {
   const std::string base = std::string("s3://") + testing::VersityGw::kBucket + "/" + ns;
   gw_->store(ns + "/data")->put("train/shard-0.bin", std::string(4096, 'd'));
-  json spec = mpi_spec(2, 2, {{"valley.dev/sim-run-time", "4s"}});
+  json spec = mpi_spec(2, 2, {{"sim.valley.dev/run-time", "4s"}});
   spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", pool_}}}}}};
   spec["data"] = {{"uri", base + "/data"}, {"secretRef", {{"name", "s3"}}}, {"mountPath", "/data"}};
   apply(spec);

@@ -184,5 +184,45 @@ TEST(ChaosChecker, ARestartInAWindowIsFoundUnlessANodeExplainsIt) {
   EXPECT_EQ(rules(late), std::vector<std::string>{"restarted-by-window"});
 }
 
+json cost_record(const std::string& task, int64_t final, bool deleted) {
+  const json record = {{"uid", "task-" + task}, {"name", task}, {"deleted", deleted}, {"cost", {{"finalMicros", final}}}};
+  return {{"metadata", {{"name", "valley-cost-task-" + task}}}, {"data", {{"record.json", record.dump()}}}};
+}
+
+TEST(ChaosChecker, ATaskThatEndedWithoutItsDurableCostRecordIsFound) {
+  Checker c(prices());
+  c.records_kept(0, 1e300, 0);
+  const json done = task("done", "Succeeded", "Succeeded", {{"finalMicros", 2000}});
+  c.observe(look(0, {task("done", "Running", "Succeeded"), task("gone", "Running", "Deleted")},
+                 {pod("d-w0", "done", "worker", 0, 1, "Running"), pod("g-w0", "gone", "worker", 0, 1, "Running")}));
+  c.observe(look(5, {done}, {}));  // done finished; gone was deleted
+  Snapshot last = look(10, {done}, {});
+  last.cost_records = {cost_record("done", 1999, false)};
+  c.finish(last);
+  std::vector<std::string> found;
+  for (const auto& v : c.violations())
+    if (v.rule == "cost-record") found.push_back(v.object + ": " + v.detail);
+  ASSERT_EQ(found.size(), 2u) << ::testing::PrintToString(found);
+  EXPECT_NE(found[0].find("differs from the status's 2000"), std::string::npos) << found[0];
+  EXPECT_NE(found[1].find("gone: deleted with no final cost"), std::string::npos) << found[1];
+
+  Checker kept(prices());
+  kept.records_kept(0, 1e300, 0);
+  kept.observe(look(0, {task("done", "Running", "Succeeded"), task("gone", "Running", "Deleted")},
+                    {pod("d-w0", "done", "worker", 0, 1, "Running"), pod("g-w0", "gone", "worker", 0, 1, "Running")}));
+  kept.observe(look(5, {done}, {}));
+  Snapshot ok = look(10, {done}, {});
+  ok.cost_records = {cost_record("done", 2000, false), cost_record("gone", 700, true)};
+  kept.finish(ok);
+  for (const auto& v : kept.violations()) EXPECT_NE(v.rule, "cost-record") << v.detail;
+
+  Checker before(prices());  // ended while the previous release ran: not held to records
+  before.records_kept(T0 + 100, T0 + 1000, 0);
+  before.observe(look(0, {task("done", "Running", "Succeeded")}, {pod("d-w0", "done", "worker", 0, 1, "Running")}));
+  before.observe(look(5, {done}, {}));
+  before.finish(look(10, {done}, {}));
+  for (const auto& v : before.violations()) EXPECT_NE(v.rule, "cost-record") << v.detail;
+}
+
 }  // namespace
 }  // namespace valley::chaos

@@ -1,4 +1,4 @@
-// An MPI task's NetworkPolicy (render/network_policy.h), and when the lifecycle asks for one.
+// A task's NetworkPolicy (render/network_policy.h), and when the lifecycle asks for one.
 #include "controllers/render/network_policy.h"
 
 #include <gtest/gtest.h>
@@ -57,7 +57,20 @@ TEST(NetworkPolicy, AnIsolatedMpiTaskGetsOneWithItsFirstObjectsAndNeverTwice) {
   o = observe(task_object(json::parse(R"({"taskType":"Single","replicas":{"min":1,"max":1}})")), {}, false);
   o.isolate = true;
   d = lifecycle::decide(o);
-  EXPECT_EQ(policies(d), 0) << "no sshd, no MPI ports: nothing to wall off";
+  EXPECT_EQ(policies(d), 1) << "a Single task's notebook or server is its tenant's too";
+}
+
+TEST(NetworkPolicy, WithEgressLimitsATaskReachesItsPodsDnsAndOnlyAddressesOutsideTheListedRanges) {
+  const json open = render::task_network_policy(spec_of(json::object()), {});
+  EXPECT_FALSE(open["spec"].contains("egress"));
+  const json p = render::task_network_policy(spec_of(json::object()), {"10.244.0.0/16", "10.96.0.0/12", "169.254.169.254/32", "fd00::/8"});
+  EXPECT_EQ(p["spec"]["policyTypes"], json::array({"Ingress", "Egress"}));
+  const json& egress = p["spec"]["egress"];
+  ASSERT_EQ(egress.size(), 3u);
+  EXPECT_EQ(egress[0]["to"][0]["podSelector"], p["spec"]["podSelector"]) << "its own pods";
+  EXPECT_EQ(egress[1]["ports"], json::parse(R"([{"port":53,"protocol":"UDP"},{"port":53,"protocol":"TCP"}])")) << "DNS";
+  EXPECT_EQ(egress[2]["to"][0]["ipBlock"], json::parse(R"({"cidr":"0.0.0.0/0","except":["10.244.0.0/16","10.96.0.0/12","169.254.169.254/32"]})"));
+  EXPECT_EQ(egress[2]["to"][1]["ipBlock"], json::parse(R"({"cidr":"::/0","except":["fd00::/8"]})"));
 }
 
 }  // namespace

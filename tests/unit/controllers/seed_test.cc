@@ -170,7 +170,7 @@ TEST(Samples, TaskSamplesParseInTheirNamespaceWithoutSimulationAnnotations) {
     std::ifstream in(entry.path());
     std::stringstream s;
     s << in.rdbuf();
-    EXPECT_EQ(s.str().find("valley.dev/sim-"), std::string::npos) << entry.path();
+    EXPECT_EQ(s.str().find("sim.valley.dev/"), std::string::npos) << entry.path();
     std::string err;
     auto docs = parse_yaml(s.str(), &err);
     ASSERT_TRUE(docs) << entry.path() << ": " << err;

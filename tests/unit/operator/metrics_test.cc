@@ -104,3 +104,51 @@ TEST(HttpServer, ServesProbesAndMetricsOnAFreePortAndStops) {
 
 }  // namespace
 }  // namespace valley::metrics
+
+namespace valley::metrics {
+namespace {
+
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+// A client that trickles its request, one that sends nothing and one that never reads held the one
+// thread that also answered the kubelet's probes. Now each holds a connection of its own for at
+// most the deadline, and /healthz answers beside them.
+TEST(HttpServer, SlowOrSilentClientsDoNotHoldTheProbes) {
+  HttpEndpoints e;
+  e.metrics = [] { return std::string(4 << 20, 'm'); };  // an answer a client that never reads leaves unsent
+  HttpServer server("127.0.0.1:0", e);
+  const int silent = connect_to(server.port());
+  const int trickling = connect_to(server.port());
+  ASSERT_EQ(::send(trickling, "GET /healthz", 12, MSG_NOSIGNAL), 12);
+  const int not_reading = connect_to(server.port());
+  const std::string scrape = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(::send(not_reading, scrape.data(), scrape.size(), MSG_NOSIGNAL), static_cast<ssize_t>(scrape.size()));
+  for (int i = 0; i < 3; ++i) {
+    const std::string probe = http_get(server.port(), "/healthz");
+    EXPECT_NE(probe.find(" 200 "), std::string::npos) << probe;
+  }
+  // Past the deadline the held connections are ended by the server, not by their clients.
+  char buf[64];
+  ::shutdown(trickling, SHUT_WR);  // (reads below end either way; this one only stops sending)
+  for (int fd : {silent, not_reading}) {
+    struct timeval tv{15, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n = 0;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+    }
+    EXPECT_EQ(n, 0) << "closed by the server within its deadline, not left to the receive timeout";
+    ::close(fd);
+  }
+  ::close(trickling);
+}
+
+}  // namespace
+}  // namespace valley::metrics
