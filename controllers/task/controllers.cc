@@ -16,7 +16,7 @@ namespace valley::task {
 namespace res = kube::resources;
 
 Controllers::Controllers(kube::Client& client, kube::EventRecorder& events, ControllerOptions options)
-    : options_(std::move(options)), cache_(client, options_), refusals_(options_.refused_retry) {
+    : options_(std::move(options)), events_(events), cache_(client, options_), refusals_(options_.refused_retry) {
   planning_ = std::make_unique<PlanningLoop>(cache_, board_, refusals_, events, options_, [this](const std::string& key) { tasks_->enqueue(key); });
   auto replan = [this] { planning_->replan(); };
   accounting_ = std::make_unique<Accounting>(client, cache_, options_, [this] { return board_.admitted_count(); });
@@ -101,6 +101,12 @@ void Controllers::route_events() {
   };
   auto pod_seen = [owned](const planner::PodPtr& p) { owned(res::kPods.kind, p->ns, p->name, p->uid, p->label(render::label::kTask)); };
   cache_.pods().add_handlers({pod_seen, [pod_seen](const planner::PodPtr&, const planner::PodPtr& p) { pod_seen(p); }, pod_seen});
+  cache_.pods().add_handlers({[this](const planner::PodPtr& p) { tell_if_foreign(p); },
+                              [this](const planner::PodPtr&, const planner::PodPtr& p) { tell_if_foreign(p); },
+                              [this](const planner::PodPtr& p) {
+                                std::lock_guard lock(foreign_mu_);
+                                foreign_told_.erase(p->uid);
+                              }});
   auto service_seen = [owned](const kube::ObjectPtr& o) {
     const auto& meta = kube::object_at(*o, "metadata");
     owned(res::kServices.kind, kube::string_at(meta, "namespace"), kube::string_at(meta, "name"), kube::string_at(meta, "uid"),
@@ -146,6 +152,21 @@ void Controllers::run(const std::atomic<bool>& stop) {
   checkpoint_reader.join();
   transfers.join();
   cache_.stop();
+}
+
+void Controllers::tell_if_foreign(const planner::PodPtr& pod) {
+  if (pod->label(render::label::kManagedBy) == "valley" || pod->phase != "Running") return;
+  const auto held = planner::gpu_usage(*pod);
+  if (held.empty()) return;
+  {
+    std::lock_guard lock(foreign_mu_);
+    if (!foreign_told_.insert(pod->uid).second) return;
+  }
+  std::string what;
+  for (const auto& [resource, count] : held) what += (what.empty() ? "" : ", ") + std::to_string(count) + " " + resource;
+  events_.warning({{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", pod->name}, {"namespace", pod->ns}, {"uid", pod->uid}}}},
+                  "OutsideValley", "Observe",
+                  "holds " + what + " that Valley did not hand out: counted in no tenant's quota and no task's bill; a TrainingTask gets GPUs through Valley");
 }
 
 void Controllers::collect_metrics() {

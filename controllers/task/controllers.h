@@ -17,6 +17,10 @@
 #include "controllers/task/options.h"
 #include "controllers/task/ownership_reconciler.h"
 #include "controllers/task/planning_loop.h"
+#include <mutex>
+#include <set>
+#include <string>
+
 #include "controllers/task/policy_reconciler.h"
 #include "controllers/task/task_reconciler.h"
 #include "controllers/task/tenant_reconciler.h"
@@ -40,8 +44,13 @@ class Controllers {
  private:
   void route_events();
   void enqueue_all_tasks();
+  // A running pod holding GPUs that Valley did not make: an Event on it, once per pod.
+  void tell_if_foreign(const planner::PodPtr& pod);
 
   ControllerOptions options_;
+  kube::EventRecorder& events_;
+  std::mutex foreign_mu_;
+  std::set<std::string> foreign_told_;  // pod uids, forgotten when the pod goes
   ClusterCache cache_;
   AdmissionBoard board_;
   Refusals refusals_;

@@ -306,10 +306,18 @@ TEST_F(RealNodeTest, UnderPodSecurityRestrictedAnMpiTaskRunsAsNonRootAndSucceeds
 class RealNodeOperatorTest : public ClusterTest {
  protected:
   void TearDown() override {
-    // The next tests start operators of their own: this one must be gone first.
+    // The next tests start operators of their own: this one must be gone first. Its cluster-wide
+    // admission policies too: the tests after it hold Valley's own refusals to account.
     try {
       admin->remove(kube::resources::kNamespaces, "", "valley-system");
     } catch (const std::exception&) {
+    }
+    for (const char* name : {"valley-template-guard", "valley-tenant-priority"}) {
+      try {
+        admin->remove(kAdmissionBindings, "", name);
+        admin->remove(kAdmissionPolicies, "", name);
+      } catch (const std::exception&) {
+      }
     }
     EXPECT_TRUE(eventually([&] {
       try {

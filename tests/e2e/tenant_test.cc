@@ -266,3 +266,36 @@ TEST_F(TenantTest, AdmissionRefusesAPriorityAboveTheTenantsMaximumAndANamespaceW
 
 }  // namespace
 }  // namespace valley::e2e
+
+namespace valley::e2e {
+namespace {
+
+// The priority multiplier bills the priority a task is planned at: its tenant's defaultPriority when
+// it sets none, its tenant's maxPriority when it asks for more (no admission policy here). Billing
+// the raw spec.priority charged the first 0.8 and the second 1.6 while both were planned at 50.
+TEST_F(TenantTest, ThePriorityMultiplierBillsThePriorityTheTaskIsPlannedAt) {
+  const std::string a = ns + "-a";
+  admin->create(kPricingPolicies, "",
+                {{"apiVersion", "valley.dev/v1beta1"},
+                 {"kind", "PricingPolicy"},
+                 {"metadata", {{"name", ns}}},
+                 {"spec", json::parse(R"({"currency":"USD","gpu":[{"onDemand":"3.60"}],"priority":{"multipliers":[
+                    {"minPriority":0,"multiplier":"0.8"},{"minPriority":50,"multiplier":"1.2"},{"minPriority":90,"multiplier":"1.6"}]}})")}});
+  tenant(a, ns, {{"defaultPriority", 50}, {"maxPriority", 50}});
+  json spec = {{"taskType", "Single"}, {"image", "valley.dev/examples/train:1"}, {"worker", {{"gpus", "1"}}}};
+  apply(spec, "unset");
+  spec["priority"] = 95;
+  apply(spec, "above");
+  for (const char* name : {"unset", "above"}) {
+    json cost;
+    ASSERT_TRUE(eventually([&] {
+      cost = task(name).value("status", json::object()).value("cost", json::object());
+      return cost.value("accruedMicros", int64_t{0}) > 0;
+    }, 60s)) << name << ": " << task(name).dump(2) << operator_log();
+    EXPECT_EQ(cost.value("priority", -1), 50) << name << ": " << cost.dump(2);
+    EXPECT_EQ(cost.value("multiplier", ""), "1.2") << name << ": " << cost.dump(2);
+  }
+}
+
+}  // namespace
+}  // namespace valley::e2e
