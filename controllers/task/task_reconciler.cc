@@ -66,17 +66,7 @@ Result TaskReconciler::task_gone(const std::string& key) {
   // they are released.
   const auto slash = key.find('/');
   const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
-  kube::ObjectPtr last;
-  {
-    std::lock_guard lock(deleted_mu_);
-    if (auto it = last_seen_.find(key); it != last_seen_.end()) last = it->second;
-  }
-  if (!accounting_.release_foreign_pods(ns, name, "", false) || !accounting_.settle_deleted(ns, name, last))
-    return Result::after(std::chrono::seconds(2));
-  {
-    std::lock_guard lock(deleted_mu_);
-    last_seen_.erase(key);
-  }
+  if (!accounting_.release_foreign_pods(ns, name, "", false) || !settle_deleted(ns, name, "")) return Result::after(std::chrono::seconds(2));
   return accounting_.release_foreign_pods(ns, name, "") ? Result::done() : Result::retry();
 }
 
@@ -322,6 +312,20 @@ void TaskReconciler::count_restarts(const lifecycle::Observed& o, const lifecycl
   }
 }
 
+bool TaskReconciler::settle_deleted(const std::string& ns, const std::string& name, const std::string& live_uid) {
+  const std::string key = ns + "/" + name;
+  kube::ObjectPtr last;
+  {
+    std::lock_guard lock(deleted_mu_);
+    if (auto it = last_seen_.find(key); it != last_seen_.end()) last = it->second;
+  }
+  if (!last && !live_uid.empty()) return true;  // a live task with no deleted one seen before it
+  if (!accounting_.settle_deleted(ns, name, last, live_uid)) return false;
+  std::lock_guard lock(deleted_mu_);
+  last_seen_.erase(key);
+  return true;
+}
+
 void TaskReconciler::task_deleted(const kube::ObjectPtr& last) {
   std::lock_guard lock(deleted_mu_);
   last_seen_[kube::object_key(*last)] = last;
@@ -340,19 +344,7 @@ bool TaskReconciler::release_accounted(const lifecycle::Observed& o, const lifec
   const auto& meta = kube::object_at(o.task, "metadata");
   const std::string ns = kube::string_at(meta, "namespace"), name = kube::string_at(meta, "name"), uid = kube::string_at(meta, "uid");
   // An earlier task of this name, deleted and replaced before it was settled: its pods first.
-  bool settled = true;
-  {
-    kube::ObjectPtr last;
-    {
-      std::lock_guard lock(deleted_mu_);
-      if (auto it = last_seen_.find(ns + "/" + name); it != last_seen_.end()) last = it->second;
-    }
-    if (last) {
-      settled = accounting_.settle_deleted(ns, name, last, uid);
-      std::lock_guard lock(deleted_mu_);
-      if (settled) last_seen_.erase(ns + "/" + name);
-    }
-  }
+  const bool settled = settle_deleted(ns, name, uid);
   // The status now holds every accounted pod's cost (or nothing is priced): release them.
   bool released = true;
   const nlohmann::json& written = kube::object_at(d.status, "cost");

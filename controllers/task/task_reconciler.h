@@ -74,6 +74,9 @@ class TaskReconciler {
   bool release_accounted(const lifecycle::Observed& o, const lifecycle::Decision& d, const Accounted& accounted);
   // The cost as just written kept in the task's durable record when pods are about to be released
   // or the cost became final; false to retry (nothing is released then).
+  // The deleted incarnation of namespace/name (its last object as seen, if any) settled by
+  // Accounting::settle_deleted, then forgotten; `live_uid`: a new task of the name, left alone.
+  bool settle_deleted(const std::string& ns, const std::string& name, const std::string& live_uid);
   bool keep_cost_record(const lifecycle::Observed& o, const lifecycle::Decision& d, const Accounted& accounted,
                         const nlohmann::json& stored_status);
   bool delete_pods(const std::string& key, const lifecycle::Observed& o, const lifecycle::Decision& d);
