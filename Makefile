@@ -17,7 +17,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: help deps build demo-binaries demo-story unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
+.PHONY: help deps build demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -97,11 +97,9 @@ crds: cluster-up
 	  [ "$$established" = "True True True " ] && exit 0; sleep 1; \
 	done; echo "crds: not Established within 60 s" >&2; exit 1
 
-# The tests start their own operators and count GPUs: a demo left running would take both.
-e2e: build crds
-	@scripts/operator.sh stop
-	@scripts/operator.sh release valley-demo
-	@.valley/bin/kubectl --kubeconfig .valley/kubeconfig delete namespace valley-demo --ignore-not-found --wait=true >/dev/null
+# The tests start their own operators and count GPUs: a demo left running would take both, so what
+# the demo left goes first. Other finished tasks left in the cluster hold nothing and stay.
+e2e: build crds demo-clean
 	cd $(BUILD_DIR) && $(CTEST) -L e2e
 
 # The chaos campaign (tests/chaos): two operator replicas under faults, checked by an independent
@@ -147,6 +145,11 @@ demo-binaries: $(BUILD_DIR)/build.ninja
 
 demo-story:
 	@scripts/demo.sh
+
+# What make demo left on the cluster (its labelled namespaces, Tenants, PricingPolicy, its operator,
+# S3 stores and real node); the cluster stays up.
+demo-clean:
+	@scripts/demo-clean.sh
 
 bench: deps build bench-binaries crds
 	@bench/run.sh

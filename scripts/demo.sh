@@ -29,6 +29,7 @@ echo "  s3://checkpoints at http://127.0.0.1:17070 (log .valley/logs/versitygw.l
 
 say "Prices (deploy/samples/pricingpolicy-default.yaml: USD, A100 2.40/GPU-h on demand, 0.95 spot; Asia/Shanghai time-of-use electricity)"
 K apply -f deploy/samples/pricingpolicy-default.yaml
+K label pricingpolicy default valley.dev/demo=true --overwrite >/dev/null
 K get pp
 
 say "What would the seed platform's example cost? (valleyctl estimate, nothing submitted)"
@@ -38,6 +39,7 @@ say "Tasks are submitted: the seed example in its own format (valleyctl submit),
 scripts/operator.sh release $ns  # a previous run's pods, should no operator have run since
 K delete namespace $ns --ignore-not-found --wait=true >/dev/null
 K create namespace $ns >/dev/null
+K label namespace $ns valley.dev/demo=true >/dev/null  # what make demo-clean removes
 for _ in $(seq 1 50); do K -n $ns get serviceaccount default >/dev/null 2>&1 && break; sleep 0.2; done
 K -n $ns create secret generic demo-s3 --from-literal=AWS_ACCESS_KEY_ID=valley-demo \
   --from-literal=AWS_SECRET_ACCESS_KEY=valley-demo-secret --from-literal=AWS_ENDPOINT_URL=http://127.0.0.1:17070 >/dev/null
@@ -181,12 +183,13 @@ for team in lab-a lab-b; do
   scripts/operator.sh release valley-demo-$team
   K delete namespace valley-demo-$team --ignore-not-found --wait=true >/dev/null
   K create namespace valley-demo-$team >/dev/null
+  K label namespace valley-demo-$team valley.dev/demo=true >/dev/null
 done
 team() {  # name, then more of its spec (flow style)
   K apply -f - <<YAML
 apiVersion: valley.dev/v1beta1
 kind: Tenant
-metadata: {name: $1}
+metadata: {name: $1, labels: {valley.dev/demo: "true"}}
 spec: {namespaces: [valley-demo-$1], quotas: [{pool: nvidia/on-demand, nominal: 8}], $2}
 YAML
 }
@@ -231,4 +234,5 @@ echo "  .valley/bin/kubectl --kubeconfig .valley/kubeconfig -n $ns get tt"
 echo "  build/bin/valleyctl --kubeconfig .valley/kubeconfig describe spot-train -n $ns"
 echo "  build/bin/valleyctl --kubeconfig .valley/kubeconfig tenants    # the two teams"
 echo "  curl -s localhost:8080/metrics | grep ^valley_    # the operator's metrics"
+echo "  make demo-clean      # removes what the demo left (its namespaces, Tenants and PricingPolicy); the cluster stays up"
 echo "  make cluster-down    # stops the operator and the cluster"

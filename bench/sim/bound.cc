@@ -13,7 +13,7 @@
 
 #include "bench/sim/ideal.h"
 #include "controllers/cost/engine.h"
-#include "controllers/cost/planner_config.h"
+#include "controllers/inputs/planner_config.h"
 
 namespace valley::sim {
 

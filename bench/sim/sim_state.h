@@ -15,11 +15,11 @@
 #include <random>
 #include <set>
 
-#include "controllers/cost/candidates.h"
+#include "controllers/inputs/candidates.h"
 #include "controllers/cost/engine.h"
-#include "controllers/cost/planner_config.h"
+#include "controllers/inputs/planner_config.h"
 #include "controllers/inputs/plan_inputs.h"
-#include "controllers/planner/cluster_snapshot.h"
+#include "controllers/inputs/cluster_snapshot.h"
 #include "controllers/planner/planner.h"
 #include "controllers/planner/scaling.h"
 #include "controllers/tenancy/usage.h"

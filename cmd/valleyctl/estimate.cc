@@ -10,13 +10,13 @@
 #include <map>
 #include <sstream>
 
-#include "controllers/cost/candidates.h"
+#include "controllers/inputs/candidates.h"
 #include "controllers/cost/engine.h"
-#include "controllers/cost/planner_config.h"
+#include "controllers/inputs/planner_config.h"
 #include "controllers/cost/report.h"
-#include "controllers/planner/cluster_snapshot.h"
+#include "controllers/inputs/cluster_snapshot.h"
 #include "controllers/planner/scaling.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/api/seed.h"
 #include "controllers/api/spec.h"
 #include "controllers/api/tenant.h"

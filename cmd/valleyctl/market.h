@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controllers/planner/cluster_snapshot.h"
+#include "controllers/inputs/cluster_snapshot.h"
 #include "operator/flags.h"
 #include "operator/kube/client.h"
 

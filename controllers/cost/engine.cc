@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "controllers/gpu/resources.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/gpu/pod_requests.h"
 #include "operator/kube/json_fields.h"
 
 namespace valley::cost {
@@ -70,7 +70,7 @@ PodUse pod_use(const api::Pod& pod) {
   u.uid = pod.uid;
   u.name = pod.name;
   u.node = pod.node_name;
-  for (const auto& [resource, count] : planner::gpu_requests(pod)) u.share_milli += gpu::share_milli(resource, count);
+  for (const auto& [resource, count] : gpu::gpu_requests(pod)) u.share_milli += gpu::share_milli(resource, count);
   bool all_terminated = true, any = false, ran_unstamped = false;
   std::optional<SystemTime> last_end;
   for (const auto& cs : pod.container_statuses) {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "controllers/cost/planner_config.h"
+#include "controllers/inputs/planner_config.h"
 #include "controllers/inputs/task_inputs.h"
 #include "controllers/lifecycle/lifecycle.h"
 #include "controllers/lifecycle/start_failure.h"

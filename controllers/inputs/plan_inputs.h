@@ -22,7 +22,7 @@
 
 #include "controllers/api/pricing_policy.h"
 #include "controllers/cost/engine.h"
-#include "controllers/planner/cluster_snapshot.h"
+#include "controllers/inputs/cluster_snapshot.h"
 #include "controllers/planner/planner.h"
 #include "controllers/render/render.h"
 #include "controllers/tenancy/tenants.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "controllers/cost/engine.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/render/render.h"
 #include "operator/kube/remote_clock.h"
 #include "operator/kube/error.h"

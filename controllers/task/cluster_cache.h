@@ -22,7 +22,7 @@
 #include "controllers/cost/policy.h"
 #include "controllers/cost/duration_spread.h"
 #include "controllers/inputs/plan_inputs.h"
-#include "controllers/planner/cluster_snapshot.h"
+#include "controllers/inputs/cluster_snapshot.h"
 #include "controllers/task/gpu_watcher.h"
 #include "controllers/task/options.h"
 #include "controllers/tenancy/tenants.h"

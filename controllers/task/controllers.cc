@@ -5,7 +5,8 @@
 #include <thread>
 
 #include "controllers/api/dra.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/gpu/pod_requests.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/render/render.h"
 #include "controllers/task/metrics.h"
 #include "operator/kube/json_fields.h"
@@ -156,7 +157,7 @@ void Controllers::run(const std::atomic<bool>& stop) {
 
 void Controllers::tell_if_foreign(const planner::PodPtr& pod) {
   if (pod->label(render::label::kManagedBy) == "valley" || pod->phase != "Running") return;
-  const auto held = planner::gpu_usage(*pod);
+  const auto held = gpu::gpu_usage(*pod);
   if (held.empty()) return;
   {
     std::lock_guard lock(foreign_mu_);

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "controllers/api/tenant.h"
+#include "controllers/gpu/pod_requests.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/render/render.h"
 #include "controllers/task/cluster_cache.h"
@@ -82,12 +83,12 @@ void collect_gpus(ClusterCache& cache) {
   for (const auto& p : cache.pods().store().list()) {
     if (p->phase != "Running") continue;
     if (p->label(render::label::kManagedBy) != "valley") {
-      if (!planner::gpu_usage(*p).empty()) m.foreign_gpu_pods.inc({p->ns});
+      if (!gpu::gpu_usage(*p).empty()) m.foreign_gpu_pods.inc({p->ns});
       continue;
     }
     auto it = nodes.find(p->node_name);
     if (it == nodes.end()) continue;
-    for (const auto& [resource, count] : planner::gpu_usage(*p))
+    for (const auto& [resource, count] : gpu::gpu_usage(*p))
       held[{it->second.vendor, it->second.capacity_class}] += gpu::share_milli(resource, count);
   }
   for (const auto& [k, v] : held) m.gpus.set({k.first, k.second}, static_cast<double>(v) / 1000);

@@ -8,7 +8,7 @@
 #include "controllers/api/spec.h"
 #include "controllers/gpu/health.h"
 #include "controllers/planner/planner.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/lifecycle/lifecycle.h"
 
 namespace valley::task {

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "controllers/cost/candidates.h"
+#include "controllers/inputs/candidates.h"
 #include "controllers/task/metrics.h"
 #include "operator/kube/remote_clock.h"
 

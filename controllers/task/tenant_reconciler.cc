@@ -2,7 +2,7 @@
 
 #include "controllers/api/spec.h"
 #include "controllers/cost/engine.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/task/status_writer.h"
 #include "operator/kube/json_fields.h"
 #include "operator/kube/remote_clock.h"

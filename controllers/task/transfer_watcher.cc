@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "controllers/render/task_report.h"
+#include "controllers/cost/task_report.h"
 #include "controllers/task/poll_schedule.h"
 #include "operator/kube/remote_clock.h"
 #include "operator/storage/task_store.h"
@@ -106,9 +106,9 @@ nlohmann::json keep(kube::Client& client, const std::string& ns, const api::Task
     const bool all_kept = kube::array_at(kube::object_at(task, "status"), "outputsNotKept").empty();
     kept.update({{"files", files}, {"bytes", bytes}, {"partial", phase != "Succeeded" || !all_kept}});
     const std::string now = kube::format_time(kube::cluster_clock().now());
-    const nlohmann::json report = render::task_report(task, kept, now);
+    const nlohmann::json report = cost::task_report(task, kept, now);
     store->put(lifecycle::kReportJson, json_text(report, 2));
-    store->put(lifecycle::kReportHtml, render::report_html(report));
+    store->put(lifecycle::kReportHtml, cost::report_html(report));
     kept["report"] = out.uri + "/" + lifecycle::kReportHtml;
     kept["time"] = now;
   } catch (const std::exception& e) {

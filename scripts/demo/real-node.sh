@@ -32,6 +32,7 @@ export AWS_ACCESS_KEY_ID=valley-real AWS_SECRET_ACCESS_KEY=valley-real-secret AW
 scripts/operator.sh release $ns
 K delete namespace $ns --ignore-not-found --wait=true >/dev/null
 K create namespace $ns >/dev/null
+K label namespace $ns valley.dev/demo=true >/dev/null  # what make demo-clean removes
 for _ in $(seq 1 50); do K -n $ns get serviceaccount default >/dev/null 2>&1 && break; sleep 0.2; done
 K -n $ns create secret generic s3 --from-literal=AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID \
   --from-literal=AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY --from-literal=AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL >/dev/null

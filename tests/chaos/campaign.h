@@ -92,7 +92,6 @@ class Campaign {
   Clock::time_point start_ = Clock::now();
 
   std::mutex checker_mu_;
-  double records_from_ = 1e300, records_until_ = 1e300;  // when this build alone ran (wall-clock seconds)
   // Orphans: the garbage collector is Kubernetes'; after an API-server restart it takes its time
   // (over 60 s was seen), so the continuous rule allows 3 minutes; the final look allows none.
   Checker checker_{PriceBook{{{{"nvidia", "on-demand"}, 3'600'000}, {{"nvidia", "spot"}, 1'800'000},

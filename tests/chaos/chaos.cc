@@ -3,8 +3,8 @@
 // TrainingTasks of every kind is created, scaled, suspended and deleted while faults are injected
 // at random moments from a seeded generator: kill -9 of the leader, API-server and etcd restarts,
 // spot notices and node deletions, network delay and drops, steps of the leader's wall clock. With
-// --previous-operator the replicas start on the previous release's build, are upgraded to this one
-// a sixth of the way in and downgraded back at two thirds, each by a rolling replacement during
+// --previous-operator the replicas, started on this build, are downgraded to the previous release's
+// a third of the way in and upgraded back at two thirds, each by a rolling replacement during
 // which a task is resized and a spot node noticed and lost. The independent checker
 // (tests/chaos/checker.h) watches only the API server. Prints and writes what happened:
 // faults, tasks, violations, recovery after each leader kill.
@@ -281,13 +281,10 @@ int Campaign::run() {
     throw std::runtime_error("libfaketime is not installed (make deps installs it): the clock faults need it");
   replicas_ = std::make_unique<Replicas>(set, [this](const std::string& m) { log(m); });
   const bool upgrades = !o_.previous_operator.empty() && !o_.calm;
-  // The previous release, when it runs first, keeps no cost records: none are due until the upgrade.
-  if (!upgrades) {
-    records_from_ = 0;
-    checker_.records_kept(records_from_, records_until_, 0);
-  }
-  replicas_->start(upgrades);
-  if (upgrades) log("replicas start on the previous release (" + o_.previous_operator + ")");
+  // This build runs first and last, so cost records are due from the start and through the settling,
+  // where most tasks end (the previous release, in the middle third, keeps none).
+  checker_.records_kept_from(wall_now(), 0);
+  replicas_->start(false);
 
   kube::InformerOptions io;
   io.ns = kNs;
@@ -306,11 +303,10 @@ int Campaign::run() {
   auto t_task = next(3), t_act = next(12), t_kill = next(8), t_api = next(90), t_node = next(60), t_delay = next(45),
        t_drop = next(70), t_look = Clock::now(), t_etcd = start_ + std::chrono::seconds(o_.seconds / 2), t_nodes_back = next(40);
   auto t_clock = next(20);
-  // The rollouts: upgrade a sixth of the way in, downgrade at two thirds (the current build, whose
-  // clock is stepped, runs in between).
+  // The rollouts: downgrade a third of the way in, upgrade back at two thirds.
   std::vector<std::pair<Clock::time_point, bool>> rollouts;
   if (upgrades)
-    rollouts = {{start_ + std::chrono::seconds(o_.seconds / 6), false}, {start_ + std::chrono::seconds(2 * o_.seconds / 3), true}};
+    rollouts = {{start_ + std::chrono::seconds(o_.seconds / 3), true}, {start_ + std::chrono::seconds(2 * o_.seconds / 3), false}};
   bool etcd_done = false;
   const auto end = start_ + std::chrono::seconds(o_.seconds);
   while (Clock::now() < end) {

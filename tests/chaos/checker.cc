@@ -293,7 +293,8 @@ void Checker::check_records(const Snapshot& s) {
   for (const auto& [pod, r] : pods_)
     if (r.start && r.share_milli != 0) held_gpus.insert(r.task_uid);
   for (const auto& [uid, end] : ends_) {
-    if (end.t < records_from_ || end.t > records_until_) continue;
+    if (std::none_of(record_spans_.begin(), record_spans_.end(), [&](const auto& span) { return end.t >= span.first && end.t <= span.second; }))
+      continue;
     if (end.deleted && !held_gpus.count(uid)) continue;
     ++records_checked_;
     auto it = records.find(uid);

@@ -74,10 +74,13 @@ class Checker {
   void window_begin(const Snapshot& s);
   void window_end(const Snapshot& s, const std::string& window, const std::set<std::string>& disrupted_nodes);
 
-  // When the build that keeps cost records runs alone (after the upgrade, before the downgrade):
-  // the cost-record rule holds tasks that ended in that span, less `margin` at each end (and none
-  // before it is called).
-  void records_kept(double from, double until, double margin = 30) { records_from_ = from + margin, records_until_ = until - margin; }
+  // The spans when only the build that keeps cost records runs (from the start to the downgrade,
+  // from the upgrade to the end): the cost-record rule holds tasks that ended inside one, less
+  // `margin` at each end; none before the first span opens.
+  void records_kept_from(double t, double margin) { record_spans_.push_back({t + margin, 1e300}); }
+  void records_kept_until(double t, double margin) {
+    if (!record_spans_.empty()) record_spans_.back().second = t - margin;
+  }
 
   const std::vector<Violation>& violations() const { return violations_; }
   // Counts for the report: looks taken, pods followed, tasks whose cost was checked, the widest
@@ -119,7 +122,7 @@ class Checker {
   int looks_ = 0, costs_checked_ = 0, costs_unpriceable_ = 0;
   int64_t widest_uncertainty_ = 0;
   double longest_orphan_ = 0;  // how long an object outlived its owner before it was collected
-  double records_from_ = 1e300, records_until_ = 1e300;  // no record is due until records_kept() says when
+  std::vector<std::pair<double, double>> record_spans_;  // [from, until] in wall-clock seconds
   struct TaskEnd {
     std::string name;
     double t = 0;                     // when the end was first seen

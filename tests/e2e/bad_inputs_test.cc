@@ -285,7 +285,7 @@ class BadInputsCatalogue : public BadInputsTest {
 };
 
 TEST_F(BadInputsCatalogue, EveryCaseHasItsOutcomeAndNothingElseSuffers) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   create_policy(json::parse(R"({"gpu":[{"match":{"vendor":"nvidia"},"onDemand":"3.60","spot":"1.80"},{"onDemand":"2.00"}]})"));
   // The bystander: a healthy task that must finish while all this goes on.
   apply(mpi_spec(1, 2, {{"sim.valley.dev/run-time", "90s"}}), "bystander");

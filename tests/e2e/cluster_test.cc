@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "operator/kube/error.h"
 #include "tests/e2e/support.h"
 

@@ -31,7 +31,7 @@ class ControllersTest : public ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    wait_until_no_valley_pods(*admin);
+    wait_until_no_active_valley_work(*admin);
     options.pricing_policy = ns;  // absent unless a test makes it
     options.ownership_namespace = ns;
     options.ownership_name = "tenancy";

@@ -172,7 +172,7 @@ std::set<std::string> worker_pools(kube::Client& admin, const std::vector<json>&
 // still (comparing against that is what sent such tasks to on-demand A100 before). Priced the other
 // way round, AMD at 5.00 loses to on-demand A100 at 3.60.
 TEST_F(CostTest, ReduceCostTaskLandsOnTheCheapestPoolItMayUse) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   create_policy(priced_pools(policy_spec(), "2.00"));
   ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
   json spec = mpi_spec(4, 4, {{"sim.valley.dev/run-time", "10m"}});
@@ -204,7 +204,7 @@ TEST_F(CostTest, ReduceCostTaskLandsOnTheCheapestPoolItMayUse) {
 // slack (10 min of work + the 5 min restart allowance before a deadline 15m45s out), so it waits for
 // MI250X, then takes on-demand A100 (3.60) when the slack runs out.
 TEST_F(CostTest, DeadlineTaskWaitsForCheapCapacityThenMovesToOnDemandWhenItsSlackRunsOut) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   create_policy(priced_pools(policy_spec(), "2.00"));
   ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
   json blocker = mpi_spec(16, 16, {{"sim.valley.dev/run-time", "10m"}});

@@ -29,7 +29,7 @@ json image_pull_backoff(const std::string& container) {
 }
 
 TEST_F(TaskTest, AWorkerLargerThanEveryNodeWaitsHoldingNothingAndSaysWhy) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   json huge = mpi_spec(2, 2);
   huge["worker"]["resources"] = {{"requests", {{"cpu", "500"}}}};
   apply(huge, "hugecpu");
@@ -44,7 +44,7 @@ TEST_F(TaskTest, AWorkerLargerThanEveryNodeWaitsHoldingNothingAndSaysWhy) {
 }
 
 TEST_F(TaskTest, APodThatCannotPullItsImageSaysSoAndAfterTheGraceItsGpusGoToTheNextTask) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   json typo = mpi_spec(20, 20);
   typo["runPolicy"] = {{"startGraceSeconds", 15}};
   // kwok would start the pods; a real kubelet would be pulling their image instead.
@@ -85,7 +85,7 @@ TEST_F(TaskTest, APodThatCannotPullItsImageSaysSoAndAfterTheGraceItsGpusGoToTheN
 }
 
 TEST_F(TaskTest, ALauncherNoNodeTakesIsReportedAndItsGpusGoBack) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   json spec = mpi_spec(2, 2);
   spec["runPolicy"] = {{"startGraceSeconds", 10}};
   spec["master"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/launcher-pool", "none-such"}}}}}};

@@ -4,6 +4,8 @@
 
 #include <signal.h>
 
+#include <set>
+
 #include "operator/kube/config.h"
 #include "operator/kube/finalizers.h"
 #include "operator/yaml_json.h"
@@ -208,14 +210,33 @@ class TaskTest : public ClusterTest {
   std::vector<std::string> installed_policies_;                       // install_policy(): removed at the end
 };
 
-// Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their
-// namespaces) hold.
-inline void wait_until_no_valley_pods(kube::Client& client) {
+// What Valley still has to run anywhere in the cluster: TrainingTasks not finished and its pods not
+// ended, "namespace/name" each. A finished task and its ended pods hold no capacity, so what earlier
+// tests, the demo or a user left finished does not count.
+inline std::vector<std::string> active_valley_work(kube::Client& client) {
+  std::vector<std::string> out;
+  auto ended = [](const json& o, const std::set<std::string>& phases) {
+    return phases.count(o.value("status", json::object()).value("phase", "")) > 0;
+  };
+  auto id = [](const std::string& kind, const json& o) {
+    return kind + " " + o["metadata"].value("namespace", "") + "/" + o["metadata"].value("name", "");
+  };
+  for (const auto& t : client.list(kTrainingTasks, "").items)
+    if (!ended(t, {"Succeeded", "Failed"}) || t["metadata"].contains("deletionTimestamp")) out.push_back(id("task", t));
   kube::ListOptions lo;
   lo.label_selector = "app.kubernetes.io/managed-by=valley";
-  ASSERT_TRUE(eventually([&] {
-    return client.list(kTrainingTasks, "").items.empty() && client.list(kPods, "", lo).items.empty();
-  }, 120s)) << "earlier tests' tasks or pods linger";
+  for (const auto& p : client.list(kPods, "", lo).items)
+    if (!ended(p, {"Succeeded", "Failed"})) out.push_back(id("pod", p));
+  return out;
+}
+
+// Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their
+// namespaces) hold.
+inline void wait_until_no_active_valley_work(kube::Client& client) {
+  std::vector<std::string> active;
+  ASSERT_TRUE(eventually([&] { return (active = active_valley_work(client)).empty(); }, 120s))
+      << "tasks or pods of earlier tests (or of a demo, or left by hand) still run; what holds capacity: "
+      << ::testing::PrintToString(active) << " (make demo-clean removes what the demo left)";
 }
 
 // A kwok node (simulated: no kubelet) with `gpus` of `resource` (NVIDIA A100s by default) and the

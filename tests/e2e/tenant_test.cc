@@ -60,7 +60,7 @@ class TenantTest : public TaskTest {
   // A PricingPolicy at 3.60 a GPU-hour, tenant `name` owning this namespace with a daily budget of
   // `amount` and `action`, and a task of 2 GPUs there; the task's spec.
   json two_gpus_under_budget(const std::string& name, const std::string& amount, const std::string& action, const std::string& task_name) {
-    wait_until_no_valley_pods(*admin);
+    wait_until_no_active_valley_work(*admin);
     admin->create(kPricingPolicies, "",
                   {{"apiVersion", "valley.dev/v1beta1"},
                    {"kind", "PricingPolicy"},
@@ -75,7 +75,7 @@ class TenantTest : public TaskTest {
 };
 
 TEST_F(TenantTest, ABorrowerShrinksWhenTheOwnerComesBackForItsQuota) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   const std::string a = ns + "-a", b = ns + "-b";
   tenant(a, ns, json::parse(R"({"quotas":[{"pool":"nvidia/on-demand","nominal":8}]})"));
   tenant(b, other, json::parse(R"({"quotas":[{"pool":"nvidia/on-demand","nominal":8}]})"));
@@ -130,7 +130,7 @@ TEST_F(TenantTest, ABorrowerShrinksWhenTheOwnerComesBackForItsQuota) {
 // on spot; its 12-worker gang is admitted by reclaiming what b borrows across both pools, by
 // shrinking b's elastic task (never below b's own 16).
 TEST_F(TenantTest, AGangLargerThanEitherPoolsNominalReclaimsAcrossBoth) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   const std::string a = ns + "-a", b = ns + "-b";
   const json quotas = json::parse(R"({"quotas":[{"pool":"nvidia/on-demand","nominal":8},{"pool":"nvidia/spot","nominal":8}]})");
   tenant(a, ns, quotas);

@@ -367,8 +367,29 @@ TEST_F(TaskTest, ANamespaceThatEnforcesRestrictedGetsRestrictedPodsWhenTheTaskAs
 
 // --- capacity-aware admission and elastic resizing (default profile: 37 whole NVIDIA GPUs, 16 AMD) ---
 
+// What a demo or a user leaves behind, a finished task and its ended pods in a namespace of its
+// own, holds no capacity: the suite's waits for a quiet cluster pass beside it.
+TEST_F(TaskTest, AFinishedTaskLeftInAnotherNamespaceDoesNotHoldTheSuite) {
+  const std::string elsewhere = ns + "-left";
+  ASSERT_NO_THROW(create_namespace_for_operators(*admin, elsewhere));
+  apply_in(elsewhere, mpi_spec(2, 2, {{"sim.valley.dev/run-time", "1s"}}), "left");
+  auto left_phase = [&] { return admin->get(kTrainingTasks, elsewhere, "left").value("status", json::object()).value("phase", ""); };
+  EXPECT_TRUE(eventually([&] { return left_phase() == "Succeeded"; }, 60s)) << admin->get(kTrainingTasks, elsewhere, "left").dump(2);
+  wait_until_no_active_valley_work(*admin);
+  EXPECT_EQ(left_phase(), "Succeeded") << "the leftover is still there, finished";
+  admin->remove(kube::resources::kNamespaces, "", elsewhere);
+  EXPECT_TRUE(eventually([&] {
+    try {
+      admin->get(kube::resources::kNamespaces, "", elsewhere);
+      return false;
+    } catch (const kube::KubeError& e) {
+      return e.http_status() == 404;
+    }
+  }, 90s)) << "the leftover's namespace is not gone";
+}
+
 TEST_F(TaskTest, TwoGangsThatDoNotFitTogetherRunOneAtATimeWithNoPodsForTheWaitingOne) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   apply(mpi_spec(20, 20), "first");
   ASSERT_TRUE(wait_phase("Running", 60s, "first")) << task("first").dump(2);
   apply(mpi_spec(20, 20), "second");
@@ -385,7 +406,7 @@ TEST_F(TaskTest, TwoGangsThatDoNotFitTogetherRunOneAtATimeWithNoPodsForTheWaitin
 }
 
 TEST_F(TaskTest, ElasticTaskGrowsShrinksForHigherPriorityAndGrowsBack) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   apply(mpi_spec(2, 16), "elastic");
   ASSERT_TRUE(eventually([&] { return phase("elastic") == "Running" && workers_of(task("elastic")) == 16; }, 60s))
       << task("elastic").dump(2);
@@ -408,7 +429,7 @@ TEST_F(TaskTest, ElasticTaskGrowsShrinksForHigherPriorityAndGrowsBack) {
 }
 
 TEST_F(TaskTest, AmdCapableTaskLandsOnAmdWhenNvidiaIsFull) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   apply(mpi_spec(37, 37), "fill");
   ASSERT_TRUE(wait_phase("Running", 90s, "fill")) << task("fill").dump(2);
   json amd = mpi_spec(4, 4);
@@ -425,7 +446,7 @@ TEST_F(TaskTest, AmdCapableTaskLandsOnAmdWhenNvidiaIsFull) {
 }
 
 TEST_F(TaskTest, WorkersTheirPlannedNodeCannotBindAreReplannedNotStuck) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   // Every NVIDIA node holds a pod the task's workers avoid (the planner does not model inter-pod
   // affinity); the AMD nodes hold none. kube-scheduler refuses each NVIDIA node in turn; Valley
   // plans around them.
@@ -454,7 +475,7 @@ TEST_F(TaskTest, WorkersTheirPlannedNodeCannotBindAreReplannedNotStuck) {
 // planner put the replacement last, so every worker after the lost one moved: their pods were
 // re-created, and bound ones stayed where the plan no longer counted them.)
 TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods) {
-  wait_until_no_valley_pods(*admin);
+  wait_until_no_active_valley_work(*admin);
   json spec = mpi_spec(2, 2);
   spec["worker"]["gpus"] = "5";  // one worker a node: a100-od-0, a100-od-1 or a100-mig-0's 5
   spec["worker"]["template"] = avoids_hogs();

@@ -3,7 +3,7 @@
 // decimal factors ("1.5"), RFC 3339 times, Retry-After. The first byte
 // picks the parser. Each must accept or refuse without crashing or overflowing, and what Valley
 // prints for an accepted value must read back as the same value.
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/api/money.h"
 #include "operator/duration.h"
 #include "operator/kube/retry.h"

@@ -8,8 +8,9 @@
 #include "controllers/api/task_status.h"
 #include "controllers/cost/engine.h"
 #include "controllers/cost/report.h"
-#include "controllers/planner/cluster_snapshot.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/gpu/pod_requests.h"
+#include "controllers/inputs/cluster_snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/task/cache_fields.h"
 #include "controllers/lifecycle/lifecycle.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -65,8 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!view.node.empty()) observed.nodes[view.node] = lifecycle::NodeView{};
     observed.pods.push_back(view);
     uses.push_back(cost::pod_use(pod));
-    (void)planner::gpu_requests(pod);
-    (void)planner::gpu_usage(pod);
+    (void)gpu::gpu_requests(pod);
+    (void)gpu::gpu_usage(pod);
     planner::subtract(free, pod);
     typed.push_back(pod);
   }

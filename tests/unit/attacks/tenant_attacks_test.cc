@@ -15,7 +15,7 @@
 #include "controllers/api/template_guard.h"
 #include "controllers/cost/engine.h"
 #include "controllers/gpu/resources.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/render/render.h"
 #include "operator/json_text.h"
 #include "operator/kube/events.h"

@@ -191,7 +191,7 @@ json cost_record(const std::string& task, int64_t final, bool deleted) {
 
 TEST(ChaosChecker, ATaskThatEndedWithoutItsDurableCostRecordIsFound) {
   Checker c(prices());
-  c.records_kept(0, 1e300, 0);
+  c.records_kept_from(0, 0);
   const json done = task("done", "Succeeded", "Succeeded", {{"finalMicros", 2000}});
   c.observe(look(0, {task("done", "Running", "Succeeded"), task("gone", "Running", "Deleted")},
                  {pod("d-w0", "done", "worker", 0, 1, "Running"), pod("g-w0", "gone", "worker", 0, 1, "Running")}));
@@ -207,7 +207,7 @@ TEST(ChaosChecker, ATaskThatEndedWithoutItsDurableCostRecordIsFound) {
   EXPECT_NE(found[1].find("gone: deleted with no final cost"), std::string::npos) << found[1];
 
   Checker kept(prices());
-  kept.records_kept(0, 1e300, 0);
+  kept.records_kept_from(0, 0);
   kept.observe(look(0, {task("done", "Running", "Succeeded"), task("gone", "Running", "Deleted")},
                     {pod("d-w0", "done", "worker", 0, 1, "Running"), pod("g-w0", "gone", "worker", 0, 1, "Running")}));
   kept.observe(look(5, {done}, {}));
@@ -217,7 +217,9 @@ TEST(ChaosChecker, ATaskThatEndedWithoutItsDurableCostRecordIsFound) {
   for (const auto& v : kept.violations()) EXPECT_NE(v.rule, "cost-record") << v.detail;
 
   Checker before(prices());  // ended while the previous release ran: not held to records
-  before.records_kept(T0 + 100, T0 + 1000, 0);
+  before.records_kept_from(T0 - 100, 0);
+  before.records_kept_until(T0 + 2, 0);  // the downgrade
+  before.records_kept_from(T0 + 100, 0);  // the upgrade back
   before.observe(look(0, {task("done", "Running", "Succeeded")}, {pod("d-w0", "done", "worker", 0, 1, "Running")}));
   before.observe(look(5, {done}, {}));
   before.finish(look(10, {done}, {}));

@@ -4,7 +4,7 @@
 
 #include "controllers/api/dra.h"
 #include "controllers/cost/engine.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/api/pod.h"
 #include "controllers/lifecycle/lifecycle.h"
 

@@ -4,9 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "controllers/api/dra.h"
-#include "controllers/planner/dra_devices.h"
+#include "controllers/gpu/pod_requests.h"
+#include "controllers/inputs/dra_devices.h"
 #include "controllers/planner/planner.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/render/render.h"
 #include "controllers/render/seat_claims.h"
 #include "tests/unit/controllers/planner_fixtures.h"
@@ -118,7 +119,7 @@ TEST(DraSeats, AWorkerOnASeatNamesItsClaimAndIsChargedItsShare) {
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["claims"], json::parse(R"([{"name":"gpus"}])"));
   const api::Pod read = api::pod_from(pod);
   EXPECT_EQ(read.seat_claim, "job-seats-0");
-  EXPECT_EQ(gpu_requests(read), (std::map<std::string, int64_t>{{kSeat, 500}})) << "its share, not a device";
+  EXPECT_EQ(gpu::gpu_requests(read), (std::map<std::string, int64_t>{{kSeat, 500}})) << "its share, not a device";
   const json claim = render::gpu_seats_claim(spec, "gpu.nvidia.com", "n", "job-seats-0");
   EXPECT_EQ(claim["kind"], "ResourceClaim");
   EXPECT_EQ(claim["spec"]["devices"]["requests"][0]["exactly"]["count"], 1);

@@ -6,8 +6,9 @@
 
 #include "controllers/api/dra.h"
 #include "controllers/api/pod.h"
-#include "controllers/planner/dra_devices.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/gpu/pod_requests.h"
+#include "controllers/inputs/dra_devices.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/render/render.h"
 #include "tests/unit/controllers/planner_fixtures.h"
 
@@ -97,7 +98,7 @@ TEST(Dra, ForeignClaimsHoldOnTheirPoolsNodeAndValleysAreCountedThroughItsPods) {
   EXPECT_FALSE(c["resources"].contains("limits")) << c.dump();
   EXPECT_EQ(c["resources"]["claims"], json::parse(R"([{"name":"gpus"}])"));
   EXPECT_EQ(pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"], "job-gpus-2.gpu.nvidia.com");
-  EXPECT_EQ(gpu_requests(api::pod_from(pod)), (std::map<std::string, int64_t>{{"dra:gpu.nvidia.com", 2}}));
+  EXPECT_EQ(gpu::gpu_requests(api::pod_from(pod)), (std::map<std::string, int64_t>{{"dra:gpu.nvidia.com", 2}}));
   const json t = render::gpu_claim_template(*parsed.spec, "gpu.nvidia.com", 2);
   EXPECT_EQ(t["metadata"]["ownerReferences"][0]["uid"], "u");
   EXPECT_EQ(t["spec"]["metadata"]["labels"][render::label::kManagedBy], "valley");

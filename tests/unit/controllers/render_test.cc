@@ -3,7 +3,7 @@
 
 #include "controllers/api/pod.h"
 #include "controllers/api/quantity.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 
 #include <gtest/gtest.h>
 

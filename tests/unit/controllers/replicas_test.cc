@@ -6,8 +6,9 @@
 
 #include "controllers/api/pod.h"
 #include "controllers/cost/engine.h"
+#include "controllers/gpu/pod_requests.h"
 #include "controllers/gpu/resources.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/render/render.h"
 #include "tests/unit/controllers/planner_fixtures.h"
 
@@ -116,7 +117,7 @@ TEST(Replicas, AWorkerOnAnMpsReplicaAsksForTheDevicePluginsResourceAndIsPricedBy
   EXPECT_EQ(c["resources"]["limits"], json::parse(R"({"nvidia.com/gpu.shared":"1"})"));
   EXPECT_EQ(pod["metadata"]["annotations"][api::kMpsReplicasAnnotation], "4");
   const api::Pod read = api::pod_from(pod);
-  EXPECT_EQ(gpu_requests(read), (std::map<std::string, int64_t>{{"mps:4:nvidia.com/gpu.shared", 1}}));
+  EXPECT_EQ(gpu::gpu_requests(read), (std::map<std::string, int64_t>{{"mps:4:nvidia.com/gpu.shared", 1}}));
   EXPECT_EQ(cost::pod_use(read).share_milli, 250);
 }
 
@@ -144,7 +145,7 @@ TEST(Replicas, AWorkerOnATimeSlicedReplicaIsPricedByTheNodesSplit) {
   EXPECT_EQ(pod["metadata"]["annotations"][api::kTimeSlicedReplicasAnnotation], "4");
   EXPECT_FALSE(pod["metadata"]["annotations"].contains(api::kMpsReplicasAnnotation));
   const api::Pod read = api::pod_from(pod);
-  EXPECT_EQ(gpu_requests(read), (std::map<std::string, int64_t>{{"ts:4:nvidia.com/gpu.shared", 1}}));
+  EXPECT_EQ(gpu::gpu_requests(read), (std::map<std::string, int64_t>{{"ts:4:nvidia.com/gpu.shared", 1}}));
   EXPECT_EQ(cost::pod_use(read).share_milli, 250);
   // A pod from before the node said its split (no annotation) is counted against the node's
   // replicas all the same.

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "controllers/api/quantity.h"
-#include "controllers/planner/cluster_snapshot.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/cluster_snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "tests/unit/controllers/planner_fixtures.h"
 
 namespace valley::planner {

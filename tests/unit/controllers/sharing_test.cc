@@ -6,7 +6,7 @@
 
 #include "controllers/api/pricing_policy.h"
 #include "controllers/api/spec.h"
-#include "controllers/cost/planner_config.h"
+#include "controllers/inputs/planner_config.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/planner/sharing.h"
 #include "tests/unit/controllers/planner_fixtures.h"

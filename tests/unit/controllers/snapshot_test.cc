@@ -1,4 +1,5 @@
-#include "controllers/planner/snapshot.h"
+#include "controllers/gpu/pod_requests.h"
+#include "controllers/inputs/snapshot.h"
 
 #include <gtest/gtest.h>
 
@@ -89,9 +90,9 @@ TEST(Snapshot, PodUsageCountsRequestsOrLimitsAndNothingOnceFinished) {
       {"resources":{"limits":{"nvidia.com/gpu":"2"}}},
       {"resources":{"requests":{"nvidia.com/gpu":"1","cpu":"4"},"limits":{"nvidia.com/gpu":"1"}}}],
     "initContainers":[{"resources":{"limits":{"nvidia.com/gpu":"4"}}}]},"status":{"phase":"Running"}})");
-  EXPECT_EQ(gpu_usage(api::pod_from(pod)), (std::map<std::string, int64_t>{{"nvidia.com/gpu", 4}}));  // init max(4) over sum(3)
+  EXPECT_EQ(gpu::gpu_usage(api::pod_from(pod)), (std::map<std::string, int64_t>{{"nvidia.com/gpu", 4}}));  // init max(4) over sum(3)
   pod["status"]["phase"] = "Succeeded";
-  EXPECT_TRUE(gpu_usage(api::pod_from(pod)).empty());
+  EXPECT_TRUE(gpu::gpu_usage(api::pod_from(pod)).empty());
   Node n = node_from(node("a", json::object(), {{"nvidia.com/gpu", "8"}}));
   pod["status"]["phase"] = "Running";
   subtract(n, api::pod_from(pod));

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/api/conditions.h"
-#include "controllers/render/task_report.h"
+#include "controllers/cost/task_report.h"
 #include "controllers/render/transfers.h"
 #include "tests/unit/controllers/lifecycle_fixtures.h"
 
@@ -136,9 +136,9 @@ TEST(Transfers, APodWhoseOutputsSidecarFailedIsSaidOnceInTheStatusAnEventAndTheR
   EXPECT_EQ(d.status["outputsNotKept"][1]["message"], "stopped before it finished uploading");
   // The report lists them.
   json task = task_object({}, d.status);
-  const json report = render::task_report(task, {{"uri", "s3://o"}, {"files", 1}, {"bytes", 10}, {"partial", true}}, "2026-11-22T05:01:00Z");
+  const json report = cost::task_report(task, {{"uri", "s3://o"}, {"files", 1}, {"bytes", 10}, {"partial", true}}, "2026-11-22T05:01:00Z");
   ASSERT_EQ(report["outputsNotKept"].size(), 2u);
-  EXPECT_NE(render::report_html(report).find("403 AccessDenied"), std::string::npos);
+  EXPECT_NE(cost::report_html(report).find("403 AccessDenied"), std::string::npos);
   // A task without outputs has no sidecar to speak of.
   Observed none = observe(task_object({}, status), {pod("t-worker-1", "worker", 1, "Running")});
   none.pods[0].outputs_exit = 1;
@@ -208,12 +208,12 @@ TEST(Transfers, TheHistoryRecordsEachPhaseAndSizeOnceAndTheReportDrawsIt) {
                                                         {{"time", "2026-11-22T05:00:00Z"}, {"phase", "Succeeded"}, {"workers", 0}}})},
                                {"cost", {{"currency", "USD"}, {"final", "12.50"}, {"estimate", {{"expected", "10.00"}}},
                                          {"breakdown", {{"gpuHours", {{"nvidia/spot", "6.000"}}}}}}}});
-  json report = render::task_report(task, {{"uri", "s3://o"}, {"files", 1}, {"bytes", 10}}, "2026-11-22T05:01:00Z");
+  json report = cost::task_report(task, {{"uri", "s3://o"}, {"files", 1}, {"bytes", 10}}, "2026-11-22T05:01:00Z");
   EXPECT_EQ(report["runSeconds"], 7200);
   EXPECT_EQ(report["cost"]["final"], "12.50");
   EXPECT_EQ(report["cost"]["gpuHoursByPool"]["nvidia/spot"], "6.000");
   EXPECT_NEAR(report["cost"]["errorPercent"].get<double>(), 25.0, 1e-9);
-  const std::string html = render::report_html(report);
+  const std::string html = cost::report_html(report);
   EXPECT_NE(html.find("ns/t"), std::string::npos);
   EXPECT_NE(html.find("4 workers"), std::string::npos) << "the chart's scale is the largest size";
   EXPECT_NE(html.find("nvidia/spot"), std::string::npos);

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/api/spec.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/render/render.h"
 #include "tests/unit/controllers/planner_fixtures.h"
 

@@ -2,7 +2,7 @@
 
 #include "controllers/cost/engine.h"
 #include "controllers/api/money.h"
-#include "controllers/cost/planner_config.h"
+#include "controllers/inputs/planner_config.h"
 #include "controllers/cost/policy.h"
 #include "controllers/cost/report.h"
 #include "controllers/api/timezone.h"

@@ -2,7 +2,7 @@
 // end the dearest capacity it may still be placed on (nothing holds it to the cheaper one).
 #include <gtest/gtest.h>
 
-#include "controllers/cost/candidates.h"
+#include "controllers/inputs/candidates.h"
 #include "controllers/cost/engine.h"
 
 namespace valley::cost {

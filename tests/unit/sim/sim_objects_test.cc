@@ -8,7 +8,7 @@
 #include "controllers/api/spec.h"
 #include "controllers/inputs/plan_inputs.h"
 #include "controllers/inputs/task_inputs.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/render/render.h"
 
 namespace valley::sim::detail {

@@ -8,11 +8,11 @@
 
 #include <string>
 
-namespace valley::render {
+namespace valley::cost {
 
 // `kept`: the outputs as listed ({uri, files, bytes}); `now`: RFC 3339, when it is written.
 nlohmann::json task_report(const nlohmann::json& task, const nlohmann::json& kept, const std::string& now);
 // A self-contained HTML page (inline SVG charts, no scripts or external assets).
 std::string report_html(const nlohmann::json& report);
 
-}  // namespace valley::render
+}  // namespace valley::cost

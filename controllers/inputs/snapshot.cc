@@ -1,10 +1,11 @@
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "controllers/api/quantity.h"
 #include "controllers/api/task_status.h"
+#include "controllers/gpu/pod_requests.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
@@ -140,69 +141,14 @@ Node node_from(const json& node, const NodeFacts& facts) {
   return n;
 }
 
-std::map<std::string, int64_t> gpu_usage(const api::Pod& pod) {
-  if (pod.phase == "Succeeded" || pod.phase == "Failed") return {};
-  return gpu_requests(pod);
-}
-
-namespace {
-// Per resource that `counted` accepts, as the scheduler sums a pod: its containers' requests (else
-// limits) added up with its sidecars' (init containers that keep running), at least as much as any
-// one init container's plus the sidecars started before it.
-template <class Counted>
-std::map<std::string, int64_t> pod_requests(const api::Pod& pod, Counted counted) {
-  std::map<std::string, int64_t> out;
-  auto of_container = [&](const api::PodContainer& c) {
-    std::map<std::string, int64_t> u;
-    for (const auto* src : {&c.limits, &c.requests})  // requests win where both exist
-      for (const auto& [k, v] : *src)
-        if (counted(k)) u[k] = v;
-    return u;
-  };
-  std::map<std::string, int64_t> sidecars;
-  for (const auto& c : pod.init_containers)
-    for (const auto& [k, v] : of_container(c)) {
-      if (c.sidecar) sidecars[k] += v;
-      else out[k] = std::max(out[k], v + sidecars[k]);
-    }
-  std::map<std::string, int64_t> running = sidecars;
-  for (const auto& c : pod.containers)
-    for (const auto& [k, v] : of_container(c)) running[k] += v;
-  for (const auto& [k, v] : running) out[k] = std::max(out[k], v);
-  return out;
-}
-}  // namespace
-
-namespace {
-// The GPU resources the pod asks of device plugins, and its DRA claim's devices or seat.
-std::map<std::string, int64_t> device_requests(const api::Pod& pod) {
-  auto out = pod_requests(pod, [](const std::string& k) { return gpu::is_gpu_resource(k); });
-  if (pod.claimed_count > 0) out[gpu::dra_resource(pod.claimed_class)] += pod.claimed_count;
-  if (pod.seat_milli > 0) out[gpu::dra_seat_resource(pod.seat_class)] += pod.seat_milli;
-  return out;
-}
-}  // namespace
-
 int64_t share_on_node(const api::Pod& pod, const Node& node) {
   int64_t milli = 0;
-  for (const auto& [resource, count] : device_requests(pod)) milli += gpu::share_milli(counted_as(node, resource), count);
+  for (const auto& [resource, count] : gpu::device_requests(pod)) milli += gpu::share_milli(counted_as(node, resource), count);
   return milli;
 }
 
-std::map<std::string, int64_t> gpu_requests(const api::Pod& pod) {
-  auto out = device_requests(pod);
-  const int replicas = pod.mps_replicas > 0 ? pod.mps_replicas : pod.time_sliced_replicas;
-  if (replicas > 0)
-    for (const char* resource : gpu::kReplicaDeviceResources)
-      if (auto it = out.find(resource); it != out.end()) {
-        out[gpu::replicas_resource(pod.mps_replicas > 0 ? gpu::Sharing::Mps : gpu::Sharing::TimeSliced, replicas, resource)] += it->second;
-        out.erase(it);
-      }
-  return out;
-}
-
 std::map<std::string, int64_t> room_requests(const api::Pod& pod) {
-  auto out = pod_requests(pod, [](const std::string& k) { return api::is_node_room_resource(k); });
+  auto out = gpu::pod_requests(pod, [](const std::string& k) { return api::is_node_room_resource(k); });
   out[api::kPods] = 1;
   return out;
 }
@@ -224,7 +170,7 @@ std::string counted_as(const Node& n, const std::string& resource) {
 }
 
 void subtract(Node& node, const api::Pod& pod) {
-  for (const auto& [k, v] : gpu_usage(pod)) node.free[counted_as(node, k)] -= v;
+  for (const auto& [k, v] : gpu::gpu_usage(pod)) node.free[counted_as(node, k)] -= v;
   for (const auto& [k, v] : room_usage(pod)) node.room[k] -= v;
 }
 
@@ -289,7 +235,7 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
     std::string node = pod->node_name;
     const bool bound = !node.empty();
     if (!bound) node = pod->pinned;  // created but not bound yet: where it will be
-    auto usage = gpu_usage(*pod);
+    auto usage = gpu::gpu_usage(*pod);
     if (node.empty() || usage.empty()) continue;  // not placed yet, or finished
     int index = 0;
     try {

@@ -63,11 +63,6 @@ Node node_from(const json& node, const NodeFacts& facts = {});
 // new is placed there and its workers move.
 Node with_gpu_fault(Node n, const std::string& fault);
 
-// The GPU resources a pod asks for (requests, else limits, summed over containers; init containers
-// count by their maximum, as the scheduler does), whatever its phase.
-std::map<std::string, int64_t> gpu_requests(const api::Pod& pod);
-// What it holds now: its requests, or nothing once it has finished.
-std::map<std::string, int64_t> gpu_usage(const api::Pod& pod);
 // The key node `n` counts a pod's `resource` under: its replicas' (Node::replicas_resource) for the
 // device plugin's resource on a node that shares GPUs as replicas, else the resource itself.
 std::string counted_as(const Node& n, const std::string& resource);

@@ -1,4 +1,4 @@
-#include "controllers/planner/dra_devices.h"
+#include "controllers/inputs/dra_devices.h"
 
 #include <set>
 #include <tuple>

@@ -1,9 +1,10 @@
-#include "controllers/planner/cluster_snapshot.h"
+#include "controllers/inputs/cluster_snapshot.h"
 
 #include <algorithm>
 
 #include "controllers/api/quantity.h"
-#include "controllers/planner/dra_devices.h"
+#include "controllers/gpu/pod_requests.h"
+#include "controllers/inputs/dra_devices.h"
 #include "controllers/render/render.h"
 #include "operator/kube/json_fields.h"
 
@@ -207,7 +208,7 @@ void ClusterSnapshot::upsert_pod(const PodPtr& pod) {
   PodEntry p;
   p.object = pod;
   p.node = node_of_pod(*pod);
-  p.usage = gpu_usage(*pod);
+  p.usage = gpu::gpu_usage(*pod);
   p.room = room_usage(*pod);
   p.worker_of = worker_of(*pod, &p.epoch);
   hold(p, +1);
@@ -400,12 +401,12 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodP
   for (const auto& [key, p] : pods_by_key) {
     const std::string node = node_of_pod(*p);
     if (auto n = by_name.find(node); n != by_name.end()) {
-      take_held(n->second, gpu_usage(*p));
+      take_held(n->second, gpu::gpu_usage(*p));
       take_held(n->second, room_usage(*p));
     }
     std::string epoch;
     if (const std::string task = worker_of(*p, &epoch); !task.empty() && !node.empty())
-      workers[task].push_back({node, gpu_usage(*p), epoch, room_usage(*p)});
+      workers[task].push_back({node, gpu::gpu_usage(*p), epoch, room_usage(*p)});
   }
   for (auto& [task, list] : workers) v.workers[task] = std::make_shared<const std::vector<SnapshotView::Worker>>(std::move(list));
   for (auto& [name, n] : by_name) v.nodes.push_back(std::make_shared<const Node>(std::move(n)));

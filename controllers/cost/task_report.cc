@@ -1,4 +1,4 @@
-#include "controllers/render/task_report.h"
+#include "controllers/cost/task_report.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include "operator/kube/timefmt.h"
 #include "operator/json_text.h"
 
-namespace valley::render {
+namespace valley::cost {
 namespace {
 
 using json = nlohmann::json;
@@ -167,4 +167,4 @@ std::string report_html(const json& r) {
   return h.str();
 }
 
-}  // namespace valley::render
+}  // namespace valley::cost

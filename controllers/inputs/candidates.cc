@@ -1,4 +1,4 @@
-#include "controllers/cost/candidates.h"
+#include "controllers/inputs/candidates.h"
 
 #include <algorithm>
 

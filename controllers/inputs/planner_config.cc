@@ -1,4 +1,4 @@
-#include "controllers/cost/planner_config.h"
+#include "controllers/inputs/planner_config.h"
 
 #include <algorithm>
 #include <optional>

@@ -13,7 +13,7 @@
 
 #include "controllers/cost/engine.h"
 #include "controllers/cost/policy.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/api/spec.h"
 
 namespace valley::cost {

@@ -22,7 +22,7 @@
 #include "controllers/api/dra.h"
 #include "controllers/api/spec.h"
 #include "controllers/planner/planner.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 
 namespace valley::planner {
 

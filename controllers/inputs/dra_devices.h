@@ -16,7 +16,7 @@
 
 #include "controllers/api/dra.h"
 #include "controllers/planner/planner.h"
-#include "controllers/planner/snapshot.h"
+#include "controllers/inputs/snapshot.h"
 
 namespace valley::planner {
 
