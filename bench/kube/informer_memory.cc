@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/kube/sample_pod.h"
+#include "operator/kube/client.h"
 #include "operator/kube/error.h"
 #include "controllers/api/pod.h"
 #include "controllers/task/cache_fields.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 
 namespace valley::api {
 
@@ -40,7 +40,7 @@ struct CostRecord {
 
 class CostRecords {
  public:
-  CostRecords(kube::Client& client, std::string ns) : client_(client), ns_(std::move(ns)) {}
+  CostRecords(kube::Api& client, std::string ns) : client_(client), ns_(std::move(ns)) {}
   // Writes (server-side apply) the record; false when the API server did not take it.
   bool keep(const CostRecord& record);
   // The records of namespace/name (every incarnation), read from the API server.
@@ -51,7 +51,7 @@ class CostRecords {
 
  private:
   std::vector<CostRecord> list(const std::string& selector);
-  kube::Client& client_;
+  kube::Api& client_;
   std::string ns_;
 };
 

@@ -20,7 +20,7 @@ bool holds_accounting(const api::Pod& pod) {
   return std::find(pod.finalizers.begin(), pod.finalizers.end(), render::kAccountingFinalizer) != pod.finalizers.end();
 }
 
-Accounting::Accounting(kube::Client& client, ClusterCache& cache, const ControllerOptions& options, std::function<size_t()> admitted_tasks)
+Accounting::Accounting(kube::Api& client, ClusterCache& cache, const ControllerOptions& options, std::function<size_t()> admitted_tasks)
     : client_(client), cache_(cache), options_(options), admitted_tasks_(std::move(admitted_tasks)), records_(client, options.ownership_namespace) {}
 
 std::chrono::seconds Accounting::accrual_interval() const {

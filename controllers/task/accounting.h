@@ -21,7 +21,7 @@
 #include "controllers/task/cluster_cache.h"
 #include "controllers/lifecycle/lifecycle.h"
 #include "controllers/task/options.h"
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 
 namespace valley::task {
 
@@ -29,7 +29,7 @@ bool holds_accounting(const api::Pod& pod);
 
 class Accounting {
  public:
-  Accounting(kube::Client& client, ClusterCache& cache, const ControllerOptions& options, std::function<size_t()> admitted_tasks);
+  Accounting(kube::Api& client, ClusterCache& cache, const ControllerOptions& options, std::function<size_t()> admitted_tasks);
   // status.cost brought up to date (accrual, estimate); the stored one when nothing prices the task.
   // `ended_now`: pods whose end no one will report (their node is lost), closed at o.now; `force`:
   // the accrual is written now (pods are about to go or be released), not only when due.
@@ -59,7 +59,7 @@ class Accounting {
                    const std::set<std::string>& ended_now, kube::SystemTime now, std::vector<cost::PodUse>& uses,
                    std::map<std::string, cost::NodeRate>& rates) const;
   nlohmann::json with_estimate(nlohmann::json out, const nlohmann::json& stored, const lifecycle::Observed& o, const cost::Policy& p) const;
-  kube::Client& client_;
+  kube::Api& client_;
   ClusterCache& cache_;
   const ControllerOptions& options_;
   std::function<size_t()> admitted_tasks_;

@@ -7,7 +7,7 @@
 
 namespace valley::task {
 
-CheckpointWatcher::CheckpointWatcher(kube::Client& client, std::chrono::seconds interval, OnChange on_change)
+CheckpointWatcher::CheckpointWatcher(kube::Api& client, std::chrono::seconds interval, OnChange on_change)
     : client_(client), interval_(interval), on_change_(std::move(on_change)) {}
 
 void CheckpointWatcher::watch(const api::TaskSpec& spec) {

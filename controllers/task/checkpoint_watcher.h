@@ -15,7 +15,7 @@
 #include <string>
 
 #include "controllers/api/spec.h"
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 #include "operator/storage/checkpoint_record.h"
 
 namespace valley::task {
@@ -24,7 +24,7 @@ class CheckpointWatcher {
  public:
   // on_change(task key, error): a new record was read, or reading failed with a new error ("" = ok).
   using OnChange = std::function<void(const std::string& key, const std::string& error)>;
-  CheckpointWatcher(kube::Client& client, std::chrono::seconds interval, OnChange on_change);
+  CheckpointWatcher(kube::Api& client, std::chrono::seconds interval, OnChange on_change);
 
   // Keeps watching the task while it lives (call on every reconcile; cheap). Tasks without an s3://
   // store are ignored.
@@ -44,7 +44,7 @@ class CheckpointWatcher {
   };
   void read(const std::string& key, Entry entry);
 
-  kube::Client& client_;
+  kube::Api& client_;
   std::chrono::seconds interval_;
   OnChange on_change_;
   mutable std::mutex mu_;

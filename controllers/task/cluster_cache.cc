@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kByTask = "task";
 }  // namespace
 
-ClusterCache::ClusterCache(kube::Client& client, const ControllerOptions& options)
+ClusterCache::ClusterCache(kube::Api& client, const ControllerOptions& options)
     : client_(client),
       options_(options),
       gpu_(options_.prometheus_url, options_.gpu_health, options_.gpu_health_interval, [this] {

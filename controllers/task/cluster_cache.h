@@ -26,7 +26,7 @@
 #include "controllers/task/gpu_watcher.h"
 #include "controllers/task/options.h"
 #include "controllers/tenancy/tenants.h"
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 #include "operator/kube/informer.h"
 
 namespace valley::task {
@@ -36,7 +36,7 @@ using Tenancy = inputs::Tenancy;
 class ClusterCache {
  public:
   // on_gpu_change: GPU faults came or went (called from the GPU watcher's thread).
-  ClusterCache(kube::Client& client, const ControllerOptions& options);
+  ClusterCache(kube::Api& client, const ControllerOptions& options);
   ~ClusterCache();
 
   // Starts the informers and waits until the required ones listed (TrainingTasks, pods, nodes,
@@ -101,7 +101,7 @@ class ClusterCache {
   cost::DurationSpread duration_spread(const std::string& ns) const;
 
  private:
-  kube::Client& client_;
+  kube::Api& client_;
   const ControllerOptions& options_;
   std::unique_ptr<kube::Informer> tasks_, nodes_, services_, configs_, pricing_, tenants_, namespaces_;
   std::unique_ptr<kube::Informer> slices_;  // DRA (resource.k8s.io/v1)

@@ -16,7 +16,7 @@ namespace valley::task {
 
 namespace res = kube::resources;
 
-Controllers::Controllers(kube::Client& client, kube::EventRecorder& events, ControllerOptions options)
+Controllers::Controllers(kube::Api& client, kube::EventRecorder& events, ControllerOptions options)
     : options_(std::move(options)), events_(events), cache_(client, options_), refusals_(options_.refused_retry) {
   planning_ = std::make_unique<PlanningLoop>(cache_, board_, refusals_, events, options_, [this](const std::string& key) { tasks_->enqueue(key); });
   auto replan = [this] { planning_->replan(); };

@@ -24,14 +24,14 @@
 #include "controllers/task/policy_reconciler.h"
 #include "controllers/task/task_reconciler.h"
 #include "controllers/task/tenant_reconciler.h"
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 #include "operator/kube/events.h"
 
 namespace valley::task {
 
 class Controllers {
  public:
-  Controllers(kube::Client& client, kube::EventRecorder& events, ControllerOptions options = {});
+  Controllers(kube::Api& client, kube::EventRecorder& events, ControllerOptions options = {});
   ~Controllers();
   // Starts the cache, the planning loop, the checkpoint reader and the reconcilers; runs until
   // *stop, then shuts everything down.

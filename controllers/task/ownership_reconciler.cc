@@ -7,7 +7,7 @@
 
 namespace valley::task {
 
-OwnershipReconciler::OwnershipReconciler(kube::Client& client, ClusterCache& cache, const ControllerOptions& options)
+OwnershipReconciler::OwnershipReconciler(kube::Api& client, ClusterCache& cache, const ControllerOptions& options)
     : client_(client), cache_(cache), options_(options), loop_("ownership", "ownership/", 1, [this](const std::string&) { return reconcile(); }) {}
 
 bool OwnershipReconciler::is_published_object(const std::string& ns, const std::string& name) const {

@@ -11,13 +11,13 @@
 #include "controllers/task/cluster_cache.h"
 #include "controllers/task/options.h"
 #include "controllers/task/reconcile_loop.h"
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 
 namespace valley::task {
 
 class OwnershipReconciler {
  public:
-  OwnershipReconciler(kube::Client& client, ClusterCache& cache, const ControllerOptions& options);
+  OwnershipReconciler(kube::Api& client, ClusterCache& cache, const ControllerOptions& options);
   Result reconcile();
   ReconcileLoop& loop() { return loop_; }
   void enqueue() { loop_.queue().add(kKey); }
@@ -26,7 +26,7 @@ class OwnershipReconciler {
 
  private:
   static constexpr const char* kKey = "namespaces";
-  kube::Client& client_;
+  kube::Api& client_;
   ClusterCache& cache_;
   const ControllerOptions& options_;
   ReconcileLoop loop_;

@@ -9,7 +9,7 @@
 
 namespace valley::task {
 
-PolicyReconciler::PolicyReconciler(kube::Client& client, kube::EventRecorder& events, ClusterCache& cache, const ControllerOptions& options,
+PolicyReconciler::PolicyReconciler(kube::Api& client, kube::EventRecorder& events, ClusterCache& cache, const ControllerOptions& options,
                                    std::function<void()> in_force_changed)
     : client_(client),
       events_(events),

@@ -10,7 +10,7 @@
 #include "controllers/task/cluster_cache.h"
 #include "controllers/task/options.h"
 #include "controllers/task/reconcile_loop.h"
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 #include "operator/kube/events.h"
 
 namespace valley::task {
@@ -18,14 +18,14 @@ namespace valley::task {
 class PolicyReconciler {
  public:
   // in_force_changed: the policy in force was set anew.
-  PolicyReconciler(kube::Client& client, kube::EventRecorder& events, ClusterCache& cache, const ControllerOptions& options,
+  PolicyReconciler(kube::Api& client, kube::EventRecorder& events, ClusterCache& cache, const ControllerOptions& options,
                    std::function<void()> in_force_changed);
   Result reconcile(const std::string& name);
   ReconcileLoop& loop() { return loop_; }
   void enqueue(const std::string& name) { loop_.queue().add(name); }
 
  private:
-  kube::Client& client_;
+  kube::Api& client_;
   kube::EventRecorder& events_;
   ClusterCache& cache_;
   const ControllerOptions& options_;

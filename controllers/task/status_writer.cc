@@ -4,7 +4,7 @@
 
 namespace valley::task {
 
-StatusWrite write_status(kube::Client& client, const kube::Resource& resource, const nlohmann::json& object) {
+StatusWrite write_status(kube::Api& client, const kube::Resource& resource, const nlohmann::json& object) {
   StatusWrite w;
   try {
     w.answer = client.update_status(resource, object);

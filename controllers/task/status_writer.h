@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 
 namespace valley::task {
 
@@ -21,6 +21,6 @@ struct StatusWrite {
 };
 
 // `object` with its new status.
-StatusWrite write_status(kube::Client& client, const kube::Resource& resource, const nlohmann::json& object);
+StatusWrite write_status(kube::Api& client, const kube::Resource& resource, const nlohmann::json& object);
 
 }  // namespace valley::task

@@ -22,7 +22,7 @@ namespace res = kube::resources;
 
 std::string expectation_id(const std::string& kind, const std::string& ns, const std::string& name) { return kind + " " + ns + "/" + name; }
 
-TaskReconciler::TaskReconciler(kube::Client& client, kube::EventRecorder& events, ClusterCache& cache, AdmissionBoard& board,
+TaskReconciler::TaskReconciler(kube::Api& client, kube::EventRecorder& events, ClusterCache& cache, AdmissionBoard& board,
                                Refusals& refusals, Accounting& accounting, const ControllerOptions& options, std::function<void()> replan)
     : client_(client),
       events_(events),

@@ -27,7 +27,7 @@
 #include "controllers/task/options.h"
 #include "controllers/task/transfer_watcher.h"
 #include "controllers/task/reconcile_loop.h"
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 #include "operator/kube/events.h"
 #include "operator/kube/expectations.h"
 #include "operator/kube/request_pool.h"
@@ -36,7 +36,7 @@ namespace valley::task {
 
 class TaskReconciler {
  public:
-  TaskReconciler(kube::Client& client, kube::EventRecorder& events, ClusterCache& cache, AdmissionBoard& board, Refusals& refusals,
+  TaskReconciler(kube::Api& client, kube::EventRecorder& events, ClusterCache& cache, AdmissionBoard& board, Refusals& refusals,
                  Accounting& accounting, const ControllerOptions& options, std::function<void()> replan);
   Result reconcile(const std::string& key);
   // The informer saw the task deleted: its last object (status.cost) settles its cost.
@@ -120,7 +120,7 @@ class TaskReconciler {
   void owned_object_created(const kube::Resource& r, const std::string& ns, const std::string& name, const std::string& uid);
   void forget_owned_objects(const std::string& task_key);
 
-  kube::Client& client_;
+  kube::Api& client_;
   kube::EventRecorder& events_;
   ClusterCache& cache_;
   AdmissionBoard& board_;

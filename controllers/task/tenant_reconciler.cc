@@ -9,7 +9,7 @@
 
 namespace valley::task {
 
-TenantReconciler::TenantReconciler(kube::Client& client, kube::EventRecorder& events, ClusterCache& cache, const ControllerOptions& options,
+TenantReconciler::TenantReconciler(kube::Api& client, kube::EventRecorder& events, ClusterCache& cache, const ControllerOptions& options,
                                    std::function<void()> replan)
     : client_(client),
       events_(events),

@@ -11,14 +11,14 @@
 #include "controllers/task/cluster_cache.h"
 #include "controllers/task/options.h"
 #include "controllers/task/reconcile_loop.h"
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 #include "operator/kube/events.h"
 
 namespace valley::task {
 
 class TenantReconciler {
  public:
-  TenantReconciler(kube::Client& client, kube::EventRecorder& events, ClusterCache& cache, const ControllerOptions& options,
+  TenantReconciler(kube::Api& client, kube::EventRecorder& events, ClusterCache& cache, const ControllerOptions& options,
                    std::function<void()> replan);
   Result reconcile(const std::string& name);
   ReconcileLoop& loop() { return loop_; }
@@ -31,7 +31,7 @@ class TenantReconciler {
   // The status Valley would write now; nullopt when the Tenant is not cached or not resolved.
   std::optional<nlohmann::json> status_now(const nlohmann::json& object, const std::string& name, kube::SystemTime now);
 
-  kube::Client& client_;
+  kube::Api& client_;
   kube::EventRecorder& events_;
   ClusterCache& cache_;
   const ControllerOptions& options_;

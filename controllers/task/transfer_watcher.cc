@@ -12,7 +12,7 @@
 
 namespace valley::task {
 
-TransferWatcher::TransferWatcher(kube::Client& client, std::chrono::seconds retry, OnChange on_change)
+TransferWatcher::TransferWatcher(kube::Api& client, std::chrono::seconds retry, OnChange on_change)
     : client_(client), retry_(retry), on_change_(std::move(on_change)) {}
 
 void TransferWatcher::check_data(const api::TaskSpec& spec) {
@@ -67,7 +67,7 @@ void TransferWatcher::run(const std::atomic<bool>& stop) {
 
 namespace {
 
-lifecycle::DataCheck check(kube::Client& client, const std::string& ns, const api::TaskSpec::Data& data) {
+lifecycle::DataCheck check(kube::Api& client, const std::string& ns, const api::TaskSpec::Data& data) {
   std::string error;
   try {
     auto store = storage::open_task_store(client, ns, data.secret, data.uri, "data", &error);
@@ -87,7 +87,7 @@ lifecycle::DataCheck check(kube::Client& client, const std::string& ns, const ap
   }
 }
 
-nlohmann::json keep(kube::Client& client, const std::string& ns, const api::TaskSpec::Outputs& out, const nlohmann::json& task) {
+nlohmann::json keep(kube::Api& client, const std::string& ns, const api::TaskSpec::Outputs& out, const nlohmann::json& task) {
   nlohmann::json kept = {{"uri", out.uri}};
   std::string error;
   try {

@@ -22,14 +22,14 @@
 
 #include "controllers/api/spec.h"
 #include "controllers/lifecycle/transfers.h"
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 
 namespace valley::task {
 
 class TransferWatcher {
  public:
   using OnChange = std::function<void(const std::string& key)>;  // a result the task has not seen
-  TransferWatcher(kube::Client& client, std::chrono::seconds retry, OnChange on_change);
+  TransferWatcher(kube::Api& client, std::chrono::seconds retry, OnChange on_change);
 
   void check_data(const api::TaskSpec& spec);  // cheap; call on every reconcile of a task with data
   std::optional<lifecycle::DataCheck> data(const std::string& key) const;
@@ -53,7 +53,7 @@ class TransferWatcher {
   bool has_work(const Entry& e) const { return (e.data && !(e.data_check && e.data_check->ready)) || (e.outputs && !e.task.is_null()); }
   void work(const std::string& key, Entry entry);
 
-  kube::Client& client_;
+  kube::Api& client_;
   std::chrono::seconds retry_;
   OnChange on_change_;
   mutable std::mutex mu_;

@@ -155,7 +155,7 @@ void EventAggregator::create_failed(const std::string& key) {
   }
 }
 
-EventRecorder::EventRecorder(Client& client, EventOptions options)
+EventRecorder::EventRecorder(Api& client, EventOptions options)
     : client_(client), options_(options), aggregator_(std::move(options)) {
   thread_ = std::thread([this] {
     name_this_thread("events");

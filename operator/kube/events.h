@@ -21,7 +21,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 #include "operator/kube/timefmt.h"
 
 namespace valley::kube {
@@ -85,7 +85,7 @@ class EventAggregator {
 
 class EventRecorder {
  public:
-  EventRecorder(Client& client, EventOptions options);
+  EventRecorder(Api& client, EventOptions options);
   ~EventRecorder();
   EventRecorder(const EventRecorder&) = delete;
   EventRecorder& operator=(const EventRecorder&) = delete;
@@ -106,7 +106,7 @@ class EventRecorder {
   void loop();
   void write(std::vector<PendingWrite> batch);
 
-  Client& client_;
+  Api& client_;
   EventOptions options_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -9,7 +9,7 @@
 namespace valley::kube {
 
 namespace {
-bool send(Client& client, const Resource& r, const std::string& ns, const std::string& name, const nlohmann::json& patch) {
+bool send(Api& client, const Resource& r, const std::string& ns, const std::string& name, const nlohmann::json& patch) {
   try {
     client.patch(r, ns, name, PatchType::JSON, patch);
   } catch (const KubeError& e) {
@@ -21,7 +21,7 @@ bool send(Client& client, const Resource& r, const std::string& ns, const std::s
 }
 }  // namespace
 
-bool remove_finalizer(Client& client, const Resource& r, const std::string& ns, const std::string& name,
+bool remove_finalizer(Api& client, const Resource& r, const std::string& ns, const std::string& name,
                       const std::vector<std::string>& finalizers, const std::string& finalizer) {
   const auto it = std::find(finalizers.begin(), finalizers.end(), finalizer);
   if (it == finalizers.end()) return true;
@@ -29,7 +29,7 @@ bool remove_finalizer(Client& client, const Resource& r, const std::string& ns, 
   return send(client, r, ns, name, nlohmann::json::array({{{"op", "test"}, {"path", path}, {"value", finalizer}}, {{"op", "remove"}, {"path", path}}}));
 }
 
-bool add_finalizer(Client& client, const Resource& r, const std::string& ns, const std::string& name,
+bool add_finalizer(Api& client, const Resource& r, const std::string& ns, const std::string& name,
                    const std::vector<std::string>& finalizers, const std::string& resource_version, const std::string& finalizer) {
   if (std::find(finalizers.begin(), finalizers.end(), finalizer) != finalizers.end()) return true;
   nlohmann::json add = finalizers.empty() ? nlohmann::json{{"op", "add"}, {"path", "/metadata/finalizers"}, {"value", {finalizer}}}

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 
 namespace valley::kube {
 
 // `finalizers`: the object's list as the caller saw it.
-bool remove_finalizer(Client& client, const Resource& r, const std::string& ns, const std::string& name,
+bool remove_finalizer(Api& client, const Resource& r, const std::string& ns, const std::string& name,
                       const std::vector<std::string>& finalizers, const std::string& finalizer);
-bool add_finalizer(Client& client, const Resource& r, const std::string& ns, const std::string& name,
+bool add_finalizer(Api& client, const Resource& r, const std::string& ns, const std::string& name,
                    const std::vector<std::string>& finalizers, const std::string& resource_version, const std::string& finalizer);
 
 }  // namespace valley::kube

@@ -13,7 +13,7 @@ void InformerOptions::strip_managed_fields(nlohmann::json& object) {
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) meta->erase("managedFields");
 }
 
-InformerBase::InformerBase(Client& client, Resource resource, InformerOptions options)
+InformerBase::InformerBase(Api& client, Resource resource, InformerOptions options)
     : client_(client), resource_(std::move(resource)), options_(std::move(options)) {}
 
 InformerBase::~InformerBase() { stop(); }

@@ -16,7 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 #include "operator/kube/store.h"
 
 namespace valley::kube {
@@ -58,7 +58,7 @@ struct InformerStats {
 // What every informer does whatever it caches: the list and watch loop, the stats, start and stop.
 class InformerBase {
  public:
-  InformerBase(Client& client, Resource resource, InformerOptions options);
+  InformerBase(Api& client, Resource resource, InformerOptions options);
   virtual ~InformerBase();
   InformerBase(const InformerBase&) = delete;
   InformerBase& operator=(const InformerBase&) = delete;
@@ -93,7 +93,7 @@ class InformerBase {
   void apply_event(WatchEvent&& event);
   bool sleep_unless_stopped(std::chrono::milliseconds d);
 
-  Client& client_;
+  Api& client_;
   Resource resource_;
   InformerOptions options_;
   InformerStats stats_;
@@ -122,7 +122,7 @@ class BasicInformer : public InformerBase {
   using Ptr = std::shared_ptr<const T>;
   using Handlers = BasicInformerHandlers<T>;
 
-  BasicInformer(Client& client, Resource resource, InformerOptions options = {})
+  BasicInformer(Api& client, Resource resource, InformerOptions options = {})
       : InformerBase(client, std::move(resource), std::move(options)) {
     ObjectTraits<T>::add_indexes(store_);
   }

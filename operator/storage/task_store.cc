@@ -5,7 +5,7 @@
 
 namespace valley::storage {
 
-std::unique_ptr<ObjectStore> open_task_store(kube::Client& client, const std::string& ns, const std::string& secret,
+std::unique_ptr<ObjectStore> open_task_store(kube::Api& client, const std::string& ns, const std::string& secret,
                                                       const std::string& uri, const std::string& what, std::string* error) {
   std::map<std::string, std::string> values;
   if (!secret.empty()) {

@@ -5,14 +5,14 @@
 #include <memory>
 #include <string>
 
-#include "operator/kube/client.h"
+#include "operator/kube/api.h"
 #include "operator/storage/object_store.h"
 
 namespace valley::storage {
 
 // nullptr + error ("<what> Secret ns/name: ...", "<what> store <uri>: ...") when the Secret cannot be
 // read or holds no usable keys; `what` names the spec field ("checkpoint", "data", "outputs").
-std::unique_ptr<ObjectStore> open_task_store(kube::Client& client, const std::string& ns, const std::string& secret,
+std::unique_ptr<ObjectStore> open_task_store(kube::Api& client, const std::string& ns, const std::string& secret,
                                              const std::string& uri, const std::string& what, std::string* error);
 
 }  // namespace valley::storage

@@ -130,7 +130,11 @@ TEST_F(DraTest, ForeignClaimsAndBothKindsOfGpusAreCountedOnceAndNothingOverbooks
   EXPECT_EQ(on[dra_node()], 2) << "the DRA node's two free H100s are the cheapest, and all it has left";
   EXPECT_EQ(on[plugin_node()], 3);
   apply(gang(2), "waits");
-  std::this_thread::sleep_for(10s);  // several plans
+  // The operator decides it waits (the plan ran), and says why.
+  EXPECT_TRUE(eventually([&] {
+    const json st = task("waits").value("status", json::object());
+    return st.value("reason", "") == "Waiting" && st.value("message", "").find("InsufficientCapacity") != std::string::npos;
+  }, 30s)) << task("waits").dump(2);
   EXPECT_NE(phase("waits"), "Running");
   EXPECT_TRUE(workers("waits").empty()) << "a gang that fits nowhere creates no pod";
   EXPECT_EQ(allocated_devices(&all)[dra_node()], 4) << "the DRA node's four GPUs, each allocated once";

@@ -54,7 +54,11 @@ TEST_F(MpsTest, QuarterGpuWorkersPackOntoMpsReplicasPricedByTheirShareAndNothing
   EXPECT_EQ(workers("half").at(0)["spec"].value("nodeName", ""), whole_node());
   // Two replicas and one whole GPU are left: four more quarters do not fit as one gang.
   apply(gang(4, "0.25"), "more");
-  std::this_thread::sleep_for(10s);  // several plans
+  // The operator decides it waits (the plan ran), and says why.
+  EXPECT_TRUE(eventually([&] {
+    const json st = task("more").value("status", json::object());
+    return st.value("reason", "") == "Waiting" && st.value("message", "").find("InsufficientCapacity") != std::string::npos;
+  }, 30s)) << task("more").dump(2);
   EXPECT_NE(phase("more"), "Running");
   EXPECT_TRUE(workers("more").empty()) << "a gang that fits nowhere creates no pod";
   // Each quarter worker is charged a quarter of the A100's 2.00 a GPU-hour.

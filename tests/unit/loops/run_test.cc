@@ -1,0 +1,123 @@
+// The whole operator's loops running on the in-memory API server (Controllers::run: the cache's
+// watches, the queues, the planning loop, the reconcilers), with this test as the scheduler and
+// the kubelets: a task is admitted, its pods are bound and run, its launcher succeeds, and the task
+// ends Succeeded, priced, with every pod released.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "controllers/task/controllers.h"
+#include "operator/kube/events.h"
+#include "tests/unit/support/fake_api.h"
+
+namespace valley::task {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+namespace res = kube::resources;
+
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  for (auto until = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < until;) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+// The node a pod is pinned to by its required node affinity (render pins every planned pod).
+std::string pinned_node(const json& pod) {
+  const json& terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  for (const auto& term : terms)
+    for (const auto& f : term.value("matchFields", json::array()))
+      if (f.value("key", "") == "metadata.name" && !f["values"].empty()) return f["values"][0];
+  return "";
+}
+
+// What kube-scheduler and the kubelet do for each pod not yet bound: bind it where it is pinned (a
+// pod Valley does not pin, the launcher, to `any_node`) and run it.
+void schedule_and_run(testing::FakeApi& api, const std::string& ns, const std::string& any_node) {
+  for (const auto& p : api.objects("pods", ns)) {
+    const std::string name = p["metadata"]["name"];
+    if (!p["spec"].contains("nodeName")) {
+      const std::string pinned = pinned_node(p), node = pinned.empty() ? any_node : pinned;
+      api.patch(res::kPods, ns, name, kube::PatchType::Merge, {{"spec", {{"nodeName", node}}}});
+      const std::string since = kube::format_time(std::chrono::system_clock::now() - 60s);
+      json running = {{"phase", "Running"},
+                      {"startTime", since},
+                      {"conditions", {{{"type", "PodScheduled"}, {"status", "True"}}, {{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", since}}}},
+                      {"containerStatuses", json::array()}};
+      for (const auto& c : p["spec"]["containers"])
+        running["containerStatuses"].push_back({{"name", c["name"]}, {"ready", true}, {"state", {{"running", {{"startedAt", since}}}}}});
+      api.patch(res::kPods, ns, name, kube::PatchType::Merge, {{"status", running}}, "status");
+    }
+  }
+}
+
+// What the kubelet does for a pod deleted (its grace period over): stops its containers.
+void stop_deleted(testing::FakeApi& api, const std::string& ns) {
+  for (const auto& p : api.objects("pods", ns))
+    if (p["metadata"].contains("deletionTimestamp") && p["status"].value("phase", "") == "Running") {
+      json statuses = json::array();
+      for (const auto& c : p["spec"]["containers"])
+        statuses.push_back({{"name", c["name"]},
+                            {"state", {{"terminated", {{"exitCode", 137}, {"reason", "Error"},
+                                                       {"finishedAt", kube::format_time(std::chrono::system_clock::now())}}}}}});
+      api.patch(res::kPods, ns, p["metadata"]["name"], kube::PatchType::Merge, {{"status", {{"phase", "Failed"}, {"containerStatuses", statuses}}}}, "status");
+    }
+}
+
+void launcher_succeeds(testing::FakeApi& api, const std::string& ns, const std::string& launcher) {
+  const json p = api.get(res::kPods, ns, launcher);
+  json statuses = json::array();
+  for (const auto& c : p["spec"]["containers"])
+    statuses.push_back({{"name", c["name"]},
+                        {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"},
+                                                   {"startedAt", kube::format_time(std::chrono::system_clock::now() - 60s)},
+                                                   {"finishedAt", kube::format_time(std::chrono::system_clock::now())}}}}}});
+  api.patch(res::kPods, ns, launcher, kube::PatchType::Merge, {{"status", {{"phase", "Succeeded"}, {"containerStatuses", statuses}}}}, "status");
+}
+
+TEST(ControllersRun, ATaskIsAdmittedRunsAndSucceedsPricedWithEveryPodReleased) {
+  testing::FakeApi api;
+  for (const char* n : {"team", "valley-system"}) api.create(res::kNamespaces, "", {{"metadata", {{"name", n}}}});
+  const json resources = {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
+  api.create(res::kNodes, "", {{"metadata", {{"name", "a100-0"}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}}}},
+                               {"status", {{"allocatable", resources}, {"capacity", resources}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
+  api.create(res::kPricingPolicies, "", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", "default"}}},
+                                         {"spec", json::parse(R"({"gpu":[{"onDemand":"3.60"}]})")}});
+  ControllerOptions options;
+  options.ownership_namespace = "valley-system";
+  options.cost_interval = std::chrono::seconds(1);
+  kube::EventRecorder events(api, kube::EventOptions{});
+  Controllers controllers(api, events, options);
+  std::atomic<bool> stop{false};
+  std::thread loops([&] { controllers.run(stop); });
+  ASSERT_TRUE(eventually([&] { return controllers.running(); }, 10s));
+
+  api.create(res::kTrainingTasks, "team", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "job"}}},
+                                           {"spec", {{"taskType", "MPI"}, {"replicas", {{"min", 2}, {"max", 2}}},
+                                                     {"master", {{"image", "launcher:1"}}}, {"worker", {{"image", "worker:1"}, {"gpus", "1"}}}}}});
+  auto phase = [&] { return api.get(res::kTrainingTasks, "team", "job").value("status", json::object()).value("phase", ""); };
+  EXPECT_TRUE(eventually([&] { return api.objects("pods", "team").size() == 3; }, 10s)) << api.objects("pods", "team").size() << " pods";
+  schedule_and_run(api, "team", "a100-0");
+  EXPECT_TRUE(eventually([&] { return phase() == "Running"; }, 10s)) << api.get(res::kTrainingTasks, "team", "job").dump(2);
+  launcher_succeeds(api, "team", "job-launcher");
+  EXPECT_TRUE(eventually([&] { return phase() == "Succeeded"; }, 10s)) << api.get(res::kTrainingTasks, "team", "job").dump(2);
+  // Its workers are deleted; once their kubelets stopped them they are priced to the end and
+  // released (no accounting finalizer left, so they go), and the task's cost is final.
+  EXPECT_TRUE(eventually([&] {
+    stop_deleted(api, "team");
+    const json cost = api.get(res::kTrainingTasks, "team", "job")["status"].value("cost", json::object());
+    if (!cost.contains("final")) return false;
+    for (const auto& p : api.objects("pods", "team"))
+      if (!p["metadata"].value("finalizers", json::array()).empty()) return false;
+    return api.objects("pods", "team").size() == 1;  // the launcher stays, Completed
+  }, 15s)) << api.get(res::kTrainingTasks, "team", "job")["status"].value("cost", json::object()).dump(2) << json(api.objects("pods", "team")).dump(2);
+  stop = true;
+  loops.join();
+}
+
+}  // namespace
+}  // namespace valley::task
