@@ -17,7 +17,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: help deps build demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
+.PHONY: help deps build demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -57,6 +57,11 @@ integration: build cluster-binaries
 
 cluster-binaries:
 	@tests/cluster/build-binaries.sh
+
+# What the real node needs besides the control plane (make real builds it when missing; make test
+# builds it in the background while the kwok suites run).
+node-binaries: cluster-binaries
+	@tests/cluster/build-binaries.sh --node
 
 # The benchmarks' peer (the Kubeflow MPI Operator) as well: only the benchmarks need it.
 bench-binaries:
@@ -131,7 +136,8 @@ lint-deploy: cluster-binaries
 	@tests/deploy/lint.sh
 
 # One step after another (scripts/steps.sh), with the seconds each took at the end.
-TEST_STEPS := deps build unit unit-sanitize integration monitoring lint-deploy e2e real chaos-smoke bench-smoke
+# `node-binaries@bg` runs in the background from there on (scripts/steps.sh).
+TEST_STEPS := deps build unit unit-sanitize integration node-binaries@bg monitoring lint-deploy e2e real chaos-smoke bench-smoke
 test:
 	@MAKE="$(MAKE)" scripts/steps.sh $(TEST_STEPS)
 

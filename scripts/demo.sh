@@ -11,6 +11,10 @@ say "The local cluster: real kube-apiserver, etcd, scheduler and controller-mana
 build/bin/valleyctl --kubeconfig .valley/kubeconfig version
 K get nodes -o custom-columns='NODE:.metadata.name,NVIDIA:.status.allocatable.nvidia\.com/gpu,AMD:.status.allocatable.amd\.com/gpu,MIG-1g.10gb:.status.allocatable.nvidia\.com/mig-1g\.10gb,SHARED:.status.allocatable.nvidia\.com/gpu\.shared,CAPACITY:.metadata.labels.karpenter\.sh/capacity-type,ZONE:.metadata.labels.topology\.kubernetes\.io/zone'
 
+# The real node's Go builds (its last part) go on in the background while the kwok story is told;
+# a machine that built them before has them cached and this ends at once.
+setsid nice -n 10 tests/cluster/build-binaries.sh --node > .valley/logs/demo-node-binaries.log 2>&1 < /dev/null &
+
 say "Valley's operator starts, wins leader election and watches TrainingTasks"
 scripts/operator.sh stop
 # A short resize interval so the demo shows a task growing back within a minute (default 5m).

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds valley-operator as of the previous release (tests/upgrade/previous-release) under
 # $BUILD_DIR/previous, for the upgrade and downgrade faults of the chaos campaign, and prints the
-# binary's path. The source is a detached git worktree inside the build directory (the clone's own
-# working tree is untouched), built with the compiler cache of `make build`. Once per release commit.
+# path of the binary, kept in the cache outside the clone beside the Kubernetes builds
+# ($VALLEY_CACHE, default ~/.cache/valley) by release commit: built once per machine, not per clone.
+# The source is a detached git worktree inside the build directory (the clone's own working tree is
+# untouched), built with the compiler cache of `make build`.
 #   scripts/previous-operator.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,8 +12,9 @@ build_dir=$(realpath -m "${1:-build}")
 commit=$(grep -v '^#' tests/upgrade/previous-release | tr -d '[:space:]')
 out="$build_dir/previous"
 binary="$out/src/build/bin/valley-operator"
-if [ -x "$binary" ] && [ "$(cat "$out/commit" 2>/dev/null)" = "$commit" ]; then
-  echo "$binary"
+cached="${VALLEY_CACHE:-$HOME/.cache/valley}/previous-operator-${commit:0:12}"
+if [ -f "$cached/.complete" ]; then
+  echo "$cached/valley-operator"
   exit 0
 fi
 if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
@@ -31,5 +34,8 @@ echo "previous-operator: building valley-operator at ${commit:0:12} in $out" >&2
 cmake -S "$out/src" -B "$out/src/build" -G Ninja ${CMAKE_FLAGS:--DVALLEY_WERROR=ON} -DVALLEY_E2E=OFF \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 >&2
 cmake --build "$out/src/build" -j "${JOBS:-$(nproc)}" --target valley-operator >&2
-echo "$commit" > "$out/commit"
-echo "$binary"
+rm -rf "$cached.tmp" && mkdir -p "$cached.tmp"
+cp "$binary" "$cached.tmp/valley-operator"
+touch "$cached.tmp/.complete"
+rm -rf "$cached" && mv "$cached.tmp" "$cached"
+echo "$cached/valley-operator"

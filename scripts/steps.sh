@@ -3,11 +3,38 @@
 # and ends with how long each took: CI keeps only a run's output, and the 45-minute budget of
 # `make test` is kept by knowing where its time goes.
 #   scripts/steps.sh deps build unit ...
+# A step written `name@bg` runs in the background from there on (niced, its output in
+# .valley/logs/step-name.log, printed when it ends), beside the steps after it: for work that
+# waits on nothing those steps make, started where the machine has cores to spare (the real
+# node's Go builds while the kwok suites mostly wait on the API server). The run waits for it at
+# the end and fails if it failed; a step that needs its output waits for it itself (locks).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 declare -a done_steps=()
+declare -A lanes=() lane_start=()
 rc=0
+mkdir -p .valley/logs
+
+finish_lane() {  # name: waits for it, reports it
+  local name=$1 lane_rc
+  wait "${lanes[$name]}"
+  lane_rc=$?
+  echo "==> background make $name ended (exit $lane_rc) after $((SECONDS - lane_start[$name])) s; its output:"
+  sed 's/^/    /' ".valley/logs/step-$name.log"
+  done_steps+=("$name(bg) $((SECONDS - lane_start[$name]))")
+  unset "lanes[$name]"
+  [ $lane_rc -eq 0 ] || { [ $rc -ne 0 ] || rc=$lane_rc; echo "==> background make $name failed (exit $lane_rc)"; }
+}
+
 for step in "$@"; do
+  if [[ $step == *@bg ]]; then
+    name=${step%@bg}
+    echo "==> make $name in the background ($(date -u +%H:%M:%S)), output in .valley/logs/step-$name.log"
+    lane_start[$name]=$SECONDS
+    setsid nice -n 10 ${MAKE:-make} --no-print-directory "$name" > ".valley/logs/step-$name.log" 2>&1 < /dev/null &
+    lanes[$name]=$!
+    continue
+  fi
   start=$SECONDS
   echo "==> make $step ($(date -u +%H:%M:%S))"
   ${MAKE:-make} --no-print-directory "$step"
@@ -15,11 +42,11 @@ for step in "$@"; do
   done_steps+=("$step $((SECONDS - start))")
   [ $rc -eq 0 ] || { echo "==> make $step failed (exit $rc)"; break; }
 done
-echo "==> seconds per step:"
-total=0
-for s in "${done_steps[@]}"; do
-  printf '    %-14s %5d\n' "${s% *}" "${s##* }"
-  total=$((total + ${s##* }))
+for name in "${!lanes[@]}"; do
+  [ $rc -eq 0 ] || kill -- -"${lanes[$name]}" 2>/dev/null
+  finish_lane "$name"
 done
-printf '    %-14s %5d\n' total "$total"
+echo "==> seconds per step (background steps overlap the ones after them; total is the wall clock):"
+for s in "${done_steps[@]}"; do printf '    %-18s %5d\n' "${s% *}" "${s##* }"; done
+printf '    %-18s %5d\n' total "$SECONDS"
 exit $rc

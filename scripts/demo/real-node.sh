@@ -15,7 +15,16 @@ store_ip=10.244.0.1  # node.bash: the node's address on its bridge, which the po
 port=17071
 
 say "A real MPI task on a real node: containerd and kubelet on this machine, real pods, real mpirun"
-if ! VALLEY_BUILD_DIR="$PWD/build" tests/cluster/cluster.sh node-up > .valley/logs/demo-node-up.log 2>&1; then
+# What it builds the first time (its Go components) is said as it goes rather than waited out in
+# silence; builds the demo started in the background are waited for (they hold locks).
+VALLEY_BUILD_DIR="$PWD/build" tests/cluster/cluster.sh node-up > .valley/logs/demo-node-up.log 2>&1 &
+up=$!
+tail -n +1 -f --pid=$up .valley/logs/demo-node-up.log 2>/dev/null | grep --line-buffered -E "^building |^built " | sed -u 's/^/  /' &
+progress=$!
+up_rc=0
+wait $up || up_rc=$?
+wait $progress || true
+if [ $up_rc -ne 0 ]; then
   echo "  No real node on this host: node-up failed (the last lines of .valley/logs/demo-node-up.log):"
   tail -3 .valley/logs/demo-node-up.log | sed 's/^/    /'
   echo "  Everything above ran on kwok's simulated nodes only."

@@ -59,6 +59,17 @@ build() { # dest module-dir ldflags pkg...
   echo "built $(basename "$dest") in $((SECONDS - start))s, $(du -sh "$dest" | cut -f1)" >&2
 }
 
+# One build of a cache entry at a time: `make test` builds the real node's in the background while
+# other steps may ask for them (the second waits for the first, then finds them built).
+locked_build() {
+  local fd
+  mkdir -p "$(dirname "$1")"
+  exec {fd}>"$1.lock"
+  flock "$fd"
+  build "$@"
+  exec {fd}>&-
+}
+
 # A cache entry is keyed by everything it is built from: the build recipe, its flags and the module
 # files (not the rest of this script, so adding a component does not rebuild the others).
 key() { local flags=$1; shift; { declare -f build; echo "$flags"; cat "$@"; } | sha256sum | cut -c1-12; }
@@ -69,15 +80,15 @@ lint_dir="$cache_root/lint-helm-$helm_version-$(key "" "$here/lint/go.mod" "$her
 mpiop_dir="$cache_root/mpi-operator-$mpiop_version-$(key "" "$mpiop_mod/go.mod" "$mpiop_mod/go.sum")"
 nodegen_dir="$cache_root/nodegen-$(key "" "$here/kwok/go.sum" "$here"/kwok/nodegen/*.go)"
 
-build "$k8s_dir" "$here/k8s" "$k8s_ldflags" go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver \
+locked_build "$k8s_dir" "$here/k8s" "$k8s_ldflags" go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
   k8s.io/kubernetes/cmd/kubelet
-build "$kwok_dir" "$here/kwok" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
-build "$nodegen_dir" "$here/kwok" "" ./nodegen
+locked_build "$kwok_dir" "$here/kwok" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
+locked_build "$nodegen_dir" "$here/kwok" "" ./nodegen
 # The S3-compatible server for checkpoint-store tests (verifies SigV4 like AWS does).
-build "$s3_dir" "$here/s3" "" github.com/versity/versitygw/cmd/versitygw
+locked_build "$s3_dir" "$here/s3" "" github.com/versity/versitygw/cmd/versitygw
 # What `make lint-deploy` checks the shipped manifests and the Helm chart with.
-build "$lint_dir" "$here/lint" "-X helm.sh/helm/v3/internal/version.version=$helm_version" helm.sh/helm/v3/cmd/helm \
+locked_build "$lint_dir" "$here/lint" "-X helm.sh/helm/v3/internal/version.version=$helm_version" helm.sh/helm/v3/cmd/helm \
   github.com/yannh/kubeconform/cmd/kubeconform
 mkdir -p "$out"
 for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/* "$lint_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
@@ -85,7 +96,7 @@ for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/*
 if $node; then
   coredns_version=$(awk '$1=="require" && $2=="github.com/coredns/coredns"{print $3}' "$here/coredns/go.mod")
   coredns_dir="$cache_root/coredns-$coredns_version-$(key "" "$here/coredns/go.mod" "$here/coredns/go.sum")"
-  build "$coredns_dir" "$here/coredns" "" github.com/coredns/coredns
+  locked_build "$coredns_dir" "$here/coredns" "" github.com/coredns/coredns
   pause_version=3.10.1  # node.bash's PAUSE_IMAGE
   pause_src="$(cd "$here/k8s" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
   pause_dir="$cache_root/pause-$pause_version-$(key "$pause_version" "$pause_src")"
@@ -98,25 +109,25 @@ if $node; then
   # The NetworkPolicy enforcer (kube-router's policy controller; see netpol/tools.go).
   netpol_version=$(awk '$1=="require" && $2=="github.com/cloudnativelabs/kube-router/v2"{print $3}' "$here/netpol/go.mod")
   netpol_dir="$cache_root/kube-router-$netpol_version-$(key "" "$here/netpol/go.mod" "$here/netpol/go.sum")"
-  build "$netpol_dir" "$here/netpol" "" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  locked_build "$netpol_dir" "$here/netpol" "" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
   ln -sfn "$netpol_dir/bin/kube-router" "$out/kube-router"
   # The container runtime (see containerd/tools.go).
   ctrd_version=$(awk '$1=="require" && $2=="github.com/containerd/containerd/v2"{print $3}' "$here/containerd/go.mod")
   ctrd_tags=-tags=no_btrfs,no_devmapper,no_zfs
   ctrd_dir="$cache_root/containerd-$ctrd_version-$(key "$ctrd_tags" "$here/containerd/go.mod" "$here/containerd/go.sum")"
-  GOFLAGS=$ctrd_tags build "$ctrd_dir" "$here/containerd" "-X github.com/containerd/containerd/v2/version.Version=$ctrd_version" \
+  GOFLAGS=$ctrd_tags locked_build "$ctrd_dir" "$here/containerd" "-X github.com/containerd/containerd/v2/version.Version=$ctrd_version" \
     github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
     github.com/containerd/containerd/v2/cmd/ctr
   # The DRA example driver's kubelet plugin (see dra/tools.go).
   dra_version=$(awk '$1=="require" && $2=="sigs.k8s.io/dra-example-driver"{print $3}' "$here/dra/go.mod")
   dra_dir="$cache_root/dra-example-driver-$dra_version-$(key "" "$here/dra/go.mod" "$here/dra/go.sum")"
-  build "$dra_dir" "$here/dra" "" sigs.k8s.io/dra-example-driver/cmd/dra-example-kubeletplugin
+  locked_build "$dra_dir" "$here/dra" "" sigs.k8s.io/dra-example-driver/cmd/dra-example-kubeletplugin
   for b in "$ctrd_dir"/bin/* "$dra_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
 fi
 $peers || exit 0
 
 # The control-plane benchmark's peer, with the CRD and ClusterRole of the same release.
-build "$mpiop_dir" "$mpiop_mod" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
+locked_build "$mpiop_dir" "$mpiop_mod" "" github.com/kubeflow/mpi-operator/cmd/mpi-operator
 if [ ! -f "$mpiop_dir/manifests/kubeflow.org_mpijobs.yaml" ]; then
   src=$(cd "$mpiop_mod" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)
   mkdir -p "$mpiop_dir/manifests"
