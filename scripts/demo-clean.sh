@@ -13,9 +13,9 @@ pkill -f "[v]ersitygw --access valley-real" 2>/dev/null || true
 K get --raw /readyz >/dev/null 2>&1 || exit 0
 [ -x tests/cluster/cluster.sh ] && tests/cluster/cluster.sh node-status >/dev/null 2>&1 && tests/cluster/cluster.sh node-down >/dev/null
 # The labelled ones, and by name those an older demo made before it labelled them.
-namespaces=$( { K get namespaces -l valley.dev/demo=true -o name | sed 's|^namespace/||'
+namespaces=$( { K get namespaces -l valley.dev/demo=true -o name || true
                 for n in valley-demo valley-demo-lab-a valley-demo-lab-b valley-demo-real; do
-                  K get namespace "$n" -o name 2>/dev/null | sed 's|^namespace/||'; done; } | sort -u)
+                  K get namespace "$n" -o name 2>/dev/null || true; done; } | sed 's|^namespace/||' | sort -u)
 for n in $namespaces; do
   scripts/operator.sh release "$n"
   K delete namespace "$n" --ignore-not-found --wait=false >/dev/null
