@@ -184,7 +184,9 @@ void FakeApi::erase(const std::string& plural, const std::string& key) {
       for (const auto& ref : meta(o).value("ownerReferences", json::array()))
         if (ref.value("uid", "") == uid) owned.push_back(k);
     for (const auto& k : owned) {
-      json& o = dependents[k];
+      auto dependent = dependents.find(k);
+      if (dependent == dependents.end()) continue;  // collected meanwhile, as another's dependent
+      json& o = dependent->second;
       if (meta(o).value("finalizers", json::array()).empty()) {
         erase(dependents_plural, k);
       } else if (!meta(o).contains("deletionTimestamp")) {
