@@ -62,6 +62,7 @@ Flags make_flags() {
        "how long a task deleted before its outputs were kept is held for them (its pods' uploads and Valley's report); "
        "past it the task goes without them, with a Warning Event"},
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
+      {"namespace", "", "run only the TrainingTasks of this namespace (empty: every namespace); pods of every namespace still count as capacity taken"},
       {"topology-levels", "clique=nvidia.com/gpu.clique,block=valley.dev/topology-block,rack=valley.dev/topology-rack,zone=topology.kubernetes.io/zone",
        "topology levels, narrowest first (name=node label, comma-separated): a task's spec.topology names one; a gang keeps to the narrowest domains it can; empty: nodes only"},
       {"dra-drivers", "gpu.nvidia.com=nvidia,gpu.amd.com=amd,gpu.intel.com=intel",
@@ -208,6 +209,7 @@ task::ControllerOptions controller_options(const Flags& flags) {
   o.outputs_on_delete = seconds("outputs-on-delete-timeout");
   o.outputs_finalizer = flags.get_bool("outputs-finalizer");
   o.pricing_policy = flags.get("pricing-policy");
+  o.watch_namespace = flags.get("namespace");
   o.launcher_pool = label_pairs(flags, "launcher-node-selector");
   for (const auto& [name, label] : label_pairs(flags, "topology-levels")) {
     if (label.empty()) throw std::invalid_argument("--topology-levels: the level " + name + " names no node label");

@@ -28,6 +28,7 @@ ClusterCache::ClusterCache(kube::Api& client, const ControllerOptions& options)
       }) {
   kube::InformerOptions task_informer;
   task_informer.event_delay = options_.task_watch_delay;
+  task_informer.ns = options_.watch_namespace;
   tasks_ = std::make_unique<kube::Informer>(client_, res::kTrainingTasks, task_informer);
   kube::InformerOptions owned;
   owned.label_selector = std::string(render::label::kManagedBy) + "=valley";
@@ -44,7 +45,9 @@ ClusterCache::ClusterCache(kube::Api& client, const ControllerOptions& options)
     return task.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.ns + "/" + task};
   });
   nodes_ = std::make_unique<kube::Informer>(client_, res::kNodes, lean_nodes);
-  services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned);
+  kube::InformerOptions owned_here = owned;
+  owned_here.ns = options_.watch_namespace;
+  services_ = std::make_unique<kube::Informer>(client_, res::kServices, owned_here);
   // Of ConfigMaps, only the namespace ownership Valley publishes (a task has none: its launcher
   // carries its hostfile).
   kube::InformerOptions ownership = owned;

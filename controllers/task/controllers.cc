@@ -97,6 +97,8 @@ void Controllers::route_events() {
   // What the informer shows of an owned object meets the expectation of its creation (before the
   // owner is reconciled), and its task is reconciled.
   auto owned = [this](const std::string& kind, const std::string& ns, const std::string& name, const std::string& uid, const std::string& task) {
+    // Another instance's (a namespace out of scope): its task is not ours to reconcile, nor its pods to release.
+    if (!options_.in_scope(ns)) return;
     tasks_->observed_owned(kind, ns, name, uid);
     if (!task.empty()) tasks_->enqueue(ns + "/" + task);
   };
@@ -156,7 +158,7 @@ void Controllers::run(const std::atomic<bool>& stop) {
 }
 
 void Controllers::tell_if_foreign(const planner::PodPtr& pod) {
-  if (pod->label(render::label::kManagedBy) == "valley" || pod->phase != "Running") return;
+  if (pod->label(render::label::kManagedBy) == "valley" || pod->phase != "Running" || !options_.in_scope(pod->ns)) return;
   const auto held = gpu::gpu_usage(*pod);
   if (held.empty()) return;
   {

@@ -47,6 +47,11 @@ struct ControllerOptions {
   bool outputs_finalizer = false;
   std::chrono::seconds outputs_on_delete{600};
   std::string pricing_policy = "default";    // the PricingPolicy that prices tasks
+  // The one namespace whose TrainingTasks this operator runs ("" = every namespace), as the MPI
+  // Operator's --namespace: pods of every namespace still count as capacity taken, and another
+  // instance's pods are never touched.
+  std::string watch_namespace;
+  bool in_scope(const std::string& ns) const { return watch_namespace.empty() || ns == watch_namespace; }
   // Node labels (key=value) of the launcher pool: where MPI launchers must run (render::LauncherPlacement).
   std::vector<std::pair<std::string, std::string>> launcher_pool;
   std::chrono::seconds cost_interval{30};    // how often a running task's accrued cost is written

@@ -57,15 +57,16 @@ void schedule_and_run(testing::FakeApi& api, const std::string& ns, const std::s
 
 // What the kubelet does for a pod deleted (its grace period over): stops its containers.
 void stop_deleted(testing::FakeApi& api, const std::string& ns) {
-  for (const auto& p : api.objects("pods", ns))
-    if (p["metadata"].contains("deletionTimestamp") && p["status"].value("phase", "") == "Running") {
-      json statuses = json::array();
-      for (const auto& c : p["spec"]["containers"])
-        statuses.push_back({{"name", c["name"]},
-                            {"state", {{"terminated", {{"exitCode", 137}, {"reason", "Error"},
-                                                       {"finishedAt", kube::format_time(std::chrono::system_clock::now())}}}}}});
-      api.patch(res::kPods, ns, p["metadata"]["name"], kube::PatchType::Merge, {{"status", {{"phase", "Failed"}, {"containerStatuses", statuses}}}}, "status");
-    }
+  for (const auto& p : api.objects("pods", ns)) {
+    const std::string phase = p.value("status", json::object()).value("phase", "");
+    if (!p["metadata"].contains("deletionTimestamp") || phase == "Succeeded" || phase == "Failed") continue;
+    json statuses = json::array();
+    for (const auto& c : p["spec"]["containers"])
+      statuses.push_back({{"name", c["name"]},
+                          {"state", {{"terminated", {{"exitCode", 137}, {"reason", "Error"},
+                                                     {"finishedAt", kube::format_time(std::chrono::system_clock::now())}}}}}});
+    api.patch(res::kPods, ns, p["metadata"]["name"], kube::PatchType::Merge, {{"status", {{"phase", "Failed"}, {"containerStatuses", statuses}}}}, "status");
+  }
 }
 
 void launcher_succeeds(testing::FakeApi& api, const std::string& ns, const std::string& launcher) {
@@ -115,6 +116,60 @@ TEST(ControllersRun, ATaskIsAdmittedRunsAndSucceedsPricedWithEveryPodReleased) {
       if (!p["metadata"].value("finalizers", json::array()).empty()) return false;
     return api.objects("pods", "team").size() == 1;  // the launcher stays, Completed
   }, 15s)) << api.get(res::kTrainingTasks, "team", "job")["status"].value("cost", json::object()).dump(2) << json(api.objects("pods", "team")).dump(2);
+  stop = true;
+  loops.join();
+}
+
+// An operator of one namespace (--namespace) runs only its tasks: another namespace's task gets
+// nothing made for it, the GPUs its pods hold are counted as taken, and its pods, even once their
+// task is gone, are left to whatever runs there (never released or deleted).
+TEST(ControllersRun, AnOperatorOfOneNamespaceLeavesAnotherNamespacesTasksAndPodsAlone) {
+  testing::FakeApi api;
+  for (const char* n : {"ours", "theirs", "valley-system"}) api.create(res::kNamespaces, "", {{"metadata", {{"name", n}}}});
+  const json resources = {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
+  api.create(res::kNodes, "", {{"metadata", {{"name", "a100-0"}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}}}},
+                               {"status", {{"allocatable", resources}, {"capacity", resources}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
+  auto mpi = [](int min, int max) {
+    return json{{"taskType", "MPI"}, {"replicas", {{"min", min}, {"max", max}}}, {"master", {{"image", "launcher:1"}}}, {"worker", {{"image", "worker:1"}, {"gpus", "1"}}}};
+  };
+  auto task = [&](const std::string& ns, const std::string& name, const json& spec) {
+    return api.create(res::kTrainingTasks, ns, {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+  };
+  // Another instance's task and its running worker, holding 4 of the node's 8 GPUs.
+  const json other = task("theirs", "job", mpi(2, 2));
+  api.create(res::kPods, "theirs",
+             {{"metadata", {{"name", "job-worker-0"}, {"finalizers", {"valley.dev/accounting"}},
+                            {"labels", {{"app.kubernetes.io/managed-by", "valley"}, {"valley.dev/task", "job"}, {"valley.dev/role", "worker"}}},
+                            {"ownerReferences", {{{"uid", other["metadata"]["uid"]}, {"kind", "TrainingTask"}, {"name", "job"}}}}}},
+              {"spec", {{"nodeName", "a100-0"}, {"containers", {{{"name", "w"}, {"resources", {{"limits", {{"nvidia.com/gpu", "4"}}}}}}}}}},
+              {"status", {{"phase", "Running"}}}});
+  ControllerOptions options;
+  options.watch_namespace = "ours";
+  options.ownership_namespace = "valley-system";
+  kube::EventRecorder events(api, kube::EventOptions{});
+  Controllers controllers(api, events, options);
+  std::atomic<bool> stop{false};
+  std::thread loops([&] { controllers.run(stop); });
+  ASSERT_TRUE(eventually([&] { return controllers.running(); }, 10s));
+
+  task("ours", "job", mpi(2, 8));
+  ASSERT_TRUE(eventually([&] { return !api.objects("pods", "ours").empty(); }, 10s));
+  const json ours = api.get(res::kTrainingTasks, "ours", "job");
+  EXPECT_EQ(ours["status"].value("phase", ""), "Admitted") << ours["status"].dump(2);
+  EXPECT_LE(ours["status"].value("epochReplicas", 0), 4) << "the other instance's 4 GPUs are taken";
+  EXPECT_FALSE(api.get(res::kTrainingTasks, "theirs", "job").contains("status")) << "not ours to run";
+  EXPECT_EQ(api.objects("pods", "theirs").size(), 1u) << "nothing made for their task";
+  // Their task goes (the collector marks its pod deleted), then ours: once ours is settled, their
+  // pod still holds its finalizer, for their own operator to release.
+  api.remove(res::kTrainingTasks, "theirs", "job");
+  api.remove(res::kTrainingTasks, "ours", "job");
+  EXPECT_TRUE(eventually([&] {
+    stop_deleted(api, "ours");
+    return api.objects("pods", "ours").empty();
+  }, 15s)) << api.objects("pods", "ours").size() << " of our pods left";
+  const auto theirs = api.objects("pods", "theirs");
+  ASSERT_EQ(theirs.size(), 1u);
+  EXPECT_EQ(theirs[0]["metadata"].value("finalizers", json::array()), json::array({"valley.dev/accounting"}));
   stop = true;
   loops.join();
 }
