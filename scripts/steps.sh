@@ -15,13 +15,14 @@ declare -A lanes=() lane_start=()
 rc=0
 mkdir -p .valley/logs
 
-finish_lane() {  # name: waits for it, reports it
-  local name=$1 lane_rc
+finish_lane() {  # name: waits for it, reports it (how long it ran, as it wrote when it ended)
+  local name=$1 lane_rc took
   wait "${lanes[$name]}"
   lane_rc=$?
-  echo "==> background make $name ended (exit $lane_rc) after $((SECONDS - lane_start[$name])) s; its output:"
+  took=$(cut -d' ' -f2 ".valley/logs/step-$name.end" 2>/dev/null || echo "$((SECONDS - lane_start[$name]))")
+  echo "==> background make $name ended (exit $lane_rc) after $took s; its output:"
   sed 's/^/    /' ".valley/logs/step-$name.log"
-  done_steps+=("$name(bg) $((SECONDS - lane_start[$name]))")
+  done_steps+=("$name(bg) $took")
   unset "lanes[$name]"
   [ $lane_rc -eq 0 ] || { [ $rc -ne 0 ] || rc=$lane_rc; echo "==> background make $name failed (exit $lane_rc)"; }
 }
@@ -31,7 +32,9 @@ for step in "$@"; do
     name=${step%@bg}
     echo "==> make $name in the background ($(date -u +%H:%M:%S)), output in .valley/logs/step-$name.log"
     lane_start[$name]=$SECONDS
-    setsid nice -n 10 ${MAKE:-make} --no-print-directory "$name" > ".valley/logs/step-$name.log" 2>&1 < /dev/null &
+    rm -f ".valley/logs/step-$name.end"
+    setsid nice -n 10 bash -c '${MAKE:-make} --no-print-directory "$1"; rc=$?; echo "$rc $SECONDS" > ".valley/logs/step-$1.end"; exit $rc' \
+      _ "$name" > ".valley/logs/step-$name.log" 2>&1 < /dev/null &
     lanes[$name]=$!
     continue
   fi
