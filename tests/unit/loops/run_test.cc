@@ -65,9 +65,28 @@ void stop_deleted(testing::FakeApi& api, const std::string& ns) {
       statuses.push_back({{"name", c["name"]},
                           {"state", {{"terminated", {{"exitCode", 137}, {"reason", "Error"},
                                                      {"finishedAt", kube::format_time(std::chrono::system_clock::now())}}}}}});
-    api.patch(res::kPods, ns, p["metadata"]["name"], kube::PatchType::Merge, {{"status", {{"phase", "Failed"}, {"containerStatuses", statuses}}}}, "status");
+    try {
+      api.patch(res::kPods, ns, p["metadata"]["name"], kube::PatchType::Merge, {{"status", {{"phase", "Failed"}, {"containerStatuses", statuses}}}}, "status");
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() != 404) throw;  // released and collected meanwhile
+    }
   }
 }
+
+// Controllers::run on a thread of its own, stopped and joined however the test ends (an ASSERT
+// returning early must not leave a joinable thread behind).
+class Running {
+ public:
+  explicit Running(Controllers& c) : thread_([this, &c] { c.run(stop_); }) {}
+  ~Running() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 void launcher_succeeds(testing::FakeApi& api, const std::string& ns, const std::string& launcher) {
   const json p = api.get(res::kPods, ns, launcher);
@@ -93,8 +112,7 @@ TEST(ControllersRun, ATaskIsAdmittedRunsAndSucceedsPricedWithEveryPodReleased) {
   options.cost_interval = std::chrono::seconds(1);
   kube::EventRecorder events(api, kube::EventOptions{});
   Controllers controllers(api, events, options);
-  std::atomic<bool> stop{false};
-  std::thread loops([&] { controllers.run(stop); });
+  Running loops(controllers);
   ASSERT_TRUE(eventually([&] { return controllers.running(); }, 10s));
 
   api.create(res::kTrainingTasks, "team", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "job"}}},
@@ -116,8 +134,6 @@ TEST(ControllersRun, ATaskIsAdmittedRunsAndSucceedsPricedWithEveryPodReleased) {
       if (!p["metadata"].value("finalizers", json::array()).empty()) return false;
     return api.objects("pods", "team").size() == 1;  // the launcher stays, Completed
   }, 15s)) << api.get(res::kTrainingTasks, "team", "job")["status"].value("cost", json::object()).dump(2) << json(api.objects("pods", "team")).dump(2);
-  stop = true;
-  loops.join();
 }
 
 // An operator of one namespace (--namespace) runs only its tasks: another namespace's task gets
@@ -148,8 +164,7 @@ TEST(ControllersRun, AnOperatorOfOneNamespaceLeavesAnotherNamespacesTasksAndPods
   options.ownership_namespace = "valley-system";
   kube::EventRecorder events(api, kube::EventOptions{});
   Controllers controllers(api, events, options);
-  std::atomic<bool> stop{false};
-  std::thread loops([&] { controllers.run(stop); });
+  Running loops(controllers);
   ASSERT_TRUE(eventually([&] { return controllers.running(); }, 10s));
 
   task("ours", "job", mpi(2, 8));
@@ -170,8 +185,6 @@ TEST(ControllersRun, AnOperatorOfOneNamespaceLeavesAnotherNamespacesTasksAndPods
   const auto theirs = api.objects("pods", "theirs");
   ASSERT_EQ(theirs.size(), 1u);
   EXPECT_EQ(theirs[0]["metadata"].value("finalizers", json::array()), json::array({"valley.dev/accounting"}));
-  stop = true;
-  loops.join();
 }
 
 }  // namespace
