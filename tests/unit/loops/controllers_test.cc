@@ -20,6 +20,7 @@
 #include "operator/kube/events.h"
 #include "operator/kube/json_fields.h"
 #include "tests/unit/support/fake_api.h"
+#include "tests/unit/support/loops_support.h"
 
 namespace valley::task {
 namespace {
@@ -28,23 +29,8 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 namespace res = kube::resources;
 
-bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout = 5s) {
-  for (auto until = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < until;) {
-    if (done()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return done();
-}
-
-json gpu_node(const std::string& name, int gpus, json labels = json::object()) {
-  labels["kubernetes.io/hostname"] = name;
-  labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
-  const json resources = {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", std::to_string(gpus)}};
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata", {{"name", name}, {"labels", labels}}},
-          {"status", {{"capacity", resources}, {"allocatable", resources}, {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
-}
+using testing::eventually;
+using testing::gpu_node;
 
 json mpi_spec(int min, int max) {
   return {{"taskType", "MPI"},

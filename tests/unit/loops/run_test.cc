@@ -9,7 +9,9 @@
 
 #include "controllers/task/controllers.h"
 #include "operator/kube/events.h"
+#include "controllers/api/pod.h"
 #include "tests/unit/support/fake_api.h"
+#include "tests/unit/support/loops_support.h"
 
 namespace valley::task {
 namespace {
@@ -18,22 +20,7 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 namespace res = kube::resources;
 
-bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  for (auto until = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < until;) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
-}
-
-// The node a pod is pinned to by its required node affinity (render pins every planned pod).
-std::string pinned_node(const json& pod) {
-  const json& terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
-  for (const auto& term : terms)
-    for (const auto& f : term.value("matchFields", json::array()))
-      if (f.value("key", "") == "metadata.name" && !f["values"].empty()) return f["values"][0];
-  return "";
-}
+using testing::eventually;
 
 // What kube-scheduler and the kubelet do for each pod not yet bound: bind it where it is pinned (a
 // pod Valley does not pin, the launcher, to `any_node`) and run it.
@@ -41,7 +28,7 @@ void schedule_and_run(testing::FakeApi& api, const std::string& ns, const std::s
   for (const auto& p : api.objects("pods", ns)) {
     const std::string name = p["metadata"]["name"];
     if (!p["spec"].contains("nodeName")) {
-      const std::string pinned = pinned_node(p), node = pinned.empty() ? any_node : pinned;
+      const std::string pinned = api::pinned_node(p), node = pinned.empty() ? any_node : pinned;
       api.patch(res::kPods, ns, name, kube::PatchType::Merge, {{"spec", {{"nodeName", node}}}});
       const std::string since = kube::format_time(std::chrono::system_clock::now() - 60s);
       json running = {{"phase", "Running"},
@@ -102,9 +89,7 @@ void launcher_succeeds(testing::FakeApi& api, const std::string& ns, const std::
 TEST(ControllersRun, ATaskIsAdmittedRunsAndSucceedsPricedWithEveryPodReleased) {
   testing::FakeApi api;
   for (const char* n : {"team", "valley-system"}) api.create(res::kNamespaces, "", {{"metadata", {{"name", n}}}});
-  const json resources = {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
-  api.create(res::kNodes, "", {{"metadata", {{"name", "a100-0"}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}}}},
-                               {"status", {{"allocatable", resources}, {"capacity", resources}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
+  api.create(res::kNodes, "", testing::gpu_node("a100-0", 8));
   api.create(res::kPricingPolicies, "", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", "default"}}},
                                          {"spec", json::parse(R"({"gpu":[{"onDemand":"3.60"}]})")}});
   ControllerOptions options;
@@ -142,9 +127,7 @@ TEST(ControllersRun, ATaskIsAdmittedRunsAndSucceedsPricedWithEveryPodReleased) {
 TEST(ControllersRun, AnOperatorOfOneNamespaceLeavesAnotherNamespacesTasksAndPodsAlone) {
   testing::FakeApi api;
   for (const char* n : {"ours", "theirs", "valley-system"}) api.create(res::kNamespaces, "", {{"metadata", {{"name", n}}}});
-  const json resources = {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
-  api.create(res::kNodes, "", {{"metadata", {{"name", "a100-0"}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}}}},
-                               {"status", {{"allocatable", resources}, {"capacity", resources}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
+  api.create(res::kNodes, "", testing::gpu_node("a100-0", 8));
   auto mpi = [](int min, int max) {
     return json{{"taskType", "MPI"}, {"replicas", {{"min", min}, {"max", max}}}, {"master", {{"image", "launcher:1"}}}, {"worker", {{"image", "worker:1"}, {"gpus", "1"}}}};
   };
