@@ -6,6 +6,7 @@
 
 #include "controllers/api/vendors.h"
 #include "operator/duration.h"
+#include "operator/kube/label_selector.h"
 #include "operator/metrics/registry.h"
 
 namespace valley::op {
@@ -63,6 +64,9 @@ Flags make_flags() {
        "past it the task goes without them, with a Warning Event"},
       {"pricing-policy", "default", "the cluster-scoped PricingPolicy that prices tasks"},
       {"namespace", "", "run only the TrainingTasks of this namespace (empty: every namespace); pods of every namespace still count as capacity taken"},
+      {"node-selector", "",
+       "a label selector (as kubectl get nodes -l takes): Valley plans only on the nodes it selects and leaves the others to "
+       "other schedulers or other Valley instances; empty: every node"},
       {"topology-levels", "clique=nvidia.com/gpu.clique,block=valley.dev/topology-block,rack=valley.dev/topology-rack,zone=topology.kubernetes.io/zone",
        "topology levels, narrowest first (name=node label, comma-separated): a task's spec.topology names one; a gang keeps to the narrowest domains it can; empty: nodes only"},
       {"dra-drivers", "gpu.nvidia.com=nvidia,gpu.amd.com=amd,gpu.intel.com=intel",
@@ -210,6 +214,9 @@ task::ControllerOptions controller_options(const Flags& flags) {
   o.outputs_finalizer = flags.get_bool("outputs-finalizer");
   o.pricing_policy = flags.get("pricing-policy");
   o.watch_namespace = flags.get("namespace");
+  o.node_selector = flags.get("node-selector");
+  if (auto requirements = kube::parse_label_selector(o.node_selector)) o.node_requirements = std::move(*requirements);
+  else throw std::invalid_argument("--node-selector=" + o.node_selector + " is not a label selector like pool=a100,!dedicated");
   o.launcher_pool = label_pairs(flags, "launcher-node-selector");
   for (const auto& [name, label] : label_pairs(flags, "topology-levels")) {
     if (label.empty()) throw std::invalid_argument("--topology-levels: the level " + name + " names no node label");

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
       {"context", "", "kubeconfig context to use"},
       {"policy", "", "estimate: a PricingPolicy file instead of the cluster's"},
       {"pricing-policy", "default", "estimate: the cluster's PricingPolicy to use"},
+      {"node-selector", "", "estimate, capacity: only the nodes this label selector selects (the operator's --node-selector)"},
       {"duration", "", "estimate: the run time at max workers, when the file has none (e.g. 6h)"},
       {"output", "text", "-o: text, yaml or json", false},
       {"namespace", "", "-n: the namespace; empty: the kubeconfig's"},

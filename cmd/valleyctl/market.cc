@@ -5,6 +5,7 @@
 #include "cmd/valleyctl/common.h"
 #include "controllers/api/pod.h"
 #include "operator/kube/error.h"
+#include "operator/kube/label_selector.h"
 #include "operator/kube/resource.h"
 
 namespace valley::ctl {
@@ -14,6 +15,10 @@ using json = nlohmann::json;
 std::optional<Market> read_market(const Flags& flags, bool need_policy) {
   Market m;
   std::string error;
+  if (!kube::valid_label_selector(flags.get("node-selector"))) {
+    std::cerr << "valleyctl: --node-selector=" << flags.get("node-selector") << " is not a label selector like pool=a100,!dedicated\n";
+    return std::nullopt;
+  }
   if (!flags.get("policy").empty()) {
     auto doc = read_document(flags.get("policy"), &error);
     if (!doc) {
@@ -31,7 +36,9 @@ std::optional<Market> read_market(const Flags& flags, bool need_policy) {
         if (need_policy) throw;
       }
     }
-    m.nodes = m.client->list(kube::resources::kNodes, "").items;
+    kube::ListOptions selected;
+    selected.label_selector = flags.get("node-selector");
+    m.nodes = m.client->list(kube::resources::kNodes, "", selected).items;
     try {
       for (auto& s : m.client->list(kube::resources::kResourceSlices, "").items) m.slices.push_back(std::make_shared<const json>(std::move(s)));
       for (auto& c : m.client->list(kube::resources::kResourceClaims, "").items) m.claims.push_back(std::make_shared<const api::DraClaim>(api::dra_claim_from(c)));

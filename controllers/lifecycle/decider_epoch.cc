@@ -350,7 +350,7 @@ void Decider::ensure_objects(int workers, bool mpi) {
       // Without checkpoints, a launcher lost to a spot notice would cost the whole run: kept off spot.
       static const std::vector<std::pair<std::string, std::string>> kNone;
       if (!older_epoch_alive)
-        d_.create.push_back(render::launcher_pod(*spec_, shape, {spec_->checkpoint_uri.empty() ? o_.spot_labels : kNone, o_.launcher_pool}));
+        d_.create.push_back(render::launcher_pod(*spec_, shape, {spec_->checkpoint_uri.empty() ? o_.spot_labels : kNone, o_.launcher_pool, o_.planned_nodes}));
     } else {
       // A launcher of this epoch lists the workers of this size (a resize in place changes it).
       const PodView& launcher = *it->second;

@@ -163,6 +163,8 @@ struct Observed {
   std::vector<std::pair<std::string, std::string>> spot_labels;
   // The launcher pool the operator names (render::LauncherPlacement); empty: beside worker 0.
   std::vector<std::pair<std::string, std::string>> launcher_pool;
+  // The nodes the operator plans on (its --node-selector): the launcher is kept to them too.
+  std::vector<kube::LabelRequirement> planned_nodes;
   // Uids of the task's pods this process deleted itself: their deletion is never a disruption.
   // Empty after an operator restart; Valley's own deletions are then told from the plan.
   std::set<std::string> deleted_by_valley;

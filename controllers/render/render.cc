@@ -358,10 +358,8 @@ namespace {
 // Adds `key <op> [value]` for each pair to every required node selector term of the pod (one term
 // when it has none): NotIn, no term then matches a node carrying any of those labels; In, every term
 // asks for all of them.
-void require_labels(json& pod, const std::vector<std::pair<std::string, std::string>>& labels, const char* op) {
-  if (labels.empty()) return;
-  json expressions = json::array();
-  for (const auto& [key, value] : labels) expressions.push_back({{"key", key}, {"operator", op}, {"values", {value}}});
+void require_expressions(json& pod, const json& expressions) {
+  if (expressions.empty()) return;
   json& required = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
   if (!required.is_object()) required = json::object();
   json& terms = required["nodeSelectorTerms"];
@@ -372,6 +370,22 @@ void require_labels(json& pod, const std::vector<std::pair<std::string, std::str
     if (!own.is_array()) own = json::array();
     for (const auto& e : expressions) own.push_back(e);
   }
+}
+
+void require_labels(json& pod, const std::vector<std::pair<std::string, std::string>>& labels, const char* op) {
+  json expressions = json::array();
+  for (const auto& [key, value] : labels) expressions.push_back({{"key", key}, {"operator", op}, {"values", {value}}});
+  require_expressions(pod, expressions);
+}
+
+void require_nodes(json& pod, const std::vector<kube::LabelRequirement>& requirements) {
+  json expressions = json::array();
+  for (const auto& r : requirements) {
+    json e = {{"key", r.key}, {"operator", r.op}};
+    if (!r.values.empty()) e["values"] = r.values;
+    expressions.push_back(std::move(e));
+  }
+  require_expressions(pod, expressions);
 }
 
 // Prefers the node of the task's worker 0 (kept beside the template's own preferences).
@@ -390,6 +404,7 @@ json launcher_pod(const TaskSpec& spec, const Shape& shape, const LauncherPlacem
   json pod = pod_from_template(spec, spec.launcher, launcher_name(spec.name), "launcher", shape);
   require_labels(pod, placement.stay_off, "NotIn");
   require_labels(pod, placement.pool, "In");
+  require_nodes(pod, placement.nodes);
   if (placement.pool.empty()) prefer_worker_zero(pod, spec);
   json& ps = pod["spec"];
   // The hosts: mpirun and the wait below read the hostfile, horovodrun the discovery script. Only

@@ -19,6 +19,7 @@
 
 #include "controllers/render/ssh_keys.h"
 #include "controllers/api/spec.h"
+#include "operator/kube/label_selector.h"
 
 namespace valley::render {
 
@@ -104,9 +105,12 @@ inline constexpr int kWorkersWaitSeconds = 1800;
 // - on nodes with every `pool` label=value, when the operator names a launcher pool (stable CPU
 //   capacity); both are required node affinity, added to each of the template's own terms;
 // - else preferably beside worker 0 (preferred pod affinity on the node's hostname): a node whose loss
-//   restarts the gang anyway, not one more.
+//   restarts the gang anyway, not one more;
+// - and always on the nodes Valley plans on (`nodes`, its --node-selector; required node affinity):
+//   a node outside them is not in Valley's cache, where the launcher would look lost.
 struct LauncherPlacement {
   std::vector<std::pair<std::string, std::string>> stay_off, pool;
+  std::vector<kube::LabelRequirement> nodes;
 };
 json launcher_pod(const TaskSpec& spec, const Shape& shape, const LauncherPlacement& placement = {});
 json headless_service(const TaskSpec& spec);

@@ -39,6 +39,7 @@ ClusterCache::ClusterCache(kube::Api& client, const ControllerOptions& options)
   lean_pods.transform = nullptr;  // the mask drops managedFields too
   lean_nodes.fields = node_fields();
   lean_nodes.transform = nullptr;
+  lean_nodes.label_selector = options_.node_selector;
   pods_ = std::make_unique<kube::BasicInformer<api::Pod>>(client_, res::kPods, lean_pods);
   pods_->store().add_index(kByTask, [](const api::Pod& p) {
     const std::string& task = p.label(render::label::kTask);

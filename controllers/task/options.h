@@ -52,6 +52,10 @@ struct ControllerOptions {
   // instance's pods are never touched.
   std::string watch_namespace;
   bool in_scope(const std::string& ns) const { return watch_namespace.empty() || ns == watch_namespace; }
+  // A label selector of the nodes this operator plans on ("" = every node), as KAI Scheduler's node
+  // pools: the others are not in its cache at all, so it neither places on them nor counts them.
+  std::string node_selector;
+  std::vector<kube::LabelRequirement> node_requirements;  // the same, parsed (launchers are kept to them)
   // Node labels (key=value) of the launcher pool: where MPI launchers must run (render::LauncherPlacement).
   std::vector<std::pair<std::string, std::string>> launcher_pool;
   std::chrono::seconds cost_interval{30};    // how often a running task's accrued cost is written

@@ -19,6 +19,9 @@ PolicyReconciler::PolicyReconciler(kube::Api& client, kube::EventRecorder& event
       loop_("pricingpolicy", "pricingpolicy/", 1, [this](const std::string& name) { return reconcile(name); }) {}
 
 Result PolicyReconciler::reconcile(const std::string& name) {
+  // An operator of one namespace speaks for the policy it prices by only: the others are other
+  // instances' to judge (each writing every policy's status would make them fight over it).
+  if (!options_.watch_namespace.empty() && name != options_.pricing_policy) return Result::done();
   kube::ObjectPtr object = cache_.pricing().store().get(name);
   std::shared_ptr<const cost::Policy> parsed;
   std::vector<std::string> errors;

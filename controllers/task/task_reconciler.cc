@@ -144,6 +144,7 @@ lifecycle::Observed TaskReconciler::observe(const std::string& key, const kube::
   o.disruption = options_.disruption;
   o.spot_labels = cache_.node_facts().spot_labels;
   o.launcher_pool = options_.launcher_pool;
+  o.planned_nodes = options_.node_requirements;
   for (const auto& level : options_.planner.topology) o.topology.push_back(level.name);
   for (const auto& p : o.pods) {
     if (p.node.empty() || o.nodes.count(p.node)) continue;

@@ -65,6 +65,9 @@ std::optional<nlohmann::json> TenantReconciler::status_now(const nlohmann::json&
 Result TenantReconciler::reconcile(const std::string& name) {
   kube::ObjectPtr object = cache_.tenants().store().get(name);
   if (!object) return Result::done();
+  // An operator of one namespace sees only that namespace's tasks: it writes the status of the
+  // Tenant owning it and of no other (whose use it would read as none).
+  if (!options_.watch_namespace.empty() && cache_.owner_of_namespace(options_.watch_namespace) != name) return Result::done();
   const auto now = kube::cluster_clock().now();
   const auto status = status_now(*object, name, now);
   if (!status) return Result::done();

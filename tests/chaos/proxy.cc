@@ -102,6 +102,8 @@ void Proxy::pipe(int client) {
       continue;
     }
     if (::poll(fds, 2, 200) <= 0) continue;
+    // Stalled while it waited: what just arrived is held too, not forwarded.
+    if (generation < stalled_below_) continue;
     bool closed = false;
     for (int i = 0; i < 2 && !closed; ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;

@@ -53,7 +53,12 @@ std::vector<std::string> Replicas::argv(const Replica& r) const {
   std::vector<std::string> flags = set_.flags;
   flags.push_back("--leader-elect-identity=" + r.identity);
   std::vector<std::string> operator_argv = e2e::operator_argv(set_.ns, flags);
-  if (r.previous_build) operator_argv.front() = set_.previous_binary;
+  if (r.previous_build) {
+    operator_argv.front() = set_.previous_binary;
+    // Flags the previous release does not know; the campaign runs alone on the cluster's own nodes,
+    // so without them it does the same.
+    std::erase_if(operator_argv, [](const std::string& a) { return a.rfind("--namespace=", 0) == 0 || a.rfind("--node-selector=", 0) == 0; });
+  }
   for (auto& a : operator_argv)
     if (a.rfind("--kubeconfig=", 0) == 0) a = "--kubeconfig=" + set_.kubeconfig;
   out.insert(out.end(), operator_argv.begin(), operator_argv.end());

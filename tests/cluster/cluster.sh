@@ -6,6 +6,8 @@
 #   cluster.sh down                stop every process it started and wipe cluster state
 #   cluster.sh status              which components run and answer
 #   cluster.sh nodes PROFILE       make the kwok nodes exactly those of PROFILE (YAML, see profiles/)
+#   cluster.sh fleets N [PROFILE]  besides them, N fleets e2e-1..e2e-N, each a copy of PROFILE's nodes
+#                                  named <fleet>-<node>, labelled valley.dev/fleet (e2e's shards)
 #   cluster.sh stop|start|restart COMPONENT   one of etcd, apiserver, controller-manager, scheduler, kwok
 #   cluster.sh compact             compact etcd's history up to now (old resourceVersions expire)
 #   cluster.sh node-up|node-down|node-status   a real node (containerd, kubelet, CoreDNS; node.bash)
@@ -266,33 +268,49 @@ wait_healthy() { # component
   esac
 }
 
-profile_node_count() {
-  "$BIN/valley-nodegen" --node-names "$1" | wc -l
+# The kwok nodes of one fleet ("": the cluster's own, outside every fleet).
+fleet_selector() { # fleet
+  if [ -n "$1" ]; then echo "type=kwok,valley.dev/fleet=$1"; else echo "type=kwok,!valley.dev/fleet"; fi
 }
-nodes_ready() { # expected
+nodes_ready() { # expected fleet
   local n
-  n=$(kubectl get nodes -l type=kwok -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)
+  n=$(kubectl get nodes -l "$(fleet_selector "$2")" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)
   [ "$n" -eq "$1" ]
 }
 
-apply_profile() { # profile
-  local profile=$1
+apply_profile() { # profile [fleet]
+  local profile=$1 fleet=${2:-}
   [ -f "$profile" ] || die "node profile $profile not found"
-  local wanted
-  wanted=$("$BIN/valley-nodegen" --node-names "$profile" | sort)
-  "$BIN/valley-nodegen" "$profile" | kubectl apply -f - >/dev/null
+  local wanted selector
+  selector=$(fleet_selector "$fleet")
+  wanted=$("$BIN/valley-nodegen" --node-names --fleet="$fleet" "$profile" | sort)
+  "$BIN/valley-nodegen" --fleet="$fleet" "$profile" | kubectl apply -f - >/dev/null
   # Nodes of an earlier profile that this one does not have are removed, with the ResourceSlices
   # published for them.
   local have
-  have=$(kubectl get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+  have=$(kubectl get nodes -l "$selector" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
   local extra
   extra=$(comm -13 <(echo "$wanted") <(echo "$have") | grep -v '^$' || true)
   [ -z "$extra" ] || kubectl delete node $extra --wait=false >/dev/null
   local slices
-  slices=$(kubectl get resourceslices -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' |
+  slices=$(kubectl get resourceslices -l "$selector" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' |
            awk 'NR==FNR { keep[$1] = 1; next } !($2 in keep) { print $1 }' <(echo "$wanted") -)
   [ -z "$slices" ] || kubectl delete resourceslices $slices --wait=false >/dev/null
-  wait_for "$(echo "$wanted" | wc -l) kwok nodes Ready" nodes_ready "$(echo "$wanted" | wc -l)"
+  wait_for "$(echo "$wanted" | wc -l) kwok nodes${fleet:+ of fleet $fleet} Ready" nodes_ready "$(echo "$wanted" | wc -l)" "$fleet"
+}
+
+# Fleets e2e-1..e2e-N, copies of the profile's nodes; fleets beyond N are removed.
+apply_fleets() { # count [profile]
+  local count=$1 profile=${2:-$PROFILE} i
+  [[ $count =~ ^[0-9]+$ ]] || die "usage: cluster.sh fleets N [PROFILE]"
+  for ((i = 1; i <= count; i++)); do apply_profile "$profile" "e2e-$i"; done
+  local stale
+  stale=$(kubectl get nodes -l valley.dev/fleet -o jsonpath='{range .items[*]}{.metadata.labels.valley\.dev/fleet}{"\n"}{end}' |
+          sort -u | awk -v n="$count" '/^e2e-[0-9]+$/ && substr($0, 5) + 0 > n')
+  for i in $stale; do
+    kubectl delete nodes -l "valley.dev/fleet=$i" --wait=false >/dev/null
+    kubectl delete resourceslices -l "valley.dev/fleet=$i" --wait=false >/dev/null
+  done
 }
 
 # etcd's JSON gateway: the current revision, then a physical compaction at it.
@@ -348,6 +366,7 @@ main() {
     down) cmd_down ;;
     status) cmd_status ;;
     nodes) [ $# -eq 2 ] || die "usage: cluster.sh nodes PROFILE"; apply_profile "$2" ;;
+    fleets) [ $# -ge 2 ] || die "usage: cluster.sh fleets N [PROFILE]"; apply_fleets "$2" "${3:-}" ;;
     stop) stop_component "${2:?component}" ;;
     start) start_component "${2:?component}"; wait_healthy "$2" ;;
     restart) stop_component "${2:?component}"; start_component "$2"; wait_healthy "$2" ;;
@@ -356,7 +375,7 @@ main() {
     node-down) cmd_node_down ;;
     node-status) cmd_node_status ;;
     supervise) supervise "${2:?component}" ;;
-    *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 }
 main "$@"

@@ -187,6 +187,13 @@ TEST_F(Watch, AWatchWhoseConnectionWentSilentResumesWithoutARelist) {
   informer.add_handlers(rec.handlers());
   informer.start();
   ASSERT_TRUE(informer.wait_for_sync(10s));
+  // The watch streams (a change arrives through it) before its connection goes silent: stalled
+  // earlier, the watch could still be opened afterwards on a fresh connection.
+  admin->create(kConfigMaps, ns, config_map("before-stall", {{"watched", "yes"}}));
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard l(rec.mu);
+    return rec.added.count("before-stall") == 1;
+  }, 30s));
   proxy.stall_open();
   admin->create(kConfigMaps, ns, config_map("after-stall", {{"watched", "yes"}}));
   EXPECT_TRUE(eventually([&] {

@@ -236,7 +236,8 @@ TEST_F(DraTest, ValleyctlEstimatesOnDraGpusAtTheirProductsPrice) {
   const std::string file = ::testing::TempDir() + "/dra-task-" + ns + ".yaml";
   std::ofstream(file) << json{{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "plan"}, {"namespace", ns}}},
                               {"spec", [&] { json s = gang(4); s["estimatedDuration"] = "1h"; return s; }()}}.dump();
-  ChildProcess run({binary("valleyctl"), "estimate", file, "--kubeconfig=" + admin_kubeconfig_path(), "--pricing-policy=" + ns, "-o", "json"},
+  ChildProcess run({binary("valleyctl"), "estimate", file, "--kubeconfig=" + admin_kubeconfig_path(), "--pricing-policy=" + ns,
+                    "--node-selector=" + fleet_node_selector(), "-o", "json"},
                    ::testing::TempDir() + "/valleyctl-estimate-dra-" + ns + ".log");
   ASSERT_EQ(run.wait(30s), 0) << run.output();
   const json out = json::parse(run.output());
@@ -248,7 +249,8 @@ TEST_F(DraTest, ValleyctlEstimatesOnDraGpusAtTheirProductsPrice) {
 TEST_F(DraTest, ValleyctlCapacityShowsDraGpusByProductWithTheirPriceAndWhatIsFree) {
   apply(gang(3), "three");
   ASSERT_TRUE(wait_phase("Running", 60s, "three")) << task("three").dump(2);
-  ChildProcess run({binary("valleyctl"), "capacity", "--kubeconfig=" + admin_kubeconfig_path(), "--pricing-policy=" + ns, "-o", "json"},
+  ChildProcess run({binary("valleyctl"), "capacity", "--kubeconfig=" + admin_kubeconfig_path(), "--pricing-policy=" + ns,
+                    "--node-selector=" + fleet_node_selector(), "-o", "json"},
                    ::testing::TempDir() + "/valleyctl-capacity-dra-" + ns + ".log");
   ASSERT_EQ(run.wait(30s), 0) << run.output();
   json dra;

@@ -1,5 +1,6 @@
 #include "tests/e2e/support.h"
 
+#include <algorithm>
 #include <fstream>
 #include <mutex>
 
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cerrno>
+#include <cstdlib>
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -48,6 +50,36 @@ std::string admin_kubeconfig_path() {
 }
 
 kube::ClusterConfig admin_config() { return kube::load_kubeconfig(admin_kubeconfig_path()); }
+
+std::string e2e_fleet() {
+  // ctest's resource allocation: CTEST_RESOURCE_GROUP_<i> names a group's type, and
+  // CTEST_RESOURCE_GROUP_<i>_FLEETS what it was given, "id:e2e_1,slots:1" (ctest's ids take no
+  // '-': fleet e2e-1).
+  const char* count = std::getenv("CTEST_RESOURCE_GROUP_COUNT");
+  for (int i = 0; count != nullptr && i < std::atoi(count); ++i) {
+    const std::string group = "CTEST_RESOURCE_GROUP_" + std::to_string(i);
+    const char* type = std::getenv(group.c_str());
+    const char* given = std::getenv((group + "_FLEETS").c_str());
+    if (type == nullptr || std::string(type) != "fleets" || given == nullptr) continue;
+    const std::string g = given;
+    const size_t from = g.find("id:");
+    if (from == std::string::npos) continue;
+    std::string fleet = g.substr(from + 3, g.find(',', from) - from - 3);
+    std::replace(fleet.begin(), fleet.end(), '_', '-');
+    return fleet;
+  }
+  return "";
+}
+
+std::string fleet_node_selector() {
+  const std::string fleet = e2e_fleet();
+  return fleet.empty() ? "!valley.dev/fleet" : "valley.dev/fleet=" + fleet;
+}
+
+std::string fleet_node(const std::string& name) {
+  const std::string fleet = e2e_fleet();
+  return fleet.empty() ? name : fleet + "-" + name;
+}
 
 std::string pinned_kubernetes_version() {
   std::ifstream in(std::string(VALLEY_SOURCE_DIR) + "/tests/cluster/k8s/go.mod");
@@ -266,6 +298,10 @@ std::string operator_kubeconfig_path() {
 std::vector<std::string> operator_argv(const std::string& ns, const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {binary("valley-operator"),           "--kubeconfig=" + operator_kubeconfig_path(),
                                    "--leader-elect-namespace=" + ns,   "--leader-elect-lease-duration=4s",
+                                   // Only the test's own tasks, planned only on its fleet: other
+                                   // tests run beside it (a test of several namespaces passes
+                                   // --namespace= and runs alone).
+                                   "--namespace=" + ns,                "--node-selector=" + fleet_node_selector(),
                                    "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
                                    // Several operators run at once in some tests: each on a free port.
                                    "--http-bind-address=127.0.0.1:0",

@@ -26,6 +26,15 @@ using namespace std::chrono_literals;
 std::string admin_kubeconfig_path();
 kube::ClusterConfig admin_config();
 
+// The e2e suite runs in parallel shards (make e2e: ctest -j with tests/e2e/fleets.json): ctest gives
+// each test one fleet, a copy of the profile's kwok nodes (cluster.sh fleets), and the test's
+// operators plan only there. "" outside ctest's resource allocation: the cluster's own nodes.
+std::string e2e_fleet();
+// A label selector of the test's fleet's nodes (what its operators get as --node-selector).
+std::string fleet_node_selector();
+// The name in the test's fleet of the profile's node `name` (e.g. a100-od-0).
+std::string fleet_node(const std::string& name);
+
 // The Kubernetes version pinned in tests/cluster/k8s/go.mod, e.g. "v1.34.4".
 std::string pinned_kubernetes_version();
 
@@ -79,7 +88,8 @@ std::string operator_kubeconfig_path();
 std::string service_account_kubeconfig(const std::string& ns, const std::string& account);
 
 // The operator's command line for tests: the ServiceAccount kubeconfig above, its Lease in `ns` with short timings
-// (4s lease, 3s renew deadline, 0.5s retry), plus `extra` flags.
+// (4s lease, 3s renew deadline, 0.5s retry), the tasks of `ns` only on the test's fleet, plus `extra` flags
+// (a later flag overrides an earlier one).
 std::vector<std::string> operator_argv(const std::string& ns, const std::vector<std::string>& extra = {});
 
 // kubectl as the admin, with a discovery cache of the test's own (one left from before a change of

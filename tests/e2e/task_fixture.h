@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "controllers/api/pod.h"
 #include "operator/kube/config.h"
 #include "operator/kube/finalizers.h"
 #include "operator/yaml_json.h"
@@ -54,19 +55,26 @@ class TaskTest : public ClusterTest {
     ClusterTest::TearDown();
   }
   // What scripts/operator.sh release does for a namespace torn down with no operator running: a
-  // task that ran with outputs holds Valley's valley.dev/outputs finalizer, which only an operator
-  // removes, and would keep the namespace Terminating.
+  // task that ran with outputs holds Valley's valley.dev/outputs finalizer and a pod Valley charges
+  // for its valley.dev/accounting, which only an operator removes (and only one of the namespace:
+  // the next test's operator runs another), so they would keep the namespace Terminating and the
+  // pods on the fleet's GPUs.
   void release_tasks() {
-    try {
-      for (const auto& t : admin->list(kTrainingTasks, ns).items)
-        kube::remove_finalizer(*admin, kTrainingTasks, ns, t["metadata"].value("name", ""),
-                               t["metadata"].value("finalizers", std::vector<std::string>{}), "valley.dev/outputs");
-    } catch (const kube::KubeError&) {
-    }
+    auto release = [&](const kube::Resource& kind, const char* finalizer) {
+      try {
+        for (const auto& o : admin->list(kind, ns).items)
+          kube::remove_finalizer(*admin, kind, ns, o["metadata"].value("name", ""),
+                                 o["metadata"].value("finalizers", std::vector<std::string>{}), finalizer);
+      } catch (const kube::KubeError&) {
+      }
+    };
+    release(kTrainingTasks, "valley.dev/outputs");
+    release(kPods, "valley.dev/accounting");
   }
   void start_operator() {
     auto flags = operator_flags();
     flags.push_back("--debug-verify-plan-inputs");
+    if (!scope_.empty()) flags.push_back("--namespace=" + scope_);
     op_ = std::make_unique<ChildProcess>(
         operator_argv(ns, flags),
         ::testing::TempDir() + "/operator-" + ns + "-" + std::to_string(++starts_) + ".log");
@@ -75,6 +83,13 @@ class TaskTest : public ClusterTest {
     // A PricingPolicy of the test's own name (absent unless the test makes it): a `default` policy
     // left in the cluster (by the demo) must not change what these tests see.
     return {"--planner-min-resize-interval=2s", "--unschedulable-timeout=3s", "--pricing-policy=" + ns};
+  }
+  // The operator again, running the tasks of `where` instead of the test's own namespace (its
+  // Lease stays there): a test of another namespace's task still runs beside other tests.
+  void restart_operator_for(const std::string& where) {
+    stop_operator();
+    scope_ = where;
+    start_operator();
   }
   void stop_operator(int sig = SIGTERM) {
     if (!op_) return;
@@ -93,11 +108,12 @@ class TaskTest : public ClusterTest {
 
   // A local PersistentVolume of the test's own on `node` at `path` (a directory the node has),
   // meant for the claim `claim` of the test's namespace only, of kLocalStorageClass (made here when
-  // absent): what a node-local provisioner would provide, for --data-cache-class.
+  // absent, and left: tests beside this one may use it): what a node-local provisioner would provide,
+  // for --data-cache-class.
   static constexpr const char* kLocalStorageClass = "valley-e2e-local";
   void own_local_volume(const std::string& node, const std::string& claim, const std::string& path) {
     try {
-      own(kube::resources::kStorageClasses, {{"apiVersion", "storage.k8s.io/v1"},
+      admin->create(kube::resources::kStorageClasses, "", {{"apiVersion", "storage.k8s.io/v1"},
                                              {"kind", "StorageClass"},
                                              {"metadata", {{"name", kLocalStorageClass}}},
                                              {"provisioner", "kubernetes.io/no-provisioner"},
@@ -204,15 +220,18 @@ class TaskTest : public ClusterTest {
   }
 
   std::unique_ptr<ChildProcess> op_;
+  std::string scope_;  // restart_operator_for(): the namespace its operators run instead of ns
   int starts_ = 0;
   std::vector<std::pair<std::string, std::string>> logs_;  // of the operators stopped so far
   std::vector<std::pair<const kube::Resource*, std::string>> owned_;  // own(): removed at the end
   std::vector<std::string> installed_policies_;                       // install_policy(): removed at the end
 };
 
-// What Valley still has to run anywhere in the cluster: TrainingTasks not finished and its pods not
-// ended, "namespace/name" each. A finished task and its ended pods hold no capacity, so what earlier
-// tests, the demo or a user left finished does not count.
+// What Valley still has to run on the test's fleet: its pods not ended that are bound or pinned to
+// a node of the fleet, "namespace/name" each; outside a fleet also TrainingTasks not finished, in
+// any namespace (an operator of every namespace, as the tests that run alone start, would run
+// them). A finished task and its ended pods hold no capacity, so what earlier tests, the demo or a
+// user left finished does not count, nor what runs on other fleets beside this test.
 inline std::vector<std::string> active_valley_work(kube::Client& client) {
   std::vector<std::string> out;
   auto ended = [](const json& o, const std::set<std::string>& phases) {
@@ -221,17 +240,26 @@ inline std::vector<std::string> active_valley_work(kube::Client& client) {
   auto id = [](const std::string& kind, const json& o) {
     return kind + " " + o["metadata"].value("namespace", "") + "/" + o["metadata"].value("name", "");
   };
-  for (const auto& t : client.list(kTrainingTasks, "").items)
-    if (!ended(t, {"Succeeded", "Failed"}) || t["metadata"].contains("deletionTimestamp")) out.push_back(id("task", t));
+  const bool in_fleet = !e2e_fleet().empty();
+  if (!in_fleet)
+    for (const auto& t : client.list(kTrainingTasks, "").items)
+      if (!ended(t, {"Succeeded", "Failed"}) || t["metadata"].contains("deletionTimestamp")) out.push_back(id("task", t));
+  std::set<std::string> fleet;
+  kube::ListOptions on_fleet;
+  on_fleet.label_selector = fleet_node_selector();
+  for (const auto& n : client.list(kube::resources::kNodes, "", on_fleet).items) fleet.insert(n["metadata"].value("name", ""));
   kube::ListOptions lo;
   lo.label_selector = "app.kubernetes.io/managed-by=valley";
-  for (const auto& p : client.list(kPods, "", lo).items)
-    if (!ended(p, {"Succeeded", "Failed"})) out.push_back(id("pod", p));
+  for (const auto& p : client.list(kPods, "", lo).items) {
+    if (ended(p, {"Succeeded", "Failed"})) continue;
+    const std::string bound = p["spec"].value("nodeName", ""), node = bound.empty() ? api::pinned_node(p) : bound;
+    if (!in_fleet || fleet.count(node)) out.push_back(id("pod", p));
+  }
   return out;
 }
 
 // Capacity tests need the GPUs that earlier tests' tasks and pods (still being deleted with their
-// namespaces) hold.
+// namespaces) hold on the test's fleet.
 inline void wait_until_no_active_valley_work(kube::Client& client) {
   std::vector<std::string> active;
   ASSERT_TRUE(eventually([&] { return (active = active_valley_work(client)).empty(); }, 120s))
@@ -240,10 +268,11 @@ inline void wait_until_no_active_valley_work(kube::Client& client) {
 }
 
 // A kwok node (simulated: no kubelet) with `gpus` of `resource` (NVIDIA A100s by default) and the
-// given labels besides its hostname's and type=kwok.
+// given labels besides its hostname's, type=kwok and the test's fleet's (so its operators see it).
 inline json kwok_gpu_node(const std::string& name, json labels, int gpus, const std::string& resource = "nvidia.com/gpu") {
   labels["kubernetes.io/hostname"] = name;
   labels["type"] = "kwok";
+  if (const std::string fleet = e2e_fleet(); !fleet.empty()) labels["valley.dev/fleet"] = fleet;
   if (resource == "nvidia.com/gpu") labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
   const json resources = {{"cpu", "96"}, {"memory", "1152Gi"}, {"pods", "110"}, {resource, std::to_string(gpus)}};
   return {{"apiVersion", "v1"},

@@ -43,9 +43,12 @@ class TenantTest : public TaskTest {
     }
     TaskTest::TearDown();
   }
+  // Tenants span namespaces, and a tenant's quota what every task may use: the operator runs the
+  // tasks of every namespace (these tests run alone, on the cluster's own nodes).
   std::vector<std::string> operator_flags() const override {
     return {"--planner-min-resize-interval=2s", "--unschedulable-timeout=3s", "--pricing-policy=" + ns,
-            "--cost-interval=1s",           "--cost-settle=1s",          "--tenant-interval=1s"};
+            "--cost-interval=1s",           "--cost-settle=1s",          "--tenant-interval=1s",
+            "--namespace="};
   }
   void tenant(const std::string& name, const std::string& owns, json spec) {
     spec["namespaces"] = {owns};

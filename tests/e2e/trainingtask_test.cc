@@ -126,6 +126,7 @@ TEST_F(TaskTest, DeletingTheNamespaceOfARunningTaskLetsItsPodsGoWithoutRestartin
   // Another namespace: this one holds the operator's Lease and its RBAC.
   const std::string gone = ns.substr(0, 50) + "-gone";
   admin->create("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", gone}}}});
+  restart_operator_for(gone);
   admin->create(kTrainingTasks, gone,
                 {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "job"}}}, {"spec", mpi_spec(2, 2)}});
   ASSERT_TRUE(eventually([&] {
@@ -286,7 +287,7 @@ TEST_F(TaskTest, HalfAGpuSharesATimeSlicedGpu) {
     if (p["metadata"]["labels"]["valley.dev/role"] != "worker") continue;
     ++workers;
     EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu.shared"], "1");
-    EXPECT_EQ(p["spec"]["nodeName"], "t4-shared-0");
+    EXPECT_EQ(p["spec"]["nodeName"], fleet_node("t4-shared-0"));
   }
   EXPECT_EQ(workers, 2) << "both workers of the minimum gang run on the time-sliced GPU";
 }
@@ -372,6 +373,7 @@ TEST_F(TaskTest, ANamespaceThatEnforcesRestrictedGetsRestrictedPodsWhenTheTaskAs
 TEST_F(TaskTest, AFinishedTaskLeftInAnotherNamespaceDoesNotHoldTheSuite) {
   const std::string elsewhere = ns + "-left";
   ASSERT_NO_THROW(create_namespace_for_operators(*admin, elsewhere));
+  restart_operator_for(elsewhere);
   apply_in(elsewhere, mpi_spec(2, 2, {{"sim.valley.dev/run-time", "1s"}}), "left");
   auto left_phase = [&] { return admin->get(kTrainingTasks, elsewhere, "left").value("status", json::object()).value("phase", ""); };
   EXPECT_TRUE(eventually([&] { return left_phase() == "Succeeded"; }, 60s)) << admin->get(kTrainingTasks, elsewhere, "left").dump(2);
@@ -441,7 +443,7 @@ TEST_F(TaskTest, AmdCapableTaskLandsOnAmdWhenNvidiaIsFull) {
     if (p["metadata"]["labels"]["valley.dev/role"] != "worker") continue;
     EXPECT_EQ(p["spec"]["containers"][0]["image"], "valley.dev/examples/worker-rocm:1");
     EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"], "1");
-    EXPECT_EQ(p["spec"]["nodeName"].get<std::string>().rfind("mi250", 0), 0u);
+    EXPECT_EQ(p["spec"]["nodeName"].get<std::string>().rfind(fleet_node("mi250"), 0), 0u);
   }
 }
 
@@ -451,7 +453,9 @@ TEST_F(TaskTest, WorkersTheirPlannedNodeCannotBindAreReplannedNotStuck) {
   // affinity); the AMD nodes hold none. kube-scheduler refuses each NVIDIA node in turn; Valley
   // plans around them.
   std::vector<std::string> hogs;
-  for (const auto& n : admin->list(kube::resources::kNodes, "").items) {
+  kube::ListOptions fleet;
+  fleet.label_selector = fleet_node_selector();
+  for (const auto& n : admin->list(kube::resources::kNodes, "", fleet).items) {
     const json& allocatable = n["status"].value("allocatable", json::object());
     const json annotations = n["metadata"].value("annotations", json::object());
     if (allocatable.contains("amd.com/gpu") || annotations.value("kwok.x-k8s.io/node", "") != "fake") continue;
@@ -464,7 +468,7 @@ TEST_F(TaskTest, WorkersTheirPlannedNodeCannotBindAreReplannedNotStuck) {
   apply(spec);
   ASSERT_TRUE(wait_phase("Running", 120s)) << task().dump(2) << operator_log();
   json worker = admin->get(kPods, ns, "job-worker-0");
-  EXPECT_EQ(worker["spec"]["nodeName"].get<std::string>().rfind("mi250", 0), 0u);
+  EXPECT_EQ(worker["spec"]["nodeName"].get<std::string>().rfind(fleet_node("mi250"), 0), 0u);
   EXPECT_NE(operator_log().find("planning around it"), std::string::npos);
   for (const auto& node : hogs) admin->remove(kPods, ns, "hog-" + node);
 }

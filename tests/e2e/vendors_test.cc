@@ -87,14 +87,14 @@ TEST_F(DefaultFleetIntelTest, AnIntelTaskTakesTheProfilesDraGpusWhenCheapestThen
   apply(intel_gang(4), "dra");
   ASSERT_TRUE(wait_phase("Running", 60s, "dra")) << task("dra").dump(2) << operator_log();
   for (const auto& p : workers("dra")) {
-    EXPECT_EQ(p["spec"].value("nodeName", ""), "max1100-dra-0");
+    EXPECT_EQ(p["spec"].value("nodeName", ""), fleet_node("max1100-dra-0"));
     EXPECT_EQ(p["spec"]["containers"][0]["resources"]["claims"][0].value("name", ""), "gpus") << p["spec"].dump();
   }
   EXPECT_TRUE(eventually([&] {
     int allocated = 0;
     for (const auto& c : admin->list(kube::resources::kResourceClaims, ns).items)
       for (const auto& r : c.value("status", json::object()).value("allocation", json::object()).value("devices", json::object()).value("results", json::array()))
-        allocated += r.value("driver", "") == "gpu.intel.com" && r.value("pool", "") == "max1100-dra-0";
+        allocated += r.value("driver", "") == "gpu.intel.com" && r.value("pool", "") == fleet_node("max1100-dra-0");
     return allocated == 4;
   }, 30s)) << "kube-scheduler allocated each worker's claim from the profile's slice";
   EXPECT_TRUE(eventually([&] {
@@ -108,7 +108,7 @@ TEST_F(DefaultFleetIntelTest, AnIntelTaskTakesTheProfilesDraGpusWhenCheapestThen
   apply(intel_gang(2), "plugin");
   ASSERT_TRUE(wait_phase("Running", 60s, "plugin")) << task("plugin").dump(2);
   for (const auto& p : workers("plugin")) {
-    EXPECT_EQ(p["spec"].value("nodeName", ""), "max1550-od-0");
+    EXPECT_EQ(p["spec"].value("nodeName", ""), fleet_node("max1550-od-0"));
     EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"].value("gpu.intel.com/i915", ""), "1");
   }
 }

@@ -167,7 +167,7 @@ TEST(Render, LauncherMergesTheUserTemplate) {
 // terms kept (a node must still match one of them).
 TEST(Render, ALauncherKeptOffSpotExcludesEverySpotLabelInEveryTerm) {
   const std::vector<std::pair<std::string, std::string>> spot = {{"karpenter.sh/capacity-type", "spot"}, {"cloud.google.com/gke-spot", "true"}};
-  json plain = launcher_pod(spec(), {2, 1}, {spot, {}});
+  json plain = launcher_pod(spec(), {2, 1}, {spot, {}, {}});
   const json& terms = plain["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
   ASSERT_EQ(terms.size(), 1u);
   ASSERT_EQ(terms[0]["matchExpressions"].size(), 2u);
@@ -180,7 +180,7 @@ TEST(Render, ALauncherKeptOffSpotExcludesEverySpotLabelInEveryTerm) {
   s.launcher.pod_template["spec"]["affinity"] = json::parse(R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
     {"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]},
                           {"matchExpressions":[{"key":"zone","operator":"In","values":["b"]}]}]}}})");
-  json user = launcher_pod(s, {2, 1}, {spot, {}});
+  json user = launcher_pod(s, {2, 1}, {spot, {}, {}});
   const json& both = user["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
   ASSERT_EQ(both.size(), 2u);
   for (const auto& term : both) {
@@ -190,10 +190,22 @@ TEST(Render, ALauncherKeptOffSpotExcludesEverySpotLabelInEveryTerm) {
   }
 }
 
+// An operator that plans on some nodes only (--node-selector) keeps the launcher to them: every
+// requirement of the selector, in node affinity's words, in each of the template's terms.
+TEST(Render, ALauncherStaysOnTheNodesTheOperatorPlansOn) {
+  const auto nodes = *kube::parse_label_selector("valley.dev/fleet=a,!dedicated");
+  json pod = launcher_pod(spec(), {2, 1}, {{}, {}, nodes});
+  const json& terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  ASSERT_EQ(terms.size(), 1u) << pod["spec"]["affinity"].dump();
+  EXPECT_EQ(terms[0]["matchExpressions"], json::parse(R"([{"key":"valley.dev/fleet","operator":"In","values":["a"]},
+                                                          {"key":"dedicated","operator":"DoesNotExist"}])"));
+  EXPECT_TRUE(pod["spec"]["affinity"].contains("podAffinity")) << "still preferably beside worker 0";
+}
+
 // A launcher pool named by the operator is required (In, beside the spot exclusions); without one
 // the launcher prefers worker 0's node, its only preference beside the template's own.
 TEST(Render, ALauncherRunsInTheLauncherPoolOrElseBesideWorkerZero) {
-  json pooled = launcher_pod(spec(), {2, 1}, {{{"karpenter.sh/capacity-type", "spot"}}, {{"node-role/cpu", "true"}}});
+  json pooled = launcher_pod(spec(), {2, 1}, {{{"karpenter.sh/capacity-type", "spot"}}, {{"node-role/cpu", "true"}}, {}});
   const json& term = pooled["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0];
   ASSERT_EQ(term["matchExpressions"].size(), 2u) << term.dump();
   EXPECT_EQ(term["matchExpressions"][1], json::parse(R"({"key":"node-role/cpu","operator":"In","values":["true"]})"));

@@ -256,9 +256,42 @@ TEST_F(LoopsTest, PolicyReconcilerPutsAValidPolicyInForceAndReportsAnInvalidOne)
   ASSERT_NE(cache->policy(), nullptr);
   EXPECT_EQ(cache->policy()->name, "test-policy");
   EXPECT_EQ(condition(api.get(res::kPricingPolicies, "", "test-policy"), "Valid"), "True");
-  // A policy of another name is validated but never put in force.
-  EXPECT_TRUE(policies->reconcile("another").ok);
+  EXPECT_EQ(condition(api.get(res::kPricingPolicies, "", "test-policy"), "InUse"), "True");
+  // A policy of another name is validated, says it is not in use, and is never put in force.
+  json spare = policy("UTC");
+  spare["metadata"]["name"] = "spare";
+  api.create(res::kPricingPolicies, "", spare);
+  ASSERT_TRUE(eventually([&] { return cache->pricing().store().get("spare") != nullptr; }));
+  EXPECT_TRUE(policies->reconcile("spare").ok);
   EXPECT_EQ(policy_changes, 2);
+  const json spare_now = api.get(res::kPricingPolicies, "", "spare");
+  EXPECT_EQ(condition(spare_now, "Valid"), "True");
+  EXPECT_EQ(condition(spare_now, "InUse"), "False");
+  EXPECT_EQ(condition(spare_now, "InUse", "reason"), "NotSelected") << spare_now.dump(2);
+}
+
+// An operator of one namespace (--namespace) writes the status of the Tenant owning it and of the
+// policy it prices by, and of no other: those are other instances' (which see their own tasks).
+TEST_F(LoopsTest, AnOperatorOfOneNamespaceWritesOnlyItsTenantAndItsPolicy) {
+  options.watch_namespace = ns;
+  create_tenant("lab", 4);
+  json other = {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "Tenant"}, {"metadata", {{"name", "elsewhere"}}}};
+  other["spec"]["namespaces"] = json::array({"another-team"});
+  other["spec"]["quotas"] = json::array({{{"pool", "nvidia/on-demand"}, {"nominal", 2}}});
+  api.create(res::kTenants, "", other);
+  for (const char* name : {"test-policy", "another-policy"})
+    api.create(res::kPricingPolicies, "", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", name}}},
+                                           {"spec", {{"gpu", {{{"onDemand", "1.00"}}}}}}});
+  ASSERT_TRUE(eventually([&] {
+    return cache->tenants().store().get("elsewhere") && cache->pricing().store().get("another-policy") && cache->pricing().store().get("test-policy");
+  }));
+  EXPECT_TRUE(ownership->reconcile().ok);
+  for (const char* name : {"lab", "elsewhere"}) EXPECT_TRUE(tenants->reconcile(name).ok);
+  for (const char* name : {"test-policy", "another-policy"}) EXPECT_TRUE(policies->reconcile(name).ok);
+  EXPECT_TRUE(api.get(res::kTenants, "", "lab").contains("status"));
+  EXPECT_FALSE(api.get(res::kTenants, "", "elsewhere").contains("status")) << "another instance's tenant";
+  EXPECT_EQ(condition(api.get(res::kPricingPolicies, "", "test-policy"), "Valid"), "True");
+  EXPECT_FALSE(api.get(res::kPricingPolicies, "", "another-policy").contains("status")) << "another instance's policy";
 }
 
 TEST_F(LoopsTest, OwnershipReconcilerResolvesAndPublishesWhichTenantOwnsWhichNamespace) {

@@ -170,5 +170,42 @@ TEST(ControllersRun, AnOperatorOfOneNamespaceLeavesAnotherNamespacesTasksAndPods
   EXPECT_EQ(theirs[0]["metadata"].value("finalizers", json::array()), json::array({"valley.dev/accounting"}));
 }
 
+// An operator given --node-selector plans only on the nodes it selects: another pool's free GPUs
+// are not in its cache, so a gang larger than its own nodes waits rather than spilling there.
+TEST(ControllersRun, AnOperatorWithANodeSelectorPlansOnlyOnTheNodesItSelects) {
+  testing::FakeApi api;
+  for (const char* n : {"team", "valley-system"}) api.create(res::kNamespaces, "", {{"metadata", {{"name", n}}}});
+  api.create(res::kNodes, "", testing::gpu_node("ours-0", 4, {{"pool", "ours"}}));
+  api.create(res::kNodes, "", testing::gpu_node("theirs-0", 8, {{"pool", "theirs"}}));
+  ControllerOptions options;
+  options.node_selector = "pool=ours";
+  options.node_requirements = *kube::parse_label_selector(options.node_selector);
+  options.ownership_namespace = "valley-system";
+  kube::EventRecorder events(api, kube::EventOptions{});
+  Controllers controllers(api, events, options);
+  Running loops(controllers);
+  ASSERT_TRUE(eventually([&] { return controllers.running(); }, 10s));
+
+  auto task = [&](const std::string& name, int workers) {
+    api.create(res::kTrainingTasks, "team",
+               {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}},
+                {"spec", {{"taskType", "MPI"}, {"replicas", {{"min", workers}, {"max", workers}}}, {"master", {{"image", "launcher:1"}}},
+                          {"worker", {{"image", "worker:1"}, {"gpus", "1"}}}}}});
+  };
+  auto status = [&](const std::string& name) { return api.get(res::kTrainingTasks, "team", name).value("status", json::object()); };
+  task("fits", 4);
+  ASSERT_TRUE(eventually([&] { return status("fits").value("phase", "") == "Admitted"; }, 10s)) << status("fits").dump(2);
+  for (const auto& p : api.objects("pods", "team")) {
+    if (p["metadata"]["labels"].value("valley.dev/role", "") != "worker") continue;
+    EXPECT_EQ(api::pinned_node(p), "ours-0") << p.dump(2);
+  }
+  task("larger", 6);
+  ASSERT_TRUE(eventually([&] { return !status("larger").value("conditions", json::array()).empty(); }, 10s));
+  EXPECT_EQ(status("larger").value("phase", ""), "Pending") << status("larger").dump(2);
+  int larger_pods = 0;
+  for (const auto& p : api.objects("pods", "team")) larger_pods += p["metadata"]["labels"].value("valley.dev/task", "") == "larger";
+  EXPECT_EQ(larger_pods, 0) << "theirs-0's 8 free GPUs are not this operator's";
+}
+
 }  // namespace
 }  // namespace valley::task

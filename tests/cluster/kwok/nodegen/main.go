@@ -2,6 +2,10 @@
 // Node objects that kwok will manage, printed as JSON for `kubectl apply -f -`; with --node-names,
 // only the nodes' names, one per line.
 //
+// With --fleet NAME the same nodes are a fleet of their own: named NAME-<pool>-<i> and labelled
+// valley.dev/fleet=NAME, so that several copies of one profile share a cluster (the e2e suite's
+// parallel shards each plan on one: tests/e2e/support.h).
+//
 // A profile keeps test clusters readable: "4 spot A100 nodes in zone b" instead of 4 copies of a
 // Node manifest. Every node gets the kwok management annotation and the standard node labels.
 //
@@ -14,6 +18,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -51,17 +56,18 @@ type profile struct {
 // The kwok process is started with --manage-nodes-with-annotation-selector on this annotation.
 const kwokAnnotation = "kwok.x-k8s.io/node"
 
+// The label of a fleet's nodes (--fleet).
+const fleetLabel = "valley.dev/fleet"
+
 func main() {
-	args := os.Args[1:]
-	namesOnly := len(args) == 2 && args[0] == "--node-names"
-	if namesOnly {
-		args = args[1:]
-	}
-	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: nodegen [--node-names] PROFILE.yaml")
+	namesOnly := flag.Bool("node-names", false, "print only the nodes' names, one per line")
+	fleet := flag.String("fleet", "", "name the nodes <fleet>-<pool>-<i> and label them valley.dev/fleet=<fleet>")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: nodegen [--node-names] [--fleet NAME] PROFILE.yaml")
 		os.Exit(2)
 	}
-	path := args[0]
+	path := flag.Arg(0)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nodegen:", err)
@@ -72,12 +78,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "nodegen: %s: %v\n", path, err)
 		os.Exit(1)
 	}
-	items, err := render(p)
+	items, err := render(p, *fleet)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nodegen: %s: %v\n", path, err)
 		os.Exit(1)
 	}
-	if namesOnly {
+	if *namesOnly {
 		for _, item := range items {
 			if o := item.(map[string]any); o["kind"] == "Node" {
 				fmt.Println(o["metadata"].(map[string]any)["name"])
@@ -89,7 +95,7 @@ func main() {
 	fmt.Println(string(out))
 }
 
-func render(p profile) ([]any, error) {
+func render(p profile, fleet string) ([]any, error) {
 	if len(p.Pools) == 0 {
 		return nil, fmt.Errorf("no pools")
 	}
@@ -112,6 +118,9 @@ func render(p profile) ([]any, error) {
 		}
 		for i := 0; i < pl.Count; i++ {
 			name := fmt.Sprintf("%s-%d", pl.Name, i)
+			if fleet != "" {
+				name = fleet + "-" + name
+			}
 			labels := map[string]string{
 				"kubernetes.io/hostname": name,
 				"kubernetes.io/os":       "linux",
@@ -121,6 +130,9 @@ func render(p profile) ([]any, error) {
 			}
 			for k, v := range pl.Labels {
 				labels[k] = v
+			}
+			if fleet != "" {
+				labels[fleetLabel] = fleet
 			}
 			annotations := map[string]string{kwokAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"}
 			for k, v := range pl.Annotations {
@@ -141,7 +153,7 @@ func render(p profile) ([]any, error) {
 				},
 			})
 			if pl.DRA != nil {
-				items = append(items, resourceSlice(name, pl.Name, *pl.DRA))
+				items = append(items, resourceSlice(name, pl.Name, fleet, *pl.DRA))
 			}
 		}
 		if pl.DRA != nil && !classes[pl.DRA.Driver] {
@@ -153,7 +165,7 @@ func render(p profile) ([]any, error) {
 }
 
 // The slice a DRA driver's kubelet plugin publishes for node `name`: its devices, one pool per node.
-func resourceSlice(name, pool string, d dra) map[string]any {
+func resourceSlice(name, pool, fleet string, d dra) map[string]any {
 	attributes := map[string]any{}
 	for k, v := range d.Attributes {
 		attributes[k] = map[string]any{"string": v}
@@ -170,12 +182,16 @@ func resourceSlice(name, pool string, d dra) map[string]any {
 		}
 		devices = append(devices, device)
 	}
+	labels := map[string]string{"type": "kwok", "valley.dev/pool": pool, "kubernetes.io/hostname": name}
+	if fleet != "" {
+		labels[fleetLabel] = fleet
+	}
 	return map[string]any{
 		"apiVersion": "resource.k8s.io/v1",
 		"kind":       "ResourceSlice",
 		"metadata": map[string]any{
 			"name":   name + "-" + strings.ReplaceAll(d.Driver, ".", "-"),
-			"labels": map[string]string{"type": "kwok", "valley.dev/pool": pool, "kubernetes.io/hostname": name},
+			"labels": labels,
 		},
 		"spec": map[string]any{
 			"driver":   d.Driver,

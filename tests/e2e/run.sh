@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# make e2e: the kwok suite in parallel shards. Each shard is a fleet (cluster.sh fleets: a copy of
+# the profile's kwok nodes, labelled valley.dev/fleet); ctest gives each test of valley_e2e_tests one
+# fleet through its resource allocation (tests/e2e/support.h: e2e_fleet), and runs the tests marked
+# RUN_SERIAL alone, on the cluster's own nodes. The fleets go again afterwards, pass or fail, so
+# that what runs next (the demo, chaos, benchmarks) sees the cluster's own nodes only.
+#   tests/e2e/run.sh BUILD_DIR [ctest args...]     E2E_SHARDS: how many fleets and tests at once (3)
+set -euo pipefail
+build=$(cd "${1:?usage: run.sh BUILD_DIR [ctest args...]}" && pwd)
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+cluster=$here/../cluster/cluster.sh
+shards=${E2E_SHARDS:-3}
+[[ $shards =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: E2E_SHARDS=$shards is not a count >= 1" >&2; exit 2; }
+
+trap '"$cluster" fleets 0 >/dev/null || echo "run.sh: the e2e fleets could not be removed (cluster.sh fleets 0)" >&2' EXIT
+"$cluster" fleets "$shards"
+spec=$build/e2e-fleets.json
+printf '{"version": {"major": 1, "minor": 0}, "local": [{"fleets": [%s]}]}\n' \
+  "$(seq -s, -f '{"id": "e2e_%g", "slots": 1}' 1 "$shards")" > "$spec"
+cd "$build"
+ctest --output-on-failure --no-tests=error -L e2e -j "$shards" --resource-spec-file "$spec" "$@"
