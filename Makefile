@@ -17,7 +17,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: help deps build demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
+.PHONY: help deps build demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -58,10 +58,10 @@ integration: build cluster-binaries
 cluster-binaries:
 	@tests/cluster/build-binaries.sh
 
-# What the real node needs besides the control plane (make real builds it when missing; make test
-# builds it in the background while the kwok suites run).
+# What the real node and the autoscaler need besides the control plane (make real and make
+# autoscaler-up build it when missing; make test builds it in the background while the kwok suites run).
 node-binaries: cluster-binaries
-	@tests/cluster/build-binaries.sh --node
+	@tests/cluster/build-binaries.sh --node --autoscaler
 
 # The benchmarks' peer (the Kubeflow MPI Operator) as well: only the benchmarks need it.
 bench-binaries:
@@ -108,6 +108,15 @@ crds: cluster-up
 e2e: build crds demo-clean
 	@tests/e2e/run.sh $(BUILD_DIR)
 
+# Karpenter on the local control plane (tests/cluster/karpenter): its kwok provider buys nodes for
+# pending pods and removes idle ones; the autoscaler suite (label "autoscaler") runs against it.
+autoscaler-up: crds
+	@tests/cluster/cluster.sh autoscaler-up
+autoscaler-down:
+	@tests/cluster/cluster.sh autoscaler-down
+autoscaler-e2e: build autoscaler-up
+	@cd $(BUILD_DIR) && $(CTEST) -L autoscaler; rc=$$?; cd $(CURDIR) && $(CLUSTER) autoscaler-down; exit $$rc
+
 # The chaos campaign (tests/chaos): two operator replicas under faults, checked by an independent
 # checker; the full run (20 minutes of faults) writes bench/results/chaos.json. CHAOS_SEED replays a run.
 CHAOS_SEED ?= 1
@@ -138,7 +147,7 @@ lint-deploy: cluster-binaries
 
 # One step after another (scripts/steps.sh), with the seconds each took at the end.
 # `node-binaries@bg` runs in the background from there on (scripts/steps.sh).
-TEST_STEPS := deps build unit unit-sanitize integration node-binaries@bg monitoring lint-deploy e2e real chaos-smoke bench-smoke
+TEST_STEPS := deps build unit unit-sanitize integration node-binaries@bg monitoring lint-deploy e2e real autoscaler-e2e chaos-smoke bench-smoke
 test:
 	@MAKE="$(MAKE)" scripts/steps.sh $(TEST_STEPS)
 

@@ -9,14 +9,17 @@
 # --node also builds what the real node needs besides kubelet (cluster.sh node-up): CoreDNS, the
 # pod sandbox's pause binary (static, from the pinned Kubernetes source), kube-router, containerd and
 # the DRA example driver's kubelet plugin.
+# --autoscaler also builds Karpenter with its kwok cloud provider (cluster.sh autoscaler-up).
 set -euo pipefail
 peers=false
 node=false
+autoscaler=false
 for arg in "$@"; do
   case "$arg" in
     --bench-peers) peers=true ;;
     --node) node=true ;;
-    *) echo "usage: build-binaries.sh [--bench-peers] [--node]" >&2; exit 2 ;;
+    --autoscaler) autoscaler=true ;;
+    *) echo "usage: build-binaries.sh [--bench-peers] [--node] [--autoscaler]" >&2; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -92,6 +95,14 @@ locked_build "$lint_dir" "$here/lint" "-X helm.sh/helm/v3/internal/version.versi
   github.com/yannh/kubeconform/cmd/kubeconform
 mkdir -p "$out"
 for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/* "$lint_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
+
+if $autoscaler; then
+  karpenter_version=$(awk '$1=="require" && $2=="sigs.k8s.io/karpenter"{print $3}' "$here/karpenter/go.mod")
+  karpenter_dir="$cache_root/karpenter-$karpenter_version-$(key "" "$here/karpenter/go.mod" "$here/karpenter/go.sum")"
+  locked_build "$karpenter_dir" "$here/karpenter" "" sigs.k8s.io/karpenter/kwok
+  # go build names it after its package, kwok: the name of the other kwok.
+  ln -sfn "$karpenter_dir/bin/kwok" "$out/karpenter"
+fi
 
 if $node; then
   coredns_version=$(awk '$1=="require" && $2=="github.com/coredns/coredns"{print $3}' "$here/coredns/go.mod")

@@ -11,6 +11,7 @@
 #   cluster.sh stop|start|restart COMPONENT   one of etcd, apiserver, controller-manager, scheduler, kwok
 #   cluster.sh compact             compact etcd's history up to now (old resourceVersions expire)
 #   cluster.sh node-up|node-down|node-status   a real node (containerd, kubelet, CoreDNS; node.bash)
+#   cluster.sh autoscaler-up|autoscaler-down   Karpenter buying kwok nodes (autoscaler.bash)
 #
 # State lives in $VALLEY_HOME (default: <repo>/.valley): bin/ (links into the build cache), pki/,
 # kubeconfig (admin), etcd/, logs/, run/. The API server listens on 127.0.0.1 only, with TLS, client
@@ -42,6 +43,8 @@ READY_TIMEOUT=${VALLEY_READY_TIMEOUT:-90}
 COMPONENTS=(etcd apiserver controller-manager scheduler kwok)
 # shellcheck source=node.bash
 . "$here/node.bash"
+# shellcheck source=autoscaler.bash
+. "$here/autoscaler.bash"
 
 log() { echo "[cluster] $*" >&2; }
 die() { echo "[cluster] error: $*" >&2; exit 1; }
@@ -131,7 +134,7 @@ binary_of() {
     etcd) echo etcd ;; apiserver) echo kube-apiserver ;; controller-manager) echo kube-controller-manager ;;
     scheduler) echo kube-scheduler ;; kwok) echo kwok ;;
     containerd|coredns|kubelet) echo "$1" ;; apiserver-proxy) echo socat ;; netpol) echo kube-router ;;
-    dra-plugin) echo dra-example-kubeletplugin ;; *) die "unknown component $1" ;;
+    dra-plugin) echo dra-example-kubeletplugin ;; karpenter) echo karpenter ;; *) die "unknown component $1" ;;
   esac
 }
 running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
@@ -177,6 +180,7 @@ args_of() {
         --bind-address=127.0.0.1 --secure-port=$SCHEDULER_PORT \
         --leader-elect=false --kube-api-qps=200 --kube-api-burst=400 --v=1 ;;
     kwok) echo --kubeconfig="$PKI/kwok.kubeconfig" --config="$here/kwok-stages.yaml" ${VALLEY_KWOK_ARGS:-} ;;
+    karpenter) ;;  # its settings are environment variables (karpenter_env)
     *) node_args_of "$1" ;;
   esac
 }
@@ -190,6 +194,7 @@ supervise() { # component
   trap 'kill -TERM $child 2>/dev/null; wait $child; exit 0' TERM INT
   # The pinned binaries first: containerd finds its runc shim on PATH.
   export PATH="$BIN:$PATH"
+  if [ "$c" = karpenter ]; then karpenter_env; fi
   while :; do
     # shellcheck disable=SC2046
     "$BIN/$bin" $(args_of "$c") &
@@ -225,7 +230,7 @@ stop_component() {
 # supervisors and the binaries by paths unique to this checkout.
 kill_strays() {
   local pids
-  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|containerd|coredns|kubelet|socat|kube-router|dra-example-kubeletplugin) " || true)
+  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|containerd|coredns|kubelet|socat|kube-router|dra-example-kubeletplugin|karpenter)( |$)" || true)
   if [ -n "$pids" ]; then
     log "stopping stray processes: $(echo $pids)"
     kill -TERM $pids 2>/dev/null || true; sleep 1; kill -KILL $pids 2>/dev/null || true
@@ -342,6 +347,7 @@ cmd_up() {
 }
 
 cmd_down() {
+  cmd_autoscaler_down
   cmd_node_down
   local i
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_component "${COMPONENTS[$i]}"; done
@@ -374,8 +380,10 @@ main() {
     node-up) cmd_node_up ;;
     node-down) cmd_node_down ;;
     node-status) cmd_node_status ;;
+    autoscaler-up) cmd_autoscaler_up ;;
+    autoscaler-down) cmd_autoscaler_down ;;
     supervise) supervise "${2:?component}" ;;
-    *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 }
 main "$@"
