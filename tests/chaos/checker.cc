@@ -179,6 +179,10 @@ void Checker::check_orphans(const Snapshot& s, bool final) {
 
 void Checker::observe(const Snapshot& s) {
   ++looks_;
+  if (window_open_)
+    for (const auto& p : s.pods)
+      if (const std::string node = p.value("spec", json::object()).value("nodeName", ""); !node.empty())
+        window_seen_[node].insert(controller_uid(p));
   follow_ends(s);
   follow_pods(s);
   check_pods(s);
@@ -317,7 +321,11 @@ std::set<std::string> Checker::tasks_on(const Snapshot& s, const std::set<std::s
   return out;
 }
 
-void Checker::window_begin(const Snapshot& s) { window_begin_ = s; }
+void Checker::window_begin(const Snapshot& s) {
+  window_begin_ = s;
+  window_open_ = true;
+  window_seen_.clear();
+}
 
 void Checker::window_end(const Snapshot& s, const std::string& window, const std::set<std::string>& disrupted_nodes) {
   ++windows_;
@@ -339,6 +347,8 @@ void Checker::window_end(const Snapshot& s, const std::string& window, const std
   }
   std::set<std::string> excused = tasks_on(first, lost);
   for (const auto& uid : tasks_on(s, disrupted_nodes)) excused.insert(uid);
+  for (const auto& node : disrupted_nodes)
+    if (auto seen = window_seen_.find(node); seen != window_seen_.end()) excused.insert(seen->second.begin(), seen->second.end());
   std::map<std::string, json> restarts_before;  // by task uid
   for (const auto& t : first.tasks)
     restarts_before[t["metadata"].value("uid", "")] = t.value("status", json::object()).value("restarts", json::object());
@@ -358,6 +368,8 @@ void Checker::window_end(const Snapshot& s, const std::string& window, const std
     }
   }
   window_begin_ = {};
+  window_open_ = false;
+  window_seen_.clear();
 }
 
 json Checker::summary() const {

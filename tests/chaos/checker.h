@@ -70,7 +70,8 @@ class Checker {
   void task_update(double t, const json& before, const json& after);
   // The last look, once the run has settled: also checks final phases and costs.
   void finish(const Snapshot& s);
-  // A window (restarted-by-window): its first look, and its last with the nodes disrupted meanwhile.
+  // A window (restarted-by-window): its first look, and its last with the nodes disrupted meanwhile;
+  // a task with a pod on one of those in any look of the window (observe) is excused.
   void window_begin(const Snapshot& s);
   void window_end(const Snapshot& s, const std::string& window, const std::set<std::string>& disrupted_nodes);
 
@@ -118,6 +119,10 @@ class Checker {
   std::map<std::string, std::pair<std::string, std::string>> node_class_;  // node -> vendor, class
   std::map<std::string, double> orphan_since_;                    // object uid -> first seen orphaned
   Snapshot window_begin_;  // the open window's first look
+  bool window_open_ = false;
+  // Of the open window's looks: node -> the tasks (controller uids) seen with a pod bound there. A
+  // pod made and disrupted between the first look and the last is seen only in the looks between.
+  std::map<std::string, std::set<std::string>> window_seen_;
   int windows_ = 0, window_tasks_ = 0;
   int looks_ = 0, costs_checked_ = 0, costs_unpriceable_ = 0;
   int64_t widest_uncertainty_ = 0;

@@ -52,7 +52,15 @@ build() { # dest module-dir ldflags pkg...
   echo "building $(basename "$dest") (first time only; cached in $dest)" >&2
   local start=$SECONDS
   rm -rf "$dest.tmp" && mkdir -p "$dest.tmp/bin"
-  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $ldflags" -o "$dest.tmp/bin/" "$@")
+  # The module proxy answers a fresh machine's hundreds of downloads with the odd 503: a failed
+  # build is tried again (what it downloaded stays in the module cache), three times in all.
+  local try
+  for try in 1 2 3; do
+    (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $ldflags" -o "$dest.tmp/bin/" "$@") && break
+    [ $try -lt 3 ] || return 1
+    echo "build of $(basename "$dest") failed (try $try of 3); trying again in $((try * 30))s" >&2
+    sleep $((try * 30))
+  done
   # go build names a binary after its package path's last element: give two of them real names.
   if [ -f "$dest.tmp/bin/server" ]; then mv "$dest.tmp/bin/server" "$dest.tmp/bin/etcd"; fi
   if [ -f "$dest.tmp/bin/nodegen" ]; then mv "$dest.tmp/bin/nodegen" "$dest.tmp/bin/valley-nodegen"; fi

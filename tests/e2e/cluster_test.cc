@@ -3,6 +3,7 @@
 // life by annotations, RBAC enforced for service-account tokens, and our operator binary connecting.
 #include <signal.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -80,7 +81,10 @@ TEST(Cluster, DefaultProfileProvidesReadyGpuNodesOfEveryKind) {
 
 TEST(Cluster, ACrashedComponentIsRestartedBySupervisor) {
   auto scheduler_healthy = [] {
-    ChildProcess probe({"/usr/bin/curl", "-skf", "https://127.0.0.1:10259/healthz"}, ::testing::TempDir() + "/probe.log");
+    // cluster.sh's port for it (VALLEY_SCHEDULER_PORT, for a second cluster beside the first).
+    const char* port = std::getenv("VALLEY_SCHEDULER_PORT");
+    ChildProcess probe({"/usr/bin/curl", "-skf", "https://127.0.0.1:" + std::string(port && *port ? port : "10259") + "/healthz"},
+                       ::testing::TempDir() + "/probe.log");
     return probe.wait(5s) == 0;
   };
   ASSERT_TRUE(scheduler_healthy());

@@ -259,7 +259,9 @@ std::string service_account_kubeconfig(const std::string& ns, const std::string&
   }, 30s);
   if (!ok) throw std::runtime_error("no token for " + ns + "/" + account);
   const auto config = admin_config();
-  const std::string path = ::testing::TempDir() + "/" + ns + "-" + account + "-sa.kubeconfig";
+  // Of this process: test processes run side by side (the e2e shards, a second cluster's suite),
+  // and one rewriting a shared file while another reads it would hand over half a kubeconfig.
+  const std::string path = ::testing::TempDir() + "/" + ns + "-" + account + "-" + std::to_string(::getpid()) + "-sa.kubeconfig";
   std::ofstream out(path);
   out << "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: " << config.server
       << "\n    certificate-authority-data: " << kube::base64_encode(config.ca_pem) << "\nusers:\n- name: " << account << "\n  user:\n"

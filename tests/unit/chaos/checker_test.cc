@@ -182,6 +182,23 @@ TEST(ChaosChecker, ARestartInAWindowIsFoundUnlessANodeExplainsIt) {
   late.window_begin(gone);
   late.window_end(end, "upgrade", {});
   EXPECT_EQ(rules(late), std::vector<std::string>{"restarted-by-window"});
+  // A task whose pod came onto the disrupted node after the first look and was gone by the last is
+  // excused by the look that saw it there; without that look it is found.
+  json c_task = task("c", "Running", "Succeeded");
+  json on_n2_later = pod("c-launcher", "c", "launcher", 0, 1, "Running");
+  on_n2_later["spec"]["nodeName"] = "n2";
+  Snapshot quiet = look(0, {c_task}, {});
+  quiet.nodes.push_back(node("n2"));
+  Snapshot restarted = look(30, {with_restarts(c_task, {{"disruptions", 1}, {"total", 1}})}, {});
+  Checker seen(prices());
+  seen.window_begin(quiet);
+  seen.observe(look(10, {c_task}, {on_n2_later}));
+  seen.window_end(restarted, "upgrade", {"n2"});
+  EXPECT_TRUE(rules(seen).empty());
+  Checker unseen(prices());
+  unseen.window_begin(quiet);
+  unseen.window_end(restarted, "upgrade", {"n2"});
+  EXPECT_EQ(rules(unseen), std::vector<std::string>{"restarted-by-window"});
 }
 
 json cost_record(const std::string& task, int64_t final, bool deleted) {
