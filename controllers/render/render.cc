@@ -372,12 +372,6 @@ void require_expressions(json& pod, const json& expressions) {
   }
 }
 
-void require_labels(json& pod, const std::vector<std::pair<std::string, std::string>>& labels, const char* op) {
-  json expressions = json::array();
-  for (const auto& [key, value] : labels) expressions.push_back({{"key", key}, {"operator", op}, {"values", {value}}});
-  require_expressions(pod, expressions);
-}
-
 void require_nodes(json& pod, const std::vector<kube::LabelRequirement>& requirements) {
   json expressions = json::array();
   for (const auto& r : requirements) {
@@ -386,6 +380,13 @@ void require_nodes(json& pod, const std::vector<kube::LabelRequirement>& require
     expressions.push_back(std::move(e));
   }
   require_expressions(pod, expressions);
+}
+
+// The same for `key <op> [value]` pairs.
+void require_labels(json& pod, const std::vector<std::pair<std::string, std::string>>& labels, const char* op) {
+  std::vector<kube::LabelRequirement> requirements;
+  for (const auto& [key, value] : labels) requirements.push_back({key, op, {value}});
+  require_nodes(pod, requirements);
 }
 
 // Prefers the node of the task's worker 0 (kept beside the template's own preferences).
