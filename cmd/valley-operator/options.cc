@@ -6,6 +6,7 @@
 
 #include "controllers/api/vendors.h"
 #include "operator/duration.h"
+#include "operator/kube/config.h"
 #include "operator/kube/label_selector.h"
 #include "operator/metrics/registry.h"
 
@@ -67,6 +68,14 @@ Flags make_flags() {
       {"node-selector", "",
        "a label selector (as kubectl get nodes -l takes): Valley plans only on the nodes it selects and leaves the others to "
        "other schedulers or other Valley instances; empty: every node"},
+      {"instance-types", "",
+       "a JSON file of the instance types Karpenter NodePools buy (the format of Karpenter's kwok provider: name, resources, "
+       "offerings with capacity type and zone): Valley then reads NodePools (karpenter.sh/v1) and plans on the nodes they may "
+       "still buy as well as on those that exist; empty: only nodes that exist"},
+      {"provisioning-delay", "60s", "how long a NodePool takes from a pending pod to a node it can bind to, where --provisioning-delays does not say"},
+      {"provisioning-timeout", "10m",
+       "workers waiting this long for the nodes a NodePool is to buy give their gang's capacity back (its pods go; it is planned again after a backoff)"},
+      {"provisioning-delays", "", "per NodePool (pool=duration, comma-separated): how long it takes to buy a node"},
       {"topology-levels", "clique=nvidia.com/gpu.clique,block=valley.dev/topology-block,rack=valley.dev/topology-rack,zone=topology.kubernetes.io/zone",
        "topology levels, narrowest first (name=node label, comma-separated): a task's spec.topology names one; a gang keeps to the narrowest domains it can; empty: nodes only"},
       {"dra-drivers", "gpu.nvidia.com=nvidia,gpu.amd.com=amd,gpu.intel.com=intel",
@@ -218,6 +227,27 @@ task::ControllerOptions controller_options(const Flags& flags) {
   if (auto requirements = kube::parse_label_selector(o.node_selector)) o.node_requirements = std::move(*requirements);
   else throw std::invalid_argument("--node-selector=" + o.node_selector + " is not a label selector like pool=a100,!dedicated");
   o.launcher_pool = label_pairs(flags, "launcher-node-selector");
+  if (const std::string path = flags.get("instance-types"); !path.empty()) {
+    std::string text;
+    try {
+      text = kube::read_file(path, "--instance-types");
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(e.what());
+    }
+    const auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (doc.is_discarded()) throw std::invalid_argument("--instance-types=" + path + ": not JSON");
+    o.instance_types = api::read_catalogue(doc);
+    if (!o.instance_types.error.empty()) throw std::invalid_argument("--instance-types=" + path + ": " + o.instance_types.error);
+    if (o.instance_types.types.empty()) throw std::invalid_argument("--instance-types=" + path + ": lists no instance type");
+  }
+  o.provisioning.default_delay = seconds("provisioning-delay");
+  o.disruption.provisioning_timeout = seconds("provisioning-timeout");
+  if (o.disruption.provisioning_timeout.count() < 1) throw std::invalid_argument("--provisioning-timeout must be at least 1s");
+  for (const auto& [pool, text] : label_pairs(flags, "provisioning-delays")) {
+    auto d = valley::parse_duration(text);
+    if (!d) throw std::invalid_argument("--provisioning-delays: " + pool + "=" + text + " is not a duration like 90s");
+    o.provisioning.delay[pool] = std::chrono::duration_cast<std::chrono::seconds>(*d);
+  }
   for (const auto& [name, label] : label_pairs(flags, "topology-levels")) {
     if (label.empty()) throw std::invalid_argument("--topology-levels: the level " + name + " names no node label");
     for (const auto& l : o.planner.topology)

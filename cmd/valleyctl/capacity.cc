@@ -1,7 +1,9 @@
 // valleyctl capacity: the GPUs the cluster offers, as the operator's planner reads them (device
 // plugins' whole GPUs, DRA devices, MIG slices, MPS and time-sliced replicas), by vendor, capacity
 // class, kind and product: how many nodes, GPUs (fractions by their share) and how many are free,
-// and a GPU-hour's price when a PricingPolicy is found.
+// and a GPU-hour's price when a PricingPolicy is found. Then, where Karpenter runs, each NodePool:
+// its nodes up, those no pod holds a GPU of (paid for, running nothing), its GPUs and how many pods
+// hold, and what its GPU limit leaves to buy.
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -14,7 +16,9 @@
 #include "controllers/api/money.h"
 #include "controllers/api/pricing_policy.h"
 #include "controllers/cost/policy.h"
+#include "controllers/api/nodepool.h"
 #include "controllers/gpu/resources.h"
+#include "controllers/inputs/nodepools.h"
 
 namespace valley::ctl {
 
@@ -32,6 +36,33 @@ std::string gpus(int64_t milli) {
   return buf;
 }
 
+// What each NodePool bought and what its limits leave (nothing printed without NodePools).
+void print_node_pools(const Market& market, const std::vector<planner::Node>& nodes) {
+  if (market.node_pools.empty()) return;
+  std::vector<const planner::Node*> existing;
+  for (const auto& n : nodes) existing.push_back(&n);
+  const auto use = inputs::pool_use(existing);
+  Table table({"NODEPOOL", "NODES", "IDLE", "GPUS", "HELD", "GPU LIMIT", "LEFT TO BUY"});
+  for (const auto& object : market.node_pools) {
+    const auto read = api::read_node_pool(object);
+    if (!read.pool) {
+      std::cerr << "valleyctl: " << read.error << "\n";
+      continue;
+    }
+    const api::NodePool& p = *read.pool;
+    const auto u = use.count(p.name) ? use.at(p.name) : inputs::PoolUse{};
+    std::string limit = "-", left = "-";
+    for (const auto& [r, units] : p.limits)
+      if (gpu::is_gpu_resource(r)) {
+        limit = std::to_string(units) + " " + r;
+        left = std::to_string(std::max<int64_t>(0, units - u.gpus));
+      }
+    table.add({p.name, std::to_string(u.nodes), std::to_string(u.idle), std::to_string(u.gpus), std::to_string(u.gpus_held), limit, left});
+  }
+  std::cout << "\n";
+  table.print(std::cout);
+}
+
 }  // namespace
 
 int cmd_capacity(const Flags& flags) {
@@ -45,7 +76,8 @@ int cmd_capacity(const Flags& flags) {
   const cost::Policy labels_only;  // the product labels, when no policy is in force
   using Key = std::tuple<std::string, std::string, std::string, std::string>;  // vendor, class, kind, product
   std::map<Key, Row> rows;
-  for (const auto& n : market_nodes(*market, true)) {
+  const std::vector<planner::Node> all = market_nodes(*market, true);
+  for (const auto& n : all) {
     if (n.vendor.empty() || !n.schedulable) continue;
     const cost::NodeRate rate = cost::rate_for(policy ? *policy : labels_only, n.vendor, n.labels, n.dra_product);
     std::map<std::string, bool> kinds;
@@ -78,6 +110,7 @@ int cmd_capacity(const Flags& flags) {
     std::cout << "(no schedulable GPU node)\n";
   else
     table.print(std::cout);
+  print_node_pools(*market, all);
   return 0;
 }
 

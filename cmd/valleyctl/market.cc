@@ -45,6 +45,11 @@ std::optional<Market> read_market(const Flags& flags, bool need_policy) {
     } catch (const kube::KubeError&) {
       // No resource.k8s.io/v1 (before Kubernetes 1.34) or not allowed: device plugins' GPUs only.
     }
+    try {
+      m.node_pools = m.client->list(kube::resources::kNodePools, "").items;
+    } catch (const kube::KubeError&) {
+      // No Karpenter (or not allowed): no capacity that can be bought.
+    }
   } catch (const kube::KubeError& e) {
     if (!need_policy) {
       std::cerr << "valleyctl: cannot read the cluster: " << e.what() << "\n";

@@ -20,6 +20,7 @@ struct Market {
   std::vector<nlohmann::json> nodes;
   std::vector<planner::ObjectPtr> slices;  // DRA, when the cluster serves it
   std::vector<planner::ClaimPtr> claims;
+  std::vector<nlohmann::json> node_pools;           // Karpenter's, where the cluster serves them
   std::unique_ptr<kube::Client> client;            // null offline
 };
 // nullopt after telling the user why: no cluster and no policy, or (`need_policy`) no policy.

@@ -80,18 +80,26 @@ ClaimedGpus claimed_gpus(const std::string& annotation) {
   return {annotation.substr(0, eq), count};
 }
 
-std::string pinned_node(const json& pod) {
+namespace {
+// The one value a pod's required node affinity asks `key` to be In, under `list` (matchFields or
+// matchExpressions) of one of its terms; "" if none.
+std::string required_single(const json& pod, const char* list, const char* key) {
   const json& terms = array_at(object_at(object_at(object_at(object_at(pod, "spec"), "affinity"), "nodeAffinity"),
                                          "requiredDuringSchedulingIgnoredDuringExecution"),
                                "nodeSelectorTerms");
   for (const auto& term : terms)
-    for (const auto& f : array_at(term, "matchFields"))
-      if (string_at(f, "key") == "metadata.name" && string_at(f, "operator") == "In") {
-        const json& values = array_at(f, "values");
+    for (const auto& r : array_at(term, list))
+      if (string_at(r, "key") == key && string_at(r, "operator") == "In") {
+        const json& values = array_at(r, "values");
         if (values.size() == 1 && values[0].is_string()) return values[0].get<std::string>();
       }
   return "";
 }
+}  // namespace
+
+std::string pinned_node(const json& pod) { return required_single(pod, "matchFields", "metadata.name"); }
+
+std::string bought_pool(const json& pod) { return required_single(pod, "matchExpressions", "karpenter.sh/nodepool"); }
 
 const std::string& PodContent::label(const std::string& key) const {
   static const std::string kNone;
@@ -134,6 +142,7 @@ Pod pod_from(const json& pod) {
   const json& spec = object_at(pod, "spec");
   p.node_name = string_at(spec, "nodeName");
   p.pinned = pinned_node(pod);
+  p.bought_from = bought_pool(pod);
   p.containers = containers(spec, "containers");
   p.init_containers = containers(spec, "initContainers");
   const json& status = object_at(pod, "status");

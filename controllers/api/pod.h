@@ -107,6 +107,7 @@ struct PodContent {
   int time_sliced_replicas = 0;                  // metadata.annotations[kTimeSlicedReplicasAnnotation], 0: none
   std::string node_name;                         // spec.nodeName
   std::string pinned;                            // the node its required affinity names, "" if none
+  std::string bought_from;                       // the NodePool its required affinity names (bought_pool), "" if none
   std::vector<PodContainer> containers, init_containers;
   std::string phase, reason;  // status
   std::optional<SystemTime> start_time;
@@ -129,6 +130,11 @@ Pod pod_from(const nlohmann::json& pod);
 // The node a pod's required node affinity pins it to: a matchFields term metadata.name In [one
 // node] (how Valley pins a worker), "" if none.
 std::string pinned_node(const nlohmann::json& pod);
+
+// The Karpenter NodePool a pod's required node affinity selects: a matchExpressions term
+// karpenter.sh/nodepool In [one pool] (how Valley places a worker on capacity still to be bought),
+// "" if none.
+std::string bought_pool(const nlohmann::json& pod);
 
 // The index a typed pod cache starts with: by owner UID (kube::index::kOwnerUid).
 

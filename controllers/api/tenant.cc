@@ -65,13 +65,7 @@ bool LabelSelector::matches(const std::map<std::string, std::string>& labels) co
     auto it = labels.find(k);
     if (it == labels.end() || it->second != v) return false;
   }
-  for (const auto& e : match_expressions) {
-    auto it = labels.find(e.key);
-    const bool has = it != labels.end();
-    const bool in = has && std::find(e.values.begin(), e.values.end(), it->second) != e.values.end();
-    if ((e.op == "In" && !in) || (e.op == "NotIn" && in) || (e.op == "Exists" && !has) || (e.op == "DoesNotExist" && has)) return false;
-  }
-  return true;
+  return kube::selects_labels(match_expressions, labels);
 }
 
 bool TenantSpec::owns(const std::string& ns, const std::map<std::string, std::string>& ns_labels) const {

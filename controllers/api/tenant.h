@@ -14,6 +14,7 @@
 
 #include "controllers/api/money.h"
 #include "controllers/api/spec.h"
+#include "operator/kube/label_selector.h"
 
 namespace valley::api {
 
@@ -38,10 +39,7 @@ struct Budget {
   BudgetAction action = BudgetAction::Wait;
 };
 
-struct SelectorRequirement {
-  std::string key, op;  // op: In, NotIn, Exists, DoesNotExist
-  std::vector<std::string> values;
-};
+using SelectorRequirement = kube::LabelRequirement;  // op: In, NotIn, Exists, DoesNotExist
 struct LabelSelector {
   std::map<std::string, std::string> match_labels;
   std::vector<SelectorRequirement> match_expressions;

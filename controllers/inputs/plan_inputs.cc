@@ -217,6 +217,7 @@ void PlanInputs::take_config(const Tenancy& tenancy) {
   for (const auto& t : tenancy.tenants)
     config.tenants[t.spec.name] = tenancy::planner_tenant(t, r.pricing.get(), r.now, options_.usage_half_life);
   config.usage_mean_life_hours = tenancy::mean_life_hours(options_.usage_half_life);
+  config.pool_budgets = pool_budgets_;
   r.config = std::move(config);
 }
 

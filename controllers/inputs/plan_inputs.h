@@ -100,6 +100,8 @@ class PlanInputs {
   const std::vector<cost::NodeRate>& rates_for(const std::vector<std::string>& vendors);
   bool planned_in_last_round(const std::string& key) const;
   const InputOptions& options() const { return options_; }
+  // What the NodePools' limits leave to buy (Config::pool_budgets), for the rounds from now on.
+  void set_pool_budgets(std::map<std::string, std::map<std::string, int64_t>> budgets) { pool_budgets_ = std::move(budgets); }
 
  private:
   struct NodeState {
@@ -127,7 +129,8 @@ class PlanInputs {
   std::set<std::string> priority_capped_;  // uid@generation told once
   std::vector<cost::NodeRate> all_rates_;  // distinct, in the order of the first node that has each
   std::map<std::string, std::vector<cost::NodeRate>> rates_for_;  // by "vendor/vendor/": all_rates_ of those
-  planner::ScalingPriors priors_;  // what each kind's tasks measured, kept after they end
+  planner::ScalingPriors priors_;
+  std::map<std::string, std::map<std::string, int64_t>> pool_budgets_;  // what each kind's tasks measured, kept after they end
 };
 
 // What the task runs as observed, or as published when an admission was published for it.

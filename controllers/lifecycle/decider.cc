@@ -269,11 +269,13 @@ bool Decider::start_failed() {
     event("Normal", "SpecChanged", "Restart", note);
     return false;
   }
-  if (!was_failing || before->value("reason", "") != reason) event("Warning", reason, "Start", message);
+  // Nodes being bought are expected to take a while: said, not warned about, until the timeout.
+  const bool buying = reason == kAwaitingNodes;
+  if (!was_failing || before->value("reason", "") != reason) event(buying ? "Normal" : "Warning", reason, "Start", message);
   set_condition(status_, "PodsStarted", false, reason, message, now_, generation_);
   set_phase(phase_, reason, message);
   const auto since = parse_time(condition_field(status_, "PodsStarted", "lastTransitionTime")).value_or(o_.now);
-  const auto grace = start_grace(*spec_, o_.disruption.start_grace);
+  const auto grace = buying ? o_.disruption.provisioning_timeout : start_grace(*spec_, o_.disruption.start_grace);
   if (o_.now - since < grace) {
     const auto left = std::chrono::duration_cast<std::chrono::seconds>(since + grace - o_.now) + std::chrono::seconds(1);
     d_.requeue_after = d_.requeue_after ? std::min(*d_.requeue_after, left) : left;
@@ -282,20 +284,23 @@ bool Decider::start_failed() {
   bump(status_, "startFailures");
   const int64_t failed_starts = counter(status_, "startFailures");
   const std::string tries = std::to_string(failed_starts) + (failed_starts == 1 ? " start" : " starts") + " failed";
-  // A launcher no node takes now is the cluster's state, not the task's fault: retried, never failed.
-  if (reason != "Unschedulable" && failed_starts > spec_->run_policy.backoff_limit) {
+  // A launcher no node takes now, or nodes a cloud did not deliver, are the cluster's state, not the
+  // task's fault: retried, never failed.
+  if (reason != "Unschedulable" && !buying && failed_starts > spec_->run_policy.backoff_limit) {
     finish(false, reason, message + " (" + tries + "; runPolicy.backoffLimit is " + std::to_string(spec_->run_policy.backoff_limit) + ")");
     return true;
   }
+  const std::string given_back = buying ? std::string(kNodesNotProvisioned) : reason;
   const auto backoff = start_backoff(failed_starts);
   const std::string retry_at = format_time(o_.now + backoff);
-  status_["startFailure"] = {{"reason", reason}, {"message", bounded_text(message, kStatusMessageBytes)}, {"retryAfter", retry_at}, {"generation", generation_}};
-  const std::string note = message + " (for " + std::to_string(grace.count()) + "s): GPUs given back; tried again at " + retry_at +
+  status_["startFailure"] = {{"reason", given_back}, {"message", bounded_text(message, kStatusMessageBytes)}, {"retryAfter", retry_at}, {"generation", generation_}};
+  const std::string note = message + " (for " + std::to_string(grace.count()) + "s): " +
+                           (buying ? "no node came; the gang's pods" : "GPUs") + " given back; tried again at " + retry_at +
                            " or when the spec changes (" + tries + ", runPolicy.backoffLimit is " +
-                           std::to_string(spec_->run_policy.backoff_limit) + ")";
-  set_phase(kPending, reason, note);
-  set_condition(status_, "Admitted", false, reason, note, now_, generation_);
-  set_condition(status_, "Running", false, reason, note, now_, generation_);
+                           std::to_string(spec_->run_policy.backoff_limit) + (buying ? ", not counted against it" : "") + ")";
+  set_phase(kPending, given_back, note);
+  set_condition(status_, "Admitted", false, given_back, note, now_, generation_);
+  set_condition(status_, "Running", false, given_back, note, now_, generation_);
   event("Warning", "StartFailed", "Stop", note);
   // Nothing of the workload ran (mpirun waits for every pod): no checkpoint to wait for.
   for (const auto& p : o_.pods) delete_pod(p);

@@ -93,6 +93,9 @@ struct DisruptionConfig {
   std::chrono::seconds failure_settle{10};        // see the header comment
   std::chrono::seconds stuck_termination{60};     // past its grace period, a pod is force-deleted
   std::chrono::seconds start_grace{180};          // pods that cannot start this long give the GPUs back
+  // Workers waiting this long for nodes their NodePool is to buy give the gang's capacity back (no
+  // half-bought gang holds nodes).
+  std::chrono::seconds provisioning_timeout{600};
 };
 
 // What the capacity planner decided for this task (controllers/planner): admitted with `workers`

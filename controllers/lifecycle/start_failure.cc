@@ -45,13 +45,17 @@ std::optional<StartFailure> start_failure(const api::Pod& pod) {
         return StartFailure{reason, clipped(cs.name + ": " + cs.waiting_reason + (cs.waiting_message.empty() ? "" : ": " + cs.waiting_message))};
   if (pod.node_name.empty() && pod.pinned.empty())
     for (const auto& c : pod.conditions)
-      if (c.type == "PodScheduled" && c.status == "False" && c.reason == "Unschedulable")
-        return StartFailure{"Unschedulable", clipped(c.message.empty() ? "kube-scheduler cannot place it" : c.message)};
+      if (c.type == "PodScheduled" && c.status == "False" && c.reason == "Unschedulable") {
+        const std::string scheduler = c.message.empty() ? "kube-scheduler cannot place it" : c.message;
+        if (!pod.bought_from.empty())
+          return StartFailure{kAwaitingNodes, clipped("waiting for a node NodePool " + pod.bought_from + " is to buy (" + scheduler + ")")};
+        return StartFailure{"Unschedulable", clipped(scheduler)};
+      }
   return std::nullopt;
 }
 
 bool is_start_failure_reason(const std::string& reason) {
-  if (reason == "Unschedulable") return true;
+  if (reason == "Unschedulable" || reason == kAwaitingNodes || reason == kNodesNotProvisioned) return true;
   return std::any_of(kWaiting.begin(), kWaiting.end(), [&](const auto& w) { return reason == w.second; });
 }
 

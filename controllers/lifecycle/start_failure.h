@@ -17,13 +17,19 @@
 
 namespace valley::lifecycle {
 
+// A worker waiting for a node its NodePool is to buy: not a failure until the provisioning timeout.
+inline constexpr const char* kAwaitingNodes = "AwaitingNodes";
+// ... and what the task says once that timeout passed without the node.
+inline constexpr const char* kNodesNotProvisioned = "NodesNotProvisioned";
+
 struct StartFailure {
-  std::string reason;   // ImagePullFailed, ContainerConfigError, ContainerStartFailed, Unschedulable
+  std::string reason;   // ImagePullFailed, ContainerConfigError, ContainerStartFailed, Unschedulable, AwaitingNodes
   std::string message;  // "<container>: <kubelet's reason>: <its message>", or the scheduler's words
 };
 
 // The first reason the pod cannot start, nullopt when nothing says so. A pod pinned to a node
 // (Valley's workers) that kube-scheduler refuses is not one: the planner moves it (plan inputs).
+// One that selects a NodePool (a worker on capacity still to be bought) awaits its node: kAwaitingNodes.
 std::optional<StartFailure> start_failure(const api::Pod& pod);
 
 // Whether a task's status.reason says its pods could not start (its images may still change then).

@@ -79,6 +79,9 @@ struct PlaceOptions {
   bool spot_only = false;              // only spot nodes (a reduceCost task starting outside off-peak)
   std::optional<int64_t> price_cap;    // no node dearer than this a GPU-hour (reduceCost growth)
   const std::vector<char>* only = nullptr;  // by node index: only these (one topology domain)
+  // Nodes not bought yet may be opened (Node::bought_from): a gang may buy; growth only onto what
+  // its step pays for, a move never (the node would idle while it is bought).
+  bool may_buy = true;
 };
 
 class Plan {
@@ -143,6 +146,10 @@ class Plan {
   }
   // Why task i can never be placed (no node it may use could hold one worker even empty), or "".
   std::string unplaceable(size_t i);
+  // Why task i's gang of `need` can never be placed where nodes can be bought: the nodes it may use
+  // and what their NodePools' limits let be bought hold fewer workers even empty ("" if they hold
+  // it, or if it may use no node still to be bought).
+  std::string beyond_pools(size_t i, int need);
   // Why a task asking for DRA devices (spec.worker.devices) found no node to consider at all.
   std::string devices_unplaceable(const Task& t) const;
   void release_last(size_t i);
@@ -150,6 +157,10 @@ class Plan {
   void take(size_t i, const Task::Worker& w) { change(i, w, -1); }
   void give(size_t i, const Task::Worker& w) { change(i, w, +1); }
   void change(size_t i, const Task::Worker& w, int sign);
+  // Whether node k may take a worker as far as buying goes: a node that exists or is opened already,
+  // else one whose pool has what it costs left, beyond what `opening` (a gang's what-if) opened.
+  bool openable(size_t k, const std::map<std::string, std::map<std::string, int64_t>>& opening, bool may_buy) const;
+  bool bought(size_t k) const { return !nodes_[k]->bought_from.empty(); }
   int64_t mean_price(const std::vector<Task::Worker>& placed) const;
   // mean_price of an hour of task i's work: a shared GPU's by work_price_on.
   int64_t work_price(size_t i, const std::vector<Task::Worker>& placed) const;
@@ -326,6 +337,10 @@ class Plan {
   std::array<int, kMigCount> mig_{};
   size_t width_ = 0;                                  // resources per row
   std::vector<int64_t> free_;                         // node index x resource id -> free units
+  // Nodes not bought yet that a worker of this plan sits on (their pool's budget paid for them),
+  // and what each pool's limits leave (Config::pool_budgets less what was opened).
+  std::vector<char> opened_;
+  std::map<std::string, std::map<std::string, int64_t>> pool_left_;
   std::map<std::pair<size_t, size_t>, int64_t> seats_;  // (task, node) -> its seat workers there
   std::vector<std::map<size_t, int64_t>> sharers_;    // node -> sharing task -> replicas it holds there
   std::vector<std::array<int64_t, kRoomColumns>> demand_;  // task -> room one worker asks for

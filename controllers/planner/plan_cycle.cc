@@ -108,7 +108,8 @@ void Plan::admit_waiting() {
     }
     // A gang no node set can hold waits holding nothing, and nobody is shrunk or kept from growing
     // for it.
-    if (std::string why = unplaceable(i); !why.empty() || !(why = topology_unplaceable(i, need)).empty()) {
+    if (std::string why = unplaceable(i);
+        !why.empty() || !(why = topology_unplaceable(i, need)).empty() || !(why = beyond_pools(i, need)).empty()) {
       d.action = Action::Wait;
       d.workers = 0;
       d.reason = std::move(why);
@@ -190,6 +191,8 @@ void Plan::grow() {
         options.price_cap = std::min(options.price_cap.value_or(dearest), dearest);
       }
     }
+    // A node is bought for growth only when the step's measured speedup pays its price.
+    options.may_buy = options.price_cap.has_value();
     std::vector<Task::Worker> added;
     std::vector<Task::Worker> around = d.placement;
     while (d.workers + static_cast<int>(added.size()) < target) {
@@ -268,6 +271,7 @@ void Plan::move_to_cheaper() {
       continue;
     PlaceOptions options;
     options.price_cap = price - 1;
+    options.may_buy = false;
     const std::vector<Task::Worker> held = d.placement;
     for (const auto& w : held) give(i, w);
     auto moved = place(i, static_cast<int>(held.size()), {}, options);

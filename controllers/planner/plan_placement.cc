@@ -31,11 +31,17 @@ std::optional<std::vector<Task::Worker>> Plan::place(size_t i, int count, const 
   for (const auto& w : prefer)
     if (const size_t k = node_at(w.node); k != kNoNode) preferred.push_back(k);
   std::optional<std::vector<Task::Worker>> chosen;
-  int64_t chosen_price = 0;
+  std::pair<bool, int64_t> chosen_price{};
   for (const auto& vendor : vendors) {
     auto gang = place_in_domain(i, vendor, count, preferred, options);
     if (!gang) continue;
-    int64_t price = by_price ? work_price(i, *gang) : 0;  // per hour of its work (a shared GPU's over its rate there)
+    // A gang that need not wait for nodes to be bought first, unless the task is reduceCost; then
+    // the lower price per hour of its work (a shared GPU's over its rate there).
+    const bool buys = !t.reduce_cost && std::any_of(gang->begin(), gang->end(), [&](const Task::Worker& w) {
+      const size_t k = node_at(w.node);
+      return k != kNoNode && bought(k);
+    });
+    const std::pair<bool, int64_t> price{buys, by_price ? work_price(i, *gang) : 0};
     if (!chosen || price < chosen_price) {
       chosen = std::move(gang);
       chosen_price = price;
@@ -69,6 +75,7 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     if (info_[k].vendor != wanted || !may_place(i, k) || (options.spot_only && !info_[k].spot)) continue;
     if (options.only && !(*options.only)[k]) continue;
     if (options.price_cap && info_[k].price > *options.price_cap) continue;
+    if (!openable(k, {}, options.may_buy)) continue;
     const int f = fits(i, k, row(k), count);
     if (f == 0) continue;
     fit_alone += f;
@@ -77,6 +84,7 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
   if (fit_alone < count) return std::nullopt;
   std::vector<Task::Worker> out;
   std::map<std::string, int64_t> quota_taken;  // pool -> thousandths this gang has claimed
+  std::map<std::string, std::map<std::string, int64_t>> opening;  // NodePool -> resource -> what this gang's new nodes cost
   std::map<size_t, int64_t> gang_seats;          // seats node -> this gang's workers there so far
   auto seated_before = [&](size_t k) -> int64_t {
     if (!seated(i, k)) return 0;
@@ -95,11 +103,13 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     // most workers here, least waste, own nodes, the capacity class that suits the task, the
     // lowest price, shared levels, the tightest fit.
     const size_t anchor = !claimed.empty() ? claimed.front().first : !preferred.empty() ? preferred.front() : kNoNode;
-    std::array<int64_t, 8> best_score{};
+    std::array<int64_t, 10> best_score{};
     int best_fit = 0;
     std::vector<int64_t> node_free;
     for (const size_t k : candidates) {
       const Node* n = nodes_[k];
+      const bool claimed_here = std::any_of(claimed.begin(), claimed.end(), [k](const auto& c) { return c.first == k; });
+      if (!claimed_here && !openable(k, opening, options.may_buy)) continue;
       const int64_t* units = left_on(k);
       // The tenant's quota in this node's pool bounds the workers too.
       const std::string* pool = quota_.enabled() ? &info_[k].pool : nullptr;
@@ -134,16 +144,20 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
       // slows it down); a reduceCost one wherever its work is cheaper.
       const int64_t alone = shares && !t.reduce_cost ? -1 : 0;
       const int64_t shared = anchor == kNoNode ? 0 : shared_levels(k, anchor);
-      std::array<int64_t, 8> score{};
+      // A node that is up before one still to be bought: for a task that is not reduceCost first
+      // (it does not wait when it need not), for a reduceCost one among equal prices.
+      const int64_t up = bought(k) ? -1 : 0;
+      const int64_t up_first = t.reduce_cost ? 0 : up;
+      std::array<int64_t, 10> score{};
       switch (config_.placement) {
         case Placement::Price:
-          score = {alone, waste, own, -price, info_[k].spot == t.checkpointed, fit, shared, -left};
+          score = {alone, up_first, waste, own, -price, up, info_[k].spot == t.checkpointed, fit, shared, -left};
           break;
         case Placement::PackThenClass:
-          score = {0, fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, shared, -left};
+          score = {up_first, 0, fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, up, shared, -left};
           break;
         case Placement::Pack:
-          score = {0, fit, waste, own, shared, -left, 0, 0};
+          score = {up_first, 0, fit, waste, own, up, shared, -left, 0, 0};
           break;
       }
       if (best == kNoNode || score > best_score) {
@@ -154,7 +168,11 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     }
     if (best == kNoNode) return std::nullopt;
     auto mine = std::find_if(claimed.begin(), claimed.end(), [best](const auto& c) { return c.first == best; });
-    if (mine == claimed.end()) mine = claimed.insert(mine, {best, std::vector<int64_t>(row(best), row(best) + width_)});
+    if (mine == claimed.end()) {
+      mine = claimed.insert(mine, {best, std::vector<int64_t>(row(best), row(best) + width_)});
+      if (bought(best) && !opened_[best])
+        for (const auto& [r, units] : nodes_[best]->pool_cost) opening[nodes_[best]->bought_from][r] += units;
+    }
     int64_t* left = mine->second.data();
     const int64_t seats = seated_before(best);
     for (int w = 0; w < best_fit; ++w) {

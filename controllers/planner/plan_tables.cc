@@ -60,6 +60,8 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
   // share, from which any count's is exact (MIG slices are sevenths).
   for (const auto& name : names_) share7_.push_back(gpu::share_milli(name, 7));
   free_.assign(nodes_.size() * width_, 0);
+  opened_.assign(nodes_.size(), 0);
+  pool_left_ = config_.pool_budgets;
   info_.resize(nodes_.size());
   by_name_.reserve(nodes_.size());
   std::map<std::string, int64_t> capacity;  // pool -> thousandths of a GPU
@@ -186,6 +188,12 @@ std::optional<Plan::Shape> Plan::next_shape(size_t i, size_t k, const int64_t* u
 void Plan::change(size_t i, const Task::Worker& w, int sign) {
   const size_t k = node_at(w.node);
   if (k == kNoNode) return;
+  if (sign < 0 && bought(k) && !opened_[k]) {
+    // Opened for good in this plan: a node bought for a gang stays bought for whoever takes it.
+    opened_[k] = 1;
+    if (auto left = pool_left_.find(nodes_[k]->bought_from); left != pool_left_.end())
+      for (const auto& [r, units] : nodes_[k]->pool_cost) left->second[r] -= units;
+  }
   if (seated(i, k)) {
     // A seat opens or closes a device by how many of the task's workers sit here, whichever
     // worker comes or goes.
@@ -268,16 +276,18 @@ int Plan::idle_percent() const {
 
 std::string Plan::insufficient(size_t i, int need) {
   const Task& t = tasks_[i];
-  int64_t free_gpus = 0;
+  int64_t free_gpus = 0, to_buy = 0;
   for (size_t k = 0; k < nodes_.size(); ++k) {
     const Node* n = nodes_[k];
     if (!may_place(i, k) || n->vendor.empty() || !runs_on(t, n->vendor)) continue;
-    free_gpus += std::max<int64_t>(0, row(k)[info_[k].whole]);
+    if (!bought(k)) free_gpus += std::max<int64_t>(0, row(k)[info_[k].whole]);
+    else if (openable(k, {}, true)) to_buy += std::max<int64_t>(0, row(k)[info_[k].whole]);
   }
   int per = whole_gpus(t.gpu_milli);
   return "InsufficientCapacity: needs " + std::to_string(need * per) + " GPUs (" + std::to_string(need) +
          " workers x " + (t.gpu_milli % 1000 ? std::to_string(t.gpu_milli / 1000.0).substr(0, 5) : std::to_string(per)) +
-         "), " + std::to_string(free_gpus) + " free" + tenant_entitlement(i) +
+         "), " + std::to_string(free_gpus) + " free" + (to_buy > 0 ? " and more on nodes NodePools may still buy" : "") +
+         tenant_entitlement(i) +
          (t.topology && t.topology->required && level_index(t.topology->level) != std::string::npos
               ? "; topology: all in one " + t.topology->level + " (required), and no " + t.topology->level + " has room for them"
               : "");
@@ -351,6 +361,58 @@ int64_t Plan::node_whole_gpus(size_t k) const {
   int64_t gpus = row(k)[info_[k].whole];
   if (auto cap = nodes_[k]->capacity.find(names_[info_[k].whole]); cap != nodes_[k]->capacity.end()) gpus = std::max(gpus, cap->second);
   return gpus;
+}
+
+bool Plan::openable(size_t k, const std::map<std::string, std::map<std::string, int64_t>>& opening, bool may_buy) const {
+  if (!bought(k) || opened_[k]) return true;
+  if (!may_buy) return false;
+  const Node* n = nodes_[k];
+  auto left = pool_left_.find(n->bought_from);
+  if (left == pool_left_.end()) return true;
+  auto gang = opening.find(n->bought_from);
+  for (const auto& [r, units] : n->pool_cost) {
+    auto l = left->second.find(r);
+    if (l == left->second.end()) continue;
+    int64_t taken = 0;
+    if (gang != opening.end())
+      if (auto g = gang->second.find(r); g != gang->second.end()) taken = g->second;
+    if (l->second - taken < units) return false;
+  }
+  return true;
+}
+
+std::string Plan::beyond_pools(size_t i, int need) {
+  const Task& t = tasks_[i];
+  if (config_.pool_budgets.empty() || t.gpu_milli % 1000 != 0) return "";
+  const int64_t per = std::max<int64_t>(1, t.gpu_milli / 1000);
+  int64_t up = 0;
+  std::map<std::string, std::vector<size_t>> by_pool;  // NodePool -> its nodes to buy that t may use
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    if (info_[k].whole < 0 || !runs_on(t, nodes_[k]->vendor) || !may_place(i, k)) continue;
+    if (bought(k)) by_pool[nodes_[k]->bought_from].push_back(k);
+    else up += node_whole_gpus(k) / per;
+  }
+  if (by_pool.empty()) return "";
+  int64_t buyable = 0;
+  std::string limits;
+  for (auto& [pool, ks] : by_pool) {
+    // The largest nodes first, while the pool's limits allow another.
+    std::sort(ks.begin(), ks.end(), [&](size_t a, size_t b) { return node_whole_gpus(a) > node_whole_gpus(b); });
+    auto budget_it = config_.pool_budgets.find(pool);
+    std::map<std::string, int64_t> left = budget_it == config_.pool_budgets.end() ? std::map<std::string, int64_t>{} : budget_it->second;
+    for (size_t k : ks) {
+      const auto& cost = nodes_[k]->pool_cost;
+      if (std::any_of(cost.begin(), cost.end(), [&](const auto& c) { return left.count(c.first) && left[c.first] < c.second; })) continue;
+      for (const auto& [r, units] : cost)
+        if (left.count(r)) left[r] -= units;
+      buyable += node_whole_gpus(k) / per;
+    }
+    if (budget_it != config_.pool_budgets.end())
+      for (const auto& [r, l] : budget_it->second) limits += (limits.empty() ? "" : ", ") + pool + " " + std::to_string(l) + " " + r;
+  }
+  if (up + buyable >= need) return "";
+  return "Unplaceable: needs " + std::to_string(need) + " workers of " + std::to_string(per) + " GPUs at once; the nodes it may use hold " +
+         std::to_string(up) + " and its NodePools' limits let " + std::to_string(buyable) + " more be bought (left to buy: " + limits + ")";
 }
 
 std::string Plan::unplaceable(size_t i) {

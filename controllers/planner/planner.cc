@@ -23,6 +23,13 @@ bool tolerates(const Task& t, const Taint& taint) {
   return false;
 }
 
+// A node that taints itself with its own GPU resource (as managed GPU node groups do) keeps off pods
+// that ask for no GPU; Valley's workers there ask for that resource and tolerate it (render::worker_pod,
+// as Kubernetes' ExtendedResourceToleration admission would).
+bool gpu_taint(const Node& n, const Taint& taint) {
+  return taint.effect != "NoExecute" && n.capacity.count(taint.key) > 0;
+}
+
 bool not_ready_taint(const Taint& taint) {
   return taint.key == "node.kubernetes.io/not-ready" || taint.key == "node.kubernetes.io/unreachable";
 }
@@ -43,7 +50,7 @@ bool eligible(const Task& t, const Node& n, const Config& c) {
   if (std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
   if (!selects(t, n)) return false;
   for (const auto& taint : n.taints)
-    if (!tolerates(t, taint)) return false;
+    if (!tolerates(t, taint) && !gpu_taint(n, taint)) return false;
   return true;
 }
 

@@ -54,6 +54,7 @@ using kube::SystemTime;
 
 struct Taint {
   std::string key, value, effect;  // effect: NoSchedule, PreferNoSchedule, NoExecute
+  bool operator==(const Taint&) const = default;
 };
 struct Toleration {
   std::string key, op = "Equal", value, effect;  // op: Equal or Exists; empty key + Exists = all
@@ -93,6 +94,13 @@ struct Node {
   std::string fault;
   int64_t price_micros = 0;                   // a GPU-hour here, from the PricingPolicy (0: unknown)
   int64_t kw_milli = 0;                       // power drawn per GPU incl. PUE, thousandths of a kW
+  // A node a NodePool would buy (inputs/nodepools.h), not one that exists: the pool ("" for a node
+  // that exists), how long buying takes, and what opening it takes from the pool's budget
+  // (Config::pool_budgets): its capacity in each resource the pool limits.
+  std::string bought_from;
+  std::chrono::seconds provisioning{0};
+  std::map<std::string, int64_t> pool_cost;
+  bool operator==(const Node&) const = default;
 };
 
 // One requirement of a required node affinity term (matchExpressions; matchFields on metadata.name
@@ -250,6 +258,9 @@ struct Config {
   // shares only where no whole GPU is free for it. Null or empty: nothing shares.
   std::shared_ptr<const PairRates> pair_rates;
   bool pair_nodes = false;  // some node splits its GPUs two ways (where pairs may share)
+  // Capacity that can be bought: pool -> resource -> units its limits leave. A node of such a pool
+  // (Node::bought_from) is opened only while every resource it costs is left.
+  std::map<std::string, std::map<std::string, int64_t>> pool_budgets;
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt, Move };

@@ -3,6 +3,7 @@
 #include "controllers/render/transfers.h"
 
 #include "controllers/api/dra.h"
+#include "controllers/api/nodepool.h"
 #include "controllers/api/pod.h"
 #include "controllers/api/template_guard.h"
 #include "controllers/gpu/resources.h"
@@ -139,6 +140,10 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
     for (const auto& [k, v] : tmpl_meta[field].items())
       if (!pod["metadata"][field].contains(k) && k.rfind(api::kValleyKeyPrefix, 0) != 0) pod["metadata"][field][k] = v;
   }
+  // Valley moves a gang itself when that pays (the planner's rule 4); an autoscaler consolidating
+  // the node of one of its pods would restart the whole gang. Spot interruptions still come, as
+  // notices. (A template's own annotation says otherwise.)
+  if (!pod["metadata"]["annotations"].contains(api::karpenter::kDoNotDisrupt)) pod["metadata"]["annotations"][api::karpenter::kDoNotDisrupt] = "true";
   pod["spec"] = tmpl_spec.is_object() ? tmpl_spec : json::object();
   json& ps = pod["spec"];
   ps["restartPolicy"] = "Never";  // Valley restarts whole epochs; a pod never restarts in place
@@ -222,6 +227,21 @@ WorkerPlacement default_placement(const TaskSpec& spec) {
   return p;
 }
 
+namespace {
+// GPU nodes that taint themselves with their GPU resource (managed GPU node groups, Karpenter GPU
+// NodePools) keep off pods that ask for no GPU; a worker asking for that resource tolerates it, as
+// the ExtendedResourceToleration admission plugin would add where it is enabled.
+void tolerate_gpu_taint(json& pod_spec, const WorkerPlacement& placement) {
+  if (placement.gpu_count <= 0 || !gpu::dra_class_of(placement.gpu_resource).empty() || !gpu::dra_seat_class_of(placement.gpu_resource).empty())
+    return;
+  const auto replicas = gpu::replicas_of(placement.gpu_resource);
+  const std::string resource = replicas ? replicas->resource : placement.gpu_resource;
+  json& tolerations = pod_spec["tolerations"];
+  if (!tolerations.is_array()) tolerations = json::array();
+  tolerations.push_back({{"key", resource}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+}
+}  // namespace
+
 json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const WorkerPlacement& placement) {
   api::ContainerSpec c = spec.worker;
   c.image = spec.worker.image_for(placement.vendor);
@@ -252,12 +272,23 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
     }
   }
   use_data_cache(spec, placement.node, pod["spec"]);
-  if (!placement.node.empty()) {
+  if (const auto bought = api::provision_target(placement.node)) {
+    // A node still to be bought: the pod selects what its NodePool is to buy (the autoscaler
+    // provisions for pending pods by what they select), not a name.
+    namespace kp = api::karpenter;
+    json expressions = json::array();
+    for (const auto& [key, value] : std::initializer_list<std::pair<const char*, const std::string*>>{
+             {kp::kNodePool, &bought->pool}, {kp::kCapacityType, &bought->capacity_type}, {kp::kInstanceType, &bought->instance_type}})
+      expressions.push_back({{"key", key}, {"operator", "In"}, {"values", {*value}}});
+    pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
+        {"nodeSelectorTerms", json::array({{{"matchExpressions", expressions}}})}};
+  } else if (!placement.node.empty()) {
     // kube-scheduler still binds the pod (checking CPU, memory, taints), but only to the planned node.
     pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
         {"nodeSelectorTerms",
          json::array({{{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {placement.node}}}})}}})}};
   }
+  tolerate_gpu_taint(pod["spec"], placement);
   return pod;
 }
 
@@ -466,6 +497,7 @@ size_t launcher_annotation_bytes_but_hosts(const TaskSpec& spec) {
   size_t bytes = std::string(api::kHostfileAnnotation).size() + std::string(kDiscoverHostsAnnotation).size() +
                  discover_hosts_script().size();
   const json& annotations = kube::object_at(kube::object_at(spec.launcher.pod_template, "metadata"), "annotations");
+  if (!annotations.contains(api::karpenter::kDoNotDisrupt)) bytes += std::string(api::karpenter::kDoNotDisrupt).size() + 4;  // "true"
   for (const auto& [k, v] : annotations.items())
     if (k != api::kHostfileAnnotation && k != kDiscoverHostsAnnotation) bytes += k.size() + (v.is_string() ? v.get<std::string>().size() : json_text(v).size());
   return bytes;

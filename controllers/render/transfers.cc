@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "controllers/render/render.h"
+#include "controllers/api/nodepool.h"
 
 namespace valley::render {
 namespace {
@@ -54,7 +55,8 @@ void add_transfers(const api::TaskSpec& spec, const std::string& role, json& pod
 }
 
 bool uses_data_cache(const api::TaskSpec& spec, const std::string& node) {
-  return spec.data && !spec.data->cache_class.empty() && spec.data->cache_bytes > 0 && !node.empty();
+  // A node still to be bought has no name to keep a cache beside.
+  return spec.data && !spec.data->cache_class.empty() && spec.data->cache_bytes > 0 && !node.empty() && !api::is_provisionable(node);
 }
 
 std::string data_cache_claim_name(const api::TaskSpec& spec, const std::string& node) {

@@ -65,6 +65,7 @@ ClusterCache::ClusterCache(kube::Api& client, const ControllerOptions& options)
   lean_claims.fields = claim_fields();
   lean_claims.transform = nullptr;
   claims_ = std::make_unique<kube::BasicInformer<api::DraClaim>>(client_, res::kResourceClaims, lean_claims);
+  if (!options_.instance_types.types.empty()) node_pools_ = std::make_unique<kube::Informer>(client_, res::kNodePools);
   // The planning snapshot follows the caches event by event (registered first, so that whatever
   // these events wake finds it up to date).
   auto snapshot_handlers = [this]<class T>(void (planner::ClusterSnapshot::*upsert)(const std::shared_ptr<const T>&),
@@ -125,6 +126,12 @@ void ClusterCache::start(const std::atomic<bool>& stop) {
     if (!stop.load() && !inf->wait_for_sync(std::chrono::seconds(5)))
       spdlog::warn("dra: {} not listed yet (resource.k8s.io/v1 served? may Valley list them?): GPUs published through DRA are not placed on meanwhile",
                    inf->resource().plural);
+  if (node_pools_) {
+    node_pools_->start();
+    if (!stop.load() && !node_pools_->wait_for_sync(std::chrono::seconds(5)))
+      spdlog::warn("provisioning: NodePools (karpenter.sh/v1) not listed yet (is Karpenter installed, may Valley list them?): "
+                   "planning on existing nodes only meanwhile");
+  }
   gpu_stop_ = false;
   gpu_thread_ = std::make_unique<std::thread>([this] {
     kube::name_this_thread("gpu-metrics");
@@ -139,7 +146,7 @@ void ClusterCache::stop() {
     gpu_thread_.reset();
   }
   kube::InformerBase* all[] = {tasks_.get(), pods_.get(), nodes_.get(), services_.get(), configs_.get(), pricing_.get(), tenants_.get(),
-                               namespaces_.get(), slices_.get(), claims_.get()};
+                               namespaces_.get(), slices_.get(), claims_.get(), node_pools_.get()};
   for (auto* inf : all)
     if (inf) inf->stop();
 }
@@ -214,6 +221,17 @@ std::shared_ptr<const planner::Node> ClusterCache::node_as_last_seen(const std::
   auto it = departed_nodes_.find(name);
   if (it == departed_nodes_.end()) return nullptr;
   return it->second.node;
+}
+
+std::vector<api::NodePool> ClusterCache::node_pool_list() const {
+  std::vector<api::NodePool> out;
+  if (!node_pools_) return out;
+  for (const auto& o : node_pools_->store().list()) {
+    auto read = api::read_node_pool(*o);
+    if (read.pool) out.push_back(std::move(*read.pool));
+    else spdlog::warn("provisioning: NodePool {}: {}; Valley buys nothing from it", kube::string_at(kube::object_at(*o, "metadata"), "name"), read.error);
+  }
+  return out;
 }
 
 std::vector<planner::Node> ClusterCache::nodes() {

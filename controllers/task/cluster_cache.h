@@ -56,6 +56,8 @@ class ClusterCache {
   kube::Informer& tenants() { return *tenants_; }
   kube::Informer& namespaces() { return *namespaces_; }
   kube::Informer& slices() { return *slices_; }
+  // NodePools, when the operator plans on capacity that can be bought (ControllerOptions::instance_types); else null.
+  kube::Informer* node_pools() { return node_pools_.get(); }
   kube::BasicInformer<api::DraClaim>& claims() { return *claims_; }
   const kube::Informer& tasks() const { return *tasks_; }
 
@@ -76,6 +78,9 @@ class ClusterCache {
   // 10,000 most recently gone): a pod that ran on a node deleted since is still priced by its node.
   std::shared_ptr<const planner::Node> node_as_last_seen(const std::string& name);
   std::vector<planner::Node> nodes();
+  // The NodePools the cache holds, read (api::read_node_pool); one that cannot be read is logged
+  // and left out. Empty without --instance-types.
+  std::vector<api::NodePool> node_pool_list() const;
   // The planning snapshot's view (node facts brought up to date first).
   planner::SnapshotView snapshot_view();
   // What Prometheus reports for the node ("" if healthy, or if its object already says so).
@@ -105,6 +110,7 @@ class ClusterCache {
   const ControllerOptions& options_;
   std::unique_ptr<kube::Informer> tasks_, nodes_, services_, configs_, pricing_, tenants_, namespaces_;
   std::unique_ptr<kube::Informer> slices_;  // DRA (resource.k8s.io/v1)
+  std::unique_ptr<kube::Informer> node_pools_;  // karpenter.sh/v1, with --instance-types
   std::unique_ptr<kube::BasicInformer<api::DraClaim>> claims_;
   // Pods typed (api::Pod): every pod of the cluster is cached, and a typed one is a tenth of its JSON.
   std::unique_ptr<kube::BasicInformer<api::Pod>> pods_;

@@ -121,6 +121,7 @@ void Controllers::route_events() {
   cache_.pods().add_handlers({dirty, replan_if_needed, dirty});
   cache_.nodes_informer().add_handlers({dirty, replan_if_needed, dirty});
   cache_.slices().add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
+  if (auto* pools = cache_.node_pools()) pools->add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
   // The claims cache calls an update only when what the planner counts of a claim changed.
   cache_.claims().add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
 }

@@ -63,6 +63,14 @@ struct ControllerMetrics {
                                                    {"namespace", "currency"});
   metrics::Family& status_conflicts = metrics::registry().counter(
       "valley_status_conflicts_total", "TrainingTask status writes the API server refused as based on an old version (409).", {});
+  // What the platform pays for on an autoscaled cluster: the nodes NodePools bought, by pool.
+  metrics::Family& pool_nodes = metrics::registry().gauge(
+      "valley_pool_nodes", "Nodes of a Karpenter NodePool that are up (state bought) and of those, the ones no pod holds a GPU of (idle).",
+      {"pool", "state"});
+  metrics::Family& pool_node_seconds = metrics::registry().counter(
+      "valley_pool_node_seconds_total", "Node-seconds of a NodePool's nodes: bought (up), and idle (up, no pod holding a GPU).", {"pool", "kind"});
+  metrics::Family& pool_gpu_seconds = metrics::registry().counter(
+      "valley_pool_gpu_seconds_total", "GPU-seconds of a NodePool's nodes: bought (offered while up), and sold (held by pods).", {"pool", "kind"});
   metrics::Family& plan_seconds = metrics::registry().histogram("valley_plan_duration_seconds", "Time one capacity plan takes.", {});
   metrics::Family& plan_input_mismatches = metrics::registry().counter(
       "valley_plan_input_mismatches_total", "--debug-verify-plan-inputs: decisions the kept plan inputs made that a rebuild did not.", {});

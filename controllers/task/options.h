@@ -8,6 +8,8 @@
 #include "controllers/api/spec.h"
 #include "controllers/gpu/health.h"
 #include "controllers/planner/planner.h"
+#include "controllers/api/nodepool.h"
+#include "controllers/inputs/nodepools.h"
 #include "controllers/inputs/snapshot.h"
 #include "controllers/lifecycle/lifecycle.h"
 
@@ -37,6 +39,10 @@ struct ControllerOptions {
   // task for `avoid_for`, and re-plan.
   std::chrono::seconds unschedulable_timeout{60};
   std::chrono::seconds avoid_for{600};
+  // Capacity that can be bought: the instance types Karpenter NodePools buy (--instance-types).
+  // Empty: Valley plans only on nodes that exist and does not watch NodePools.
+  api::Catalogue instance_types;
+  inputs::ProvisioningOptions provisioning;
   std::string field_manager = "valley-operator";
   planner::Config planner;
   lifecycle::DisruptionConfig disruption;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "controllers/inputs/candidates.h"
+#include "operator/kube/label_selector.h"
 #include "controllers/task/metrics.h"
 #include "operator/kube/remote_clock.h"
 
@@ -140,9 +141,53 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
   for (const auto& key : changed) on_changed_(key);
 }
 
+void PlanningLoop::count_pool_use(const std::vector<const planner::Node*>& existing) {
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = last_pool_count_ ? std::chrono::duration<double>(now - *last_pool_count_).count() : 0;
+  last_pool_count_ = now;
+  auto& m = controller_metrics();
+  const auto use = inputs::pool_use(existing);
+  for (const auto& pool : counted_pools_)
+    if (!use.count(pool)) {
+      m.pool_nodes.set({pool, "bought"}, 0);
+      m.pool_nodes.set({pool, "idle"}, 0);
+    }
+  counted_pools_.clear();
+  for (const auto& [pool, u] : use) {
+    counted_pools_.insert(pool);
+    m.pool_nodes.set({pool, "bought"}, u.nodes);
+    m.pool_nodes.set({pool, "idle"}, u.idle);
+    if (seconds <= 0) continue;
+    m.pool_node_seconds.inc({pool, "bought"}, u.nodes * seconds);
+    m.pool_node_seconds.inc({pool, "idle"}, u.idle * seconds);
+    m.pool_gpu_seconds.inc({pool, "bought"}, static_cast<double>(u.gpus) * seconds);
+    m.pool_gpu_seconds.inc({pool, "sold"}, static_cast<double>(u.gpus_held) * seconds);
+  }
+}
+
+void PlanningLoop::add_provisionable(planner::SnapshotView& view) {
+  if (options_.instance_types.types.empty()) return;
+  std::vector<const planner::Node*> existing;
+  for (const auto& n : view.nodes) existing.push_back(n.get());
+  const auto& taken = provisionable_.take(cache_.node_pool_list(), options_.instance_types, existing, cache_.node_facts(), options_.provisioning);
+  for (const auto& [pool, why] : taken.unusable)
+    if (auto [it, fresh] = unusable_pools_.try_emplace(pool, why); fresh || it->second != why) {
+      it->second = why;
+      spdlog::info("provisioning: Valley buys nothing from NodePool {}: {}", pool, why);
+    }
+  std::erase_if(unusable_pools_, [&](const auto& kv) { return !taken.unusable.count(kv.first); });
+  inputs_.set_pool_budgets(taken.budgets);
+  count_pool_use(existing);
+  // Only what the operator plans on (--node-selector), as for nodes that are up.
+  for (const auto& n : taken.nodes)
+    if (kube::selects_labels(options_.node_requirements, n->labels)) view.nodes.push_back(n);
+  std::sort(view.nodes.begin(), view.nodes.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
+}
+
 void PlanningLoop::plan_once() {
   // The cluster as the informers last showed it, kept up to date event by event (ClusterSnapshot).
-  const planner::SnapshotView view = cache_.snapshot_view();
+  planner::SnapshotView view = cache_.snapshot_view();
+  add_provisionable(view);
   const auto& r = inputs_.take(view, cache_.policy(), cache_.tenancy(), kube::cluster_clock().now(), facts());
   auto decisions = planner::plan(r.nodes, r.held, r.tasks, r.now, r.config);
   if (options_.verify_plan_inputs) verify_plan_inputs(r, view, decisions);

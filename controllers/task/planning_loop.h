@@ -14,10 +14,14 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
+#include <optional>
+#include <set>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "controllers/inputs/nodepools.h"
 #include "controllers/inputs/plan_inputs.h"
 #include "controllers/planner/planner.h"
 #include "controllers/task/admission_board.h"
@@ -41,6 +45,11 @@ class PlanningLoop {
 
  private:
   inputs::ClusterFacts facts();
+  // With --instance-types: the nodes NodePools may still buy join the view (by name), and their
+  // pools' budgets the plan's config; a pool Valley cannot buy from is logged when that changes.
+  void add_provisionable(planner::SnapshotView& view);
+  // The metrics of what NodePools bought: nodes and GPUs up, idle and sold since the last plan.
+  void count_pool_use(const std::vector<const planner::Node*>& existing);
   // Publishes what changed; hands the tasks whose decision changed to on_changed.
   void publish(const inputs::PlanInputs::Round& r, const std::vector<planner::Decision>& decisions);
   // ControllerOptions::verify_plan_inputs: each plan is made again from inputs rebuilt from the
@@ -58,6 +67,10 @@ class PlanningLoop {
   std::condition_variable cv_;
   bool dirty_ = true;
   inputs::PlanInputs inputs_;  // the planning thread's only
+  inputs::ProvisionableNodes provisionable_;
+  std::map<std::string, std::string> unusable_pools_;
+  std::optional<std::chrono::steady_clock::time_point> last_pool_count_;
+  std::set<std::string> counted_pools_;  // NodePool -> why Valley buys nothing there, as last logged
 };
 
 }  // namespace valley::task

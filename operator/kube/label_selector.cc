@@ -1,5 +1,6 @@
 #include "operator/kube/label_selector.h"
 
+#include <algorithm>
 #include <regex>
 
 namespace valley::kube {
@@ -59,6 +60,16 @@ std::optional<std::vector<LabelRequirement>> parse_label_selector(const std::str
     }
   }
   return out;
+}
+
+bool selects_labels(const std::vector<LabelRequirement>& requirements, const std::map<std::string, std::string>& labels) {
+  for (const auto& r : requirements) {
+    auto it = labels.find(r.key);
+    const bool has = it != labels.end();
+    const bool listed = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+    if ((r.op == "In" && !listed) || (r.op == "NotIn" && listed) || (r.op == "Exists" && !has) || (r.op == "DoesNotExist" && has)) return false;
+  }
+  return true;
 }
 
 }  // namespace valley::kube

@@ -5,6 +5,7 @@
 // nodes can also be written as a pod's required node affinity.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ struct LabelRequirement {
 // The terms of `selector` ("" selects everything: no term), or nullopt when the API server would
 // refuse it.
 std::optional<std::vector<LabelRequirement>> parse_label_selector(const std::string& selector);
+// Whether labels satisfy every requirement (as the API server's list would select them).
+bool selects_labels(const std::vector<LabelRequirement>& requirements, const std::map<std::string, std::string>& labels);
 inline bool valid_label_selector(const std::string& selector) { return parse_label_selector(selector).has_value(); }
 
 }  // namespace valley::kube

@@ -53,6 +53,8 @@ inline const Resource kDeployments{"apps", "v1", "deployments", "Deployment", tr
 inline const Resource kNetworkPolicies{"networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 inline const Resource kEvents{"events.k8s.io", "v1", "events", "Event", true};
+// Karpenter's NodePools: capacity that can be bought (read only).
+inline const Resource kNodePools{"karpenter.sh", "v1", "nodepools", "NodePool", false};
 inline const Resource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false};
 inline const Resource kResourceClaims{"resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true};
 inline const Resource kResourceClaimTemplates{"resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true};

@@ -3,10 +3,14 @@
 // pod no existing node can hold makes Karpenter buy a node of the NodePool it selects, of the
 // instance type and capacity type asked, and the node goes again once it is idle. The seconds from
 // the pod's creation to its binding (what buying a node costs in time here) are printed.
+// Then Valley with --instance-types: a task whose workers only those pools can hold buys its whole
+// gang, runs to Succeeded, and leaves nothing bought behind; a gang larger than a pool's limit
+// waits Unplaceable with the numbers and buys nothing.
 #include <chrono>
 
 #include "operator/kube/error.h"
 #include "tests/e2e/support.h"
+#include "tests/e2e/task_fixture.h"
 
 namespace valley::e2e {
 namespace {
@@ -65,6 +69,65 @@ TEST_F(Autoscaler, APodNoNodeHoldsMakesKarpenterBuyANodeOfItsPoolThatGoesOnceIdl
   admin->remove(kube::resources::kPods, ns, "bought");
   EXPECT_TRUE(eventually([&] { return nodes_of_pool(*admin, "a100-spot").empty() && admin->list(kNodeClaims, "").items.empty(); }, 150s))
       << "node " << node << " is still there";
+}
+
+// The operator plans on the NodePools as well (the catalogue Karpenter's kwok provider reads).
+class BoughtCapacity : public TaskTest {
+ protected:
+  std::vector<std::string> operator_flags() const override {
+    auto flags = TaskTest::operator_flags();
+    flags.push_back("--instance-types=" + std::string(VALLEY_SOURCE_DIR) + "/tests/cluster/karpenter/instance-types.json");
+    flags.push_back("--provisioning-delay=5s");
+    return flags;
+  }
+  void SetUp() override {
+    TaskTest::SetUp();
+    ASSERT_NO_THROW(admin->get(kNodePools, "", "a100-od")) << "no autoscaler: run tests/cluster/cluster.sh autoscaler-up";
+    ASSERT_TRUE(eventually([&] { return nodes_of_pool(*admin, "a100-od").empty(); }, 150s)) << "the pool is not at zero nodes";
+  }
+  // A gang of `workers` x 8 A100s that only nodes of the on-demand A100 NodePool hold (its template label).
+  static json on_pool(int workers) {
+    json spec = mpi_spec(workers, workers, {{"sim.valley.dev/run-time", "5s"}});
+    spec["worker"]["gpus"] = "8";
+    spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", "a100-od-auto"}}}}}};
+    return spec;
+  }
+};
+
+TEST_F(BoughtCapacity, ATaskOnAScaleToZeroPoolBuysItsGangRunsToSucceededAndTheNodesGoAfterwards) {
+  apply(on_pool(2));
+  std::set<std::string> bought;
+  ASSERT_TRUE(eventually([&] {
+    bought.clear();
+    for (const auto& p : pods())
+      if (p["metadata"]["labels"].value("valley.dev/role", "") == "worker" && !p["spec"].value("nodeName", "").empty())
+        bought.insert(p["spec"]["nodeName"].get<std::string>());
+    return bought.size() == 2;
+  }, 120s)) << task().dump(2);
+  for (const auto& name : bought) {
+    const json n = admin->get(kube::resources::kNodes, "", name);
+    EXPECT_EQ(n["metadata"]["labels"].value("karpenter.sh/nodepool", ""), "a100-od") << name;
+    EXPECT_EQ(n["metadata"]["labels"].value("node.kubernetes.io/instance-type", ""), "p4de.24xlarge") << name;
+  }
+  for (const auto& p : pods())
+    EXPECT_EQ(p["metadata"]["annotations"].value("karpenter.sh/do-not-disrupt", ""), "true") << p["metadata"]["name"];
+  ASSERT_TRUE(wait_phase("Succeeded", 120s)) << task().dump(2);
+  // Nothing bought stays: the workers went with the run, and Karpenter takes the idle nodes.
+  EXPECT_TRUE(eventually([&] { return nodes_of_pool(*admin, "a100-od").empty() && admin->list(kNodeClaims, "").items.empty(); }, 180s))
+      << "bought nodes still there";
+}
+
+TEST_F(BoughtCapacity, AGangLargerThanThePoolsLimitWaitsUnplaceableWithTheNumbersAndBuysNothing) {
+  // a100-od's limit is 16 GPUs: two 8-GPU workers at most.
+  apply(on_pool(3));
+  ASSERT_TRUE(eventually([&] {
+    const json st = task().value("status", json::object());
+    return st.value("reason", "") == "Unplaceable" &&
+           st.value("message", "").find("needs 3 workers of 8 GPUs at once; the nodes it may use hold 0 and its NodePools' limits let 2 more "
+                                        "be bought") != std::string::npos;
+  }, 60s)) << task().dump(2);
+  EXPECT_TRUE(pods().empty());
+  EXPECT_TRUE(admin->list(kNodeClaims, "").items.empty());
 }
 
 }  // namespace

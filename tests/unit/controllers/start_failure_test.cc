@@ -153,6 +153,43 @@ TEST(StartFailure, MoreFailedStartsThanTheBackoffLimitFailTheTask) {
   EXPECT_EQ(retried.status["reason"], "Unschedulable");
 }
 
+// A gang on capacity still to be bought: waiting for its nodes is said (a Normal Event), not a
+// failure; past the provisioning timeout the gang's pods go (no half-bought gang holds nodes), the
+// task says the nodes did not come, and it is retried however often (not the task's fault).
+TEST(StartFailure, AGangWaitingForNodesToBeBoughtGivesItsPodsBackAfterTheProvisioningTimeout) {
+  api::Pod pod;
+  pod.name = "t-worker-1";
+  pod.phase = "Pending";
+  pod.bought_from = "a100-od";
+  pod.conditions.push_back({"PodScheduled", "False", "Unschedulable", "0/9 nodes are available: 9 node(s) didn't match Pod's node affinity.", std::nullopt});
+  ASSERT_TRUE(start_failure(pod));
+  EXPECT_EQ(start_failure(pod)->reason, kAwaitingNodes);
+  EXPECT_NE(start_failure(pod)->message.find("waiting for a node NodePool a100-od is to buy"), std::string::npos);
+
+  auto pods = running_pods(1, 2);
+  for (auto& p : pods) p.phase = "Pending", p.ready = false;
+  pods[1].start_failure = kAwaitingNodes;
+  pods[1].start_failure_message = start_failure(pod)->message;
+  json status = admitted_status();
+  status["restarts"] = {{"startFailures", 5}, {"total", 5}};  // beyond backoffLimit 2: still retried
+  Observed o = observe(task_object({{"runPolicy", {{"startGraceSeconds", 0}}}}, status), pods);
+  o.disruption.provisioning_timeout = 600s;
+  Decision first = decide(o);
+  EXPECT_EQ(first.status["phase"], "Admitted");
+  EXPECT_EQ(first.status["reason"], kAwaitingNodes);
+  ASSERT_EQ(first.events.size(), 1u);
+  EXPECT_EQ(first.events[0].type, "Normal");
+  EXPECT_TRUE(first.delete_pods.empty()) << "the start grace (0s) is not what a gang being bought waits";
+  o.task["status"] = first.status;
+  o.now = kNow + 601s;
+  Decision d = decide(o);
+  EXPECT_EQ(d.status["phase"], "Pending");
+  EXPECT_EQ(d.status["reason"], kNodesNotProvisioned);
+  EXPECT_NE(d.status["message"].get<std::string>().find("no node came; the gang's pods given back"), std::string::npos) << d.status["message"];
+  EXPECT_EQ(d.delete_pods.size(), 3u);
+  EXPECT_EQ(d.status["startFailure"]["reason"], kNodesNotProvisioned);
+}
+
 TEST(StartFailure, AChangedSpecIsTriedAtOnce) {
   auto pods = running_pods(1, 2);
   pods[0] = not_starting(pods[0], "ImagePullBackOff", "not found");
