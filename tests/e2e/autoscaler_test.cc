@@ -6,6 +6,7 @@
 // Then Valley with --instance-types: a task whose workers only those pools can hold buys its whole
 // gang, runs to Succeeded, and leaves nothing bought behind; a gang larger than a pool's limit
 // waits Unplaceable with the numbers and buys nothing.
+#include <algorithm>
 #include <chrono>
 
 #include "operator/kube/error.h"
@@ -95,6 +96,7 @@ class BoughtCapacity : public TaskTest {
 };
 
 TEST_F(BoughtCapacity, ATaskOnAScaleToZeroPoolBuysItsGangRunsToSucceededAndTheNodesGoAfterwards) {
+  const auto applied = std::chrono::steady_clock::now();
   apply(on_pool(2));
   std::set<std::string> bought;
   ASSERT_TRUE(eventually([&] {
@@ -104,6 +106,8 @@ TEST_F(BoughtCapacity, ATaskOnAScaleToZeroPoolBuysItsGangRunsToSucceededAndTheNo
         bought.insert(p["spec"]["nodeName"].get<std::string>());
     return bought.size() == 2;
   }, 120s)) << task().dump(2);
+  std::cout << "[ FIGURE   ] a gang of 2 x 8 GPUs on a pool at zero nodes: both workers bound "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - applied).count() << " s after the task was applied\n";
   for (const auto& name : bought) {
     const json n = admin->get(kube::resources::kNodes, "", name);
     EXPECT_EQ(n["metadata"]["labels"].value("karpenter.sh/nodepool", ""), "a100-od") << name;
@@ -113,6 +117,29 @@ TEST_F(BoughtCapacity, ATaskOnAScaleToZeroPoolBuysItsGangRunsToSucceededAndTheNo
     EXPECT_EQ(p["metadata"]["annotations"].value("karpenter.sh/do-not-disrupt", ""), "true") << p["metadata"]["name"];
   ASSERT_TRUE(wait_phase("Succeeded", 120s)) << task().dump(2);
   // Nothing bought stays: the workers went with the run, and Karpenter takes the idle nodes.
+  EXPECT_TRUE(eventually([&] { return nodes_of_pool(*admin, "a100-od").empty() && admin->list(kNodeClaims, "").items.empty(); }, 180s))
+      << "bought nodes still there";
+}
+
+TEST_F(BoughtCapacity, AnOperatorKilledWhileNodesAreBoughtLeavesNoDuplicatePodAndNoOrphanedNode) {
+  apply(on_pool(2));
+  // Killed as soon as the gang's pods exist, before their nodes came.
+  ASSERT_TRUE(eventually([&] { return pods().size() >= 2; }, 60s)) << task().dump(2);
+  stop_operator(SIGKILL);
+  start_operator();
+  // The restarted operator finds the gang's pods and makes none again: the nodes bought are the
+  // gang's two (a duplicate pod would have bought a third).
+  size_t most_claims = 0, most_workers = 0;
+  ASSERT_TRUE(eventually([&] {
+    most_claims = std::max(most_claims, admin->list(kNodeClaims, "").items.size());
+    size_t workers = 0;
+    for (const auto& p : pods()) workers += p["metadata"]["labels"].value("valley.dev/role", "") == "worker";
+    most_workers = std::max(most_workers, workers);
+    return phase() == "Succeeded";
+  }, 150s)) << task().dump(2);
+  EXPECT_LE(most_claims, 2u);
+  EXPECT_LE(most_workers, 2u);
+  EXPECT_EQ(task()["status"].value("epoch", 0), 1) << "no restart for the operator's";
   EXPECT_TRUE(eventually([&] { return nodes_of_pool(*admin, "a100-od").empty() && admin->list(kNodeClaims, "").items.empty(); }, 180s))
       << "bought nodes still there";
 }
