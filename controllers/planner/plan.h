@@ -268,7 +268,11 @@ class Plan {
   int64_t share_of(int r, int64_t count) const { return count * share7_[r] / 7; }
   int64_t* row(size_t k) { return &free_[k * width_]; }
   const int64_t* row(size_t k) const { return &free_[k * width_]; }
-  int64_t price_of(const std::string& node) const { return info_[node_at(node)].price; }
+  // 0 for a node the plan does not have (a kept worker's node still being bought).
+  int64_t price_of(const std::string& node) const {
+    const size_t k = node_at(node);
+    return k == kNoNode ? 0 : info_[k].price;
+  }
   // One worker of `gpu_milli` on node k, whose free units are `units` (a row of the table).
   std::optional<Shape> shape_on(int gpu_milli, size_t k, const int64_t* units) const {
     const NodeInfo& info = info_[k];

@@ -1,9 +1,12 @@
 // One plan's cycle, in the order planner.h states: keep, admit, grow, move, lay out by worker index.
 #include "controllers/planner/plan.h"
 
+#include "controllers/api/nodepool.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace valley::planner::detail {
 
@@ -33,6 +36,14 @@ void Plan::keep_admitted() {
     for (size_t x = 0; x < t.workers.size(); ++x) {
       const auto& w = t.workers[x];
       const size_t k = node_at(w.node);
+      if (k == kNoNode && !w.bound && api::is_provisionable(w.node)) {
+        // A node still to buy that is no longer offered: bought meanwhile (its pool's budget went to
+        // the node now arriving, which the pod will bind to) or given up on (the lifecycle's
+        // provisioning timeout gives the gang back). Either way not a loss to restart for.
+        d.placement.push_back(w);
+        kept.push_back(x);
+        continue;
+      }
       if (k == kNoNode) {  // lost with its node
         lost = true;
         continue;
@@ -147,6 +158,23 @@ void Plan::admit(size_t i, std::vector<Task::Worker> placed) {
   d.placement = std::move(placed);
   d.workers = static_cast<int>(d.placement.size());
   d.reason = "minimum gang of " + std::to_string(d.workers) + " fits";
+  // Nodes still to buy: which pools buy how many, and how long that takes.
+  std::map<std::string, std::set<std::string>> buying;  // NodePool -> its nodes this gang opens
+  std::chrono::seconds longest{0};
+  for (const auto& w : d.placement)
+    if (const size_t k = node_at(w.node); k != kNoNode && bought(k)) {
+      buying[nodes_[k]->bought_from].insert(w.node);
+      longest = std::max(longest, nodes_[k]->provisioning);
+    }
+  if (!buying.empty()) {
+    std::string what;
+    size_t count = 0;
+    for (const auto& [pool, nodes] : buying) {
+      what += (what.empty() ? "" : " and ") + std::to_string(nodes.size()) + " node" + (nodes.size() == 1 ? "" : "s") + " of NodePool " + pool;
+      count += nodes.size();
+    }
+    d.reason += " once " + what + (count == 1 ? " is" : " are") + " bought (about " + std::to_string(longest.count()) + "s)";
+  }
   admitted_.insert(i);
   new_.insert(i);
 }

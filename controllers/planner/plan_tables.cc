@@ -242,22 +242,28 @@ int64_t Plan::work_price_on(size_t i, size_t k, std::optional<int64_t> price) co
   return std::llround(static_cast<double>(gpu_hour) / info_[k].per_gpu / *rate);  // its replica's share, over its rate there
 }
 
+// Both over the workers on nodes the plan has (a kept worker's node may still be being bought).
 int64_t Plan::work_price(size_t i, const std::vector<Task::Worker>& placed) const {
-  if (placed.empty()) return 0;
-  int64_t sum = 0;
+  int64_t sum = 0, known = 0;
   for (const auto& w : placed) {
     const size_t k = node_at(w.node);
-    const bool shared = k != kNoNode && info_[k].replicas >= 0 && resource_id(w.gpu_resource) == info_[k].replicas;
-    sum += shared ? work_price_on(i, k) : price_of(w.node);
+    if (k == kNoNode) continue;
+    const bool shared = info_[k].replicas >= 0 && resource_id(w.gpu_resource) == info_[k].replicas;
+    sum += shared ? work_price_on(i, k) : info_[k].price;
+    ++known;
   }
-  return sum / static_cast<int64_t>(placed.size());
+  return known == 0 ? 0 : sum / known;
 }
 
 int64_t Plan::mean_price(const std::vector<Task::Worker>& placed) const {
-  if (placed.empty()) return 0;
-  int64_t sum = 0;
-  for (const auto& w : placed) sum += price_of(w.node);
-  return sum / static_cast<int64_t>(placed.size());
+  int64_t sum = 0, known = 0;
+  for (const auto& w : placed) {
+    const size_t k = node_at(w.node);
+    if (k == kNoNode) continue;
+    sum += info_[k].price;
+    ++known;
+  }
+  return known == 0 ? 0 : sum / known;
 }
 
 // Free whole-GPU-equivalents as a share of all GPUs, now (after what this plan already placed).

@@ -116,6 +116,7 @@ TEST_F(BoughtCapacity, ATaskOnAScaleToZeroPoolBuysItsGangRunsToSucceededAndTheNo
   for (const auto& p : pods())
     EXPECT_EQ(p["metadata"]["annotations"].value("karpenter.sh/do-not-disrupt", ""), "true") << p["metadata"]["name"];
   ASSERT_TRUE(wait_phase("Succeeded", 120s)) << task().dump(2);
+  EXPECT_EQ(task()["status"].value("epoch", 0), 1) << "the gang started once, not again when its nodes arrived\n" << task().dump(2);
   // Nothing bought stays: the workers went with the run, and Karpenter takes the idle nodes.
   EXPECT_TRUE(eventually([&] { return nodes_of_pool(*admin, "a100-od").empty() && admin->list(kNodeClaims, "").items.empty(); }, 180s))
       << "bought nodes still there";

@@ -188,6 +188,27 @@ TEST(Provisioning, AGangNothingUpHoldsIsAdmittedOntoNodesToBuy) {
   EXPECT_EQ(bought(ds[0]), 2);
   for (const auto& w : ds[0].placement) EXPECT_EQ(api::provision_target(w.node)->instance_type, "p4de.24xlarge");
   EXPECT_NE(ds[0].placement[0].node, ds[0].placement[1].node);
+  EXPECT_NE(ds[0].reason.find("once 2 nodes of NodePool a100-od are bought (about 60s)"), std::string::npos) << ds[0].reason;
+}
+
+TEST(Provisioning, AGangWhoseNodesAreArrivingKeepsItsPlacementInsteadOfRestarting) {
+  // The gang was admitted onto two nodes to buy; they arrived (the pool's limit is spent on them,
+  // so none is offered any more) before its pods were bound, not yet taking work.
+  planner::Node arriving = nvidia("bought-1", 8);
+  arriving.labels["karpenter.sh/nodepool"] = "a100-od";
+  arriving.schedulable = false;
+  Market m({pool("a100-od", "on-demand", {{"nvidia.com/gpu", "8"}})}, {arriving}, 0, 2'400'000);
+  planner::Task t = task("a/t", 0, 1, 1, 8000);
+  t.admitted = true;
+  const std::string to_buy = api::provisionable_name({"a100-od", "p4de.24xlarge", "on-demand"}, 0);
+  t.workers = {{to_buy, "nvidia.com/gpu", 8, false, 0}};
+  auto ds = plan(m.nodes, {t}, kNow, m.config);
+  EXPECT_EQ(ds[0].action, planner::Action::Keep) << ds[0].reason;
+  ASSERT_EQ(ds[0].placement.size(), 1u);
+  EXPECT_EQ(ds[0].placement[0].node, to_buy);
+  // A worker on a node that existed and is gone is lost as before.
+  t.workers = {{"gone-1", "nvidia.com/gpu", 8, true, 0}};
+  EXPECT_NE(plan(m.nodes, {t}, kNow, m.config)[0].action, planner::Action::Keep);
 }
 
 TEST(Provisioning, ATaskThatDidNotAskToWaitTakesWhatIsUpAReduceCostOneBuysWhatIsCheaper) {
