@@ -7,7 +7,12 @@
 //              [--slot-seconds 3600] [--no-bound] [--scratch DIR] [--profile-drop 8,12]
 //              [--duration-error 50] [--label NAME] [--load L] [--tenancy none,borrowing,strict]
 //              [--usage-half-life-hours 168] [--jobs-out] [--topology unaware,aware]
-//              [--placement-speed fewest|measured] [--pairs FILE]
+//              [--placement-speed fewest|measured] [--pairs FILE] [--cloud FILE]
+//
+// --cloud: capacity bought as it is needed (bench/sim/inputs/cloud.yaml): each pool of --cluster is
+// a NodePool whose limit is its nodes, none up at the start; the figures add what the platform paid
+// for the nodes it bought (launch to termination), idle and provisioning node-hours, and the LP
+// bound (pools at their limits, nothing idle) is then one in node-hours.
 //
 // --pairs: rates of applications sharing one GPU (bench/data/gavel/pairs.csv): the PricingPolicy's
 // spec.sharing.pairs for the jobs that allow sharing (workload sharingPercent), and the rate each
@@ -35,6 +40,7 @@
 // and DIR/{policies,allocation}.dat for plots; prints the table. --jobs-out also writes
 // DIR/jobs-<policy>.jsonl: one line per job (class, GPUs, submit/start/end, cost, restarts, estimate). The LP and the solver's report go
 // to the scratch directory (bench/out/sim-lp).
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -123,6 +129,22 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
   json pools = json::object();
   for (const auto& [pool, hours] : r.pool_gpu_hours) pools[pool] = std::round(hours * 10) / 10;
   j["gpuHoursByPool"] = pools;
+  if (r.bought) {
+    const auto& b = *r.bought;
+    auto round2 = [](double v) { return std::round(v * 100) / 100; };
+    j["bought"] = {{"platformCost", money(b.cost)},
+                   {"platformCostMicros", b.cost},
+                   {"nodeHours", round2(b.node_hours)},
+                   {"idleNodeHours", round2(b.idle_node_hours)},
+                   {"idleShare", b.node_hours > 0 ? std::round(b.idle_node_hours / b.node_hours * 1000) / 1000 : 0.0},
+                   {"provisioningNodeHours", round2(b.provisioning_node_hours)},
+                   {"provisioningShare", b.node_hours > 0 ? std::round(b.provisioning_node_hours / b.node_hours * 1000) / 1000 : 0.0},
+                   {"gpuHours", round2(b.gpu_hours)},
+                   {"soldGpuHours", round2(b.sold_gpu_hours)},
+                   {"nodesLaunched", b.nodes_launched},
+                   {"platformCostPerUsefulGpuHour",
+                    r.useful_gpu_hours > 0 ? fixed(static_cast<double>(b.cost) / 1e6 / r.useful_gpu_hours, 4) : "n/a"}};
+  }
   auto fit = [](const Result::EstimateFit& f) {
     return json{{"medianError", std::round(f.median_error * 1000) / 1000}, {"insideRange", std::round(f.inside * 1000) / 1000},
                 {"medianRangeWidth", std::round(f.median_width * 1000) / 1000}};
@@ -191,6 +213,7 @@ Inputs read_inputs(Options& opt, double* kept_share) {
   auto hours = [&](const std::string& k) { return static_cast<int64_t>(std::stod(opt[k]) * 3600); };
   const std::string trace = kube::read_file(opt["trace"], "trace");
   in.cluster = parse_cluster(kube::read_file(opt["cluster"], "cluster spec"), opt.count("spot") ? kube::read_file(opt["spot"], "spot model") : "");
+  if (opt.count("cloud")) in.cluster.cloud = parse_cloud(kube::read_file(opt["cloud"], "cloud model"), in.cluster);
   double& kept = *kept_share;
   kept = 1;
   // A week before the slice: jobs that ended by its start (their windows' start at hour from - 168).
@@ -256,9 +279,12 @@ Bounds solve_bounds(const Inputs& in, const std::vector<Result>& results, Option
   const int64_t slot = b.slot;
   if (!opt.count("no-bound")) {
     std::filesystem::create_directories(opt["scratch"]);
-    b.over_valley = solve_bound(in, valley_makespan, slot, opt["scratch"], opt["solver"], &b.error);
+    // On bought capacity the bound is on what the platform pays for its nodes: no priority multipliers.
+    Inputs priced = in;
+    if (in.cluster.cloud) priced.pricing.priority.clear();
+    b.over_valley = solve_bound(priced, valley_makespan, slot, opt["scratch"], opt["solver"], &b.error);
     if (!b.over_valley) std::cerr << "valley-sim: no lower bound: " << b.error << "\n";
-    if (horizon != valley_makespan) b.over_all = solve_bound(in, horizon, slot, opt["scratch"], opt["solver"], &b.error);
+    if (horizon != valley_makespan) b.over_all = solve_bound(priced, horizon, slot, opt["scratch"], opt["solver"], &b.error);
     else b.over_all = b.over_valley;
   }
   return b;
@@ -288,6 +314,7 @@ json write_figures(const Inputs& in, const std::vector<Result>& results, const B
               {"usageHalfLifeHours", std::stod(opt["usage-half-life-hours"])},
               {"cluster", opt["cluster"]},
               {"spot", opt.count("spot") ? opt["spot"] : ""},
+              {"cloud", opt.count("cloud") ? opt["cloud"] : ""},
               {"pricing", opt["pricing"]},
               {"workload", opt["workload"]},
               {"profileDrop", opt["profile-drop"]},
@@ -330,6 +357,22 @@ json write_figures(const Inputs& in, const std::vector<Result>& results, const B
     md << "| LP bound over valley's makespan (" << bound->status << ") | " << money(bound->cost) << " | 1.00 | | | | | | | | | | |\n";
   if (bound_all && horizon != valley_makespan)
     md << "| LP bound over the latest finish | " << money(bound_all->cost) << " | | | | | | | | | | | |\n";
+  if (std::any_of(results.begin(), results.end(), [](const Result& r) { return r.bought.has_value(); })) {
+    md << "\nBought capacity (" << opt["cloud"] << "): what the platform paid for its nodes, launch to termination\n\n"
+       << "| policy | platform cost (" << currency << ") | / bound | node-h bought | idle | provisioning | GPU-h sold / bought | "
+          "per useful GPU-h | mean JCT not reduceCost (h) | nodes launched |\n"
+       << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (size_t k = 0; k < runs.size(); ++k) {
+      if (!results[k].bought) continue;
+      const auto& b = runs[k]["bought"];
+      const auto& r = *results[k].bought;
+      md << "| " << runs[k]["policy"].get<std::string>() << " | " << b["platformCost"].get<std::string>() << " | "
+         << (bound && bound->cost > 0 ? fixed(static_cast<double>(r.cost) / static_cast<double>(bound->cost), 2) : "n/a") << " | "
+         << fixed(r.node_hours, 1) << " | " << pct(b["idleShare"].get<double>()) << " | " << pct(b["provisioningShare"].get<double>()) << " | "
+         << pct(r.gpu_hours > 0 ? r.sold_gpu_hours / r.gpu_hours : 0) << " | " << b["platformCostPerUsefulGpuHour"].get<std::string>() << " | "
+         << runs[k]["meanJctHoursNotReduceCost"] << " | " << r.nodes_launched << " |\n";
+    }
+  }
   std::ofstream(out + "/sim.md") << md.str();
   std::cout << md.str();
   return runs;

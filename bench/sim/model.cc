@@ -205,6 +205,28 @@ Cluster parse_cluster(const std::string& cluster_yaml, const std::string& spot_y
   return c;
 }
 
+CloudModel parse_cloud(const std::string& yaml, const Cluster& cluster) {
+  json doc = document(yaml, "cloud");
+  CloudModel m;
+  m.consolidate_after_seconds = field<int64_t>(doc, "consolidateAfterSeconds", 30, "cloud");
+  m.provisioning_seconds = field<int64_t>(doc, "provisioningSeconds", 300, "cloud");
+  if (m.consolidate_after_seconds < 0 || m.provisioning_seconds < 0) throw InputError("cloud: values must be >= 0");
+  const json pools = field<json>(doc, "pools", json::object(), "cloud");
+  for (auto it = pools.begin(); it != pools.end(); ++it) {
+    const std::string where = "cloud.pools." + it.key();
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) throw InputError(where + ": provisioning seconds, an integer >= 0");
+    m.provisioning_by_pool[it.key()] = it->get<int64_t>();
+  }
+  for (const auto& [name, seconds] : m.provisioning_by_pool) {
+    (void)seconds;
+    if (std::none_of(cluster.pools.begin(), cluster.pools.end(), [&](const Pool& p) { return p.name == name; }))
+      throw InputError("cloud.pools." + name + ": no such pool in the cluster");
+  }
+  for (const auto& p : cluster.pools)
+    if (p.replicas > 0) throw InputError("cloud: pool " + p.name + " has time-sliced GPUs; the cloud mode buys whole-GPU nodes only");
+  return m;
+}
+
 Workload parse_workload(const std::string& yaml) {
   json doc = document(yaml, "workload");
   Workload w;

@@ -61,11 +61,29 @@ struct SpotModel {
   int64_t notice_seconds = 120;            // termination notice before the node goes
   int64_t replacement_seconds = 600;       // until a new node of the pool is Ready
 };
+// Capacity bought as it is needed (valley-sim --cloud): each pool of the cluster is a Karpenter
+// NodePool whose limit is its `nodes`, and no node is up at the start. A node is billed from its
+// launch to its termination, used or not; it binds pods `provisioning` seconds after its launch and
+// is given back once it has held no worker for `consolidate_after_seconds` (WhenEmpty). A spot
+// node interrupted is gone; what replaces it is bought again.
+struct CloudModel {
+  int64_t consolidate_after_seconds = 30;
+  int64_t provisioning_seconds = 300;
+  std::map<std::string, int64_t> provisioning_by_pool;
+  int64_t provisioning(const std::string& pool) const {
+    auto it = provisioning_by_pool.find(pool);
+    return it == provisioning_by_pool.end() ? provisioning_seconds : it->second;
+  }
+};
 struct Cluster {
   std::vector<Pool> pools;
   std::map<std::string, SpotModel> spot;  // by pool name; pools not listed are never interrupted
+  std::optional<CloudModel> cloud;        // unset: a fixed fleet, every node up from the start
 };
 Cluster parse_cluster(const std::string& cluster_yaml, const std::string& spot_yaml);
+// The cloud model (consolidateAfterSeconds, provisioningSeconds, pools: {name: seconds}) for
+// `cluster`; throws InputError for a pool it does not have or one of time-sliced GPUs.
+CloudModel parse_cloud(const std::string& yaml, const Cluster& cluster);
 
 // What the trace does not say, and the simulator must assume (all in the workload file).
 struct PriorityClass {

@@ -32,7 +32,9 @@ int64_t Simulator::off_duration(const SimJob& j) const {
 std::vector<cost::NodeRate> Simulator::candidates_of(const SimJob& j) const {
   std::vector<cost::NodeRate> out;
   for (const auto& n : nodes_)
-    if (n.pool->vendor == "nvidia" || (n.pool->vendor == "amd" && j.traits.amd)) out.push_back(n.rate);
+    if (!n.gone && (n.pool->vendor == "nvidia" || (n.pool->vendor == "amd" && j.traits.amd))) out.push_back(n.rate);
+  for (const auto& [pool, n] : prototypes_)  // bought capacity: as many as the pool's limit lets be bought
+    if (n.pool->vendor == "nvidia" || (n.pool->vendor == "amd" && j.traits.amd)) out.insert(out.end(), static_cast<size_t>(n.pool->nodes), n.rate);
   return out;
 }
 
@@ -67,7 +69,7 @@ cost::EstimateBasis Simulator::fixed_basis(const SimJob& j, const planner::Decis
   b.start = at(now_);
   b.workers = j.traits.max_workers;
   std::optional<cost::NodeRate> placed;
-  if (d && !d->placement.empty()) placed = node(d->placement.front().node).rate;
+  if (d && !d->placement.empty()) placed = rate_of(d->placement.front().node);
   if (auto r = cost::likely_rate(spec_of(j, j.trace.duration), candidates_of(j), placed)) b.rate = *r;
   return b;
 }
@@ -76,6 +78,8 @@ void Simulator::estimate(SimJob& j, const planner::Task& input, const planner::D
   if (!runs_operator_planner(policy_)) return record_estimate(j, fixed_basis(j, &d));
   std::map<std::string, cost::NodeRate> rates;
   for (const auto& n : nodes_) rates[n.node.name] = n.rate;
+  for (const auto& w : d.placement)
+    if (api::is_provisionable(w.node)) rates[w.node] = rate_of(w.node);
   record_estimate(j, cost::estimate_basis(spec_of(j, j.trace.duration), input, d, config, rates, candidates_of(j), at(now_)));
 }
 

@@ -5,6 +5,7 @@
 // starts and resizes; never its true speed.
 #include "bench/sim/sim_state.h"
 
+#include "controllers/api/nodepool.h"
 #include "controllers/api/pod.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/render/render.h"
@@ -56,7 +57,10 @@ nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string
                          {"estimatedDuration", std::to_string(std::max<int64_t>(1, stated_seconds.value_or(j.trace.duration))) + "s"}};
   if (topology_aware && j.traits.max_workers > 1) spec["topology"] = {{"preferred", "rack"}};
   nlohmann::json status = nlohmann::json::object();
-  status["phase"] = j.state == State::Running ? "Running" : j.state == State::Done ? "Succeeded" : "Pending";
+  status["phase"] = j.state == State::Running        ? "Running"
+                    : j.state == State::Provisioning ? "Admitted"
+                    : j.state == State::Done         ? "Succeeded"
+                                                     : "Pending";
   status["epoch"] = j.epoch;
   if (j.result.start >= 0) status["startTime"] = kube::format_time(at(j.result.start));
   if (j.last_resize) status["lastResizeTime"] = kube::format_time(at(*j.last_resize));
@@ -75,8 +79,8 @@ nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string
           {"status", status}};
 }
 
-nlohmann::json worker_pod(const SimJob& j, size_t index, const std::string& ns) {
-  const auto& w = j.workers[index];
+nlohmann::json worker_pod(const SimJob& j, const std::vector<planner::Task::Worker>& placement, size_t index, const std::string& ns) {
+  const auto& w = placement[index];
   // As render asks for it: a replica by the device plugin's resource, the split in an annotation.
   const auto replicas = gpu::replicas_of(w.gpu_resource);
   nlohmann::json annotations = nlohmann::json::object();
@@ -97,7 +101,7 @@ nlohmann::json worker_pod(const SimJob& j, size_t index, const std::string& ns) 
             {"annotations", annotations},
             {"ownerReferences", nlohmann::json::array({{{"uid", "uid-" + j.trace.id}, {"kind", "TrainingTask"}, {"name", j.trace.id}}})}}},
           {"spec",
-           {{"nodeName", w.node},
+           {{"nodeName", api::is_provisionable(w.node) ? std::string() : w.node},
             {"containers", nlohmann::json::array({{{"name", "worker"},
                                                    {"resources", {{"limits", {{replicas ? replicas->resource : w.gpu_resource, std::to_string(w.count)}}}}}}})}}},
           {"status", {{"phase", "Running"}}}};
@@ -116,14 +120,15 @@ void Simulator::sync_snapshot() {
     j.synced = j.version;
     for (const auto& key : j.pod_keys) snapshot_.remove_pod(key);
     j.pod_keys.clear();
-    if (j.state != State::Pending && j.state != State::Running) {
+    if (j.state != State::Pending && j.state != State::Running && j.state != State::Provisioning) {
       snapshot_.remove_task(key_of(j));
       continue;
     }
     const std::string ns = namespace_of(j);
     snapshot_.upsert_task(std::make_shared<const nlohmann::json>(task_object(j, policy_, ns, at(0), std::nullopt, in_.topology_aware)));
-    for (size_t k = 0; k < j.workers.size(); ++k) {
-      auto pod = std::make_shared<const api::Pod>(api::pod_from(worker_pod(j, k, ns)));
+    const auto& placement = j.state == State::Provisioning ? j.awaiting : j.workers;
+    for (size_t k = 0; k < placement.size(); ++k) {
+      auto pod = std::make_shared<const api::Pod>(api::pod_from(worker_pod(j, placement, k, ns)));
       j.pod_keys.push_back(pod->key());
       snapshot_.upsert_pod(pod);
     }
@@ -132,7 +137,10 @@ void Simulator::sync_snapshot() {
 
 const inputs::PlanInputs::Round& Simulator::take_inputs() {
   sync_snapshot();
-  return inputs_.take(snapshot_.view(), pricing_, tenancy_, at(now_), inputs::ClusterFacts{});
+  if (!cloud()) return inputs_.take(snapshot_.view(), pricing_, tenancy_, at(now_), cluster_facts_);
+  planner::SnapshotView view = snapshot_.view();
+  offer_provisionable(view);
+  return inputs_.take(view, pricing_, tenancy_, at(now_), cluster_facts_);
 }
 
 }  // namespace valley::sim::detail

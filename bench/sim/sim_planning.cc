@@ -41,6 +41,9 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
     case PolicyKind::Valley:
       break;
   }
+  // The NodePools' limits bind every policy; the peers buy the cheapest class with room first.
+  config.pool_budgets = r.config.pool_budgets;
+  if (!runs_operator_planner(policy_)) config.up_before_bought = false;
   config.topology.clear();
   if (in_.topology_aware) config.topology.push_back({"rack", kRackLabel});
   // The tenants' decayed usage as this replay measures it (there are no Tenant objects to read it from).
@@ -112,6 +115,7 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
         restarted.push_back(i);
         break;
       case planner::Action::Preempt:
+        if (j.state == State::Provisioning) give_up_buying(j);  // its nodes stay bought, for others
         if (j.state != State::Running) break;
         end_segment(j);  // stopped with SIGTERM: it checkpoints in its grace period
         j.state = State::Pending;
@@ -124,10 +128,10 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
   }
   for (size_t i : restarted) {
     SimJob& j = *jobs[i];
-    start_segment(j, decisions[i].placement, true);
+    admit(j, decisions[i].placement);  // (it has run: a restart, now or once bought nodes are Ready)
     j.last_resize = now_;
     touch(j);
-    ++j.result.restarts;
+    if (j.state == State::Running) ++j.result.restarts;
   }
   for (size_t i = 0; i < decisions.size(); ++i) {
     const auto& d = decisions[i];
@@ -138,15 +142,17 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
         break;
       case planner::Action::Admit:
         if (j.state != State::Pending) break;
-        start_segment(j, d.placement, j.resumed);
+        admit(j, d.placement);
         if (j.result.claim && j.result.claim_wait < 0) {
           j.result.claim_wait = now_ - j.trace.submit;
           if (std::getenv("VALLEY_SIM_CLAIMS") && j.result.claim_wait > 120)
             std::cerr << "claim " << j.trace.id << " tenant " << j.trace.tenant << " min " << j.traits.min_workers << " prio " << j.traits.priority
                       << " waited " << j.result.claim_wait << " s; last reason: " << j.last_wait_reason << "\n";
         }
-        if (j.resumed) ++j.result.restarts;
-        j.resumed = true;
+        if (j.state == State::Running) {  // (else once its bought nodes are Ready: cloud_events)
+          if (j.resumed) ++j.result.restarts;
+          j.resumed = true;
+        }
         admitted = true;
         break;
       default:

@@ -12,10 +12,12 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <deque>
 #include <random>
 #include <set>
 
 #include "controllers/inputs/candidates.h"
+#include "controllers/inputs/nodepools.h"
 #include "controllers/cost/engine.h"
 #include "controllers/inputs/planner_config.h"
 #include "controllers/inputs/plan_inputs.h"
@@ -45,9 +47,15 @@ struct SimNode {
   // A time-sliced pool's replicas, GPU by GPU (pool->replicas each): the key of the job on each, ""
   // when free. The device plugin hands out the lowest free one, so jobs pair up on a GPU first.
   std::vector<std::string> slots;
+  // Bought capacity (--cloud): launched at, Ready at (while `launching`), terminated at (`gone`);
+  // the job whose pods it was launched for (its key); Ready and holding no worker since.
+  int64_t launched_at = 0, ready_at = kNever, gone_at = kNever, idle_since = kNever;
+  bool launching = false, gone = false;
+  int64_t promised = 0;  // while launching: GPUs of pending pods it was launched to hold
 };
 
-enum class State { Future, Pending, Running, Done, Rejected };
+// Provisioning: admitted onto nodes being bought (--cloud); its pods wait to bind.
+enum class State { Future, Pending, Provisioning, Running, Done, Rejected };
 
 struct SimJob {
   TraceJob trace;
@@ -75,6 +83,11 @@ struct SimJob {
   // Its objects as the operator would see them (sim_objects.cc): bumped by every change of its
   // state, workers, scaling or restarts; the snapshot holds the version `synced`.
   uint64_t version = 1, synced = 0;
+  // While Provisioning: its placement as admitted, each node still to buy replaced by the node
+  // bought for it once that is Ready (its pods bind there); by worker, the node being launched that
+  // will hold it ("" for a worker on a node that is up).
+  std::vector<planner::Task::Worker> awaiting;
+  std::vector<std::string> buying;
   int epoch = 0;                       // status.epoch: bumped by every start
   std::vector<std::string> pod_keys;   // its worker pods in the snapshot
 
@@ -106,7 +119,9 @@ nlohmann::json node_object(const SimNode& n);
 // topology_aware: a multi-worker job prefers one rack (spec.topology.preferred).
 nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string& ns, SystemTime zero,
                            std::optional<int64_t> stated_seconds = std::nullopt, bool topology_aware = false);
-nlohmann::json worker_pod(const SimJob& j, size_t index, const std::string& ns);
+// A worker pod of its placement (its running workers, or those waiting for bought nodes); bound to
+// its node unless that is still to be bought.
+nlohmann::json worker_pod(const SimJob& j, const std::vector<planner::Task::Worker>& placement, size_t index, const std::string& ns);
 
 // The node label of the simulated racks (a topology level when Inputs::topology_aware).
 inline constexpr const char* kRackLabel = "valley.dev/topology-rack";
@@ -147,7 +162,8 @@ class Simulator {
   // Progress records: the workload writes latest.json {step, time} at each periodic checkpoint; two
   // records of one segment give its rate at that size (what the operator folds into status.scaling).
   void learn();
-  void start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart);
+  // new_epoch: its pods are new (false: those of an admission waiting for bought nodes start).
+  void start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart, bool new_epoch = true);
   // How much wider than the fewest nodes (and racks) that hold them j's workers are; counted.
   double placement_factor(const SimJob& j);
   void finish(SimJob& j);
@@ -161,6 +177,30 @@ class Simulator {
   SimNode& node(const std::string& name);
   const SimNode& node(const std::string& name) const;
   void spot_events();
+  // --- bought capacity (sim_cloud.cc) -----------------------------------------------------------
+  bool cloud() const { return in_.cluster.cloud.has_value(); }
+  // The pools as NodePool objects and an instance catalogue, read as the operator reads them; a
+  // node of each pool for what its nodes will be (pricing, selectors).
+  void setup_cloud();
+  SimNode make_node(const Pool& pool, const std::string& name) const;
+  const Pool& pool_named(const std::string& name) const;
+  // A node's price: a node that is up, or one still to buy (its pool's).
+  cost::NodeRate rate_of(const std::string& node_name) const;
+  // The nodes still to buy laid beside the view's, and their pools' budgets handed to the inputs.
+  void offer_provisionable(planner::SnapshotView& view);
+  // An admission (or a restart) onto `placement`: it starts, or waits for the nodes to be bought.
+  void admit(SimJob& j, std::vector<planner::Task::Worker> placement);
+  SimNode& launch(const Pool& pool);
+  // Stops waiting for bought nodes (preempted, or a node it bound to went): back to Pending; the
+  // nodes launched for it stay, for whoever takes them, until consolidated.
+  void give_up_buying(SimJob& j);
+  // Nodes turning Ready (its pods bind; a gang whose nodes are all Ready starts) and empty nodes
+  // given back after the consolidation delay.
+  void cloud_events();
+  std::set<std::string> busy_nodes() const;  // holding a worker, or launched for a waiting gang
+  // Bought/idle/provisioning time over [now_, t), for Result::bought.
+  void measure_bought(int64_t t);
+  Result::Bought bill_nodes();
   // The cluster as objects (sim_objects.cc): what the operator's informers would show, kept in a
   // planning snapshot, and the planner's inputs taken from it through controllers/inputs.
   std::string namespace_of(const SimJob& j) const;
@@ -204,7 +244,18 @@ class Simulator {
   inputs::Tenancy tenancy_;  // which namespace (tenant) a job's task is in
   std::map<std::string, SimJob*> by_key_;
   planner::PairRates pairs_;  // how fast jobs of two apps run sharing a GPU (the policy's pairs)
-  std::vector<SimNode> nodes_;
+  std::deque<SimNode> nodes_;  // (a deque: a node launched keeps the others where they are)
+  std::map<std::string, size_t> node_index_;
+  // --cloud: a node of each pool as it would be bought (by pool name), the NodePools and catalogue.
+  std::map<std::string, SimNode> prototypes_;
+  std::vector<api::NodePool> node_pools_;
+  api::Catalogue catalogue_;
+  inputs::ProvisioningOptions provisioning_;
+  inputs::ProvisionableNodes provisionable_;
+  planner::NodeFacts node_facts_;
+  inputs::ClusterFacts cluster_facts_;
+  int launched_ = 0;
+  Result::Bought bought_;
   std::vector<SimJob> jobs_;
   int64_t now_ = 0;
   int interruptions_ = 0, plan_calls_ = 0;

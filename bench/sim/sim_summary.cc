@@ -135,6 +135,10 @@ Result Simulator::summarize() {
   r.hourly_tenant_gpus = tenant_hourly_;
   r.interruptions = interruptions_;
   r.plan_calls = plan_calls_;
+  if (cloud()) {
+    r.bought = bill_nodes();
+    r.bought->sold_gpu_hours = r.held_gpu_hours;
+  }
   return r;
 }
 

@@ -16,23 +16,17 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
   planner::NodeFacts facts;
   facts.spot_labels = in.pricing.spot_labels;
   snapshot_.set_facts(facts);
-  for (const auto& pool : in.cluster.pools) {
-    for (int i = 0; i < pool.nodes; ++i) {
-      SimNode n;
-      n.pool = &pool;
-      n.node.name = pool.name + "-" + std::to_string(i);
-      n.node.vendor = pool.vendor;
-      n.node.capacity_class = pool.spot ? "spot" : "on-demand";
-      std::string resource = pool.vendor + ".com/gpu";
-      n.node.capacity[resource] = pool.gpus_per_node;
-      n.node.free[resource] = pool.gpus_per_node;
-      if (pool.replicas > 0) n.slots.assign(static_cast<size_t>(pool.gpus_per_node * pool.replicas), "");
-      n.node.labels = pool.labels;
-      if (pool.nodes_per_rack > 0) n.node.labels[kRackLabel] = pool.name + "-rack-" + std::to_string(i / pool.nodes_per_rack);
-      n.rate = cost::rate_for(in.pricing, pool.vendor, pool.labels);
-      n.rng.seed(in.workload.seed * 1000003u + std::hash<std::string>{}(n.node.name));
-      nodes_.push_back(std::move(n));
-    }
+  node_facts_ = facts;
+  if (in.cluster.cloud) {
+    setup_cloud();  // nothing is up: every node is bought
+  } else {
+    for (const auto& pool : in.cluster.pools)
+      for (int i = 0; i < pool.nodes; ++i) {
+        SimNode n = make_node(pool, pool.name + "-" + std::to_string(i));
+        if (pool.nodes_per_rack > 0) n.node.labels[kRackLabel] = pool.name + "-rack-" + std::to_string(i / pool.nodes_per_rack);
+        node_index_[n.node.name] = nodes_.size();
+        nodes_.push_back(std::move(n));
+      }
   }
   for (auto& n : nodes_) schedule_interruption(n, 0);
   pairs_ = cost::pair_rates(in.pricing);
@@ -78,14 +72,18 @@ Result Simulator::run() {
   while (now_ <= horizon) {
     int64_t next = kNever;
     if (next_arrival < jobs_.size()) next = std::min(next, jobs_[next_arrival].trace.submit);
-    for (const auto& n : nodes_) next = std::min({next, n.notice_at, n.kill_at, n.back_at});
+    for (const auto& n : nodes_) {
+      next = std::min({next, n.notice_at, n.kill_at, n.back_at});
+      if (n.launching) next = std::min(next, n.ready_at);
+      if (n.alive && n.idle_since != kNever) next = std::min(next, n.idle_since + in_.cluster.cloud->consolidate_after_seconds);
+    }
     for (const auto& j : jobs_) {
       if (j.state != State::Running) continue;
       next = std::min(next, completion(j));
       // Valley reads each progress record as it appears (the operator polls latest.json).
       if (runs_operator_planner(policy_)) next = std::min(next, j.progress_from + (j.segment_records + 1) * in_.workload.checkpoint_every_seconds);
     }
-    bool waiting = std::any_of(jobs_.begin(), jobs_.end(), [](const SimJob& j) { return j.state == State::Pending; });
+    bool waiting = std::any_of(jobs_.begin(), jobs_.end(), [](const SimJob& j) { return j.state == State::Pending || j.state == State::Provisioning; });
     bool running = std::any_of(jobs_.begin(), jobs_.end(), [](const SimJob& j) { return j.state == State::Running; });
     if (!waiting && !running && next_arrival >= jobs_.size()) break;
     // Without events the planner still runs now and then: waiting reduceCost tasks meet off-peak
@@ -98,6 +96,7 @@ Result Simulator::run() {
     for (auto& j : jobs_)
       if (j.state == State::Running && completion(j) <= now_) finish(j);
     spot_events();
+    cloud_events();
     learn();
     replan();
     if (next_tick <= now_) next_tick = now_ + in_.workload.tick_seconds;
@@ -134,6 +133,7 @@ void Simulator::advance(int64_t t) {
   for (const auto& n : nodes_)
     if (n.alive) alive += n.pool->gpus_per_node;
   measure_tenants(now_, t);
+  measure_bought(t);
   for (int64_t s = now_; s < t;) {  // spread over hour buckets
     int64_t hour = s / 3600, end = std::min(t, (hour + 1) * 3600);
     if (static_cast<int64_t>(held_hourly_.size()) <= hour) {
@@ -152,7 +152,9 @@ void Simulator::arrive(SimJob& j) {
   int64_t usable = 0;
   const planner::Task probe = where_it_may_run(j);
   for (const auto& n : nodes_)
-    if (usable_by(probe, n)) usable += n.pool->gpus_per_node;
+    if (!cloud() && usable_by(probe, n)) usable += n.pool->gpus_per_node;
+  for (const auto& [pool, n] : prototypes_)  // bought capacity: what the pool's limit lets be bought
+    if (usable_by(probe, n)) usable += int64_t{n.pool->nodes} * n.pool->gpus_per_node;
   if (usable < j.traits.min_workers) {
     j.state = State::Rejected;
     return;
@@ -210,7 +212,7 @@ void Simulator::learn() {
   }
 }
 
-void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart) {
+void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart, bool new_epoch) {
   j.workers = std::move(placement);
   sit(j);
   j.placement_factor = placement_factor(j);
@@ -221,7 +223,7 @@ void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> plac
   j.segment_records = 0;
   if (j.result.start < 0) j.result.start = now_;
   j.state = State::Running;
-  ++j.epoch;
+  if (new_epoch) ++j.epoch;
   touch(j);
 }
 
@@ -300,6 +302,7 @@ double Simulator::placement_factor(const SimJob& j) {
 // Valley puts a launcher beside its worker 0; kube-scheduler puts the peers' (and Valley's before
 // that) on any live node (a pod without GPUs: spread over the nodes, spot included).
 std::string Simulator::launcher_node_for(const SimJob& j) const {
+  if (cloud()) return "";  // on the CPU nodes: the bought GPU nodes are tainted for GPU work
   if (policy_ == PolicyKind::Valley && !j.workers.empty()) return j.workers.front().node;
   std::vector<const SimNode*> live;
   for (const auto& n : nodes_)
@@ -340,15 +343,15 @@ void Simulator::lose_work(SimJob& j) {
 }
 
 SimNode& Simulator::node(const std::string& name) {
-  for (auto& n : nodes_)
-    if (n.node.name == name) return n;
-  throw std::logic_error("no node " + name);
+  auto it = node_index_.find(name);
+  if (it == node_index_.end()) throw std::logic_error("no node " + name);
+  return nodes_[it->second];
 }
 
 const SimNode& Simulator::node(const std::string& name) const {
-  for (const auto& n : nodes_)
-    if (n.node.name == name) return n;
-  throw std::logic_error("no node " + name);
+  auto it = node_index_.find(name);
+  if (it == node_index_.end()) throw std::logic_error("no node " + name);
+  return nodes_[it->second];
 }
 
 // The job stops (checkpointed, or losing the work since its last checkpoint) and waits for a new
@@ -384,7 +387,15 @@ void Simulator::spot_events() {
     if (n.kill_at <= now_) {
       n.kill_at = kNever;
       n.alive = false;
-      n.back_at = now_ + in_.cluster.spot.at(n.pool->name).replacement_seconds;
+      if (cloud()) {  // gone for good: what replaces it is bought again
+        n.gone = true;
+        n.gone_at = now_;
+        for (auto& j : jobs_)
+          if (j.state == State::Provisioning && std::any_of(j.awaiting.begin(), j.awaiting.end(), [&](const auto& w) { return w.node == n.node.name; }))
+            give_up_buying(j);
+      } else {
+        n.back_at = now_ + in_.cluster.spot.at(n.pool->name).replacement_seconds;
+      }
       for (auto& j : jobs_) {
         if (j.state != State::Running) continue;
         const bool workers_there = on_node(j, n.node.name);

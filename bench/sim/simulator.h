@@ -26,6 +26,13 @@
 // estimatedDuration = the trace's duration at the trace's GPUs; a second estimate with that
 // duration off by up to +-50%) and compared with its final cost.
 //
+// Cloud (Cluster::cloud): no node is up at the start. Every policy plans on the nodes that are up
+// and on the NodePools' nodes still to buy, read through the operator's own inputs (NodePool
+// objects and an instance catalogue made from the pools); an admission onto nodes to buy launches
+// them, and the gang starts once all are Ready. The peers take the cheapest class with room, bought
+// or not (Kueue's flavor order in front of Karpenter); Valley takes what is up first unless the
+// task is reduceCost. Launchers run on the CPU nodes (the GPU nodes are tainted for GPU work).
+//
 // Tenants: when the trace names each job's tenant (Philly's virtual clusters) and `tenant_weights`
 // gives each tenant's entitlement, every tenant gets a nominal GPU quota in each pool proportional to
 // its weight and the same fair-share weight, under one of three tenancies: none (one queue, quotas
@@ -38,6 +45,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -164,6 +172,17 @@ struct Result {
   std::vector<double> claim_waits;  // seconds, of the jobs that claimed their nominal quota back
   double window_allocation_percent = 0;
   std::vector<std::map<std::string, double>> hourly_tenant_gpus;  // mean GPUs held per tenant, per hour
+
+  // With a cloud model (Cluster::cloud): what the platform bought. Node-hours from each launch to
+  // its termination; of those, idle (Ready and holding no worker) and provisioning (launched, not
+  // Ready yet); GPU-hours bought and sold (held by workers); what the platform pays (each node's
+  // hours at its price, with the tariffs; no priority multipliers); nodes launched.
+  struct Bought {
+    double node_hours = 0, idle_node_hours = 0, provisioning_node_hours = 0, gpu_hours = 0, sold_gpu_hours = 0;
+    api::Micros cost = 0;
+    int nodes_launched = 0;
+  };
+  std::optional<Bought> bought;
 };
 
 Result simulate(const Inputs& in, PolicyKind policy);

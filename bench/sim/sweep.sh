@@ -17,11 +17,18 @@ shift || true
 mkdir -p "$out" bench/out
 data=bench/data
 policies=naive,backfill,valley-v2,valley
+# SWEEP_CLOUD: a cloud model (bench/sim/inputs/cloud.yaml): the pools are NodePools bought from zero
+# (make bench-sweep's second half), replayed by the autoscaled backfill and valley.
+cloud=()
+if [ -n "${SWEEP_CLOUD:-}" ]; then
+  policies=backfill,valley
+  cloud=(--cloud "$SWEEP_CLOUD")
+fi
 # SWEEP_CLUSTER / SWEEP_SPOT: another cluster (make bench-sweep-shared: cluster-shared.yaml, where jobs
 # that allow it share time-sliced GPUs by Gavel's pair rates).
 common=(--cluster "${SWEEP_CLUSTER:-bench/sim/inputs/cluster.yaml}" --spot "${SWEEP_SPOT:-bench/sim/inputs/spot.yaml}"
         --pricing deploy/samples/pricingpolicy-default.yaml --pairs "$data/gavel/pairs.csv"
-        --workload bench/sim/inputs/workload.yaml --profiles "$data/pollux-adaptdl" --policy "$policies")
+        --workload bench/sim/inputs/workload.yaml --profiles "$data/pollux-adaptdl" --policy "$policies" ${cloud[@]+"${cloud[@]}"})
 
 # name trace from-hour to-hour [extra args], one slice a line.
 slices() {
@@ -52,6 +59,11 @@ if [ -z "${SWEEP_REPORT_ONLY:-}" ]; then
       { echo "sweep: $name failed:" >&2; cat "bench/out/sweep-$name.log" >&2; exit 1; }
     echo "sweep: $name ($(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["slice"]["jobs"])' "$out/$name/sim.json") jobs) done" >&2
   done < <(slices)
+fi
+if [ -n "${SWEEP_CLOUD:-}" ]; then
+  python3 bench/sim/cloud_report.py "$out"
+  gnuplot -e "dir='$out'" bench/sim/bought.gp
+  exit 0
 fi
 python3 bench/sim/sweep_report.py "$out"
 gnuplot -e "dir='$out'" bench/sim/money.gp

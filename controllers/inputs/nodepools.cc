@@ -204,4 +204,32 @@ const ProvisionableNodes::Taken& ProvisionableNodes::take(const std::vector<api:
   return last_;
 }
 
+PoolsUsable pools_usable(const std::vector<api::NodePool>& pools, const api::Catalogue& catalogue, const planner::NodeFacts& facts) {
+  PoolsUsable out;
+  if (pools.empty()) {
+    out.reason = "NoNodePools";
+    out.message = "no NodePool (karpenter.sh/v1) exists: Valley plans on the nodes that are up only";
+    return out;
+  }
+  ProvisioningOptions options;
+  options.max_nodes_per_shape = 1;  // whether a pool offers a node at all, not how many
+  const Provisionable offered = provisionable(pools, catalogue, {}, facts, options);
+  for (const auto& [pool, why] : offered.unusable) out.message += (out.message.empty() ? "" : "; ") + ("Valley buys nothing from NodePool " + pool + ": " + why);
+  out.all = offered.unusable.empty();
+  out.reason = out.all ? "AllUsable" : offered.unusable.size() == pools.size() ? "NoneUsable" : "SomeUnusable";
+  if (out.all) {
+    std::string names;
+    for (const auto& p : pools) names += (names.empty() ? "" : ", ") + p.name;
+    out.message = "Valley buys nodes from NodePools " + names + " when nothing up holds a gang or buying is cheaper";
+  }
+  return out;
+}
+
+void offer(planner::SnapshotView& view, const ProvisionableNodes::Taken& taken,
+           const std::function<bool(const std::map<std::string, std::string>&)>& selected) {
+  for (const auto& n : taken.nodes)
+    if (selected(n->labels)) view.nodes.push_back(n);
+  std::sort(view.nodes.begin(), view.nodes.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
+}
+
 }  // namespace valley::inputs

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "controllers/api/nodepool.h"
+#include "controllers/inputs/cluster_snapshot.h"
 #include "controllers/inputs/snapshot.h"
 #include "controllers/planner/planner.h"
 
@@ -70,5 +72,20 @@ class ProvisionableNodes {
   std::map<std::string, std::shared_ptr<const planner::Node>> by_name_;
   Taken last_;
 };
+
+// Whether Valley can buy from every NodePool, as the PricingPolicy in force says it (its
+// NodePoolsUsable condition): judged on the pools alone, as if none of their nodes were up (a limit
+// spent by nodes that are up is not a fault); reason AllUsable, SomeUnusable, NoneUsable or
+// NoNodePools, and a message naming each pool it cannot buy from and why.
+struct PoolsUsable {
+  bool all = false;
+  std::string reason, message;
+};
+PoolsUsable pools_usable(const std::vector<api::NodePool>& pools, const api::Catalogue& catalogue, const planner::NodeFacts& facts);
+
+// The nodes still to buy that `selected` accepts (by their labels), laid beside the view's nodes
+// that are up, the view kept in name order: what a plan reads, the operator's and the simulator's.
+void offer(planner::SnapshotView& view, const ProvisionableNodes::Taken& taken,
+           const std::function<bool(const std::map<std::string, std::string>&)>& selected);
 
 }  // namespace valley::inputs

@@ -180,6 +180,14 @@ class Plan {
   void admit(size_t i, std::vector<Task::Worker> placed);
   void grow();
   void move_to_cheaper();
+  // A running gang that checkpoints and alone keeps bought nodes up (a NodePool's nodes, paid by
+  // the hour used or not, given back by the autoscaler once empty) moves onto GPUs free on other
+  // nodes that are up when those nodes' price over its expected remaining run pays more than the
+  // move costs; only while nothing waits (what waits would take those GPUs instead).
+  void give_back_bought();
+  // The hours left of task i's expected run if a move may restart it (kept as it is, checkpointing,
+  // not hot-elastic, with an expected end), else 0.
+  double movable_hours_left(size_t i) const;
   void by_worker_index();
 
   // plan_queue.cc

@@ -15,6 +15,7 @@ std::vector<Decision> Plan::run() {
   admit_waiting();
   grow();
   move_to_cheaper();
+  give_back_bought();
   by_worker_index();
   for (const auto& [i, from] : reclaimed_from_)  // (after grow: it words a fresh task's admission anew)
     if (decisions_[i].action == Action::Admit) decisions_[i].reason += "; its GPUs come back from " + from;
@@ -282,13 +283,9 @@ void Plan::move_to_cheaper() {
   for (size_t i : order(/*admitted=*/true)) {
     const Task& t = tasks_[i];
     Decision& d = decisions_[i];
-    if (d.action != Action::Keep || new_.count(i) || kept_index_.count(i) || !t.checkpointed || t.hot_elastic || !t.expected_end ||
-        d.placement.empty())
-      continue;
+    const double hours_left = movable_hours_left(i);
     // Nothing that goes first may be waiting for what the move would take.
-    if (one_before_waits(i)) continue;
-    const double hours_left = std::chrono::duration<double>(*t.expected_end - now_).count() / 3600.0;
-    if (hours_left <= 0) continue;
+    if (hours_left <= 0 || one_before_waits(i)) continue;
     // What an hour of its work costs (a shared GPU's: its share over the rate it keeps there).
     const int64_t price = work_price(i, d.placement);
     const auto vendors = gang_vendors(t);
@@ -320,6 +317,15 @@ void Plan::move_to_cheaper() {
     }
     for (const auto& w : held) take(i, w);
   }
+}
+
+double Plan::movable_hours_left(size_t i) const {
+  const Task& t = tasks_[i];
+  const Decision& d = decisions_[i];
+  if (d.action != Action::Keep || new_.count(i) || kept_index_.count(i) || !t.checkpointed || t.hot_elastic || !t.expected_end ||
+      d.placement.empty())
+    return 0;
+  return std::chrono::duration<double>(*t.expected_end - now_).count() / 3600.0;
 }
 
 void Plan::regather(size_t i) {

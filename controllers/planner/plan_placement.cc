@@ -37,7 +37,7 @@ std::optional<std::vector<Task::Worker>> Plan::place(size_t i, int count, const 
     if (!gang) continue;
     // A gang that need not wait for nodes to be bought first, unless the task is reduceCost; then
     // the lower price per hour of its work (a shared GPU's over its rate there).
-    const bool buys = !t.reduce_cost && std::any_of(gang->begin(), gang->end(), [&](const Task::Worker& w) {
+    const bool buys = !t.reduce_cost && config_.up_before_bought && std::any_of(gang->begin(), gang->end(), [&](const Task::Worker& w) {
       const size_t k = node_at(w.node);
       return k != kNoNode && bought(k);
     });
@@ -147,7 +147,7 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
       // A node that is up before one still to be bought: for a task that is not reduceCost first
       // (it does not wait when it need not), for a reduceCost one among equal prices.
       const int64_t up = bought(k) ? -1 : 0;
-      const int64_t up_first = t.reduce_cost ? 0 : up;
+      const int64_t up_first = t.reduce_cost || !config_.up_before_bought ? 0 : up;
       std::array<int64_t, 10> score{};
       switch (config_.placement) {
         case Placement::Price:

@@ -261,6 +261,10 @@ struct Config {
   // Capacity that can be bought: pool -> resource -> units its limits leave. A node of such a pool
   // (Node::bought_from) is opened only while every resource it costs is left.
   std::map<std::string, std::map<std::string, int64_t>> pool_budgets;
+  // A task that did not ask to wait (not reduceCost) takes nodes that are up before buying one.
+  // Off: the cheapest capacity with room first, bought or not (Kueue's flavor order in front of an
+  // autoscaler: what the simulator's autoscaled backfill is).
+  bool up_before_bought = true;
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt, Move };

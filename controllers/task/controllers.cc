@@ -121,7 +121,12 @@ void Controllers::route_events() {
   cache_.pods().add_handlers({dirty, replan_if_needed, dirty});
   cache_.nodes_informer().add_handlers({dirty, replan_if_needed, dirty});
   cache_.slices().add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
-  if (auto* pools = cache_.node_pools()) pools->add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
+  if (auto* pools = cache_.node_pools()) {
+    pools->add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
+    // The policy in force says which NodePools Valley can buy from.
+    auto tell = [this](const auto&) { policies_->enqueue(options_.pricing_policy); };
+    pools->add_handlers({tell, [tell](const auto&, const auto& o) { tell(o); }, tell});
+  }
   // The claims cache calls an update only when what the planner counts of a claim changed.
   cache_.claims().add_handlers({dirty, [replan](const auto&, const auto&) { replan(); }, dirty});
 }

@@ -179,9 +179,7 @@ void PlanningLoop::add_provisionable(planner::SnapshotView& view) {
   inputs_.set_pool_budgets(taken.budgets);
   count_pool_use(existing);
   // Only what the operator plans on (--node-selector), as for nodes that are up.
-  for (const auto& n : taken.nodes)
-    if (kube::selects_labels(options_.node_requirements, n->labels)) view.nodes.push_back(n);
-  std::sort(view.nodes.begin(), view.nodes.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
+  inputs::offer(view, taken, [this](const auto& labels) { return kube::selects_labels(options_.node_requirements, labels); });
 }
 
 void PlanningLoop::plan_once() {

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "controllers/api/conditions.h"
+#include "controllers/inputs/nodepools.h"
 #include "controllers/task/status_writer.h"
 #include "operator/kube/remote_clock.h"
 #include "operator/kube/timefmt.h"
@@ -36,8 +38,15 @@ Result PolicyReconciler::reconcile(const std::string& name) {
   }
   if (!object) return Result::done();
   const nlohmann::json current = object->value("status", nlohmann::json::object());
-  nlohmann::json status = api::policy_status(*object, errors, parsed ? parsed->currency : "", options_.pricing_policy,
-                                             kube::format_time(kube::cluster_clock().now()));
+  const std::string now = kube::format_time(kube::cluster_clock().now());
+  nlohmann::json status = api::policy_status(*object, errors, parsed ? parsed->currency : "", options_.pricing_policy, now);
+  // With an instance catalogue, the policy in force also says what Valley can buy (a NodePool it
+  // cannot price or fill would otherwise only be a log line).
+  if (name == options_.pricing_policy && !options_.instance_types.types.empty()) {
+    const auto usable = inputs::pools_usable(cache_.node_pool_list(), options_.instance_types, cache_.node_facts());
+    api::set_condition(status, "NodePoolsUsable", usable.all, usable.reason, utf8_head(usable.message, 2000), now,
+                       status.value("observedGeneration", int64_t{0}));
+  }
   // Written only when it changes: the transition times are kept, so an unchanged status compares equal.
   if (current.is_object() && current.value("conditions", nlohmann::json()) == status["conditions"] &&
       current.value("observedGeneration", int64_t{-1}) == status["observedGeneration"])

@@ -5,7 +5,8 @@
 // the pod's creation to its binding (what buying a node costs in time here) are printed.
 // Then Valley with --instance-types: a task whose workers only those pools can hold buys its whole
 // gang, runs to Succeeded, and leaves nothing bought behind; a gang larger than a pool's limit
-// waits Unplaceable with the numbers and buys nothing.
+// waits Unplaceable with the numbers and buys nothing; the PricingPolicy in force names a NodePool
+// Valley cannot buy from, and why.
 #include <algorithm>
 #include <chrono>
 
@@ -156,6 +157,35 @@ TEST_F(BoughtCapacity, AGangLargerThanThePoolsLimitWaitsUnplaceableWithTheNumber
   }, 60s)) << task().dump(2);
   EXPECT_TRUE(pods().empty());
   EXPECT_TRUE(admin->list(kNodeClaims, "").items.empty());
+}
+
+TEST_F(BoughtCapacity, ThePricingPolicyInForceSaysWhichNodePoolsValleyCannotBuyFromAndWhy) {
+  const json price = {{"onDemand", "3.60"}, {"spot", "1.80"}};
+  const json spec = {{"currency", "USD"}, {"gpu", json::array({price})}};
+  admin->create(kube::resources::kPricingPolicies, "",
+                {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", ns}}}, {"spec", spec}});
+  auto condition = [&] {
+    for (const auto& c : admin->get(kube::resources::kPricingPolicies, "", ns).value("status", json::object()).value("conditions", json::array()))
+      if (c.value("type", "") == "NodePoolsUsable") return c;
+    return json::object();
+  };
+  ASSERT_TRUE(eventually([&] { return condition().value("reason", "") == "AllUsable"; }, 60s)) << condition().dump(2);
+  // A NodePool of limit zero: the condition says so, names it and why; the tasks are not wedged.
+  const std::string bad = "zero-" + ns.substr(ns.size() > 20 ? ns.size() - 20 : 0);
+  json zero = admin->get(kNodePools, "", "a100-spot");
+  zero["metadata"] = {{"name", bad}};
+  zero.erase("status");
+  zero["spec"]["limits"] = {{"nvidia.com/gpu", "0"}};
+  admin->create(kNodePools, "", zero);
+  const bool said = eventually([&] {
+    const json c = condition();
+    return c.value("status", "") == "False" && c.value("reason", "") == "SomeUnusable" &&
+           c.value("message", "").find("NodePool " + bad + ": its limit on nvidia.com/gpu (0)") != std::string::npos;
+  }, 60s);
+  admin->remove(kNodePools, "", bad);
+  ASSERT_TRUE(said) << condition().dump(2);
+  EXPECT_TRUE(eventually([&] { return condition().value("reason", "") == "AllUsable"; }, 60s)) << condition().dump(2);
+  admin->remove(kube::resources::kPricingPolicies, "", ns);
 }
 
 }  // namespace

@@ -145,6 +145,26 @@ TEST(NodePools, APoolValleyCannotBuyFromSaysWhy) {
   EXPECT_FALSE(open.budgets.count("open"));
 }
 
+TEST(NodePools, ThePolicyInForceSaysWhichPoolsValleyCannotBuyFromAndWhy) {
+  const auto c = project_catalogue();
+  const api::NodePool good = pool("a100-od", "on-demand", {{"nvidia.com/gpu", "16"}});
+  auto all = inputs::pools_usable({good}, c, {});
+  EXPECT_TRUE(all.all);
+  EXPECT_EQ(all.reason, "AllUsable");
+  EXPECT_NE(all.message.find("NodePools a100-od"), std::string::npos) << all.message;
+  // A limit of zero, a pool of no GPU shape: named with why; the good one is not.
+  json cpu_only = pool_object("cpu", "on-demand", json::object());
+  cpu_only["spec"]["template"]["spec"]["requirements"][1]["values"] = {"m5.large"};
+  auto some = inputs::pools_usable({good, pool("zero", "spot", {{"nvidia.com/gpu", "0"}}), *api::read_node_pool(cpu_only).pool}, c, {});
+  EXPECT_FALSE(some.all);
+  EXPECT_EQ(some.reason, "SomeUnusable");
+  EXPECT_NE(some.message.find("NodePool zero: its limit on nvidia.com/gpu (0)"), std::string::npos) << some.message;
+  EXPECT_NE(some.message.find("NodePool cpu: no GPU instance type"), std::string::npos) << some.message;
+  EXPECT_EQ(some.message.find("a100-od"), std::string::npos) << some.message;
+  EXPECT_EQ(inputs::pools_usable({pool("zero", "spot", {{"nvidia.com/gpu", "0"}})}, c, {}).reason, "NoneUsable");
+  EXPECT_EQ(inputs::pools_usable({}, c, {}).reason, "NoNodePools");
+}
+
 TEST(NodePools, WhatAPoolsNodesHoldIsCountedIdleWhenNoPodHoldsAGpu) {
   planner::Node busy = nvidia("b-1", 8), idle = nvidia("b-2", 8), mine = nvidia("fixed", 8);
   busy.labels["karpenter.sh/nodepool"] = idle.labels["karpenter.sh/nodepool"] = "a100-od";
@@ -299,6 +319,49 @@ TEST(Provisioning, AWorkerOnANodeToBuySelectsItsPoolClassAndShapeAndToleratesThe
   const json pinned = render::worker_pod(spec, 0, {1, 1}, p);
   EXPECT_EQ(pinned["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0],
             "gpu-1");
+}
+
+// --- bought nodes given back ------------------------------------------------------------------
+
+TEST(GiveBack, AGangKeepingABoughtNodeUpAloneMovesOntoGpusFreeElsewhereSoTheNodeGoes) {
+  auto bought = [](const std::string& name, int64_t free) {
+    planner::Node n = nvidia(name, 8, "spot");
+    n.labels[api::karpenter::kNodePool] = "a100-spot";
+    n.price_micros = 950'000;
+    n.free["nvidia.com/gpu"] = free;  // the rest held by pods outside the plan
+    return n;
+  };
+  std::vector<planner::Node> nodes = {bought("node-a", 3), bought("node-b", 8)};
+  planner::Task t = task("ns/t", 50, 2, 2);
+  t.checkpointed = t.admitted = true;
+  t.workers = {{"node-b", "nvidia.com/gpu", 1}, {"node-b", "nvidia.com/gpu", 1}};
+  t.expected_end = kNow + 4h;
+  planner::Config c;
+  c.move_restart_cost = 5min;
+  planner::Decision d = planner::plan(nodes, {t}, kNow, c)[0];
+  ASSERT_EQ(d.action, planner::Action::Move) << d.reason;
+  for (const auto& w : d.placement) EXPECT_EQ(w.node, "node-a");
+  EXPECT_NE(d.reason.find("node-b (bought, and kept up by this task alone) empties"), std::string::npos) << d.reason;
+  // Not when the saving does not pay for the restart (it ends in a minute), not without a
+  // checkpoint, not off a node no NodePool bought (nobody takes it away when empty), not off a node
+  // something else holds too, and not while a task waits (it would take those GPUs instead).
+  planner::Task ending = t;
+  ending.expected_end = kNow + 1min;
+  EXPECT_EQ(planner::plan(nodes, {ending}, kNow, c)[0].action, planner::Action::Keep);
+  planner::Task plain = t;
+  plain.checkpointed = false;
+  EXPECT_EQ(planner::plan(nodes, {plain}, kNow, c)[0].action, planner::Action::Keep);
+  std::vector<planner::Node> fixed = nodes;
+  fixed[1].labels.erase(api::karpenter::kNodePool);
+  EXPECT_EQ(planner::plan(fixed, {t}, kNow, c)[0].action, planner::Action::Keep);
+  std::vector<planner::Node> shared = nodes;
+  shared[1].free["nvidia.com/gpu"] = 7;
+  EXPECT_EQ(planner::plan(shared, {t}, kNow, c)[0].action, planner::Action::Keep);
+  planner::Task waiting = task("ns/w", 50, 10, 10);
+  waiting.created = kNow - 10s;
+  auto both = planner::plan(nodes, {t, waiting}, kNow, c);
+  ASSERT_EQ(find(both, "ns/w").action, planner::Action::Wait);
+  EXPECT_EQ(find(both, "ns/t").action, planner::Action::Keep);
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ TEST(SimObjects, AReplayedJobGivesThePlannerWhatTheOperatorsOwnObjectsGive) {
   const api::ParsedTask parsed = api::parse_task(object);
   ASSERT_TRUE(parsed.spec);
   for (size_t k = 0; k < j.workers.size(); ++k) {
-    simulated.push_back(api::pod_from(worker_pod(j, k, "sim")));
+    simulated.push_back(api::pod_from(worker_pod(j, j.workers, k, "sim")));
     render::WorkerPlacement where;
     where.node = j.workers[k].node;
     nlohmann::json pod = render::worker_pod(*parsed.spec, static_cast<int>(k), render::Shape{2, j.epoch}, where);

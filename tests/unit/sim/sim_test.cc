@@ -288,6 +288,56 @@ TEST(SimPolicies, JobsThatAllowSharingPairOnATimeSlicedGpuAndEachPaysHalf) {
   EXPECT_THROW(parse_cluster("pools:\n- {name: ts, vendor: amd, timeSlicedReplicas: 2}\n", ""), InputError);
 }
 
+// --- capacity bought (Cluster::cloud) -------------------------------------------------------------
+
+TEST(SimCloud, NodesAreBoughtForAGangBilledFromLaunchToTerminationAndGivenBackOnceEmpty) {
+  auto in = small("pools:\n- {name: od, nodes: 2, gpusPerNode: 4}\n", {{"a", 0, 3600, 4, ""}, {"b", 7200, 3600, 4, ""}, {"huge", 100, 60, 20, ""}});
+  in.cluster.cloud = parse_cloud("consolidateAfterSeconds: 60\nprovisioningSeconds: 300\n", in.cluster);
+  for (PolicyKind policy : {PolicyKind::Backfill, PolicyKind::Valley}) {
+    SCOPED_TRACE(to_string(policy));
+    Result r = simulate(in, policy);
+    ASSERT_TRUE(r.bought.has_value());
+    // Nothing is up at the start: a waits for its node to be bought; b for another, since a's was
+    // given back 60 s after a ended; a gang above what the pool's limit lets be bought never runs.
+    EXPECT_EQ(job(r, "a").start, 300);
+    EXPECT_EQ(job(r, "b").start, 7200 + 300);
+    EXPECT_EQ(r.rejected, 1);
+    EXPECT_EQ(r.bought->nodes_launched, 2);
+    EXPECT_NEAR(r.bought->idle_node_hours, 2 * 60 / 3600.0, 1e-9);
+    EXPECT_NEAR(r.bought->provisioning_node_hours, 2 * 300 / 3600.0, 1e-9);
+    // Every node-second bought is paid, used or not: 4 GPUs x 1,000 micros.
+    EXPECT_NEAR(static_cast<double>(r.bought->cost), r.bought->node_hours * 3600 * 4 * 1000, 1.0);
+    if (policy == PolicyKind::Backfill) {
+      // Each node: 300 s provisioning + 3600 s holding its job + 60 s empty.
+      EXPECT_EQ(r.bought->cost, 2 * (300 + 3600 + 60) * 4 * 1000);
+      EXPECT_NEAR(r.bought->sold_gpu_hours, 2 * 4.0, 1e-9);
+    }
+  }
+}
+
+TEST(SimCloud, ASpotNodeInterruptedIsGoneAndItsGangRunsOnANodeBoughtAgain) {
+  auto in = small("pools:\n- {name: sp, capacityType: spot, nodes: 2, gpusPerNode: 4}\n", {{"a", 0, 36000, 4, ""}},
+                  "pools:\n  sp: {interruptionsPerNodeHour: 0.5, noticeSeconds: 120}\n");
+  in.cluster.cloud = parse_cloud("provisioningSeconds: 120\n", in.cluster);
+  Result r = simulate(in, PolicyKind::Valley);
+  ASSERT_TRUE(r.bought.has_value());
+  ASSERT_GT(r.interruptions, 0);
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_GT(r.bought->nodes_launched, 1);  // what was interrupted does not come back: it is bought again
+  EXPECT_GT(job(r, "a").restarts, 0);
+}
+
+TEST(SimCloud, TheCloudModelNamesOnlyPoolsOfWholeGpus) {
+  auto c = parse_cluster("pools:\n- {name: od, nodes: 2}\n- {name: ts, nodes: 1, gpusPerNode: 1, timeSlicedReplicas: 2}\n", "");
+  EXPECT_THROW(parse_cloud("pools: {nope: 10}\n", c), InputError);
+  EXPECT_THROW(parse_cloud("provisioningSeconds: 10\n", c), InputError);  // ts: time-sliced
+  c.pools.pop_back();
+  auto m = parse_cloud("provisioningSeconds: 10\npools: {od: 40}\n", c);
+  EXPECT_EQ(m.provisioning("od"), 40);
+  EXPECT_EQ(m.provisioning("other"), 10);
+  EXPECT_THROW(parse_cloud("provisioningSeconds: -1\n", c), InputError);
+}
+
 TEST(SimBound, ProgramAndReport) {
   auto in = small("pools:\n- {name: od, nodes: 1}\n- {name: sp, capacityType: spot, nodes: 1}\n", {{"a", 0, 3600, 8, ""}});
   std::string lp = bound_program(in, 7200, 3600);
