@@ -5,7 +5,8 @@
 // the pod's creation to its binding (what buying a node costs in time here) are printed.
 // Then Valley with --instance-types: a task whose workers only those pools can hold buys its whole
 // gang, runs to Succeeded, and leaves nothing bought behind; a gang larger than a pool's limit
-// waits Unplaceable with the numbers and buys nothing; the PricingPolicy in force names a NodePool
+// waits Unplaceable with the numbers and buys nothing; a NodeClaim taken away under a running gang
+// is a notice, and the gang runs on a node bought again; the PricingPolicy in force names a NodePool
 // Valley cannot buy from, and why.
 #include <algorithm>
 #include <chrono>
@@ -157,6 +158,40 @@ TEST_F(BoughtCapacity, AGangLargerThanThePoolsLimitWaitsUnplaceableWithTheNumber
   }, 60s)) << task().dump(2);
   EXPECT_TRUE(pods().empty());
   EXPECT_TRUE(admin->list(kNodeClaims, "").items.empty());
+}
+
+TEST_F(BoughtCapacity, ANodeClaimDeletedUnderARunningGangIsANoticeAndTheGangRunsOnANodeBoughtAgain) {
+  json spec = on_pool(1);
+  spec["master"]["template"]["metadata"]["annotations"]["sim.valley.dev/run-time"] = "40s";  // each epoch's launcher
+  apply(spec);
+  std::string first;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& p : pods())
+      if (p["metadata"]["labels"].value("valley.dev/role", "") == "worker") first = p["spec"].value("nodeName", "");
+    return phase() == "Running" && !first.empty();
+  }, 120s)) << task().dump(2);
+  // What Karpenter does to a node it takes away (an interruption, an expiry, a drift, or by hand):
+  // the NodeClaim goes, its node is tainted karpenter.sh/disrupted and drained; the gang's pods
+  // carry do-not-disrupt, so the drain waits for them. Valley reads the taint as a notice.
+  std::string claim;
+  for (const auto& c : admin->list(kNodeClaims, "").items)
+    if (c.value("status", json::object()).value("nodeName", "") == first) claim = c["metadata"]["name"].get<std::string>();
+  ASSERT_FALSE(claim.empty()) << "no NodeClaim of node " << first;
+  admin->remove(kNodeClaims, "", claim);
+  std::string second;
+  ASSERT_TRUE(eventually([&] {
+    second.clear();
+    for (const auto& p : pods())
+      if (p["metadata"]["labels"].value("valley.dev/role", "") == "worker" && p["metadata"]["labels"].value("valley.dev/epoch", "") != "1")
+        second = p["spec"].value("nodeName", "");
+    return !second.empty() && second != first;
+  }, 150s)) << task().dump(2) << events_text();
+  EXPECT_EQ(admin->get(kube::resources::kNodes, "", second)["metadata"]["labels"].value("karpenter.sh/nodepool", ""), "a100-od");
+  EXPECT_NE(events_text().find("the node has the termination notice karpenter.sh/disrupted"), std::string::npos) << events_text();
+  ASSERT_TRUE(wait_phase("Succeeded", 150s)) << task().dump(2);
+  EXPECT_GE(task()["status"].value("epoch", 0), 2);
+  EXPECT_TRUE(eventually([&] { return nodes_of_pool(*admin, "a100-od").empty() && admin->list(kNodeClaims, "").items.empty(); }, 180s))
+      << "bought nodes still there";
 }
 
 TEST_F(BoughtCapacity, ThePricingPolicyInForceSaysWhichNodePoolsValleyCannotBuyFromAndWhy) {
