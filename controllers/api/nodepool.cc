@@ -61,6 +61,8 @@ NodePoolRead read_node_pool(const json& object) {
     p.consolidate_after_seconds = d ? std::chrono::duration_cast<std::chrono::seconds>(*d).count() : 0;
   }
   if (auto w = kube::int_at(spec, "weight")) p.weight = static_cast<int>(*w);
+  for (const auto& [k, v] : object_at(object_at(object, "status"), "resources").items())
+    if (auto units = limit_units(k, v)) p.in_use[k] = *units;
   out.pool = std::move(p);
   return out;
 }

@@ -50,6 +50,9 @@ struct NodePool {
   std::optional<int64_t> consolidate_after_seconds;  // nullopt: Never
   int weight = 0;
   bool deleting = false;
+  // status.resources: what Karpenter counts against the limits, its NodeClaims' capacity (those being
+  // launched included), in the units of `limits`. A quantity that does not parse is left out.
+  std::map<std::string, int64_t> in_use;
 };
 
 // The NodePool, or why it cannot be read (a quantity that does not parse).

@@ -103,15 +103,19 @@ Provisionable provisionable(const std::vector<api::NodePool>& pools, const api::
       out.unusable[pool.name] = why;
       continue;
     }
-    // What its limits leave: limit less what its nodes have now.
-    std::map<std::string, int64_t> left = pool.limits;
+    // What its limits leave: limit less what its nodes have now, or less what Karpenter counts
+    // (its NodeClaims, those still being launched included) when that is more.
+    std::map<std::string, int64_t> used;
     for (const planner::Node* n : existing) {
       auto it = n->labels.find(kp::kNodePool);
       if (it == n->labels.end() || it->second != pool.name) continue;
-      for (const auto& [r, v] : existing_capacity(*n))
-        if (auto l = left.find(r); l != left.end()) l->second -= v;
+      for (const auto& [r, v] : existing_capacity(*n)) used[r] += v;
     }
-    for (auto& [r, v] : left) v = std::max<int64_t>(v, 0);
+    std::map<std::string, int64_t> left = pool.limits;
+    for (auto& [r, v] : left) {
+      auto counted = pool.in_use.find(r);
+      v = std::max<int64_t>(0, v - std::max(used[r], counted == pool.in_use.end() ? 0 : counted->second));
+    }
     const auto delay_it = options.delay.find(pool.name);
     const auto delay = delay_it == options.delay.end() ? options.default_delay : delay_it->second;
     const std::string zone = pinned_zone(pool);
@@ -213,7 +217,9 @@ PoolsUsable pools_usable(const std::vector<api::NodePool>& pools, const api::Cat
   }
   ProvisioningOptions options;
   options.max_nodes_per_shape = 1;  // whether a pool offers a node at all, not how many
-  const Provisionable offered = provisionable(pools, catalogue, {}, facts, options);
+  std::vector<api::NodePool> empty = pools;
+  for (auto& p : empty) p.in_use.clear();
+  const Provisionable offered = provisionable(empty, catalogue, {}, facts, options);
   for (const auto& [pool, why] : offered.unusable) out.message += (out.message.empty() ? "" : "; ") + ("Valley buys nothing from NodePool " + pool + ": " + why);
   out.all = offered.unusable.empty();
   out.reason = out.all ? "AllUsable" : offered.unusable.size() == pools.size() ? "NoneUsable" : "SomeUnusable";

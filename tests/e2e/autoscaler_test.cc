@@ -5,13 +5,17 @@
 // the pod's creation to its binding (what buying a node costs in time here) are printed.
 // Then Valley with --instance-types: a task whose workers only those pools can hold buys its whole
 // gang, runs to Succeeded, and leaves nothing bought behind; a gang larger than a pool's limit
-// waits Unplaceable with the numbers and buys nothing; a NodeClaim taken away under a running gang
+// waits Unplaceable with the numbers and buys nothing; an elastic task buys a node to grow only
+// while its GPUs are saturated; a NodeClaim taken away under a running gang
 // is a notice, and the gang runs on a node bought again; the PricingPolicy in force names a NodePool
 // Valley cannot buy from, and why.
 #include <algorithm>
 #include <chrono>
+#include <set>
+#include <thread>
 
 #include "operator/kube/error.h"
+#include "tests/e2e/dcgm.h"
 #include "tests/e2e/support.h"
 #include "tests/e2e/task_fixture.h"
 
@@ -221,6 +225,84 @@ TEST_F(BoughtCapacity, ThePricingPolicyInForceSaysWhichNodePoolsValleyCannotBuyF
   ASSERT_TRUE(said) << condition().dump(2);
   EXPECT_TRUE(eventually([&] { return condition().value("reason", "") == "AllUsable"; }, 60s)) << condition().dump(2);
   admin->remove(kube::resources::kPricingPolicies, "", ns);
+}
+
+// Growth that buys, told by its GPUs' utilization (no progress records): DCGM metrics of the bought
+// nodes' GPUs in a real Prometheus (a test exporter stands in for DCGM-exporter), growth priced by
+// a PricingPolicy.
+class BoughtGrowth : public BoughtCapacity {
+ protected:
+  void SetUp() override {
+    exporter_ = std::make_unique<DcgmExporter>(std::map<std::string, int>{});
+    prometheus_ = std::make_unique<PrometheusServer>(exporter_->port());
+    BoughtCapacity::SetUp();
+    const json price = {{"match", {{"vendor", "nvidia"}}}, {"onDemand", "3.60"}, {"spot", "1.80"}};
+    admin->create(kube::resources::kPricingPolicies, "",
+                  {{"apiVersion", "valley.dev/v1beta1"},
+                   {"kind", "PricingPolicy"},
+                   {"metadata", {{"name", ns}}},
+                   {"spec", {{"currency", "USD"}, {"gpu", json::array({price})}}}});
+  }
+  void TearDown() override {
+    admin->remove(kube::resources::kPricingPolicies, "", ns);
+    BoughtCapacity::TearDown();
+    prometheus_.reset();
+    exporter_.reset();
+  }
+  std::vector<std::string> operator_flags() const override {
+    auto flags = BoughtCapacity::operator_flags();
+    flags.push_back("--prometheus-url=" + prometheus_->url());
+    flags.push_back("--gpu-utilization-interval=2s");
+    return flags;
+  }
+  // Each worker's 8 GPUs at `percent`, labelled with its pod as DCGM-exporter's Kubernetes mode does.
+  void utilization(double percent) {
+    for (const auto& p : pods()) {
+      if (p["metadata"]["labels"].value("valley.dev/role", "") != "worker" || p["spec"].value("nodeName", "").empty()) continue;
+      const std::string node = p["spec"]["nodeName"].get<std::string>();
+      if (seen_.insert(node).second) exporter_->add_node(node, 8);
+      for (int g = 0; g < 8; ++g) {
+        exporter_->assign(node, g, ns, p["metadata"].value("name", ""));
+        exporter_->set(node, g, "DCGM_FI_DEV_GPU_UTIL", percent);
+      }
+    }
+  }
+  std::set<std::string> worker_nodes() {
+    std::set<std::string> out;
+    for (const auto& p : pods())
+      if (p["metadata"]["labels"].value("valley.dev/role", "") == "worker" && !p["spec"].value("nodeName", "").empty())
+        out.insert(p["spec"]["nodeName"].get<std::string>());
+    return out;
+  }
+  std::unique_ptr<DcgmExporter> exporter_;
+  std::unique_ptr<PrometheusServer> prometheus_;
+  std::set<std::string> seen_;
+};
+
+TEST_F(BoughtGrowth, AnElasticTaskBuysANodeToGrowOnlyWhileItsGpusAreSaturated) {
+  json spec = mpi_spec(1, 2, {{"sim.valley.dev/run-time", "600s"}});
+  spec["worker"]["gpus"] = "8";
+  spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", "a100-od-auto"}}}}}};
+  apply(spec);
+  ASSERT_TRUE(eventually([&] { return phase() == "Running" && worker_nodes().size() == 1; }, 120s)) << task().dump(2);
+  // Its GPUs half busy: growth would not pay, so nothing more is bought.
+  utilization(40);
+  ASSERT_TRUE(eventually([&] { return task()["status"].value("utilization", json::object()).value("gpuPercent", 0) == 40; }, 60s))
+      << task().dump(2) << operator_log();
+  std::this_thread::sleep_for(15s);  // what must not happen: no growth and no second NodeClaim meanwhile
+  EXPECT_EQ(worker_nodes().size(), 1u) << task().dump(2);
+  EXPECT_EQ(admin->list(kNodeClaims, "").items.size(), 1u);
+  EXPECT_EQ(task()["status"].value("epoch", 0), 1);
+  // Saturated: one step up pays at the node's price, so a second node is bought and the gang grows onto it.
+  utilization(97);
+  ASSERT_TRUE(eventually([&] { return phase() == "Running" && worker_nodes().size() == 2; }, 150s)) << task().dump(2) << events_text();
+  for (const auto& n : worker_nodes())
+    EXPECT_EQ(admin->get(kube::resources::kNodes, "", n)["metadata"]["labels"].value("karpenter.sh/nodepool", ""), "a100-od") << n;
+  EXPECT_GE(task()["status"].value("epoch", 0), 2);
+  EXPECT_NE(task()["status"].value("lastResizeReason", "").find("97%"), std::string::npos) << task()["status"].dump(2);
+  admin->remove(kTrainingTasks, ns, "job");
+  EXPECT_TRUE(eventually([&] { return nodes_of_pool(*admin, "a100-od").empty() && admin->list(kNodeClaims, "").items.empty(); }, 180s))
+      << "bought nodes still there";
 }
 
 }  // namespace

@@ -145,6 +145,26 @@ TEST(NodePools, APoolValleyCannotBuyFromSaysWhy) {
   EXPECT_FALSE(open.budgets.count("open"));
 }
 
+TEST(NodePools, WhatKarpenterCountsAgainstAPoolsLimitNodeClaimsBeingLaunchedIncludedIsNotOfferedAgain) {
+  const auto c = project_catalogue();
+  json object = pool_object("a100-od", "on-demand", {{"nvidia.com/gpu", "16"}});
+  object["status"] = {{"resources", {{"nvidia.com/gpu", "8"}, {"nodes", "1"}}}};  // one 8-GPU NodeClaim, no node yet
+  const api::NodePool p = *api::read_node_pool(object).pool;
+  EXPECT_EQ(p.in_use.at("nvidia.com/gpu"), 8);
+  auto offered = inputs::provisionable({p}, c, {}, {}, {});
+  EXPECT_EQ(offered.budgets.at("a100-od").at("nvidia.com/gpu"), 8);
+  // Nodes that are up count when they hold more than the status says (it lags behind them).
+  planner::Node up = nvidia("up-1", 8);
+  up.labels[api::karpenter::kNodePool] = "a100-od";
+  planner::Node up2 = up;
+  up2.name = "up-2";
+  auto both = inputs::provisionable({p}, c, {&up, &up2}, {}, {});
+  EXPECT_FALSE(both.budgets.count("a100-od") && both.budgets.at("a100-od").at("nvidia.com/gpu") > 0);
+  EXPECT_TRUE(both.nodes.empty());
+  // The condition judges the pool alone: a limit spent now is not a fault.
+  EXPECT_TRUE(inputs::pools_usable({p}, c, {}).all);
+}
+
 TEST(NodePools, ThePolicyInForceSaysWhichPoolsValleyCannotBuyFromAndWhy) {
   const auto c = project_catalogue();
   const api::NodePool good = pool("a100-od", "on-demand", {{"nvidia.com/gpu", "16"}});
