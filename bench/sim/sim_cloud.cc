@@ -83,20 +83,10 @@ void Simulator::setup_cloud() {
   catalogue_ = api::read_catalogue(catalogue);
   if (!catalogue_.error.empty()) throw InputError("cloud: the instance catalogue: " + catalogue_.error);
   // An admission published onto nodes still to buy counts as taken until its pods bind (the
-  // operator's admission board; here the job's own placement).
+  // operator's admission board; here the job's own placement, kept by admit and cloud_events).
   cluster_facts_.published = [this](const std::string& key) -> const std::vector<render::WorkerPlacement>* {
-    static thread_local std::vector<render::WorkerPlacement> placed;
-    auto it = by_key_.find(key);
-    if (it == by_key_.end() || it->second->state != State::Provisioning) return nullptr;
-    placed.clear();
-    for (const auto& w : it->second->awaiting) {
-      render::WorkerPlacement p;
-      p.gpu_resource = w.gpu_resource;
-      p.gpu_count = static_cast<int>(w.count);
-      p.node = w.node;
-      placed.push_back(std::move(p));
-    }
-    return &placed;
+    auto it = published_.find(key);
+    return it == published_.end() ? nullptr : &it->second;
   };
 }
 
@@ -156,7 +146,24 @@ void Simulator::admit(SimJob& j, std::vector<planner::Task::Worker> placement) {
   j.awaiting = std::move(placement);
   j.state = State::Provisioning;
   ++j.epoch;
+  publish(j);
   touch(j);
+}
+
+void Simulator::publish(const SimJob& j) {
+  if (j.state != State::Provisioning) {
+    published_.erase(key_of(j));
+    return;
+  }
+  auto& placed = published_[key_of(j)];
+  placed.clear();
+  for (const auto& w : j.awaiting) {
+    render::WorkerPlacement p;
+    p.gpu_resource = w.gpu_resource;
+    p.gpu_count = static_cast<int>(w.count);
+    p.node = w.node;
+    placed.push_back(std::move(p));
+  }
 }
 
 void Simulator::give_up_buying(SimJob& j) {
@@ -166,6 +173,7 @@ void Simulator::give_up_buying(SimJob& j) {
   j.awaiting.clear();
   j.buying.clear();
   j.state = State::Pending;
+  publish(j);
   touch(j);
 }
 
@@ -203,11 +211,13 @@ void Simulator::cloud_events() {
       }
       all_up = all_up && j.buying[x].empty();
     }
+    publish(j);
     if (!all_up) continue;
     auto placement = std::move(j.awaiting);
     j.awaiting.clear();
     j.buying.clear();
     start_segment(j, std::move(placement), j.resumed, /*new_epoch=*/false);  // the pods of its admission start
+    publish(j);
     if (j.resumed) ++j.result.restarts;
     j.resumed = true;
   }

@@ -194,6 +194,8 @@ class Simulator {
   // Stops waiting for bought nodes (preempted, or a node it bound to went): back to Pending; the
   // nodes launched for it stay, for whoever takes them, until consolidated.
   void give_up_buying(SimJob& j);
+  // Its admission as published while it waits for bought nodes (ClusterFacts::published), else none.
+  void publish(const SimJob& j);
   // Nodes turning Ready (its pods bind; a gang whose nodes are all Ready starts) and empty nodes
   // given back after the consolidation delay.
   void cloud_events();
@@ -254,6 +256,7 @@ class Simulator {
   inputs::ProvisionableNodes provisionable_;
   planner::NodeFacts node_facts_;
   inputs::ClusterFacts cluster_facts_;
+  std::map<std::string, std::vector<render::WorkerPlacement>> published_;  // by job key
   int launched_ = 0;
   Result::Bought bought_;
   std::vector<SimJob> jobs_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "controllers/api/nodepool.h"
 #include "controllers/api/quantity.h"
 #include "operator/kube/json_fields.h"
 
@@ -99,7 +100,7 @@ std::string required_single(const json& pod, const char* list, const char* key) 
 
 std::string pinned_node(const json& pod) { return required_single(pod, "matchFields", "metadata.name"); }
 
-std::string bought_pool(const json& pod) { return required_single(pod, "matchExpressions", "karpenter.sh/nodepool"); }
+std::string bought_pool(const json& pod) { return required_single(pod, "matchExpressions", karpenter::kNodePool); }
 
 const std::string& PodContent::label(const std::string& key) const {
   static const std::string kNone;
