@@ -227,6 +227,7 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
   std::string phase = status.value("phase", "");
   int64_t epoch = status.value("epoch", int64_t{0});
   t.admitted = epoch > 0 && phase != "Succeeded" && phase != "Failed" && phase != "Suspended" && phase != "Pending";
+  if (t.admitted) t.epoch_workers = static_cast<int>(status.value("epochReplicas", int64_t{0}));
   if (auto last = kube::parse_time(status.value("lastResizeTime", ""))) t.last_resize = *last;
   std::vector<std::pair<int, Task::Worker>> workers;
   for (const api::Pod* pod : owned_pods) {

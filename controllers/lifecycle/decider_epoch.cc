@@ -328,8 +328,11 @@ void Decider::ensure_objects(int workers, bool mpi) {
     auto it = by_name.find(name);
     if (it == by_name.end()) {
       if (older_epoch_alive) continue;  // the last epoch is still stopping (checkpointing)
-      const bool planned = o_.admission && i < static_cast<int>(o_.admission->placement.size());
-      const render::WorkerPlacement& placement = planned ? o_.admission->placement[i] : render::default_placement(*spec_);
+      // Only where the plan put it: unpinned, the scheduler could bind it to any node (one the plan
+      // gave another task, or one outside --node-selector). After an operator restart the plan
+      // comes within a round, and its publication wakes the task.
+      if (!o_.admission || i >= static_cast<int>(o_.admission->placement.size())) continue;
+      const render::WorkerPlacement& placement = o_.admission->placement[i];
       // Its node's data cache goes out before it (the creations skip one made already).
       if (render::uses_data_cache(*spec_, placement.node) && cache_claims.insert(placement.node).second)
         d_.create.push_back(render::data_cache_claim(*spec_, placement.node));

@@ -26,23 +26,26 @@ std::vector<Decision> Plan::run() {
 void Plan::keep_admitted() {
   // Every task keeps what it has before any lost worker is replaced: a replacement placed while a
   // later task had not taken its workers yet would be counted onto GPUs that task still holds.
-  std::vector<size_t> short_of_min;
+  std::vector<size_t> short_of_size;
   for (size_t i : order(/*admitted=*/true)) {
     const Task& t = tasks_[i];
     Decision& d = decisions_[i];
     bool lost = false;
+    bool gaps = false;  // workers missing between those it has (their pods were never created)
     d.placement.reserve(t.workers.size());
     std::vector<size_t> kept;  // the worker indexes kept, in order
     kept.reserve(t.workers.size());
     for (size_t x = 0; x < t.workers.size(); ++x) {
       const auto& w = t.workers[x];
+      const size_t index = w.index >= 0 ? static_cast<size_t>(w.index) : x;
+      gaps = gaps || index != x;
       const size_t k = node_at(w.node);
       if (k == kNoNode && !w.bound && api::is_provisionable(w.node)) {
         // A node still to buy that is no longer offered: bought meanwhile (its pool's budget went to
         // the node now arriving, which the pod will bind to) or given up on (the lifecycle's
         // provisioning timeout gives the gang back). Either way not a loss to restart for.
         d.placement.push_back(w);
-        kept.push_back(x);
+        kept.push_back(index);
         continue;
       }
       if (k == kNoNode) {  // lost with its node
@@ -57,9 +60,9 @@ void Plan::keep_admitted() {
       }
       take(i, w);
       d.placement.push_back(w);
-      kept.push_back(x);
+      kept.push_back(index);
     }
-    if (lost) kept_index_[i] = std::move(kept);
+    if (lost || gaps) kept_index_[i] = std::move(kept);
     if (const Tenant* tenant = tenant_of(t); tenant && tenant->stop) {
       while (!d.placement.empty()) release_last(i);
       d.workers = 0;
@@ -80,19 +83,30 @@ void Plan::keep_admitted() {
       new_.insert(i);
       lost_.insert(i);
     }
-    if (d.workers < t.min_workers) short_of_min.push_back(i);
+    if (d.workers < std::max(t.min_workers, std::min(t.epoch_workers, cap))) short_of_size.push_back(i);
   }
-  for (size_t i : short_of_min) {
+  for (size_t i : short_of_size) {
     const Task& t = tasks_[i];
     Decision& d = decisions_[i];
+    const int cap = t.pinned_workers ? std::min(*t.pinned_workers, t.max_workers) : t.max_workers;
+    const int epoch_size = std::min(t.epoch_workers, cap);
+    // Workers it never had (their pods were not all created before an operator restart): placed
+    // so that its epoch starts at the size it was admitted at, without a restart.
+    const bool never_created = !lost_.count(i) && d.workers < epoch_size;
+    std::optional<std::vector<Task::Worker>> more;
+    // As many as fit (all-or-nothing per try): a resize before it ever ran, but never a shrink.
+    for (int n = epoch_size - d.workers; never_created && !more && n > 0 && d.workers + n >= t.min_workers; --n)
+      more = place(i, n, d.placement);
     // Below its gang (a node went away): take what it needs now, or wait like a new task.
-    auto more = place(i, t.min_workers - d.workers, d.placement);
+    if (!more && d.workers < t.min_workers) more = place(i, t.min_workers - d.workers, d.placement);
     if (more) {
       for (auto& w : *more) d.placement.push_back(w);
-      d.workers = t.min_workers;
-      d.action = Action::Grow;
-      d.reason = "replacing lost workers";
-    } else {
+      d.workers = static_cast<int>(d.placement.size());
+      if (!never_created || d.workers != epoch_size) {
+        d.action = Action::Grow;
+        d.reason = "replacing lost workers";
+      }
+    } else if (d.workers < t.min_workers) {
       while (!d.placement.empty()) release_last(i);
       d.workers = 0;
       d.action = Action::Preempt;

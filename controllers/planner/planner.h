@@ -142,6 +142,9 @@ struct Task {
   std::optional<SystemTime> expected_end;
   int min_workers = 1, max_workers = 1;
   std::optional<int> pinned_workers;  // replicas.target
+  // Admitted: the size its epoch was admitted at (status.epochReplicas; 0 unknown). Workers it has
+  // fewer of and did not lose were never created (an operator restarted mid-expansion): restored.
+  int epoch_workers = 0;
   int gpu_milli = 1000;               // per worker
   // spec.worker.sharing: the workload profile under which it may take one replica of a GPU split two
   // ways beside another task (sharing.h); "" : never. Only a task of one worker of one GPU shares.

@@ -382,6 +382,37 @@ TEST(Lifecycle, PlannedPlacementPinsWorkersToNodes) {
             "a100-od-1");
 }
 
+
+// An operator restarted mid-expansion: the task is admitted (its status says so), some workers are
+// out, and the new operator has not planned yet. The missing workers wait for the plan: unpinned,
+// kube-scheduler could bind them to a node the plan gives another task or one Valley does not plan.
+TEST(Lifecycle, AMissingWorkerIsCreatedOnlyWhereThePlanPutsIt) {
+  json st = {{"phase", "Admitted"}, {"epoch", 1}, {"epochReplicas", 2}};
+  auto pods = running_pods(1, 1, false);
+  pods[0].pinned = pods[0].node = "n1";
+  Observed o = observe(task_object({}, st), pods);
+  o.admission.reset();
+  auto workers_of = [](const Decision& d) {
+    std::vector<json> out;
+    for (const auto& c : d.create)
+      if (c.value("kind", "") == "Pod" && c["metadata"]["labels"].value("valley.dev/role", "") == "worker") out.push_back(c);
+    return out;
+  };
+  Decision before_plan = decide(o);
+  EXPECT_TRUE(workers_of(before_plan).empty());
+  EXPECT_TRUE(before_plan.delete_pods.empty());
+  EXPECT_EQ(before_plan.status["epoch"], 1) << "no restart for want of a plan";
+
+  Observed planned = observe(task_object({}, st), pods);
+  planned.admission->placement[0].node = "n1";
+  planned.admission->placement[1].node = "n2";
+  const std::vector<json> workers = workers_of(decide(planned));
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0]["metadata"]["name"], "t-worker-1");
+  EXPECT_EQ(workers[0]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+                    ["matchFields"][0]["values"][0],
+            "n2");
+}
 TEST(Lifecycle, AnUnboundWorkerThePlanMovedIsReplacedABoundOneIsNot) {
   json st = {{"phase", "Admitted"}, {"epoch", 1}, {"epochReplicas", 2}};
   auto pods = running_pods(1, 2, false);

@@ -281,6 +281,31 @@ TEST(Planner, ALostWorkersReplacementTakesItsIndexAndTheOthersKeepTheirs) {
   EXPECT_EQ(nodes_of(shrunk[0]), (std::vector<std::string>{"n4", "n2", "n3"}));
 }
 
+// An operator restarted while creating a gang's pods: some indexes have none, and none was lost.
+// The plan restores the size the epoch was admitted at (no restart), the new workers in the holes.
+TEST(Planner, WorkersNeverCreatedAreRestoredAtTheirIndexesWithoutAResize) {
+  Task a = task("a", 0, 2, 8);
+  a.admitted = true;
+  a.epoch_workers = 6;
+  a.last_resize = kNow;  // admitted a moment ago: a plain grow would have to wait
+  for (int index : {0, 1, 3, 5}) a.workers.push_back({"n" + std::to_string(index), "nvidia.com/gpu", 1, true, index});
+  std::vector<Node> nodes;
+  for (int k = 0; k < 6; ++k) nodes.push_back(nvidia("n" + std::to_string(k), 1));
+  auto ds = plan(nodes, {a}, kNow, Config{});
+  EXPECT_EQ(ds[0].action, Action::Keep) << ds[0].reason;
+  ASSERT_EQ(ds[0].workers, 6);
+  const auto placed = nodes_of(ds[0]);
+  for (int index : {0, 1, 3, 5}) EXPECT_EQ(placed[static_cast<size_t>(index)], "n" + std::to_string(index));
+  EXPECT_EQ((std::set<std::string>{placed[2], placed[4]}), (std::set<std::string>{"n2", "n4"}));
+  // Room for one more only: it starts at 5 (a resize before it ever ran), never below what it has.
+  nodes.erase(nodes.begin() + 4);
+  auto fewer = plan(nodes, {a}, kNow, Config{});
+  EXPECT_EQ(fewer[0].workers, 5);
+  // Without the epoch's size (a plan that does not know it), the gang's minimum is all it asks.
+  a.epoch_workers = 0;
+  EXPECT_EQ(plan(nodes, {a}, kNow, Config{})[0].workers, 4);
+}
+
 TEST(Planner, ALostWorkerRestartsTheTaskAtTheLargestSizeThatFitsNotJustWhatIsLeft) {
   Task a = task("a", 0, 2, 4);
   a = apply(a, greedy_plan({nvidia("s1", 2), nvidia("s2", 2)}, {a}, kNow)[0], kNow);
