@@ -44,6 +44,7 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
   // The NodePools' limits bind every policy; the peers buy the cheapest class with room first.
   config.pool_budgets = r.config.pool_budgets;
   if (!runs_operator_planner(policy_)) config.up_before_bought = false;
+  config.launcher_nodes_known = false;  // launchers run on CPU nodes the replay does not model
   config.topology.clear();
   if (in_.topology_aware) config.topology.push_back({"rack", kRackLabel});
   // The tenants' decayed usage as this replay measures it (there are no Tenant objects to read it from).

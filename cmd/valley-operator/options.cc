@@ -227,6 +227,7 @@ task::ControllerOptions controller_options(const Flags& flags) {
   if (auto requirements = kube::parse_label_selector(o.node_selector)) o.node_requirements = std::move(*requirements);
   else throw std::invalid_argument("--node-selector=" + o.node_selector + " is not a label selector like pool=a100,!dedicated");
   o.launcher_pool = label_pairs(flags, "launcher-node-selector");
+  o.planner.launcher_pool = o.launcher_pool;  // the plan admits a gang only where its launcher can go
   if (const std::string path = flags.get("instance-types"); !path.empty()) {
     std::string text;
     try {

@@ -174,6 +174,32 @@ void subtract(Node& node, const api::Pod& pod) {
   for (const auto& [k, v] : room_usage(pod)) node.room[k] -= v;
 }
 
+namespace {
+// A pod template's nodeSelector, required node affinity terms and tolerations.
+void read_node_constraints(const json& tmpl_spec, std::map<std::string, std::string>& selector,
+                           std::vector<std::vector<NodeRequirement>>& terms, std::vector<Toleration>& tolerations) {
+  for (const auto& [k, v] : field(tmpl_spec, "nodeSelector").items())
+    if (v.is_string()) selector[k] = v.get<std::string>();
+  for (const auto& term : kube::array_at(field(field(field(tmpl_spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
+                                        "nodeSelectorTerms")) {
+    std::vector<NodeRequirement> requirements;
+    for (const char* list : {"matchExpressions", "matchFields"})
+      for (const auto& e : kube::array_at(term, list)) {
+        NodeRequirement r{kube::string_at(e, "key"), kube::string_at(e, "operator"), {}};
+        for (const auto& v : kube::array_at(e, "values"))
+          if (v.is_string()) r.values.push_back(v.get<std::string>());
+        requirements.push_back(std::move(r));
+      }
+    terms.push_back(std::move(requirements));
+  }
+  if (auto tols = tmpl_spec.find("tolerations"); tols != tmpl_spec.end() && tols->is_array())
+    for (const auto& tol : *tols)
+      if (tol.is_object())
+        tolerations.push_back({kube::string_at(tol, "key"), kube::string_at(tol, "operator", "Equal"), kube::string_at(tol, "value"),
+                               kube::string_at(tol, "effect")});
+}
+}  // namespace
+
 Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<api::Pod>& owned_pods) {
   std::vector<const api::Pod*> pods;
   for (const auto& p : owned_pods) pods.push_back(&p);
@@ -201,26 +227,13 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
   t.gpu_milli = spec.gpus.milli;
   t.sharing_profile = spec.sharing_profile.value_or("");
   // Where the workers may go, from the worker pod template the user gave.
-  const json& tmpl_spec = field(spec.worker.pod_template, "spec");
-  for (const auto& [k, v] : field(tmpl_spec, "nodeSelector").items())
-    if (v.is_string()) t.node_selector[k] = v.get<std::string>();
-  for (const auto& term : kube::array_at(field(field(field(tmpl_spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
-                                        "nodeSelectorTerms")) {
-    std::vector<NodeRequirement> requirements;
-    for (const char* list : {"matchExpressions", "matchFields"})
-      for (const auto& e : kube::array_at(term, list)) {
-        NodeRequirement r{kube::string_at(e, "key"), kube::string_at(e, "operator"), {}};
-        for (const auto& v : kube::array_at(e, "values"))
-          if (v.is_string()) r.values.push_back(v.get<std::string>());
-        requirements.push_back(std::move(r));
-      }
-    t.node_terms.push_back(std::move(requirements));
+  read_node_constraints(field(spec.worker.pod_template, "spec"), t.node_selector, t.node_terms, t.tolerations);
+  if (spec.type == api::TaskType::MPI) {
+    Task::Launcher l;
+    read_node_constraints(field(spec.launcher.pod_template, "spec"), l.node_selector, l.node_terms, l.tolerations);
+    l.room = room_requests(api::pod_from(render::launcher_pod(spec, render::Shape{})));
+    t.launcher = std::move(l);
   }
-  if (auto tols = tmpl_spec.find("tolerations"); tols != tmpl_spec.end() && tols->is_array())
-    for (const auto& tol : *tols)
-      if (tol.is_object())
-        t.tolerations.push_back({kube::string_at(tol, "key"), kube::string_at(tol, "operator", "Equal"), kube::string_at(tol, "value"),
-                                  kube::string_at(tol, "effect")});
   const json& meta = field(task_object, "metadata");
   if (auto created = kube::time_at(meta, "creationTimestamp")) t.created = *created;
   const json status = api::readable_status(field(task_object, "status"));

@@ -139,6 +139,8 @@ class Decider {
   void suspend(const std::string& reason, const std::string& message, const std::string& note);
   // A worker pinned to a node other than the one the plan now has for its index.
   bool replanned(const PodView& p) const;
+  // What a spot notice costs a task without checkpoints whose launcher its template pins to spot.
+  std::string launcher_on_spot_warning(int workers) const;
   // The running epoch ends (its pods checkpoint and go) and the next starts: Restarting with `reason`.
   void next_epoch(const std::string& reason, const std::string& action, const std::string& message);
   // A bound worker pod of the current epoch sits on a node the plan no longer has for its index.

@@ -293,6 +293,15 @@ void Decider::suspend(const std::string& reason, const std::string& message, con
   count_replicas();
 }
 
+std::string Decider::launcher_on_spot_warning(int workers) const {
+  std::string cost = "everything its " + std::to_string(workers) + " workers ran until then is lost and run (and paid for) again";
+  if (spec_->estimated_duration)
+    cost += ", up to " + std::to_string(spec_->estimated_duration->count() / 60'000) + " minutes of work (spec.estimatedDuration)";
+  return "the master template allows only spot nodes, so the launcher goes there although the task writes no checkpoint: "
+         "a spot notice on the launcher's node restarts the task from its start, and " + cost +
+         "; set spec.checkpoint to resume instead, or let the launcher run on on-demand nodes";
+}
+
 // A worker pinned to a node other than the one the plan now has for its index.
 bool Decider::replanned(const PodView& p) const {
   return p.role == "worker" && !p.pinned.empty() && o_.admission && p.worker_index >= 0 &&
@@ -351,9 +360,15 @@ void Decider::ensure_objects(int workers, bool mpi) {
       // The launcher goes out with its workers (one wave through the scheduler and the kubelets):
       // its init container holds mpirun until it can reach every worker (render::launcher_pod).
       // Without checkpoints, a launcher lost to a spot notice would cost the whole run: kept off spot.
+      // Unless its template allows only spot nodes (the plan says so): the user's pin is honoured.
       static const std::vector<std::pair<std::string, std::string>> kNone;
-      if (!older_epoch_alive)
-        d_.create.push_back(render::launcher_pod(*spec_, shape, {spec_->checkpoint_uri.empty() ? o_.spot_labels : kNone, o_.launcher_pool, o_.planned_nodes}));
+      const bool uncheckpointed = spec_->checkpoint_uri.empty();
+      const bool pinned_to_spot = uncheckpointed && o_.admission && o_.admission->launcher_on_spot;
+      if (!older_epoch_alive) {
+        d_.create.push_back(
+            render::launcher_pod(*spec_, shape, {uncheckpointed && !pinned_to_spot ? o_.spot_labels : kNone, o_.launcher_pool, o_.planned_nodes}));
+        if (pinned_to_spot) event("Warning", "LauncherOnSpot", "Launch", launcher_on_spot_warning(workers));
+      }
     } else {
       // A launcher of this epoch lists the workers of this size (a resize in place changes it).
       const PodView& launcher = *it->second;

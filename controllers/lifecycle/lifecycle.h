@@ -116,6 +116,9 @@ struct Admission {
   // The priority it was planned at: spec.priority, else its tenant's defaultPriority, capped at the
   // tenant's maxPriority (-1: not known). What its priority multiplier bills.
   int priority = -1;
+  // Its launcher goes to spot although the task writes no checkpoint: its master template allows
+  // only spot nodes (planner::Decision::launcher_on_spot).
+  bool launcher_on_spot = false;
 };
 
 // The API server refused to create one of the task's objects (recorded by the reconciler when it

@@ -66,6 +66,9 @@ std::optional<std::pair<Key, int64_t>> shape_rule(int gpu_milli, bool has_vendor
   return std::nullopt;
 }
 
+// A need of room column `column` (kRoomResources) in the words kubectl uses: "500 CPUs", "64Gi of memory".
+std::string amount(int column, int64_t units);
+
 // The spot rule: task t gets no new workers on spot capacity.
 bool kept_off_spot(const Task& t, const Config& c);
 // Whether task t may get new workers on node n (schedulable, the spot rule, nodes it avoids, its
@@ -146,6 +149,13 @@ class Plan {
   }
   // Why task i can never be placed (no node it may use could hold one worker even empty), or "".
   std::string unplaceable(size_t i);
+  // Where task i's launcher may go (plan_launcher.cc): why no node can ever hold it ("" if one can),
+  // and whether it goes to spot although the task writes no checkpoint (its template pins it there).
+  struct LauncherFit {
+    std::string unplaceable;
+    bool on_spot = false;
+  };
+  const LauncherFit& launcher_fit(size_t i);
   // Why task i's gang of `need` can never be placed where nodes can be bought: the nodes it may use
   // and what their NodePools' limits let be bought hold fewer workers even empty ("" if they hold
   // it, or if it may use no node still to be bought).
@@ -357,6 +367,7 @@ class Plan {
   std::vector<std::map<size_t, int64_t>> sharers_;    // node -> sharing task -> replicas it holds there
   std::vector<std::array<int64_t, kRoomColumns>> demand_;  // task -> room one worker asks for
   std::map<std::string, std::string> unplaceable_;   // unplaceable()'s answers by task shape
+  std::map<std::string, LauncherFit> launcher_fit_;  // launcher_fit()'s answers by task or launcher shape
   std::vector<std::vector<char>> eligible_;           // task -> node -> may place new workers (lazily)
   std::vector<char> may_share_;                       // task -> planner::may_share (fixed for the plan)
   std::map<size_t, std::map<std::string, std::vector<std::string>>> usable_pools_;  // usable_pools()

@@ -19,6 +19,7 @@ std::vector<Decision> Plan::run() {
   by_worker_index();
   for (const auto& [i, from] : reclaimed_from_)  // (after grow: it words a fresh task's admission anew)
     if (decisions_[i].action == Action::Admit) decisions_[i].reason += "; its GPUs come back from " + from;
+  for (size_t i : admitted_) decisions_[i].launcher_on_spot = launcher_fit(i).on_spot;
   return std::move(decisions_);
 }
 
@@ -134,8 +135,8 @@ void Plan::admit_waiting() {
     }
     // A gang no node set can hold waits holding nothing, and nobody is shrunk or kept from growing
     // for it.
-    if (std::string why = unplaceable(i);
-        !why.empty() || !(why = topology_unplaceable(i, need)).empty() || !(why = beyond_pools(i, need)).empty()) {
+    if (std::string why = unplaceable(i); !why.empty() || !(why = launcher_fit(i).unplaceable).empty() ||
+                                          !(why = topology_unplaceable(i, need)).empty() || !(why = beyond_pools(i, need)).empty()) {
       d.action = Action::Wait;
       d.workers = 0;
       d.reason = std::move(why);

@@ -311,8 +311,6 @@ std::string Plan::tenant_entitlement(size_t i) {
          "; fair share " + api::format_milli(fair_of(t.tenant)) + " GPUs, holds " + api::format_milli(quota_.total_usage(t.tenant));
 }
 
-namespace {
-// A worker's need of one resource in the words kubectl uses: "500 CPUs", "64Gi of memory".
 std::string amount(int column, int64_t units) {
   char buf[64];
   switch (column) {
@@ -328,7 +326,6 @@ std::string amount(int column, int64_t units) {
       return std::to_string(units) + " pods";
   }
 }
-}  // namespace
 
 std::string Plan::devices_unplaceable(const Task& t) const {
   std::set<std::string> classes, vendors, seen;

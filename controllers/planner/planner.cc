@@ -12,16 +12,18 @@
 
 namespace valley::planner {
 
-namespace {
-bool tolerates(const Task& t, const Taint& taint) {
+bool tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
   if (taint.effect == "PreferNoSchedule") return true;
-  for (const auto& tol : t.tolerations) {
+  for (const auto& tol : tolerations) {
     if (!tol.effect.empty() && tol.effect != taint.effect) continue;
     if (tol.op == "Exists" && (tol.key.empty() || tol.key == taint.key)) return true;
     if (tol.op != "Exists" && tol.key == taint.key && tol.value == taint.value) return true;
   }
   return false;
 }
+
+namespace {
+bool tolerates(const Task& t, const Taint& taint) { return tolerates(t.tolerations, taint); }
 
 // A node that taints itself with its own GPU resource (as managed GPU node groups do) keeps off pods
 // that ask for no GPU; Valley's workers there ask for that resource and tolerate it (render::worker_pod,
@@ -143,14 +145,16 @@ bool devices_match(const Task& t, const Node& n) {
   return true;
 }
 
-bool selects(const Task& t, const Node& n) {
-  if (!devices_match(t, n)) return false;
-  for (const auto& [k, v] : t.node_selector) {
+bool selects(const Task& t, const Node& n) { return devices_match(t, n) && selects_labels(t.node_selector, t.node_terms, n); }
+
+bool selects_labels(const std::map<std::string, std::string>& selector, const std::vector<std::vector<NodeRequirement>>& terms,
+                    const Node& n) {
+  for (const auto& [k, v] : selector) {
     auto it = n.labels.find(k);
     if (it == n.labels.end() || it->second != v) return false;
   }
-  if (t.node_terms.empty()) return true;
-  return std::any_of(t.node_terms.begin(), t.node_terms.end(), [&](const std::vector<NodeRequirement>& term) {
+  if (terms.empty()) return true;
+  return std::any_of(terms.begin(), terms.end(), [&](const std::vector<NodeRequirement>& term) {
     // An empty term matches no node, as Kubernetes reads it.
     return !term.empty() && std::all_of(term.begin(), term.end(), [&](const NodeRequirement& r) { return satisfies(r, n); });
   });

@@ -158,6 +158,15 @@ struct Task {
   // much room left take it.
   std::map<std::string, int64_t> worker_room;
   std::vector<std::string> avoid_nodes;  // nodes where its pods could not be bound lately
+  // An MPI task's launcher (no GPU): where its master template lets it go and what it requests.
+  // kube-scheduler places it; the plan only admits a gang whose launcher some node can hold.
+  struct Launcher {
+    std::map<std::string, std::string> node_selector;
+    std::vector<std::vector<NodeRequirement>> node_terms;
+    std::vector<Toleration> tolerations;
+    std::map<std::string, int64_t> room;  // Node::room's units
+  };
+  std::optional<Launcher> launcher;
   std::optional<TopologyRule> topology;  // none: the fewest nodes, then the narrowest common domain
   // spec.worker.devices: only nodes whose DRA GPUs are of this class and share these attributes
   // (qualified, or the driver's own when unqualified); "" : any GPU.
@@ -231,6 +240,11 @@ struct Config {
   // unless its nodeSelector picks it. Set with a PricingPolicy (cost::planner_config), which is what
   // makes spot attractive; without one such tasks only prefer on-demand capacity, as before.
   bool spot_needs_checkpoint = false;
+  // Launchers: the operator's launcher pool (--launcher-node-selector labels every launcher must
+  // carry), and whether the plan sees every node a launcher may use (the simulator does not model
+  // its CPU nodes: it sets this false and launchers are not checked).
+  std::vector<std::pair<std::string, std::string>> launcher_pool;
+  bool launcher_nodes_known = true;
   ReduceCostRule reduce_cost = ReduceCostRule::CheapestReachable;
   // CheapestReachable: a task waits only for an option at least this much cheaper (percent of the
   // price now; the PricingPolicy's reduceCost.minSavingPercent).
@@ -287,6 +301,9 @@ struct Decision {
   std::optional<SystemTime> expected_start;
   std::string expected_node;
   int64_t price_micros = 0;
+  // Its launcher goes to spot capacity although the task writes no checkpoint: its master template
+  // pins it there (every node the template allows is spot). Honoured; the task is warned.
+  bool launcher_on_spot = false;
 };
 
 // The capacity pool of a GPU node, as quotas and cost breakdowns name it: "<vendor>/<class>".
@@ -300,6 +317,11 @@ bool not_ready_past(bool ready, const std::optional<SystemTime>& not_ready_since
 // The task's worker template selects the node (its nodeSelector labels all match, and one of its
 // required node affinity terms, if it has any), and so do its devices (devices_match).
 bool selects(const Task& t, const Node& n);
+// The node carries every label of `selector` and satisfies one of `terms` (or there are none).
+bool selects_labels(const std::map<std::string, std::string>& selector, const std::vector<std::vector<NodeRequirement>>& terms,
+                    const Node& n);
+// A pod with these tolerations may be scheduled onto a node with this taint.
+bool tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
 // The node's DRA GPUs are what spec.worker.devices asks for (always, for a task that asks nothing).
 bool devices_match(const Task& t, const Node& n);
 // Where a task's attribute name is found in the node's dra_attributes: as given when qualified

@@ -109,7 +109,8 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
     auto old = published.find(d.key);
     bool same = old != published.end() && old->second.admitted == (d.workers > 0) && old->second.workers == d.workers &&
                 old->second.reason == d.reason && old->second.queue_position == d.queue_position &&
-                old->second.expected_start == d.expected_start && old->second.placement.size() == d.placement.size();
+                old->second.expected_start == d.expected_start && old->second.placement.size() == d.placement.size() &&
+                old->second.launcher_on_spot == d.launcher_on_spot;
     bool same_nodes = old != published.end() && old->second.placement.size() == d.placement.size();
     for (size_t k = 0; k < d.placement.size() && same_nodes; ++k) same_nodes = old->second.placement[k].node == d.placement[k].node;
     same = same && same_nodes;
@@ -126,6 +127,7 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
     a.expected_start = d.expected_start;
     a.cheap_until = task.cheap_until;
     a.priority = task.priority;
+    a.launcher_on_spot = d.launcher_on_spot;
     if (r.pricing) {
       const api::TaskSpec& spec = *ts.entry->parsed->spec;
       a.estimate_basis = cost::estimate_basis(spec, task, d, r.config, rate_of, inputs_.rates_for(spec.vendors),

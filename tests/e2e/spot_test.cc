@@ -173,6 +173,33 @@ TEST_F(SpotTest, ALauncherPoolNamedByTheOperatorHoldsEveryLauncher) {
     EXPECT_EQ(admin->get(kPods, ns, launcher)["spec"].value("nodeName", ""), node(2)) << launcher;
 }
 
+// A task without checkpoints whose master and worker templates both pin it to this test's spot
+// nodes: the plan finds only spot nodes its launcher may use, so the pin is honoured (a launcher
+// kept off spot could never bind while its workers ran and were charged), with a Warning.
+TEST_F(SpotTest, ALauncherItsTemplatePinsToSpotRunsThereWithAWarning) {
+  json spec = spot_spec(1, 1);
+  spec.erase("checkpoint");
+  spec["master"]["template"]["spec"] = {{"nodeSelector", {{"valley.dev/pool", pool_}}}};
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Running", 60s)) << status().dump(2) << operator_log();
+  EXPECT_EQ(node_of("job-launcher").rfind(pool_, 0), 0u);
+  EXPECT_TRUE(has_event("\nLauncherOnSpot: the master template allows only spot nodes")) << events_text();
+}
+
+// A master template no node Valley plans on satisfies: the task waits Unplaceable before any of its
+// workers is created (nothing runs, nothing is charged), and says it is the launcher.
+TEST_F(SpotTest, AGangWhoseLauncherNoNodeCanHoldCreatesNoPodAndSaysWhy) {
+  json spec = spot_spec(1, 1);
+  spec["master"]["template"]["spec"] = {{"nodeSelector", {{"valley.dev/pool", "no-such-pool"}}}};
+  apply(spec);
+  ASSERT_TRUE(eventually([&] { return status().value("message", "").find("may hold its launcher") != std::string::npos; }, 30s))
+      << status().dump(2) << operator_log();
+  EXPECT_EQ(status()["phase"], "Pending");
+  EXPECT_NE(status().value("message", "").find("nodeSelector valley.dev/pool=no-such-pool"), std::string::npos) << status().dump(2);
+  EXPECT_TRUE(pods().empty());
+  EXPECT_FALSE(status().contains("cost") && status()["cost"].value("accruedMicros", 0) > 0) << status().dump(2);
+}
+
 TEST_F(SpotTest, TerminationNoticeTaintMovesTheTaskOffTheNodeFromItsCheckpoint) {
   apply(spot_spec(2, 3));
   ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();

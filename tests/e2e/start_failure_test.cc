@@ -84,11 +84,15 @@ TEST_F(TaskTest, APodThatCannotPullItsImageSaysSoAndAfterTheGraceItsGpusGoToTheN
   EXPECT_TRUE(eventually([&] { return !pods("typo").empty(); }, 90s)) << task("typo").dump(2);
 }
 
+// The plan admits a gang only where its launcher's node constraints, taints and CPU, memory and pod
+// room allow; a launcher no node takes for what the plan does not see (here an extended resource
+// no node has) is caught after admission, by its start grace.
 TEST_F(TaskTest, ALauncherNoNodeTakesIsReportedAndItsGpusGoBack) {
   wait_until_no_active_valley_work(*admin);
   json spec = mpi_spec(2, 2);
   spec["runPolicy"] = {{"startGraceSeconds", 10}};
-  spec["master"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/launcher-pool", "none-such"}}}}}};
+  spec["master"]["template"] = {
+      {"spec", {{"containers", json::array({{{"name", "launcher"}, {"resources", {{"limits", {{"valley.dev/dongle", "1"}}}}}}})}}}};
   apply(spec, "nolauncher");
   ASSERT_TRUE(eventually([&] { return status_field(task("nolauncher"), "reason") == "Unschedulable"; }, 60s)) << task("nolauncher").dump(2);
   EXPECT_NE(status_field(task("nolauncher"), "message").find("nolauncher-launcher: 0/"), std::string::npos) << task("nolauncher").dump(2);

@@ -47,6 +47,20 @@ TEST(Lifecycle, OnlyACheckpointingTasksLauncherMayRunOnSpot) {
                   ["matchExpressions"][0]["operator"],
             "In")
       << pooled.dump();
+  // A master template that allows only spot nodes (the plan found no other): honoured, with a
+  // Warning that says what a notice would cost; no Warning while it is kept off spot.
+  for (const auto& e : decide(plain).events) EXPECT_NE(e.reason, "LauncherOnSpot");
+  Observed pinned = plain;
+  pinned.admission->launcher_on_spot = true;
+  const Decision d = decide(pinned);
+  const json honoured = launcher_of(d);
+  ASSERT_TRUE(honoured.is_object());
+  EXPECT_FALSE(honoured["spec"]["affinity"].contains("nodeAffinity")) << honoured.dump();
+  std::string warnings;
+  for (const auto& e : d.events)
+    if (e.type == "Warning") warnings += e.reason + ": " + e.note + "\n";
+  EXPECT_NE(warnings.find("LauncherOnSpot: "), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("restarts the task from its start"), std::string::npos) << warnings;
 }
 
 

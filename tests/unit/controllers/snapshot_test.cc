@@ -198,6 +198,25 @@ TEST(Snapshot, TaskPlacementConstraintsComeFromTheWorkerTemplate) {
   ASSERT_EQ(t.tolerations.size(), 2u);
   EXPECT_EQ(t.tolerations[0].key, "dedicated");
   EXPECT_EQ(t.tolerations[1].op, "Exists");
+  // The launcher's come from the master template; it asks for a pod slot besides what it requests.
+  ASSERT_TRUE(t.launcher.has_value());
+  EXPECT_TRUE(t.launcher->node_selector.empty());
+  EXPECT_EQ(t.launcher->room.at("pods"), 1);
+  obj["spec"]["master"]["template"] = json::parse(R"({"spec":{"nodeSelector":{"pool":"cpu"},
+      "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+        {"matchExpressions":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]}]}}},
+      "tolerations":[{"key":"spot","operator":"Exists"}],
+      "containers":[{"name":"launcher","resources":{"requests":{"cpu":"2"}}}]}})");
+  Task with_launcher = task_from(*api::parse_task(obj).spec, obj, {});
+  ASSERT_TRUE(with_launcher.launcher.has_value());
+  EXPECT_EQ(with_launcher.launcher->node_selector.at("pool"), "cpu");
+  ASSERT_EQ(with_launcher.launcher->node_terms.size(), 1u);
+  EXPECT_EQ(with_launcher.launcher->node_terms[0][0].values, std::vector<std::string>{"spot"});
+  ASSERT_EQ(with_launcher.launcher->tolerations.size(), 1u);
+  EXPECT_EQ(with_launcher.launcher->room.at("cpu"), 2000);
+  // A task of one pod has no launcher.
+  obj["spec"]["taskType"] = "Single";
+  EXPECT_FALSE(task_from(*api::parse_task(obj).spec, obj, {}).launcher.has_value());
 }
 
 }  // namespace
