@@ -49,7 +49,7 @@ void take_claimed(Node& n, const std::map<std::string, int64_t>& held) {
 // The view's entry of a task from its object and pods (by name).
 std::shared_ptr<const SnapshotView::TaskEntry> task_entry(const std::string& key, const ObjectPtr& task,
                                                           const std::shared_ptr<const api::ParsedTask>& parsed,
-                                                          const std::map<std::string, int64_t>& room, std::vector<PodPtr> owned) {
+                                                          const PodRooms& rooms, std::vector<PodPtr> owned) {
   auto e = std::make_shared<SnapshotView::TaskEntry>();
   e->key = key;
   e->object = task;
@@ -71,7 +71,7 @@ std::shared_ptr<const SnapshotView::TaskEntry> task_entry(const std::string& key
   }
   if (parsed->spec) {
     Task t = task_with_pods(*parsed->spec, *task, pods);
-    t.worker_room = room;
+    lay_rooms(t, rooms);
     e->task = std::make_shared<const Task>(std::move(t));
   }
   return e;
@@ -257,10 +257,10 @@ void ClusterSnapshot::upsert_task(const ObjectPtr& task) {
   };
   if (auto old = tasks_.find(key); old != tasks_.end() && same_parse_input(*old->second.object)) {
     t.parsed = old->second.parsed;
-    t.worker_room = std::move(old->second.worker_room);
+    t.rooms = std::move(old->second.rooms);
   } else {
     t.parsed = std::make_shared<const api::ParsedTask>(api::parse_task(*task));
-    if (t.parsed->spec) t.worker_room = worker_room(*t.parsed->spec);
+    if (t.parsed->spec) t.rooms = pod_rooms(*t.parsed->spec);
   }
   remove_task(key);
   task_by_uid_[t.uid] = key;
@@ -294,7 +294,7 @@ SnapshotView ClusterSnapshot::view() {
       if (auto pods = pods_by_owner_.find(t.uid); pods != pods_by_owner_.end())
         for (const auto& [pod_key, pod] : pods->second)
           if (pod->ns + "/" == key.substr(0, pod->ns.size() + 1)) owned.push_back(pod);  // owners are namespaced
-      t.view = task_entry(key, t.object, t.parsed, t.worker_room, std::move(owned));
+      t.view = task_entry(key, t.object, t.parsed, t.rooms, std::move(owned));
     }
     v.tasks.push_back(t.view);
   }
@@ -422,8 +422,8 @@ SnapshotView rebuild(const std::vector<ObjectPtr>& nodes, const std::vector<PodP
           break;
         }
     auto parsed = std::make_shared<const api::ParsedTask>(api::parse_task(*t));
-    const auto room = parsed->spec ? worker_room(*parsed->spec) : std::map<std::string, int64_t>{};
-    v.tasks.push_back(task_entry(key, t, parsed, room, std::move(owned)));
+    const PodRooms rooms = parsed->spec ? pod_rooms(*parsed->spec) : PodRooms{};
+    v.tasks.push_back(task_entry(key, t, parsed, rooms, std::move(owned)));
   }
   return v;
 }

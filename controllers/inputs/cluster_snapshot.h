@@ -21,6 +21,7 @@
 
 #include "controllers/api/dra.h"
 #include "controllers/api/spec.h"
+#include "controllers/inputs/snapshot.h"
 #include "controllers/planner/planner.h"
 #include "controllers/inputs/snapshot.h"
 
@@ -107,7 +108,7 @@ class ClusterSnapshot {
     ObjectPtr object;
     std::string uid;
     std::shared_ptr<const api::ParsedTask> parsed;
-    std::map<std::string, int64_t> worker_room;            // worker_room(spec), once per spec
+    PodRooms rooms;                                         // pod_rooms(spec), once per spec
     std::shared_ptr<const SnapshotView::TaskEntry> view;  // null: to be made anew (it or a pod changed)
   };
   struct TaskWorkers {

@@ -163,6 +163,17 @@ std::map<std::string, int64_t> worker_room(const api::TaskSpec& spec) {
   return room_requests(api::pod_from(render::worker_pod(spec, 0, render::Shape{}, placement)));
 }
 
+PodRooms pod_rooms(const api::TaskSpec& spec) {
+  PodRooms r{worker_room(spec), {}};
+  if (spec.type == api::TaskType::MPI) r.launcher = room_requests(api::pod_from(render::launcher_pod(spec, render::Shape{})));
+  return r;
+}
+
+void lay_rooms(Task& t, const PodRooms& rooms) {
+  t.worker_room = rooms.worker;
+  if (t.launcher) t.launcher->room = rooms.launcher;
+}
+
 std::string counted_as(const Node& n, const std::string& resource) {
   if (n.replicas_resource.empty()) return resource;
   const auto r = gpu::replicas_of(n.replicas_resource);
@@ -204,7 +215,7 @@ Task task_from(const api::TaskSpec& spec, const json& task_object, const std::ve
   std::vector<const api::Pod*> pods;
   for (const auto& p : owned_pods) pods.push_back(&p);
   Task t = task_with_pods(spec, task_object, pods);
-  t.worker_room = worker_room(spec);
+  lay_rooms(t, pod_rooms(spec));
   return t;
 }
 
@@ -231,7 +242,6 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
   if (spec.type == api::TaskType::MPI) {
     Task::Launcher l;
     read_node_constraints(field(spec.launcher.pod_template, "spec"), l.node_selector, l.node_terms, l.tolerations);
-    l.room = room_requests(api::pod_from(render::launcher_pod(spec, render::Shape{})));
     t.launcher = std::move(l);
   }
   const json& meta = field(task_object, "metadata");

@@ -79,6 +79,14 @@ std::map<std::string, int64_t> room_usage(const api::Pod& pod);
 // What one worker of the task asks for besides GPUs: room_requests of the worker pod render makes
 // from its spec (the user's containers and init containers, and Valley's own).
 std::map<std::string, int64_t> worker_room(const api::TaskSpec& spec);
+// The same of one worker and (MPI) of the launcher: each a rendered pod, so the cluster snapshot
+// computes them once per spec, not at every status write.
+struct PodRooms {
+  std::map<std::string, int64_t> worker, launcher;
+};
+PodRooms pod_rooms(const api::TaskSpec& spec);
+// Lays them on the task (the launcher's, when it has one).
+void lay_rooms(Task& t, const PodRooms& rooms);
 
 // Subtracts what `pod` holds from its node's free capacity.
 void subtract(Node& node, const api::Pod& pod);
@@ -87,7 +95,7 @@ void subtract(Node& node, const api::Pod& pod);
 // its live workers of the current epoch (node and GPU resource each holds).
 Task task_from(const api::TaskSpec& spec, const json& task_object, const std::vector<api::Pod>& owned_pods);
 // The same over pods held elsewhere (the cluster snapshot keeps them as shared objects), without
-// worker_room (the caller sets it: the snapshot computes it once per spec).
+// the pods' rooms (the caller lays them: the snapshot computes them once per spec).
 Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const std::vector<const api::Pod*>& owned_pods);
 
 // The workers an admitted task holds for the next plan: those the last plan published for it (by

@@ -59,46 +59,47 @@ const Plan::LauncherFit& Plan::launcher_fit(size_t i) {
   std::array<int64_t, kRoomColumns> need{};
   for (int c = 0; c < kRoomColumns; ++c)
     if (auto it = l.room.find(kRoomResources[c]); it != l.room.end()) need[c] = it->second;
-  bool any_node = false, stable = false, spot = false, stable_room = false, spot_room = false;
-  std::array<int64_t, kRoomColumns> most_stable{}, most_spot{};
+  // What the nodes the launcher may use offer, on stable capacity and on spot.
+  struct Offer {
+    bool any = false, room = false;
+    std::array<int64_t, kRoomColumns> most{};
+  } stable, spot;
+  bool any_node = false;
   for (size_t k = 0; k < nodes_.size(); ++k) {
     const Node& n = *nodes_[k];
     if (api::is_provisionable(n.name)) continue;  // a launcher buys no node
     any_node = true;
     if (!allows(l, config_.launcher_pool, n)) continue;
-    const bool on_spot = info_[k].spot;
-    (on_spot ? spot : stable) = true;
-    auto& most = on_spot ? most_spot : most_stable;
+    Offer& offer = info_[k].spot ? spot : stable;
+    offer.any = true;
     bool holds = true;
     for (int c = 0; c < kRoomColumns; ++c) {
       auto cap = n.room_capacity.find(kRoomResources[c]);
       const int64_t have = cap == n.room_capacity.end() ? kUnlimitedRoom : cap->second;
-      most[c] = std::max(most[c], have);
+      offer.most[c] = std::max(offer.most[c], have);
       holds = holds && have >= need[c];
     }
-    (on_spot ? spot_room : stable_room) = (on_spot ? spot_room : stable_room) || holds;
+    offer.room = offer.room || holds;
   }
   LauncherFit fit;
-  const bool off_spot = !t.checkpointed;
-  if (any_node && !stable && !spot) {
+  if (!any_node) return launcher_fit_[key] = fit;  // no node known yet: it waits like any task
+  if (!stable.any && !spot.any) {
     fit.unplaceable = "Unplaceable: no node Valley plans on may hold its launcher (" + constraints_of(l, config_.launcher_pool) + ")";
-  } else if (any_node) {
-    // Its template allows only spot nodes: the user pinned it there.
-    fit.on_spot = off_spot && !stable;
-    const bool spot_allowed = !off_spot || fit.on_spot;
-    const bool room = stable_room || (spot_allowed && spot_room);
-    if (!room) {
-      std::array<int64_t, kRoomColumns> most = most_stable;
-      if (spot_allowed)
-        for (int c = 0; c < kRoomColumns; ++c) most[c] = std::max(most[c], most_spot[c]);
-      for (int c = 0; c < kRoomColumns && fit.unplaceable.empty(); ++c)
-        if (need[c] > most[c]) {
-          const std::string has = amount(c, most[c]);
-          fit.unplaceable = "Unplaceable: its launcher needs " + amount(c, need[c]) + "; the largest node it may use" +
-                            (spot_allowed ? "" : " (off spot: the task writes no checkpoint)") + " has " + has.substr(0, has.find(' '));
-        }
-    }
+    return launcher_fit_[key] = std::move(fit);
   }
+  const bool off_spot = !t.checkpointed;
+  fit.on_spot = off_spot && !stable.any;  // its template allows only spot nodes: the user pinned it there
+  const bool spot_allowed = !off_spot || fit.on_spot;
+  if (stable.room || (spot_allowed && spot.room)) return launcher_fit_[key] = std::move(fit);
+  std::array<int64_t, kRoomColumns> most = stable.most;
+  if (spot_allowed)
+    for (int c = 0; c < kRoomColumns; ++c) most[c] = std::max(most[c], spot.most[c]);
+  for (int c = 0; c < kRoomColumns && fit.unplaceable.empty(); ++c)
+    if (need[c] > most[c]) {
+      const std::string has = amount(c, most[c]);
+      fit.unplaceable = "Unplaceable: its launcher needs " + amount(c, need[c]) + "; the largest node it may use" +
+                        (spot_allowed ? "" : " (off spot: the task writes no checkpoint)") + " has " + has.substr(0, has.find(' '));
+    }
   return launcher_fit_[key] = std::move(fit);
 }
 
