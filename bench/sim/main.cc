@@ -103,7 +103,7 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
             {"usefulGpuHours", std::round(r.useful_gpu_hours * 10) / 10},
             {"heldGpuHours", std::round(r.held_gpu_hours * 10) / 10},
             {"meanJctHours", std::round(r.mean_jct / 36) / 100},
-            {"meanJctHoursNotReduceCost", std::round(r.mean_jct_not_reduce_cost / 36) / 100},
+            {"meanJctHoursNotReduceCost", std::round(r.mean_jct_not_reduce_cost / 3.6) / 1000},
             {"p50JctHours", std::round(r.p50_jct / 36) / 100},
             {"p99JctHours", std::round(r.p99_jct / 36) / 100},
             {"meanQueueHours", std::round(r.mean_queue / 36) / 100},

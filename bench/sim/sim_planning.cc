@@ -35,6 +35,7 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
       break;
     case PolicyKind::ValleyV2:
       config.scaling_priors = false;  // before issue 41's levers: every task starts at its minimum,
+      config.time_bands.clear();      // grows only where it pays, reduceCost or not,
       config.reduce_cost_min_saving_percent = 0;  // and reduceCost waits for any saving,
       config.move_restart_cost = std::chrono::seconds(0);  // and a running task never moves
       break;

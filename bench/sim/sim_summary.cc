@@ -53,7 +53,7 @@ Result Simulator::summarize() {
     } else {
       split_cost(j, r.split);
       jct.push_back(static_cast<double>(j.result.end - j.result.submit));
-      if (!j.traits.reduce_cost) jct_not_reduce_cost.push_back(static_cast<double>(j.result.end - j.result.submit));
+      if (!j.result.asked_reduce_cost) jct_not_reduce_cost.push_back(static_cast<double>(j.result.end - j.result.submit));
       queue.push_back(static_cast<double>(j.result.start - j.result.submit));
       r.useful_gpu_hours += static_cast<double>(j.trace.duration) * j.trace.gpus / 3600.0;
       r.makespan = std::max(r.makespan, j.result.end);

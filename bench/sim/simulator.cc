@@ -51,6 +51,7 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
     j.work_total = static_cast<double>(t.duration) * at_request;
     j.result.id = t.id;
     j.result.cls = j.traits.cls;
+    j.result.asked_reduce_cost = traits_of(t, in.workload).reduce_cost;
     j.result.app = j.traits.app;
     j.result.gpus = t.gpus;
     j.result.priority = j.traits.priority;

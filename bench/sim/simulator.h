@@ -92,6 +92,9 @@ struct Inputs {
 struct JobResult {
   std::string id, cls, app;
   int gpus = 0, priority = 0;
+  // Its class asks to wait for cheap capacity (workload.yaml), whether or not the policy honours
+  // it: the set of jobs "without reduceCost" is the same for every policy.
+  bool asked_reduce_cost = false;
   int64_t submit = 0, start = -1, end = -1;  // seconds from the slice's start; -1 = never
   api::Micros cost = 0;                     // with the priority multiplier
   int64_t gpu_seconds = 0;                   // GPUs held x seconds

@@ -9,14 +9,15 @@
 # window of cluster05 can hold one job, and cluster10 has 260 jobs in two months). Philly: the tenants benchmark's three busy windows, sampled
 # to a GPU demand of 1.2x the cluster (--load), without tenants.
 #   bench/sim/sweep.sh [OUT] [valley-sim args...]     OUT defaults to bench/results/sweep
-# (SWEEP_REPORT_ONLY=1 only rewrites OUT/sweep.md from the runs there; SWEEP_SLICES=N runs the first N)
+# (SWEEP_REPORT_ONLY=1 only rewrites OUT/sweep.md from the runs there; SWEEP_SLICES=N runs the first N;
+# SWEEP_PRICING another PricingPolicy, SWEEP_POLICIES other policies: bench/sim/frontier.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-bench/results/sweep}
 shift || true
 mkdir -p "$out" bench/out
 data=bench/data
-policies=naive,backfill,valley-v2,valley
+policies=${SWEEP_POLICIES:-naive,backfill,valley-v2,valley}
 # SWEEP_CLOUD: a cloud model (bench/sim/inputs/cloud.yaml): the pools are NodePools bought from zero
 # (make bench-sweep's second half), replayed by the autoscaled backfill and valley.
 cloud=()
@@ -27,7 +28,7 @@ fi
 # SWEEP_CLUSTER / SWEEP_SPOT: another cluster (make bench-sweep-shared: cluster-shared.yaml, where jobs
 # that allow it share time-sliced GPUs by Gavel's pair rates).
 common=(--cluster "${SWEEP_CLUSTER:-bench/sim/inputs/cluster.yaml}" --spot "${SWEEP_SPOT:-bench/sim/inputs/spot.yaml}"
-        --pricing deploy/samples/pricingpolicy-default.yaml --pairs "$data/gavel/pairs.csv"
+        --pricing "${SWEEP_PRICING:-deploy/samples/pricingpolicy-default.yaml}" --pairs "$data/gavel/pairs.csv"
         --workload bench/sim/inputs/workload.yaml --profiles "$data/pollux-adaptdl" --policy "$policies" ${cloud[@]+"${cloud[@]}"})
 
 # name trace from-hour to-hour [extra args], one slice a line.
@@ -65,5 +66,6 @@ if [ -n "${SWEEP_CLOUD:-}" ]; then
   gnuplot -e "dir='$out'" bench/sim/bought.gp
   exit 0
 fi
+[ -n "${SWEEP_NO_REPORT:-}" ] && exit 0
 python3 bench/sim/sweep_report.py "$out"
 gnuplot -e "dir='$out'" bench/sim/money.gp

@@ -21,6 +21,7 @@ FIGURES = [
     ("overBound", "cost / bound", None),
     ("backfillOverBound", "backfill cost / bound", None),
     ("meanJctRatio", "mean JCT / backfill's", (lambda v: v <= 1.0, "no worse than backfill")),
+    ("meanJctNotReduceCostRatio", "mean JCT without reduceCost / backfill's", (lambda v: v <= 1.0, "no worse than backfill")),
     ("p95JctRatio", "p95 JCT / backfill's", (lambda v: v <= 1.1, "within 10% of backfill")),
     ("insideRangeOff", "finals in range, durations +-50%", (lambda v: v >= 0.8, ">= 80%")),
     ("medianErrorOff", "median estimate error, durations +-50%", None),
@@ -45,6 +46,8 @@ def figures(sim):
              "backfillOverBound": bf / bound if bound else None,
              "roomTaken": (bf - cost) / (bf - bound) if bound and bf - bound > 0.01 * bf else None,
              "meanJctRatio": p["meanJctHours"] / backfill["meanJctHours"] if backfill["meanJctHours"] else None,
+             "meanJctNotReduceCostRatio": (p["meanJctHoursNotReduceCost"] / backfill["meanJctHoursNotReduceCost"]
+                                           if backfill.get("meanJctHoursNotReduceCost") else None),
              "p95JctRatio": p["p95JctHours"] / backfill["p95JctHours"] if backfill["p95JctHours"] else None,
              "insideRangeOff": p["estimatesDurationOff"]["insideRange"],
              "medianErrorOff": p["estimatesDurationOff"]["medianError"],

@@ -121,6 +121,22 @@ void parse_levers(FieldReader& r, const json& spec, Policy& p) {
     if (p.growth_min_marginal_milli < 0 || p.growth_min_marginal_milli > 1000)
       r.error("spec.growth.minMarginalSpeedup: between 0 (always grow) and 1 (only linear speedup)");
     p.growth_fast_priority = r.integer(g, "fastPriority", "spec.growth.fastPriority", 90, 0, 101);
+    if (g.contains("withoutReduceCost")) {
+      p.growth_time_bands.clear();
+      r.each(g, "withoutReduceCost", "spec.growth.withoutReduceCost", [&](const json& band, const std::string& path) {
+        Policy::TimeBand b;
+        b.min_priority = r.integer(band, "minPriority", path + ".minPriority", 0, 0, 100);
+        b.min_marginal_milli = r.milli(band, "minMarginalSpeedup", path + ".minMarginalSpeedup", 500);
+        if (b.min_marginal_milli < 0 || b.min_marginal_milli > 1000)
+          r.error(path + ".minMarginalSpeedup: between 0 (always grow) and 1 (only linear speedup)");
+        for (const auto& other : p.growth_time_bands)
+          if (other.min_priority == b.min_priority)
+            r.error(path + ".minPriority: " + std::to_string(b.min_priority) + " is given twice");
+        p.growth_time_bands.push_back(b);
+      });
+      std::sort(p.growth_time_bands.begin(), p.growth_time_bands.end(),
+                [](const auto& a, const auto& b) { return a.min_priority < b.min_priority; });
+    }
   }
   if (spec.contains("moves") && spec["moves"].is_object()) {
     std::string cost = r.str(spec["moves"], "restartCost", "spec.moves.restartCost", "5m");

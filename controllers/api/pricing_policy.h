@@ -69,6 +69,17 @@ struct Policy {
   // tasks of at least `growth_fast_priority` grow to max regardless (speed over cost).
   int64_t growth_min_marginal_milli = 800;
   int growth_fast_priority = 90;
+  // spec.growth.withoutReduceCost: tasks that did not set reduceCost trade money for time; by the
+  // band of their priority (the highest minPriority at or below it) an added worker pays from this
+  // share of linear, they start as large as no measurement rules out and are not shrunk for cost.
+  // An empty list: they grow as reduceCost tasks do.
+  struct TimeBand {
+    int min_priority = 0;
+    int64_t min_marginal_milli = 0;
+  };
+  // By default the exchange rate follows the priority multipliers' bands: below 30 (0.8x), an added
+  // worker pays from 0.2 of linear; from 30 (1.0x and up), any size that is not slower pays.
+  std::vector<TimeBand> growth_time_bands = {{0, 200}, {30, 0}};  // sorted by min_priority
   // What one checkpoint-restart costs a task, as time its GPUs are held without progress (save,
   // reschedule, load). A running task that checkpoints moves to cheaper free capacity at its size
   // when it would save more than that before its expected end; 0 turns moves off.

@@ -45,6 +45,9 @@ planner::Config planner_config(const Policy& p, const std::vector<const planner:
   config.reduce_cost_min_saving_percent = p.reduce_cost_min_saving_percent;
   config.min_marginal_efficiency = static_cast<double>(p.growth_min_marginal_milli) / 1000.0;
   config.fastest_priority = p.growth_fast_priority;
+  config.time_bands.clear();
+  for (const auto& b : p.growth_time_bands)
+    config.time_bands.push_back({b.min_priority, static_cast<double>(b.min_marginal_milli) / 1000.0});
   config.spot_needs_checkpoint = true;
   config.move_restart_cost = p.move_restart_cost;
   if (!p.sharing_pairs.empty()) config.pair_rates = std::make_shared<planner::PairRates>(pair_rates(p));

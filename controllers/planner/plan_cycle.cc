@@ -217,7 +217,7 @@ void Plan::grow() {
       else
         d.reason = "gave back " + std::to_string(from - target) + " workers: the measured speedup from " +
                    std::to_string(target) + " to " + std::to_string(from) + " workers is below " +
-                   std::to_string(static_cast<int>(config_.min_marginal_efficiency * 100)) + "% of linear";
+                   std::to_string(static_cast<int>(planner::growth_threshold(t, config_) * 100)) + "% of linear";
       continue;
     }
     // Nothing that goes first may be waiting for what this growth would take.

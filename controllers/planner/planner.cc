@@ -188,6 +188,19 @@ const Scaling& scaling_evidence(const Task& t, int current, const Config& c, boo
   return prior ? *t.prior_scaling : t.scaling;
 }
 
+const Config::TimeBand* time_band(const Task& t, const Config& c) {
+  if (t.reduce_cost) return nullptr;
+  const Config::TimeBand* band = nullptr;
+  for (const auto& b : c.time_bands)
+    if (b.min_priority <= t.priority) band = &b;
+  return band;
+}
+
+double growth_threshold(const Task& t, const Config& c) {
+  const Config::TimeBand* band = time_band(t, c);
+  return band ? band->min_marginal : c.min_marginal_efficiency;
+}
+
 bool grows_regardless(const Task& t, const Config& c) {
   return t.fastest || t.priority >= c.fastest_priority || c.min_marginal_efficiency <= 0;
 }
@@ -196,7 +209,9 @@ std::optional<int64_t> growth_price_cap(const Task& t, int from, int to, int64_t
   if (t.pinned_workers || grows_regardless(t, c) || price_now <= 0) return std::nullopt;
   const Scaling& evidence = scaling_evidence(t, from, c);
   const double marginal = std::clamp(step_marginal(evidence, from, to, t.min_workers), 0.0, 1.0);
-  return std::llround(static_cast<double>(price_now) * marginal / c.min_marginal_efficiency);
+  const double threshold = growth_threshold(t, c);
+  if (threshold <= 0) return std::nullopt;
+  return std::llround(static_cast<double>(price_now) * marginal / threshold);
 }
 
 int target_size(const Task& t, int current, const Config& c, std::string* why) {
@@ -229,10 +244,17 @@ int target_size(const Task& t, int current, const Config& c, std::string* why) {
     const int step = *t.gpu_percent >= c.busy_utilization_percent ? growth_step(current, c.min_gain_workers, c.min_gain_fraction) : 0;
     return std::clamp(current + step, t.min_workers, t.max_workers);
   }
-  if (why)
-    said(measured_step(evidence, current, t.min_workers, c.min_marginal_efficiency) + (by_prior ? " (as tasks of its image measured)" : ""));
-  return paying_size(evidence, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction,
-                     c.min_marginal_efficiency);
+  const double threshold = growth_threshold(t, c);
+  const bool timely = time_band(t, c) != nullptr;
+  if (why) {
+    if (timely && evidence.size() < 2)
+      said("without reduceCost, time over cost: no two sizes measured yet, as large as free GPUs allow");
+    else
+      said(measured_step(evidence, current, t.min_workers, threshold) + (by_prior ? " (as tasks of its image measured)" : "") +
+           (timely ? "; without reduceCost, sizes not measured yet are taken to pay" : ""));
+  }
+  if (timely) return timely_size(evidence, current, t.min_workers, t.max_workers, threshold);
+  return paying_size(evidence, current, t.min_workers, t.max_workers, c.min_gain_workers, c.min_gain_fraction, threshold);
 }
 
 int64_t price_at(const Node& n, const Config& c, SystemTime t) {

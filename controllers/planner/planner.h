@@ -229,6 +229,15 @@ struct Config {
   // so nothing has to pay: the policy's growth.minMarginalSpeedup, 0.8 by default, sets it).
   double min_marginal_efficiency = 0;
   int fastest_priority = 101;  // tasks of this priority or above grow to max regardless
+  // Tasks that did not set reduceCost trade money for time: by the first band (highest
+  // min_priority at or below theirs) their growth pays from `min_marginal`, they start as large as
+  // no measurement rules out and are not shrunk for cost alone (timely_size). No band: they grow
+  // as reduceCost tasks do (paying_size at min_marginal_efficiency).
+  struct TimeBand {
+    int min_priority = 0;
+    double min_marginal = 0;
+  };
+  std::vector<TimeBand> time_bands;  // sorted by min_priority
   // A task that has measured fewer than two sizes sizes by what tasks of its kind measured
   // (Task::prior_scaling) instead of starting at its minimum.
   bool scaling_priors = true;
@@ -337,7 +346,8 @@ std::string whole_of(const Node& n);
 // The size t should run at when it runs `current` workers (0: not running): pinned; min when its
 // idlePolicy shrinks it; max for a fastest task, one at `fastest_priority` or when growth is not
 // priced; without measured progress but with its GPUs' utilization, one step up while they are
-// saturated, else its size; else where the next workers still pay: by its own measurements, or by
+// saturated, else its size; in a time band, timely_size at the band's threshold; else where the
+// next workers still pay (paying_size): by its own measurements, or by
 // its kind's (prior_scaling) while it has measured fewer than two sizes and runs no larger than
 // its kind measured (scaling_evidence).
 // With `why`, also which rule decided, in words for a resize Event ("measured speedup from 4 to 6
@@ -348,6 +358,14 @@ int target_size(const Task& t, int current, const Config& c, std::string* why = 
 // has measured fewer than two sizes itself and neither runs nor measured above the largest size its
 // kind measured (*by_prior true), else its own.
 const Scaling& scaling_evidence(const Task& t, int current, const Config& c, bool* by_prior = nullptr);
+
+// The time band t's growth is judged by: none for a reduceCost task or when no band reaches its
+// priority (it grows where the speedup pays at min_marginal_efficiency).
+const Config::TimeBand* time_band(const Task& t, const Config& c);
+
+// The share of linear speedup from which t's added workers pay: its time band's, else
+// min_marginal_efficiency.
+double growth_threshold(const Task& t, const Config& c);
 
 // True when t grows to max whatever its scaling: pinned aside, a fastest task, one at
 // `fastest_priority`, or growth not priced.

@@ -98,29 +98,34 @@ double step_marginal(const Scaling& s, int from, int to, int min) {
   return (rate_at(s, to, 1.0) - rate_at(s, from, 1.0)) / ((to - from) * linear);
 }
 
+namespace {
+// The largest size whose step from the size reached so far pays (sizes ascending, each judged on
+// its own step, so a dip where the gang first spans two nodes does not hide a larger size that pays;
+// a size above `hi` speaks for `hi`), and whether a size above it was measured and fell short.
+struct Reached {
+  int size;
+  bool measured_above;
+};
+Reached reached(const Scaling& s, int lo, int hi, double min_marginal) {
+  Reached r{lo, false};
+  for (const auto& x : s) {
+    const int n = std::min(x.workers, hi);
+    if (n <= r.size) continue;
+    if (step_marginal(s, r.size, n, lo) + 1e-9 >= min_marginal) r = {n, false};
+    else r.measured_above = true;
+  }
+  return r;
+}
+}  // namespace
+
 int paying_size(const Scaling& s, int current, int min, int max, int step_workers, double min_gain_fraction,
                 double min_marginal) {
   const int lo = std::max(1, min);
   const int hi = std::max(lo, max);
   auto clamp = [&](int n) { return std::clamp(n, lo, hi); };
   if (s.empty()) return current > 0 ? clamp(current) : lo;
-  const double linear = linear_rate(s, lo);
-  if (!(linear > 0)) return current > 0 ? clamp(current) : lo;
-  // Each measured size is judged on its own step from the size reached so far, so a dip (where the
-  // gang first spans two nodes) does not hide a larger size that pays; a size above max speaks for
-  // max (interpolated).
-  int best = lo;
-  bool measured_above = false;  // a size above `best` was measured and did not pay from it
-  for (const auto& x : s) {
-    const int n = std::min(x.workers, hi);
-    if (n <= best) continue;
-    if (step_marginal(s, best, n, lo) + 1e-9 >= min_marginal) {
-      best = n;
-      measured_above = false;
-    } else {
-      measured_above = true;
-    }
-  }
+  if (!(linear_rate(s, lo) > 0)) return current > 0 ? clamp(current) : lo;
+  const auto [best, measured_above] = reached(s, lo, hi, min_marginal);
   if (current <= best) {
     // Explore one step up only where nothing above was measured yet.
     if (current == best && !measured_above && best < hi) return clamp(best + growth_step(best, step_workers, min_gain_fraction));
@@ -129,6 +134,17 @@ int paying_size(const Scaling& s, int current, int min, int max, int step_worker
   // Above the paying size: give it back once measured there (or at a size between), else wait for it.
   const bool measured_here = std::any_of(s.begin(), s.end(), [&](const ScalingSample& x) { return x.workers > best && x.workers <= current; });
   return measured_here ? best : clamp(current);
+}
+
+int timely_size(const Scaling& s, int current, int min, int max, double min_marginal) {
+  const int lo = std::max(1, min);
+  const int hi = std::max(lo, max);
+  int size = hi;
+  if (!s.empty() && linear_rate(s, lo) > 0) {
+    const Reached r = reached(s, lo, hi, min_marginal);
+    if (r.measured_above) size = r.size;
+  }
+  return std::clamp(std::max(size, current), lo, hi);
 }
 
 void ScalingPriors::record(const std::string& kind, const std::string& task, const Scaling& s) {

@@ -59,6 +59,15 @@ double step_marginal(const Scaling& s, int from, int to, int min);
 int paying_size(const Scaling& s, int current, int min, int max, int step_workers, double min_gain_fraction,
                 double min_marginal);
 
+// The size a task that did not ask to wait (no reduceCost: time over money) should run at, with
+// `current` workers now (0 = not running): each measured size judged as paying_size judges it, at
+// `min_marginal` (the exchange rate of its priority band); where nothing above the size reached was
+// measured to fall short, max: a size not yet measured is taken to pay, so the task starts as
+// large as the free GPUs allow instead of growing a checkpoint-restart at a time. Never below
+// `current`: a size measured not to pay is kept (no restart for cost alone) until something else
+// needs its GPUs.
+int timely_size(const Scaling& s, int current, int min, int max, double min_marginal);
+
 // What the tasks of one kind (the same worker image) measured, pooled: a task that has not measured
 // two sizes itself sizes by it (paying_size on the pooled curve) instead of starting at its minimum
 // and growing one measured step at a time. Each task's per-worker rate by size is taken relative to

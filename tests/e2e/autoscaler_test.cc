@@ -241,7 +241,10 @@ class BoughtGrowth : public BoughtCapacity {
                   {{"apiVersion", "valley.dev/v1beta1"},
                    {"kind", "PricingPolicy"},
                    {"metadata", {{"name", ns}}},
-                   {"spec", {{"currency", "USD"}, {"gpu", json::array({price})}}}});
+                   // Growth judged by the cost rule, as for a reduceCost task (no time band): a
+                   // task that did not ask to wait would otherwise start at max when nothing
+                   // measured says otherwise.
+                   {"spec", {{"currency", "USD"}, {"gpu", json::array({price})}, {"growth", {{"withoutReduceCost", json::array()}}}}}});
   }
   void TearDown() override {
     admin->remove(kube::resources::kPricingPolicies, "", ns);

@@ -193,6 +193,34 @@ TEST_F(CostTest, ReduceCostTaskLandsOnTheCheapestPoolItMayUse) {
   EXPECT_EQ(worker_pools(*admin, pods("cheap")), std::set<std::string>{"mi250-od"});
 }
 
+// The objective per class (the policy's default growth.withoutReduceCost): a task that did not ask
+// to wait starts as large as the free GPUs allow, since nothing measured says a size does not pay;
+// a reduceCost task of the same kind starts at its minimum and grows only where measured speedup
+// pays (no progress records here, so it stays there).
+TEST_F(CostTest, WithoutReduceCostATaskStartsAtMaxWhileAReduceCostOneOfTheSameKindStartsAtItsMinimum) {
+  wait_until_no_active_valley_work(*admin);
+  create_policy(policy_spec());
+  ASSERT_TRUE(eventually([&] { return policy_valid().rfind("True", 0) == 0; }, 20s)) << policy_valid();
+  json spec = mpi_spec(1, 4, {{"sim.valley.dev/run-time", "10m"}});
+  spec["priority"] = 50;
+  spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", "a100-od"}}}}}};
+  apply(spec, "quick");
+  const auto status = [&](const std::string& name) { return task(name).value("status", json::object()); };
+  ASSERT_TRUE(eventually([&] { return status("quick").value("phase", "") == "Running"; }, 60s)) << task("quick").dump(2);
+  EXPECT_EQ(status("quick").value("replicas", 0), 4) << status("quick").dump(2);
+  spec["reduceCost"] = true;
+  spec["priority"] = 10;
+  apply(spec, "thrifty");
+  ASSERT_TRUE(eventually([&] { return status("thrifty").value("phase", "") == "Running"; }, 60s)) << task("thrifty").dump(2);
+  EXPECT_EQ(status("thrifty").value("replicas", 0), 1);
+  // What must not happen, over several resize intervals (2 s here): the cost rule growing into sizes
+  // nobody measured, the time rule giving back what it has.
+  std::this_thread::sleep_for(8s);
+  EXPECT_EQ(status("thrifty").value("replicas", 0), 1) << status("thrifty").dump(2);
+  EXPECT_EQ(status("quick").value("replicas", 0), 4) << status("quick").dump(2);
+  EXPECT_EQ(status("quick").value("epoch", 0), 1);
+}
+
 // A reduceCost task with a deadline waits for cheaper capacity only while its deadline still holds:
 // MI250X (2.00, plus 300 W by default at 0.50/kWh: 2.15 an hour) is held by a task expected to end in 30 s that overruns; the deadline leaves 45 s of
 // slack (10 min of work + the 5 min restart allowance before a deadline 15m45s out), so it waits for
@@ -280,13 +308,13 @@ TEST_F(CostTest, ValleyctlEstimatesASeedFileWithoutSubmittingIt) {
                    ::testing::TempDir() + "/valleyctl-estimate-" + ns + ".log");
   ASSERT_EQ(run.wait(30s), 0) << run.output();
   json out = json::parse(run.output());
-  // The planner admits it at its minimum, 2 workers, on on-demand A100s (it has no checkpoint store,
-  // so no spot); until its speedup is measured it assumes each added worker pays 0.8 of linear, so
-  // 2 workers take 2 h x (1 + 3 x 0.8) / (1 + 0.8) = 3.78 h: 7.556 GPU-hours at 3.60 = 27.20, plus
-  // 400 W x 7.556 h x 0.50 = 1.51; priority 50 pays 1.0x: 28.71.
-  EXPECT_EQ(out["workers"], 2) << out.dump(2);
-  EXPECT_EQ(out["gpuHours"], "7.556") << out.dump(2);
-  EXPECT_EQ(out["expected"], "28.71") << out.dump(2);
+  // Priority 50 without reduceCost: time over money, and nothing measured says a size does not pay,
+  // so the planner admits it at its maximum, 4 workers, on on-demand A100s (it has no checkpoint
+  // store, so no spot) for its estimated 2 h: 8 GPU-hours at 3.60 = 28.80, plus 400 W x 8 h x 0.50
+  // = 1.60; priority 50 pays 1.0x: 30.40.
+  EXPECT_EQ(out["workers"], 4) << out.dump(2);
+  EXPECT_EQ(out["gpuHours"], "8.000") << out.dump(2);
+  EXPECT_EQ(out["expected"], "30.40") << out.dump(2);
   EXPECT_EQ(out["currency"], "USD");
   // Nothing was submitted.
   for (const std::string& where : {ns, std::string("default")})

@@ -4,10 +4,12 @@
 
 #include "controllers/planner/planner.h"
 #include "controllers/planner/scaling.h"
+#include "tests/unit/controllers/planner_fixtures.h"
 
 namespace valley::planner {
 namespace {
 using namespace std::chrono_literals;
+using fixtures::measured;
 
 const SystemTime kNow = SystemTime(std::chrono::seconds(1795316645));
 
@@ -260,12 +262,6 @@ TEST(Scaling, ObservationsAreRunningMeansPerSizeAndRoundTripThroughStatus) {
 }
 
 // A synthetic workload: how many steps per second it makes at n workers.
-Scaling measured(std::initializer_list<std::pair<int, double>> points) {
-  Scaling s;
-  for (auto [n, r] : points) s = observe(s, n, r);
-  return s;
-}
-
 TEST(Scaling, GrowsOneStepAtATimeWhileItPaysAndGivesBackWhatDidNot) {
   const double kMin = 0.8;
   // Nothing measured: run at min, and wait for a measurement before growing.

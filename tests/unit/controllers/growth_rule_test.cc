@@ -11,12 +11,6 @@ namespace valley::planner {
 namespace {
 using namespace fixtures;
 
-Scaling measured(std::initializer_list<std::pair<int, double>> points) {
-  Scaling s;
-  for (auto [n, r] : points) s = observe(s, n, r);
-  return s;
-}
-
 constexpr double kMin = 0.8;
 
 TEST(GrowthRule, LinearIsWhatAWorkerDoesAtTheTasksOwnMinimum) {

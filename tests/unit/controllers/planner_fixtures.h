@@ -36,6 +36,13 @@ inline Task task(const std::string& key, int priority, int min, int max, int gpu
   return t;
 }
 
+// Observations at each (workers, steps per second), as status.scaling holds them.
+inline Scaling measured(std::initializer_list<std::pair<int, double>> points) {
+  Scaling s;
+  for (auto [n, r] : points) s = observe(s, n, r);
+  return s;
+}
+
 // The planner as before growth had to pay: every task grows to max whenever GPUs are free. Most
 // tests here are about admission, shrinking and preemption mechanics, which that makes plain.
 inline std::vector<Decision> greedy_plan(const std::vector<Node>& nodes, const std::vector<Task>& tasks, SystemTime now, Config c = {}) {

@@ -532,6 +532,35 @@ TEST(Policy, PatienceGrowthAndMoveSettingsParseWithPathsInErrors) {
   EXPECT_EQ(planner_config(*p, {}, SystemTime{}, planner::Config{}).reduce_cost_min_saving_percent, 25);
   EXPECT_EQ(p->growth_min_marginal_milli, 700);
   EXPECT_EQ(p->growth_fast_priority, 80);
+  // Tasks without reduceCost: time over money by priority band, 0.2 from 0 and 0 from 30 unless stated.
+  auto bands = planner_config(*p, {}, SystemTime{}, planner::Config{}).time_bands;
+  ASSERT_EQ(bands.size(), 2u);
+  EXPECT_DOUBLE_EQ(bands[0].min_marginal, 0.2);
+  EXPECT_EQ(bands[1].min_priority, 30);
+  EXPECT_DOUBLE_EQ(bands[1].min_marginal, 0.0);
+  o["spec"]["growth"]["withoutReduceCost"] = json::array({{{"minPriority", 60}, {"minMarginalSpeedup", "0.2"}},
+                                                          {{"minPriority", 0}, {"minMarginalSpeedup", "0.6"}}});
+  p = parse_policy(o, &errors);
+  ASSERT_TRUE(p);
+  bands = planner_config(*p, {}, SystemTime{}, planner::Config{}).time_bands;
+  ASSERT_EQ(bands.size(), 2u);
+  EXPECT_EQ(bands[0].min_priority, 0);  // sorted
+  EXPECT_DOUBLE_EQ(bands[0].min_marginal, 0.6);
+  EXPECT_DOUBLE_EQ(bands[1].min_marginal, 0.2);
+  o["spec"]["growth"]["withoutReduceCost"] = json::array();  // judged as reduceCost tasks are
+  p = parse_policy(o, &errors);
+  ASSERT_TRUE(p);
+  EXPECT_TRUE(planner_config(*p, {}, SystemTime{}, planner::Config{}).time_bands.empty());
+  for (const json& bad : {json::array({{{"minPriority", 0}, {"minMarginalSpeedup", "1.5"}}}),
+                          json::array({{{"minPriority", 5}, {"minMarginalSpeedup", "0.5"}}, {{"minPriority", 5}, {"minMarginalSpeedup", "0.4"}}}),
+                          json("fast")}) {
+    o["spec"]["growth"]["withoutReduceCost"] = bad;
+    errors.clear();
+    EXPECT_FALSE(parse_policy(o, &errors)) << bad.dump();
+    ASSERT_FALSE(errors.empty());
+    EXPECT_NE(errors[0].find("spec.growth.withoutReduceCost"), std::string::npos) << errors[0];
+  }
+  o["spec"]["growth"].erase("withoutReduceCost");
   EXPECT_EQ(planner_config(*p, {}, SystemTime{}, planner::Config{}).move_restart_cost, std::chrono::minutes(5));  // the default
   o["spec"]["moves"]["restartCost"] = "0s";
   p = parse_policy(o, &errors);
