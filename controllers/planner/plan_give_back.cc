@@ -34,7 +34,9 @@ void Plan::give_back_bought() {
     const Task& t = tasks_[i];
     Decision& d = decisions_[i];
     const double hours_left = movable_hours_left(i);
-    if (hours_left <= restart_hours) continue;
+    // A task that did not ask to wait is not restarted for the platform's cost: it would be moved
+    // off, grow back onto free GPUs (time over money), and be moved again.
+    if (hours_left <= restart_hours || planner::time_band(t, config_)) continue;
     std::set<size_t> on;
     for (const auto& w : d.placement)
       if (const size_t k = node_at(w.node); k != kNoNode && bought_up(*nodes_[k])) on.insert(k);

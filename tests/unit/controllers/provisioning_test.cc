@@ -382,6 +382,14 @@ TEST(GiveBack, AGangKeepingABoughtNodeUpAloneMovesOntoGpusFreeElsewhereSoTheNode
   auto both = planner::plan(nodes, {t, waiting}, kNow, c);
   ASSERT_EQ(find(both, "ns/w").action, planner::Action::Wait);
   EXPECT_EQ(find(both, "ns/t").action, planner::Action::Keep);
+  // Nor a task that did not set reduceCost, once a time band judges it (no restart for the
+  // platform's cost); a reduceCost one still moves.
+  planner::Config banded = c;
+  banded.time_bands = {{0, 0.0}};
+  EXPECT_EQ(planner::plan(nodes, {t}, kNow, banded)[0].action, planner::Action::Keep);
+  planner::Task thrifty = t;
+  thrifty.reduce_cost = true;
+  EXPECT_EQ(planner::plan(nodes, {thrifty}, kNow, banded)[0].action, planner::Action::Move);
 }
 
 }  // namespace
