@@ -117,18 +117,20 @@ void parse_levers(FieldReader& r, const json& spec, Policy& p) {
   }
   if (spec.contains("growth") && spec["growth"].is_object()) {
     const json& g = spec["growth"];
-    p.growth_min_marginal_milli = r.milli(g, "minMarginalSpeedup", "spec.growth.minMarginalSpeedup", 800);
-    if (p.growth_min_marginal_milli < 0 || p.growth_min_marginal_milli > 1000)
-      r.error("spec.growth.minMarginalSpeedup: between 0 (always grow) and 1 (only linear speedup)");
+    // A share of linear speedup, in thousandths.
+    auto share_of_linear = [&r](const json& o, const std::string& path, int64_t def) {
+      const int64_t v = r.milli(o, "minMarginalSpeedup", path, def);
+      if (v < 0 || v > 1000) r.error(path + ": between 0 (always grow) and 1 (only linear speedup)");
+      return v;
+    };
+    p.growth_min_marginal_milli = share_of_linear(g, "spec.growth.minMarginalSpeedup", 800);
     p.growth_fast_priority = r.integer(g, "fastPriority", "spec.growth.fastPriority", 90, 0, 101);
     if (g.contains("withoutReduceCost")) {
       p.growth_time_bands.clear();
       r.each(g, "withoutReduceCost", "spec.growth.withoutReduceCost", [&](const json& band, const std::string& path) {
         Policy::TimeBand b;
         b.min_priority = r.integer(band, "minPriority", path + ".minPriority", 0, 0, 100);
-        b.min_marginal_milli = r.milli(band, "minMarginalSpeedup", path + ".minMarginalSpeedup", 500);
-        if (b.min_marginal_milli < 0 || b.min_marginal_milli > 1000)
-          r.error(path + ".minMarginalSpeedup: between 0 (always grow) and 1 (only linear speedup)");
+        b.min_marginal_milli = share_of_linear(band, path + ".minMarginalSpeedup", 500);
         for (const auto& other : p.growth_time_bands)
           if (other.min_priority == b.min_priority)
             r.error(path + ".minPriority: " + std::to_string(b.min_priority) + " is given twice");

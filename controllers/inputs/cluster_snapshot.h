@@ -23,7 +23,6 @@
 #include "controllers/api/spec.h"
 #include "controllers/inputs/snapshot.h"
 #include "controllers/planner/planner.h"
-#include "controllers/inputs/snapshot.h"
 
 namespace valley::planner {
 
