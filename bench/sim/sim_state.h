@@ -206,7 +206,7 @@ class Simulator {
   // The cluster as objects (sim_objects.cc): what the operator's informers would show, kept in a
   // planning snapshot, and the planner's inputs taken from it through controllers/inputs.
   std::string namespace_of(const SimJob& j) const;
-  JobTraits traits_for(const TraceJob& t) const;  // the job's traits as this policy runs it
+  JobTraits as_run(JobTraits asked) const;  // a job's traits (as its workload class asks) as this policy runs it
   std::string launcher_node_for(const SimJob& j) const;
   bool on_node(const SimJob& j, const std::string& node) const;  // a worker of it is there
   void requeue(SimJob& j, bool lose_work);

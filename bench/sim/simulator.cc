@@ -36,7 +36,7 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
   for (const auto& t : in.history) {  // as if each ran at its traced size for its traced duration
     SimJob h;
     h.trace = t;
-    h.traits = traits_for(t);
+    h.traits = as_run(traits_of(t, in.workload));
     h.state = State::Done;
     h.result.gpu_seconds = t.duration * t.gpus;
     learn_duration(h);
@@ -44,14 +44,15 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
   for (const auto& t : in.jobs) {
     SimJob j;
     j.trace = t;
-    j.traits = traits_for(t);
+    const JobTraits asked = traits_of(t, in.workload);
+    j.traits = as_run(asked);
     auto sp = in.speedups.find(j.traits.app);
     j.speedup = sp == in.speedups.end() ? nullptr : &sp->second;
     double at_request = j.speedup ? j.speedup->at(t.gpus) : t.gpus;
     j.work_total = static_cast<double>(t.duration) * at_request;
     j.result.id = t.id;
     j.result.cls = j.traits.cls;
-    j.result.asked_reduce_cost = traits_of(t, in.workload).reduce_cost;
+    j.result.asked_reduce_cost = asked.reduce_cost;
     j.result.app = j.traits.app;
     j.result.gpus = t.gpus;
     j.result.priority = j.traits.priority;
@@ -312,8 +313,7 @@ std::string Simulator::launcher_node_for(const SimJob& j) const {
   return live[std::hash<std::string>{}(j.trace.id + "/" + std::to_string(j.epoch)) % live.size()]->node.name;
 }
 
-JobTraits Simulator::traits_for(const TraceJob& t) const {
-  JobTraits traits = traits_of(t, in_.workload);
+JobTraits Simulator::as_run(JobTraits traits) const {
   if (policy_ == PolicyKind::Naive || policy_ == PolicyKind::Backfill) {  // fixed size at what the job asked for
     traits.min_workers = traits.max_workers;
     traits.reduce_cost = false;
