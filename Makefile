@@ -3,8 +3,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
+# Two builds: the shipped binaries (BUILD_DIR: optimized, what the images, the demo, chaos and the
+# benchmarks run) and the tests (TEST_DIR: everything, under AddressSanitizer and
+# UndefinedBehaviorSanitizer; the operator the tests start is this build's, sanitized too).
 BUILD_DIR ?= build
-SANITIZE_DIR ?= build-sanitize
+TEST_DIR ?= build-sanitize
 JOBS ?= $(shell nproc)
 # CI builds with warnings as errors; so does everyone, so CI holds no surprises.
 CMAKE_FLAGS ?= -DVALLEY_WERROR=ON
@@ -16,34 +19,41 @@ export CCACHE_DIR ?= $(or $(VALLEY_CACHE),$(HOME)/.cache/valley)/ccache
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 export CCACHE_MAXSIZE ?= 5G
+# The test build's precompiled headers (included with -include, made moments before the sources
+# that use them): ccache caches such compiles only when told the header's macros and times are fine.
+export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: help deps build demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
+.PHONY: help deps build build-tests demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
-	@echo "make test    everything: deps, build, unit tests (plain and sanitized), e2e on a real control plane and a real node"
-	@echo "other targets: deps build unit unit-sanitize fuzz chaos chaos-smoke integration cluster-up cluster-down e2e bench bench-sweep clean"
+	@echo "make test    everything: deps, build, unit tests (sanitized), e2e on a real control plane and a real node"
+	@echo "other targets: deps build build-tests unit fuzz chaos chaos-smoke integration cluster-up cluster-down e2e bench bench-sweep clean"
 
 deps:
 	@scripts/deps.sh
 
 $(BUILD_DIR)/build.ninja:
-	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) -DVALLEY_TESTS=OFF
 
+# The shipped binaries, the benchmarks and the chaos driver; no tests (they are make build-tests').
 build: $(BUILD_DIR)/build.ninja
+	cmake -S . -B $(BUILD_DIR) -DVALLEY_TESTS=OFF >/dev/null
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-unit: build
-	cd $(BUILD_DIR) && $(CTEST) -j $(JOBS) -L unit
+# Every test and the programs they start, sanitized, unoptimized, with line tables only (what a
+# sanitizer's report needs) and precompiled headers: each test source is compiled once, here only.
+build-tests:
+	cmake -S . -B $(TEST_DIR) -G Ninja $(CMAKE_FLAGS) -DVALLEY_SANITIZE=ON -DVALLEY_TESTS=ON -DVALLEY_PCH=ON \
+	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 >/dev/null
+	cmake --build $(TEST_DIR) -j $(JOBS) --target valley_tests
 
-# The unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (no e2e binaries needed),
-# the fuzz targets' seeded replays among them (the short version of make fuzz).
-unit-sanitize:
-	cmake -S . -B $(SANITIZE_DIR) -G Ninja $(CMAKE_FLAGS) -DVALLEY_SANITIZE=ON -DVALLEY_E2E=OFF \
-	  -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target valley_unit
-	cd $(SANITIZE_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+# The unit tests under AddressSanitizer + UndefinedBehaviorSanitizer, leaks included, and the fuzz
+# targets' seeded replays among them (the short version of make fuzz).
+unit: build-tests
+	cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(CTEST) -j $(JOBS) -L unit
+unit-sanitize: unit  # the unit tests have one build, sanitized
 
 # libFuzzer targets (clang): every parser of untrusted text, 15 s each; FUZZ_SECONDS=600 make fuzz for
 # the long run, FUZZ_TARGETS="spec yaml_json" for some. Not in make test, whose unit runs replay each
@@ -52,8 +62,8 @@ fuzz:
 	@tests/fuzz/run.sh
 
 # Real programs beside the build, no cluster: the S3 store against versitygw, the MPI workload.
-integration: build cluster-binaries
-	cd $(BUILD_DIR) && $(CTEST) -L integration
+integration: build-tests cluster-binaries
+	cd $(TEST_DIR) && $(CTEST) -L integration
 
 cluster-binaries:
 	@tests/cluster/build-binaries.sh
@@ -86,9 +96,9 @@ node-down:
 
 # End-to-end tests on the real node: real containers, real MPI, real S3 (label "real"). The node
 # is removed afterwards, pass or fail, so the tests after it see only kwok nodes.
-real: node-up
+real: build-tests node-up
 	@scripts/operator.sh stop
-	@cd $(BUILD_DIR) && $(CTEST) -L real; rc=$$?; cd $(CURDIR) && $(CLUSTER) node-down; exit $$rc
+	@cd $(TEST_DIR) && $(CTEST) -L real; rc=$$?; cd $(CURDIR) && $(CLUSTER) node-down; exit $$rc
 
 # Valley's CustomResourceDefinitions, installed and Established.
 crds: cluster-up
@@ -105,8 +115,8 @@ crds: cluster-up
 # The tests start their own operators and count GPUs: a demo left running would take both, so what
 # the demo left goes first. Other finished tasks left in the cluster hold nothing and stay.
 # In parallel shards, a fleet of kwok nodes each (tests/e2e/run.sh; E2E_SHARDS, default 3).
-e2e: build crds demo-clean
-	@tests/e2e/run.sh $(BUILD_DIR)
+e2e: build-tests crds demo-clean
+	@tests/e2e/run.sh $(TEST_DIR)
 
 # Karpenter on the local control plane (tests/cluster/karpenter): its kwok provider buys nodes for
 # pending pods and removes idle ones; the autoscaler suite (label "autoscaler") runs against it.
@@ -114,8 +124,8 @@ autoscaler-up: crds
 	@tests/cluster/cluster.sh autoscaler-up
 autoscaler-down:
 	@tests/cluster/cluster.sh autoscaler-down
-autoscaler-e2e: build autoscaler-up
-	@cd $(BUILD_DIR) && $(CTEST) -L autoscaler; rc=$$?; cd $(CURDIR) && $(CLUSTER) autoscaler-down; exit $$rc
+autoscaler-e2e: build-tests autoscaler-up
+	@cd $(TEST_DIR) && $(CTEST) -L autoscaler; rc=$$?; cd $(CURDIR) && $(CLUSTER) autoscaler-down; exit $$rc
 
 # The chaos campaign (tests/chaos): two operator replicas under faults, checked by an independent
 # checker; the full run (20 minutes of faults) writes bench/results/chaos.json. CHAOS_SEED replays a run.
@@ -145,9 +155,12 @@ monitoring:
 lint-deploy: cluster-binaries
 	@tests/deploy/lint.sh
 
-# One step after another (scripts/steps.sh), with the seconds each took at the end.
-# `node-binaries@bg` runs in the background from there on (scripts/steps.sh).
-TEST_STEPS := deps build unit unit-sanitize integration node-binaries@bg monitoring lint-deploy e2e real autoscaler-e2e chaos-smoke bench-smoke
+# One step after another (scripts/steps.sh), with the seconds each took at the end. Steps written
+# name@bg run niced in the background from there on: the Go builds (Kubernetes, the real node,
+# Karpenter) from the start, on what the C++ compiles leave idle (downloads, links), until
+# integration waits for them; the previous release's operator beside the kwok suites, which mostly
+# wait on the API server, until chaos-smoke waits for it.
+TEST_STEPS := deps node-binaries@bg build build-tests unit integration previous-operator@bg monitoring lint-deploy e2e real autoscaler-e2e chaos-smoke bench-smoke
 test:
 	@MAKE="$(MAKE)" scripts/steps.sh $(TEST_STEPS)
 
@@ -188,5 +201,5 @@ bench-smoke: build bench-binaries crds
 	@bench/smoke.sh
 
 clean:
-	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) build-fuzz
+	rm -rf $(BUILD_DIR) $(TEST_DIR) build-fuzz
 	git worktree prune  # the previous release's source lived in $(BUILD_DIR)/previous

@@ -13,6 +13,10 @@ commit=$(grep -v '^#' tests/upgrade/previous-release | tr -d '[:space:]')
 out="$build_dir/previous"
 binary="$out/src/build/bin/valley-operator"
 cached="${VALLEY_CACHE:-$HOME/.cache/valley}/previous-operator-${commit:0:12}"
+# One build at a time (make test starts it in the background; chaos-smoke's call waits for it here).
+mkdir -p "$(dirname "$cached")"
+exec 9>"$cached.lock"
+flock 9
 if [ -f "$cached/.complete" ]; then
   echo "$cached/valley-operator"
   exit 0
