@@ -29,7 +29,7 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
     else return std::nullopt;
     total_ms += value * scale;
   }
-  if (!std::isfinite(total_ms) || total_ms > 1e15) return std::nullopt;
+  if (!std::isfinite(total_ms) || total_ms > static_cast<double>(std::chrono::milliseconds(kMaxDuration).count())) return std::nullopt;
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ms)));
 }
 

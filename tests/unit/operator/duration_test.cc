@@ -12,6 +12,10 @@ TEST(Duration, ParsesGoStyleDurations) {
   EXPECT_EQ(parse_duration("1h30m"), 90min);
   EXPECT_EQ(parse_duration("2.5h"), 150min);
   EXPECT_EQ(parse_duration("2d"), 48h);
+  // A hundred years at most: added to a time of this century, nanoseconds since 1970 must not overflow.
+  EXPECT_EQ(parse_duration("36500d"), std::chrono::milliseconds(kMaxDuration));
+  EXPECT_FALSE(parse_duration("36501d"));
+  EXPECT_FALSE(parse_duration("100000d"));
   EXPECT_EQ(parse_duration("0s"), 0ms);
 }
 
