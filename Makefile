@@ -38,7 +38,6 @@ $(BUILD_DIR)/build.ninja:
 
 # The shipped binaries, the benchmarks and the chaos driver; no tests (they are make build-tests').
 build: $(BUILD_DIR)/build.ninja
-	cmake -S . -B $(BUILD_DIR) -DVALLEY_TESTS=OFF >/dev/null
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Every test and the programs they start, sanitized, unoptimized, with line tables only (what a

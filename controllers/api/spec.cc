@@ -358,7 +358,8 @@ void parse_transfers(Reader& r, const json* spec, TaskSpec& s) {
 void parse_limits(Reader& r, const json* spec, TaskSpec& s) {
   if (auto d = r.str(*spec, "estimatedDuration", "spec.estimatedDuration")) {
     s.estimated_duration = parse_duration(*d);
-    if (!s.estimated_duration) r.error("spec.estimatedDuration: \"" + *d + "\" is not a duration like 6h or 90m (at most 36500d)");
+    if (!s.estimated_duration) r.error("spec.estimatedDuration: \"" + *d + "\" is not a duration like 6h or 90m (at most " +
+                                       std::to_string(kMaxDuration.count() / 24) + "d)");
   }
   if (auto d = r.str(*spec, "deadline", "spec.deadline")) {
     if (auto t = kube::parse_time(*d)) s.deadline_at = *t;
