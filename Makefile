@@ -97,7 +97,7 @@ node-down:
 # is removed afterwards, pass or fail, so the tests after it see only kwok nodes.
 real: build-tests node-up
 	@scripts/operator.sh stop
-	@cd $(TEST_DIR) && $(CTEST) -L real; rc=$$?; cd $(CURDIR) && $(CLUSTER) node-down; exit $$rc
+	@cd $(TEST_DIR) && $(CTEST) -L real; rc=$$?; cd $(CURDIR); [ $$rc -eq 0 ] || $(CLUSTER) node-diagnose; $(CLUSTER) node-down; exit $$rc
 
 # Valley's CustomResourceDefinitions, installed and Established.
 crds: cluster-up

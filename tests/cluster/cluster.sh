@@ -10,7 +10,7 @@
 #                                  named <fleet>-<node>, labelled valley.dev/fleet (e2e's shards)
 #   cluster.sh stop|start|restart COMPONENT   one of etcd, apiserver, controller-manager, scheduler, kwok
 #   cluster.sh compact             compact etcd's history up to now (old resourceVersions expire)
-#   cluster.sh node-up|node-down|node-status   a real node (containerd, kubelet, CoreDNS; node.bash)
+#   cluster.sh node-up|node-down|node-status|node-diagnose   a real node (containerd, kubelet, CoreDNS; node.bash)
 #   cluster.sh autoscaler-up|autoscaler-down   Karpenter buying kwok nodes (autoscaler.bash)
 #
 # State lives in $VALLEY_HOME (default: <repo>/.valley): bin/ (links into the build cache), pki/,
@@ -380,6 +380,7 @@ main() {
     node-up) cmd_node_up ;;
     node-down) cmd_node_down ;;
     node-status) cmd_node_status ;;
+    node-diagnose) cmd_node_diagnose ;;
     autoscaler-up) cmd_autoscaler_up ;;
     autoscaler-down) cmd_autoscaler_down ;;
     supervise) supervise "${2:?component}" ;;

@@ -429,3 +429,23 @@ cmd_node_down() {
 }
 
 cmd_node_status() { status_of "${NODE_COMPONENTS[@]}"; }
+
+# What a failed run on the node needs to be understood from CI's output alone (which keeps its
+# beginning and its end): the node's pods and their containers' states, the last warnings, and the
+# errors of the kubelet and containerd.
+cmd_node_diagnose() {
+  [ -d "$NODE" ] || return 0
+  echo "--- real node diagnosis: components"
+  status_of "${NODE_COMPONENTS[@]}" 2>&1 || true
+  echo "--- pods on $NODE_NAME"
+  kubectl get pods -A --field-selector "spec.nodeName=$NODE_NAME" -o \
+    custom-columns='NS:.metadata.namespace,POD:.metadata.name,PHASE:.status.phase,WAITING:.status.containerStatuses[*].state.waiting.reason,INIT:.status.initContainerStatuses[*].state.waiting.reason,MESSAGE:.status.containerStatuses[*].state.waiting.message' 2>&1 | tail -15 | cut -c1-300 || true
+  echo "--- last warnings about pods"
+  kubectl get events -A --field-selector type=Warning,involvedObject.kind=Pod --sort-by=.lastTimestamp \
+    -o custom-columns='OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message' 2>&1 | tail -12 | cut -c1-300 || true
+  local c
+  for c in kubelet containerd; do
+    echo "--- $c errors (last 10)"
+    grep -aiE 'level=error|^E[0-9]{4} ' "$LOGS/$c.log" 2>/dev/null | grep -v 'code = NotFound' | tail -10 | cut -c1-300 || true
+  done
+}
