@@ -437,6 +437,8 @@ cmd_node_diagnose() {
   [ -d "$NODE" ] || return 0
   echo "--- real node diagnosis: components"
   status_of "${NODE_COMPONENTS[@]}" 2>&1 || true
+  echo "--- Valley operators running on this machine"
+  pgrep -af '[v]alley-operator' 2>/dev/null | cut -c1-250 || true
   echo "--- pods on $NODE_NAME"
   kubectl get pods -A --field-selector "spec.nodeName=$NODE_NAME" -o \
     custom-columns='NS:.metadata.namespace,POD:.metadata.name,PHASE:.status.phase,WAITING:.status.containerStatuses[*].state.waiting.reason,INIT:.status.initContainerStatuses[*].state.waiting.reason,MESSAGE:.status.containerStatuses[*].state.waiting.message' 2>&1 | tail -15 | cut -c1-300 || true
