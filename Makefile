@@ -47,10 +47,16 @@ build-tests:
 	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 >/dev/null
 	cmake --build $(TEST_DIR) -j $(JOBS) --target valley_tests
 
+# Each suite's scratch, gtest's TempDir (the logs of the operators and programs its tests start,
+# their kubeconfigs, the real node's data directories), is $(TEST_DIR)/test-tmp/SUITE, emptied when
+# the suite starts: what a failed run leaves stays there to read until the suite runs again, and
+# nothing piles up in /tmp (a shared machine's disk filled with the logs of earlier runs).
+suite_tmp = rm -rf $(TEST_DIR)/test-tmp/$(1) && mkdir -p $(TEST_DIR)/test-tmp/$(1) && export TEST_TMPDIR=$(abspath $(TEST_DIR))/test-tmp/$(1)
+
 # The unit tests under AddressSanitizer + UndefinedBehaviorSanitizer, leaks included, and the fuzz
 # targets' seeded replays among them (the short version of make fuzz).
 unit: build-tests
-	cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	$(call suite_tmp,unit) && cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(CTEST) -j $(JOBS) -L unit
 unit-sanitize: unit  # the unit tests have one build, sanitized
 
@@ -62,7 +68,7 @@ fuzz:
 
 # Real programs beside the build, no cluster: the S3 store against versitygw, the MPI workload.
 integration: build-tests cluster-binaries
-	cd $(TEST_DIR) && $(CTEST) -L integration
+	$(call suite_tmp,integration) && cd $(TEST_DIR) && $(CTEST) -L integration
 
 cluster-binaries:
 	@tests/cluster/build-binaries.sh
@@ -97,7 +103,7 @@ node-down:
 # is removed afterwards, pass or fail, so the tests after it see only kwok nodes.
 real: build-tests node-up
 	@scripts/operator.sh stop
-	@cd $(TEST_DIR) && $(CTEST) -L real; rc=$$?; cd $(CURDIR); [ $$rc -eq 0 ] || $(CLUSTER) node-diagnose; $(CLUSTER) node-down; exit $$rc
+	@$(call suite_tmp,real) && cd $(TEST_DIR) && $(CTEST) -L real; rc=$$?; cd $(CURDIR); [ $$rc -eq 0 ] || $(CLUSTER) node-diagnose; $(CLUSTER) node-down; exit $$rc
 
 # Valley's CustomResourceDefinitions, installed and Established.
 crds: cluster-up
@@ -115,7 +121,7 @@ crds: cluster-up
 # the demo left goes first. Other finished tasks left in the cluster hold nothing and stay.
 # In parallel shards, a fleet of kwok nodes each (tests/e2e/run.sh; E2E_SHARDS, default 3).
 e2e: build-tests crds demo-clean
-	@tests/e2e/run.sh $(TEST_DIR)
+	@$(call suite_tmp,e2e) && tests/e2e/run.sh $(TEST_DIR)
 
 # Karpenter on the local control plane (tests/cluster/karpenter): its kwok provider buys nodes for
 # pending pods and removes idle ones; the autoscaler suite (label "autoscaler") runs against it.
@@ -124,7 +130,7 @@ autoscaler-up: crds
 autoscaler-down:
 	@tests/cluster/cluster.sh autoscaler-down
 autoscaler-e2e: build-tests autoscaler-up
-	@cd $(TEST_DIR) && $(CTEST) -L autoscaler; rc=$$?; cd $(CURDIR) && $(CLUSTER) autoscaler-down; exit $$rc
+	@$(call suite_tmp,autoscaler) && cd $(TEST_DIR) && $(CTEST) -L autoscaler; rc=$$?; cd $(CURDIR) && $(CLUSTER) autoscaler-down; exit $$rc
 
 # The chaos campaign (tests/chaos): two operator replicas under faults, checked by an independent
 # checker; the full run (20 minutes of faults) writes bench/results/chaos.json. CHAOS_SEED replays a run.

@@ -15,6 +15,11 @@ declare -A lanes=() lane_start=()
 rc=0
 mkdir -p .valley/logs
 
+# Free space where the builds, the caches and the real node's containers go: a full disk fails a
+# run in ways that look like anything else (the real node's pods never start).
+disk_free() { df -h --output=avail "$PWD" "${VALLEY_CACHE:-$HOME/.cache/valley}" /tmp 2>/dev/null | tail -n +2 | tr -s ' \n' ' '; }
+echo "==> free disk (checkout, cache, /tmp):$(disk_free)"
+
 finish_lane() {  # name: waits for it, reports it (how long it ran, as it wrote when it ended)
   local name=$1 lane_rc took
   wait "${lanes[$name]}"
@@ -52,4 +57,5 @@ done
 echo "==> seconds per step (background steps overlap the ones after them; total is the wall clock):"
 for s in "${done_steps[@]}"; do printf '    %-18s %5d\n' "${s% *}" "${s##* }"; done
 printf '    %-18s %5d\n' total "$SECONDS"
+echo "==> free disk (checkout, cache, /tmp):$(disk_free)"
 exit $rc

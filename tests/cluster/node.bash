@@ -437,6 +437,8 @@ cmd_node_diagnose() {
   [ -d "$NODE" ] || return 0
   echo "--- real node diagnosis: components"
   status_of "${NODE_COMPONENTS[@]}" 2>&1 || true
+  echo "--- free disk under the node's state"
+  df -h "$NODE" 2>&1 | tail -1
   echo "--- Valley operators running on this machine"
   pgrep -af '[v]alley-operator' 2>/dev/null | cut -c1-250 || true
   echo "--- pods on $NODE_NAME"
