@@ -63,7 +63,7 @@ std::vector<cost::NodeRate> policy_rates(const cost::Policy& policy, const api::
 
 void print_estimate(const api::TaskSpec& spec, const cost::Policy& policy, const cost::Estimate& e, const json& out,
                     const planner::Decision& d, bool offline, kube::SystemTime now) {
-  std::cout << "task        " << spec.name << " (" << (spec.type == api::TaskType::MPI ? "MPI" : "Single") << ", priority "
+  std::cout << "task        " << spec.name << " (" << api::task_type_name(spec.type) << ", priority "
             << spec.priority << ", " << spec.min_workers << "-" << spec.max_workers << " workers x " << api::format_milli(spec.gpus.milli)
             << " GPU" << (spec.reduce_cost ? ", reduceCost" : "") << (spec.vendors.size() > 1 || spec.vendors[0] != "nvidia" ? ", on " + join_vendors(spec.vendors) : std::string()) << ")\n";
   if (!d.reason.empty()) std::cout << "planner     " << d.reason << "\n";

@@ -59,14 +59,24 @@ json seed_to_task(const YamlDocument& doc, const std::string& default_namespace,
   };
   const std::string name = str("TaskName", true);
   std::string type = d.contains("TaskType") ? str("TaskType", false) : "MPI";
-  if (type != "MPI" && type != "Single") errs.push_back(where("TaskType") + ": must be MPI or Single");
+  if (type != "MPI" && type != "Single" && type != "PyTorch") errs.push_back(where("TaskType") + ": must be MPI, PyTorch or Single");
   json spec = {{"taskType", type}};
   if (auto p = integer("Priority")) spec["priority"] = *p;
   auto min = integer("MinReplicas"), max = integer("MaxReplicas"), worker_max = integer("WorkerMaxReplicas");
-  if (type == "MPI") {
+  if (type == "MPI" || type == "PyTorch") {
     int64_t hi = max.value_or(min.value_or(1));
     if (worker_max) hi = std::min(hi, *worker_max);  // the workers' own cap wins
     spec["replicas"] = {{"min", min.value_or(1)}, {"max", hi}};
+  }
+  if (type == "PyTorch") {
+    // Workers only: TaskImage or WorkerImage; a launcher's image or replicas mean nothing here.
+    std::string worker = str("WorkerImage", false);
+    if (worker.empty()) worker = str("TaskImage", false);
+    if (worker.empty()) errs.push_back("WorkerImage (or TaskImage): a PyTorch task needs a worker image");
+    for (const char* key : {"MasterImage", "MasterMaxReplicas"})
+      if (d.contains(key)) errs.push_back(where(key) + ": a PyTorch task has no launcher (its workers run torchrun)");
+    spec["worker"] = {{"image", worker}};
+  } else if (type == "MPI") {
     const std::string task_image = str("TaskImage", false);
     std::string master = str("MasterImage", false), worker = str("WorkerImage", false);
     if (master.empty()) master = task_image;
@@ -107,6 +117,8 @@ json seed_to_task(const YamlDocument& doc, const std::string& default_namespace,
       errs.push_back(where("Command") + ": must be a list of strings");
     else if (type == "MPI")
       spec["master"]["command"] = d["Command"];
+    else if (type == "PyTorch")
+      spec["worker"]["command"] = d["Command"];
     else
       spec["command"] = d["Command"];
   }

@@ -216,6 +216,32 @@ std::optional<IdlePolicy> parse_idle_policy(const json& o, const std::string& pa
 
 namespace {
 
+// A PyTorch worker's command may start torchrun itself (for flags of its own), but the rendezvous
+// and the number of nodes are Valley's: it sets them from the task (render.h).
+void check_torchrun_command(Reader& r, const ContainerSpec& worker) {
+  static const char* const kValleys[] = {"nnodes", "rdzv-endpoint", "rdzv_endpoint", "rdzv-backend", "rdzv_backend", "rdzv-id",
+                                         "rdzv_id", "node-rank", "node_rank", "master-addr", "master_addr", "master-port",
+                                         "master_port", "standalone"};
+  if (worker.command.empty() || worker.command.front() != "torchrun") return;
+  std::vector<std::string> words(worker.command.begin() + 1, worker.command.end());
+  words.insert(words.end(), worker.args.begin(), worker.args.end());
+  bool value_next = false;  // the word after a flag without '=' may be its value
+  for (const auto& word : words) {
+    if (word.rfind('-', 0) != 0) {
+      if (!value_next) break;  // the script: what follows is its own
+      value_next = false;
+      continue;
+    }
+    const size_t eq = word.find('='), start = word.find_first_not_of('-');
+    value_next = eq == std::string::npos;
+    if (start == std::string::npos || (eq != std::string::npos && eq < start)) continue;
+    const std::string flag = word.substr(start, eq == std::string::npos ? std::string::npos : eq - start);
+    for (const char* ours : kValleys)
+      if (flag == ours)
+        r.error("spec.worker.command: --" + flag + " is Valley's to set (from spec.replicas and the task's rendezvous on worker 0); remove it");
+  }
+}
+
 // Sections of spec, each adding to s and reporting through r.
 // What runs: the type, priority, replicas, elasticity, the worker and launcher containers.
 void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
@@ -224,8 +250,10 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
     s.type = TaskType::MPI;
   } else if (type == "Single") {
     s.type = TaskType::Single;
+  } else if (type == "PyTorch") {
+    s.type = TaskType::PyTorch;
   } else {
-    r.error("spec.taskType: must be MPI or Single, not \"" + type + "\"");
+    r.error("spec.taskType: must be MPI, PyTorch or Single, not \"" + type + "\"");
   }
   s.priority = static_cast<int>(r.integer(*spec, "priority", "spec.priority", 0, 100).value_or(0));
   s.priority_set = spec->contains("priority") && (*spec)["priority"].is_number_integer();
@@ -240,7 +268,7 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
     r.error("spec.replicas.target: must lie within spec.replicas.min..max");
 
   parse_vendors(r, spec, s);
-  std::string elasticity = r.str(*spec, "elasticity", "spec.elasticity").value_or("Restart");
+  std::string elasticity = r.str(*spec, "elasticity", "spec.elasticity").value_or(s.type == TaskType::PyTorch ? "Hot" : "Restart");
   if (elasticity == "Hot") {
     s.hot_elastic = true;
   } else if (elasticity != "Restart") {
@@ -266,7 +294,8 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
     } else {
       r.error("spec.worker.gpus: \"" + gpus + "\" is not a whole number of GPUs (1-999) or a fraction below 1 like 0.5");
     }
-    s.slots_per_worker = static_cast<int>(r.integer(*w, "slotsPerWorker", "spec.worker.slotsPerWorker", 1, 1024).value_or(1));
+    s.slots_per_worker = static_cast<int>(r.integer(*w, "slotsPerWorker", "spec.worker.slotsPerWorker", 1, 1024)
+                                              .value_or(s.type == TaskType::PyTorch ? std::max(1, s.gpus.count()) : 1));
     if (const json* d = r.object(*w, "devices", "spec.worker.devices")) s.devices = parse_devices(r, *d);
     if (const json* sh = r.object(*w, "sharing", "spec.worker.sharing"); sh && r.boolean(*sh, "allowed", "spec.worker.sharing.allowed").value_or(false)) {
       s.sharing_profile = r.str(*sh, "profile", "spec.worker.sharing.profile").value_or("");
@@ -281,6 +310,11 @@ void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
     if (auto args = r.strings(*spec, "args", "spec.args"); !args.empty()) s.worker.args = args;
     if (s.worker.image.empty()) r.error("spec.image: a Single task needs an image");
     if (s.max_workers != 1) r.error("spec.replicas.max: a Single task runs one pod");
+  } else if (s.type == TaskType::PyTorch) {
+    if (spec->contains("master")) r.error("spec.master: a PyTorch task has no launcher (its workers run torchrun)");
+    if (s.worker.image.empty()) r.error("spec.worker.image: a PyTorch task needs a worker image");
+    if (s.worker.command.empty()) r.error("spec.worker.command: a PyTorch task needs the command torchrun runs on each worker (such as [python3, train.py])");
+    check_torchrun_command(r, s.worker);
   } else {
     if (s.launcher.image.empty()) r.error("spec.master.image: an MPI task needs a launcher image");
     if (s.worker.image.empty()) r.error("spec.worker.image: an MPI task needs a worker image");
@@ -442,6 +476,15 @@ int64_t gpu_milli_at_max(const json& object) {
     if (auto g = w->find("gpus"); g != w->end() && g->is_string()) gpus = g->get<std::string>();
   const auto request = parse_gpus(gpus);
   return request ? max_workers * request->milli : 0;
+}
+
+const char* task_type_name(TaskType type) {
+  switch (type) {
+    case TaskType::MPI: return "MPI";
+    case TaskType::Single: return "Single";
+    case TaskType::PyTorch: return "PyTorch";
+  }
+  return "MPI";
 }
 
 }  // namespace valley::api

@@ -20,7 +20,12 @@ namespace valley::api {
 
 using json = nlohmann::json;
 
-enum class TaskType { MPI, Single };
+// MPI: a launcher (mpirun) and workers it reaches over SSH. PyTorch: workers only, each a torchrun
+// agent of one c10d rendezvous that worker 0 hosts (no launcher, no SSH). Single: one pod.
+enum class TaskType { MPI, Single, PyTorch };
+const char* task_type_name(TaskType type);
+// The port of a PyTorch task's rendezvous (torchrun's default for c10d) on worker 0.
+inline constexpr int kRendezvousPort = 29400;
 enum class CleanPodPolicy { Running, All, None };
 
 struct ContainerSpec {
@@ -97,7 +102,10 @@ struct TaskSpec {
   };
   std::optional<Topology> topology;
   ContainerSpec launcher;  // MPI only
-  ContainerSpec worker;    // the MPI workers, or the one pod of a Single task
+  ContainerSpec worker;    // the MPI or PyTorch workers, or the one pod of a Single task
+  bool has_launcher() const { return type == TaskType::MPI; }
+  // Workers that find each other by name (the headless Service <task>-workers).
+  bool has_worker_service() const { return type != TaskType::Single; }
   GpuRequest gpus;
   // spec.worker.devices: the workers' GPUs as DRA devices of this DeviceClass only, each of whose
   // attributes named here has that value. Names are the driver's own ("productName") or qualified
@@ -112,9 +120,12 @@ struct TaskSpec {
   // worker, under this workload profile (the PricingPolicy's sharing pairs name profiles; default
   // the worker image); nullopt: never (a whole GPU per worker, as asked).
   std::optional<std::string> sharing_profile;
+  // MPI ranks per worker; a PyTorch task's processes per worker (torchrun's nproc-per-node:
+  // by default one per GPU).
   int slots_per_worker = 1;
-  // Hot: the workload follows discover_hosts.sh (Horovod elastic), so a resize adds or removes
-  // workers without restarting the launcher. Restart (default): a resize is a new epoch.
+  // Hot: workers are added or removed without a new epoch: an MPI workload follows
+  // discover_hosts.sh (Horovod elastic) under its running launcher; a PyTorch task's torchrun agents
+  // rendezvous again at the new size (its default). Restart (MPI's default): a resize is a new epoch.
   bool hot_elastic = false;
   PodSecurity pod_security;
   std::optional<IdlePolicy> idle_policy;  // absent: its tenant's, else Report after 30m below 5%

@@ -342,7 +342,7 @@ void Decider::failed(const PodView& p) {
 
 // Something outside the task's control is taking a pod of the current epoch away.
 std::optional<Decider::Disruption> Decider::find_disruption() const {
-  const bool mpi = spec_->type == api::TaskType::MPI;
+  const bool mpi = spec_->has_launcher();
   const int size = static_cast<int>(status_.value("epochReplicas", 0));
   std::map<std::string, const PodView*> current;
   for (const auto& p : o_.pods) {
@@ -409,7 +409,7 @@ void Decider::disrupted(const Disruption& d) {
   int grace = spec_->checkpoint_grace_seconds;
   event("Normal", "Checkpointing", "Stop",
         "stopping epoch " + std::to_string(old_epoch) + ": SIGTERM to the " +
-            (spec_->type == api::TaskType::MPI ? std::string("launcher first") : std::string("pod")) + ", up to " +
+            (spec_->has_launcher() ? std::string("launcher first") : std::string(spec_->type == api::TaskType::Single ? "pod" : "workers")) + ", up to " +
             std::to_string(grace) + "s to checkpoint");
 }
 

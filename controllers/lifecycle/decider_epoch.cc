@@ -39,7 +39,7 @@ void Decider::run_epoch() {
   status_["desiredReplicas"] = workers;
   resize(workers, adm);
   status_["epochReplicas"] = workers;
-  const bool mpi = spec_->type == api::TaskType::MPI;
+  const bool mpi = spec_->has_launcher();
   if (decided_by_pods(mpi)) return;
   if (start_failed()) return;
   ensure_objects(workers, mpi);
@@ -204,7 +204,8 @@ bool Decider::runs_off_plan() const {
                      [&](const PodView& p) { return p.epoch == epoch_ && !p.deleting && !p.node.empty() && replanned(p); });
 }
 
-// The epoch's deciding pod (the launcher, or a Single task's pod) succeeded, or a pod of the epoch
+// The epoch's deciding pod (the launcher, else worker 0: a Single task's pod, a PyTorch task's
+// rendezvous host, whose torchrun ends when the training does) succeeded, or a pod of the epoch
 // failed: true when that ended the task or the epoch's handling in this reconcile.
 bool Decider::decided_by_pods(bool mpi) {
   const std::string decider = mpi ? render::launcher_name(spec_->name) : render::worker_name(spec_->name, 0);
@@ -311,10 +312,8 @@ bool Decider::replanned(const PodView& p) const {
 
 void Decider::ensure_objects(int workers, bool mpi) {
   render::Shape shape{workers, epoch_};
-  if (mpi) {
-    if (!o_.service_exists) d_.create.push_back(render::headless_service(*spec_));
-    if (!o_.secret_exists) d_.create_ssh_secret = true;
-  }
+  if (spec_->has_worker_service() && !o_.service_exists) d_.create.push_back(render::headless_service(*spec_));
+  if (mpi && !o_.secret_exists) d_.create_ssh_secret = true;
   if (o_.isolate && !o_.network_policy_exists) d_.create.push_back(render::task_network_policy(*spec_, o_.egress_except));
 
   // Pods by name; stale ones (older epoch, index beyond the size, wrong role) go.
@@ -380,7 +379,8 @@ void Decider::ensure_objects(int workers, bool mpi) {
       running = it->second->epoch == epoch_ && it->second->phase == "Running" && (phase_ == kRunning || ready == workers);
     }
   } else {
-    running = ready == 1;
+    // Every worker Ready; once Running, workers a resize in place adds do not take it back.
+    running = ready == workers || (phase_ == kRunning && ready > 0);
   }
 
   const bool starts_running = running && phase_ != kRunning;

@@ -127,6 +127,31 @@ void mpi_volumes(const TaskSpec& spec, json& volumes) {
                          {{"key", "ssh-publickey"}, {"path", "authorized_keys"}}}}}}});
 }
 
+// A PyTorch worker: the user's command under torchrun (unless it starts torchrun itself), told
+// through the environment (PET_*: torchrun's defaults for its flags) the task's rendezvous, hosted
+// by worker 0's agent at its name in the task's Service, a new one each epoch, and its nodes'
+// bounds (replicas.min:max), so agents that join or leave within an epoch make the others restart
+// their processes at the new size without a new epoch. A peer that leaves fails the others'
+// processes, which torchrun counts as a restart: it may restart them often before Valley sees
+// the pod fail (a flag of the command's own torchrun overrides these).
+void torchrun_worker(const TaskSpec& spec, int index, const Shape& shape, json& container) {
+  if (spec.worker.command.empty() || spec.worker.command.front() != "torchrun") {
+    json command = json::array({"torchrun", "--no_python"});  // the command is a program, not a script
+    for (const auto& word : spec.worker.command) command.push_back(word);
+    container["command"] = command;
+  }
+  json& envs = container["env"];
+  envs.push_back(env("PET_NNODES", std::to_string(spec.min_workers) + ":" + std::to_string(spec.max_workers)));
+  envs.push_back(env("PET_NPROC_PER_NODE", std::to_string(spec.slots_per_worker)));
+  envs.push_back(env("PET_RDZV_BACKEND", "c10d"));
+  envs.push_back(env("PET_RDZV_ENDPOINT", rendezvous_endpoint(spec)));
+  envs.push_back(env("PET_RDZV_ID", spec.name + "-" + std::to_string(shape.epoch)));
+  // Worker 0 hosts the store whatever its name resolves to; the others wait for it as long as a
+  // pod may take to start (an image pull), not torchrun's minute.
+  envs.push_back(env("PET_RDZV_CONF", std::string(index == 0 ? "is_host=1" : "is_host=0") + ",read_timeout=600"));
+  envs.push_back(env("PET_MAX_RESTARTS", "100"));
+}
+
 // The user's PodTemplateSpec is the base; Valley's own fields win where both say something.
 json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const std::string& name,
                        const std::string& role, const Shape& shape) {
@@ -148,11 +173,11 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   json& ps = pod["spec"];
   ps["restartPolicy"] = "Never";  // Valley restarts whole epochs; a pod never restarts in place
   ps["hostname"] = name;
-  // MPI wiring (the headless Service's name, the SSH keys, OpenMPI's settings) only for MPI tasks:
-  // a Single task has no Service or Secret, and a pod mounting them would never start on a real
-  // kubelet.
-  const bool mpi = spec.type == api::TaskType::MPI;
-  if (mpi) ps["subdomain"] = service_name(spec.name);
+  // MPI wiring (the SSH keys, OpenMPI's settings) only for MPI tasks, the headless Service's name
+  // for tasks with one: a Single task has no Service or Secret, and a PyTorch task no Secret, and a
+  // pod mounting what does not exist would never start on a real kubelet.
+  const bool mpi = spec.has_launcher();
+  if (spec.has_worker_service()) ps["subdomain"] = service_name(spec.name);
 
   json container = json::object();
   if (ps.contains("containers") && ps["containers"].is_array() && !ps["containers"].empty()) container = ps["containers"][0];
@@ -208,6 +233,10 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
 }  // namespace
 
 std::string launcher_name(const std::string& task) { return task + "-launcher"; }
+std::string worker_host(const TaskSpec& spec, int index) {
+  return worker_name(spec.name, index) + "." + service_name(spec.name) + "." + spec.ns + ".svc";
+}
+std::string rendezvous_endpoint(const TaskSpec& spec) { return worker_host(spec, 0) + ":" + std::to_string(api::kRendezvousPort); }
 std::string worker_name(const std::string& task, int index) { return task + "-worker-" + std::to_string(index); }
 json task_object_metadata(const TaskSpec& spec, const std::string& name) { return metadata(spec, name, "", 0); }
 
@@ -250,6 +279,7 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
   pod["metadata"]["labels"][label::kWorkerIndex] = std::to_string(index);
   json& container = pod["spec"]["containers"][0];
   container["env"].push_back(env("VALLEY_WORKER_INDEX", std::to_string(index)));
+  if (spec.type == api::TaskType::PyTorch) torchrun_worker(spec, index, shape, container);
   if (placement.gpu_count > 0) {
     pod["metadata"]["finalizers"] = json::array({kAccountingFinalizer});
     if (const std::string seat_class = gpu::dra_seat_class_of(placement.gpu_resource); !seat_class.empty()) {
@@ -474,14 +504,12 @@ json headless_service(const TaskSpec& spec) {
             // Workers must resolve each other before they are Ready: sshd comes up before training.
             {"publishNotReadyAddresses", true},
             {"selector", labels(spec, "", 0)},
-            {"ports", json::array({{{"name", "ssh"}, {"port", ssh_port(spec)}, {"targetPort", ssh_port(spec)}}})}}}};
+            {"ports", spec.has_launcher() ? json::array({{{"name", "ssh"}, {"port", ssh_port(spec)}, {"targetPort", ssh_port(spec)}}})
+                                          : json::array({{{"name", "rendezvous"}, {"port", api::kRendezvousPort}, {"targetPort", api::kRendezvousPort}}})}}}};
 }
 
 namespace {
-std::string hostfile_line(const TaskSpec& spec, int index) {
-  return worker_name(spec.name, index) + "." + service_name(spec.name) + "." + spec.ns + ".svc slots=" +
-         std::to_string(spec.slots_per_worker) + "\n";
-}
+std::string hostfile_line(const TaskSpec& spec, int index) { return worker_host(spec, index) + " slots=" + std::to_string(spec.slots_per_worker) + "\n"; }
 }  // namespace
 
 std::string hostfile(const TaskSpec& spec, int workers) {

@@ -7,9 +7,12 @@
 // downward-API volume mounts at /etc/mpi (no ConfigMap a task: one object fewer to create, and a
 // resize in place is one patch of the launcher).
 //
-// Workload contract (env in every pod): VALLEY_TASK, VALLEY_ROLE, VALLEY_WORLD_SIZE (MPI ranks =
-// workers x slots), VALLEY_WORKERS, VALLEY_SLOTS_PER_WORKER, VALLEY_EPOCH, VALLEY_CHECKPOINT_URI,
-// VALLEY_RESUME (1 from the second epoch on: load the latest checkpoint), VALLEY_WORKER_INDEX.
+// Workload contract (env in every pod): VALLEY_TASK, VALLEY_ROLE, VALLEY_WORLD_SIZE (MPI ranks or
+// PyTorch processes = workers x slots, as the epoch started), VALLEY_WORKERS, VALLEY_SLOTS_PER_WORKER,
+// VALLEY_EPOCH, VALLEY_CHECKPOINT_URI, VALLEY_RESUME (1 from the second epoch on: load the latest
+// checkpoint), VALLEY_WORKER_INDEX. A PyTorch task's workers run torchrun (PET_* env: its rendezvous
+// on worker 0, replicas.min:max nodes); the processes it starts read torch's own WORLD_SIZE and RANK,
+// which follow resizes within an epoch.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -43,6 +46,10 @@ inline constexpr const char* kAccountingFinalizer = "valley.dev/accounting";
 std::string launcher_name(const std::string& task);
 std::string worker_name(const std::string& task, int index);
 std::string service_name(const std::string& task);
+// A worker's name in that Service (<worker>.<service>.<ns>.svc), as the hostfile lists it.
+std::string worker_host(const TaskSpec& spec, int index);
+// A PyTorch task's c10d rendezvous: worker 0's name and api::kRendezvousPort.
+std::string rendezvous_endpoint(const TaskSpec& spec);
 std::string ssh_secret_name(const std::string& task);
 // The metadata of an object Valley makes for the task: name, namespace, Valley's labels and the
 // task as controlling owner (garbage-collected with it).

@@ -43,6 +43,11 @@ def task(spec_patch=None, name=None, drop=(), metadata=None):
     meta.update(metadata or {})
     return {"apiVersion": "valley.dev/v1beta1", "kind": "TrainingTask", "metadata": meta, "spec": spec}
 
+def pytorch(spec_patch=None, **kw):
+    return task(dict({"taskType": "PyTorch", "worker": {"image": "valley.dev/examples/pytorch:1", "gpus": "1",
+                                                       "command": ["python3", "/opt/train.py"]}}, **(spec_patch or {})),
+                drop=("master",), **kw)
+
 def single(spec_patch=None, **kw):
     return task(dict({"taskType": "Single", "replicas": {"min": 1, "max": 1}, "image": "valley.dev/examples/notebook:1"}, **(spec_patch or {})),
                 drop=("master",), **kw)
@@ -94,6 +99,12 @@ TASKS += [
     ("mpi-no-worker-image", "an MPI task without a worker image", R, "an MPI task needs master.image and worker.image", task(drop=("worker.image",))),
     ("mpi-empty-image", "an empty launcher image", R, "spec.master.image", task({"master": {"image": ""}})),
     ("single-no-image", "a Single task without an image", R, "a Single task needs image", single(drop=()) if False else task({"taskType": "Single", "replicas": {"min": 1, "max": 1}}, drop=("master", "worker.image"))),
+    ("pytorch-with-master", "a PyTorch task with a launcher", R, "a PyTorch task runs torchrun on its workers (no master)",
+     pytorch({"master": {"image": "valley.dev/examples/launcher:1"}})),
+    ("pytorch-no-command", "a PyTorch task without the command torchrun runs", R, "it needs worker.image and worker.command",
+     task({"taskType": "PyTorch"}, drop=("master",))),
+    ("pytorch-command-string", "a PyTorch command as text, not a list", R, "spec.worker.command",
+     pytorch({"worker": {"image": "valley.dev/examples/pytorch:1", "command": "torchrun train.py"}})),
     ("single-two-pods", "a Single task asking for two pods", R, "a Single task runs one pod", single({"replicas": {"min": 1, "max": 2}})),
     ("amdimage-without-amd", "an AMD image on a task that does not run on AMD", R, "worker.amdImage is only used with amdSupport true", task({"worker": {"amdImage": "valley.dev/examples/worker-rocm:1"}})),
     ("vendor-unknown", "a vendor Valley does not place", R, "spec.vendors", task({"vendors": ["tpu"]})),
@@ -153,6 +164,10 @@ TASKS += [
     ("gpus-999", "999 GPUs per worker: no node has that many", "phase=Pending", "", task({"worker": {"gpus": "999"}})),
     ("gang-too-large", "a minimum gang of 1000 workers of 8 GPUs", "phase=Pending", "", task({"replicas": {"min": 1000, "max": 1000}, "worker": {"gpus": "8"}})),
     ("topology-unknown-level", "a topology level the operator does not declare", "phase=Pending", "which the operator does not declare", task({"topology": {"required": "blok"}})),
+    ("pytorch-torchrun-nnodes", "a PyTorch command that sets torchrun's --nnodes itself", "phase=Failed", "--nnodes is Valley's to set",
+     pytorch({"worker": {"image": "valley.dev/examples/pytorch:1", "gpus": "1", "command": ["torchrun", "--nnodes=1:8", "train.py"]}})),
+    ("pytorch-torchrun-rendezvous", "a PyTorch command with a rendezvous of its own", "phase=Failed", "--rdzv-endpoint is Valley's to set",
+     pytorch({"worker": {"image": "valley.dev/examples/pytorch:1", "gpus": "1", "command": ["torchrun", "--rdzv-endpoint", "elsewhere:29400", "train.py"]}})),
     ("hostfile-too-large", "a maximum of 10000 workers, more than its launcher's hostfile annotation holds", "phase=Failed", "the launcher's hostfile for 10000 workers", task({"replicas": {"min": 1, "max": 10000}})),
     ("selector-matches-nothing", "a worker template selecting no node", "phase=Pending", "", task({"worker": {"template": {"spec": {"nodeSelector": {"valley.dev/no-such-label": "x"}}}}})),
     ("image-leading-space", "an image with a leading space: the API server refuses its pods", "event=CreateFailed", "must not have leading or trailing whitespace", task({"worker": {"image": " valley.dev/examples/worker:1"}})),

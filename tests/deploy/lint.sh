@@ -39,4 +39,5 @@ for k in base overlays/dev overlays/production; do
   "$bin/kubectl" kustomize "deploy/$k" > "$out/kustomize-${k//\//-}.yaml"
 done
 "$bin/kubeconform" -strict -summary -schema-location "$out/schemas/{{.ResourceKind}}{{.KindSuffix}}.json" \
-  "$out"/helm-*.yaml "$out"/kustomize-*.yaml deploy/samples/*.yaml deploy/policies/require-tenant.yaml deploy/policies/valley-pods.yaml
+  "$out"/helm-*.yaml "$out"/kustomize-*.yaml deploy/samples/*.yaml deploy/examples/*/trainingtask.yaml \
+  deploy/policies/require-tenant.yaml deploy/policies/valley-pods.yaml
