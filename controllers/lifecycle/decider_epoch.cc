@@ -212,7 +212,8 @@ bool Decider::decided_by_pods(bool mpi) {
   for (const auto& p : o_.pods) {
     if (p.epoch != epoch_ || p.deleting) continue;
     if (p.name == decider && p.phase == "Succeeded") {
-      finish(true, "Succeeded", (mpi ? "the launcher" : "the pod") + std::string(" completed successfully"));
+      const char* who = mpi ? "the launcher" : spec_->type == api::TaskType::Single ? "the pod" : "worker 0 (torchrun's rendezvous host)";
+      finish(true, "Succeeded", who + std::string(" completed successfully"));
       return true;
     }
     // Any pod of the epoch that fails ends the epoch: an MPI job cannot go on without a rank.

@@ -19,7 +19,7 @@ json pytorch(json patch = json::object(), json status = json::object()) {
                {"replicas", {{"min", 2}, {"max", 4}}},
                {"worker", {{"image", "torch:1"}, {"command", {"python3", "train.py"}}, {"args", {"--epochs", "3"}}, {"gpus", "2"}}},
                {"runPolicy", {{"backoffLimit", 2}}}};
-  t["spec"].merge_patch(patch);
+  if (patch.is_object()) t["spec"].merge_patch(patch);  // ({} is null: it would replace the spec)
   return t;
 }
 
@@ -143,7 +143,7 @@ TEST(PyTorchLifecycle, AnAdmittedTaskGetsItsServiceAndWorkersButNoLauncherOrKeys
   EXPECT_EQ(created_names(d), (std::vector<std::string>{"t-workers", "t-worker-0", "t-worker-1"}));
   // Running once every worker is Ready.
   Decision up = decide(observe(pytorch({}, d.status), running_pods(1, 2, false)));
-  EXPECT_EQ(up.status["phase"], "Running");
+  EXPECT_EQ(up.status["phase"], "Running") << up.status.dump();
   EXPECT_TRUE(up.create.empty());
 }
 
@@ -168,6 +168,7 @@ TEST(PyTorchLifecycle, WorkerZeroEndingWellEndsTheTaskAndAnotherWorkersCrashEnds
   pods[0].ready = false;
   Decision done = decide(observe(pytorch({}, running_status()), pods));
   EXPECT_EQ(done.status["phase"], "Succeeded");
+  EXPECT_EQ(done.status["message"], "worker 0 (torchrun's rendezvous host) completed successfully");
   auto crashed = running_pods(1, 2, false);
   crashed[1].phase = "Failed";
   crashed[1].exit_code = 137;

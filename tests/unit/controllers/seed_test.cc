@@ -66,7 +66,7 @@ TEST(Seed, MistakesAreReportedWithTheirLines) {
   seed_to_task(doc("TaskName: x\nTaskType: Batch\nMinReplicas: ten\nColour: blue\nReduceCost: maybe\n"), "", &errors);
   std::string all;
   for (const auto& e : errors) all += e + "\n";
-  EXPECT_NE(all.find("line 2: TaskType: must be MPI or Single"), std::string::npos) << all;
+  EXPECT_NE(all.find("line 2: TaskType: must be MPI, PyTorch or Single"), std::string::npos) << all;
   EXPECT_NE(all.find("line 3: MinReplicas: must be an integer"), std::string::npos) << all;
   EXPECT_NE(all.find("line 4: Colour: unknown field"), std::string::npos) << all;
   EXPECT_NE(all.find("line 5: ReduceCost: must be true or false"), std::string::npos) << all;
