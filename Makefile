@@ -73,12 +73,13 @@ integration: build-tests cluster-binaries
 cluster-binaries:
 	@tests/cluster/build-binaries.sh
 
-# What the real node and the autoscaler need besides the control plane (make real and make
-# autoscaler-up build it when missing; make test builds it in the background while the kwok suites run).
+# What the real node, the autoscaler and the benchmarks' peers need besides the control plane (make
+# real, make autoscaler-up and make bench-binaries build theirs when missing; make test builds it all
+# in the background from its first step).
 node-binaries: cluster-binaries
-	@tests/cluster/build-binaries.sh --node --autoscaler
+	@tests/cluster/build-binaries.sh --node --autoscaler --bench-peers
 
-# The benchmarks' peer (the Kubeflow MPI Operator) as well: only the benchmarks need it.
+# The benchmarks' peers (the Kubeflow MPI Operator, Kueue) as well: only the benchmarks need them.
 bench-binaries:
 	@tests/cluster/build-binaries.sh --bench-peers
 

@@ -33,6 +33,9 @@ for r in runs:
     assert any(k.startswith("create pods ") for k in r["apiRequestsBy"]), r
 PY
 
+echo "bench-smoke: the live peer, real Kueue admitting MPIJobs by flavor order (bench/live/kueue_check.sh)"
+bench/live/kueue_check.sh
+
 echo "bench-smoke: trace replay, 40 jobs, every policy and the LP bound"
 build/bin/valley-sim --trace bench/sim/inputs/smoke-trace.csv --cluster bench/sim/inputs/cluster.yaml \
   --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \

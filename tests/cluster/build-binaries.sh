@@ -4,22 +4,26 @@
 # node-profile renderer from source through
 # the Go module proxy, into a cache outside the repository keyed by what they are built from, then
 # links them into $VALLEY_HOME/bin. A second run builds nothing.
-# --bench-peers also builds the control-plane benchmark's peer, the Kubeflow MPI Operator: only
-# `make bench` and `make bench-smoke` need it, not the demo or the tests.
+# --bench-peers also builds the benchmarks' peers, the Kubeflow MPI Operator and Kueue (as --kueue):
+# only `make bench` and `make bench-smoke` need them, not the demo or the tests.
 # --node also builds what the real node needs besides kubelet (cluster.sh node-up): CoreDNS, the
 # pod sandbox's pause binary (static, from the pinned Kubernetes source), kube-router, containerd and
 # the DRA example driver's kubelet plugin.
 # --autoscaler also builds Karpenter with its kwok cloud provider (cluster.sh autoscaler-up).
+# --kueue also builds Kueue, the live economics benchmark's peer (cluster.sh kueue-up), with the
+# CRDs and manager ClusterRole of the same release.
 set -euo pipefail
 peers=false
 node=false
 autoscaler=false
+kueue=false
 for arg in "$@"; do
   case "$arg" in
-    --bench-peers) peers=true ;;
+    --bench-peers) peers=true; kueue=true ;;
     --node) node=true ;;
     --autoscaler) autoscaler=true ;;
-    *) echo "usage: build-binaries.sh [--bench-peers] [--node] [--autoscaler]" >&2; exit 2 ;;
+    --kueue) kueue=true ;;
+    *) echo "usage: build-binaries.sh [--bench-peers] [--node] [--autoscaler] [--kueue]" >&2; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -110,6 +114,22 @@ if $autoscaler; then
   locked_build "$karpenter_dir" "$here/karpenter" "" sigs.k8s.io/karpenter/kwok
   # go build names it after its package, kwok: the name of the other kwok.
   ln -sfn "$karpenter_dir/bin/kwok" "$out/karpenter"
+fi
+
+if $kueue; then
+  kueue_mod="$repo/bench/live/kueue"
+  kueue_version=$(awk '$1=="require" && $2=="sigs.k8s.io/kueue"{print $3}' "$kueue_mod/go.mod")
+  kueue_dir="$cache_root/kueue-$kueue_version-$(key "" "$kueue_mod/go.mod" "$kueue_mod/go.sum")"
+  locked_build "$kueue_dir" "$kueue_mod" "" sigs.k8s.io/kueue/cmd/kueue
+  if [ ! -f "$kueue_dir/manifests/.complete" ]; then
+    src=$(cd "$kueue_mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+    rm -rf "$kueue_dir/manifests" && mkdir -p "$kueue_dir/manifests/crds"
+    cp "$src"/config/components/crd/bases/*.yaml "$kueue_dir/manifests/crds/"
+    cp "$src/config/components/rbac/role.yaml" "$kueue_dir/manifests/"
+    touch "$kueue_dir/manifests/.complete"
+  fi
+  ln -sfn "$kueue_dir/bin/kueue" "$out/kueue"
+  ln -sfn "$kueue_dir/manifests" "$out/../kueue-manifests"
 fi
 
 if $node; then

@@ -12,6 +12,7 @@
 #   cluster.sh compact             compact etcd's history up to now (old resourceVersions expire)
 #   cluster.sh node-up|node-down|node-status|node-diagnose   a real node (containerd, kubelet, CoreDNS; node.bash)
 #   cluster.sh autoscaler-up|autoscaler-down   Karpenter buying kwok nodes (autoscaler.bash)
+#   cluster.sh kueue-up|kueue-down             Kueue admitting MPIJobs (kueue.bash; bench/live's peer)
 #
 # State lives in $VALLEY_HOME (default: <repo>/.valley): bin/ (links into the build cache), pki/,
 # kubeconfig (admin), etcd/, logs/, run/. The API server listens on 127.0.0.1 only, with TLS, client
@@ -45,6 +46,8 @@ COMPONENTS=(etcd apiserver controller-manager scheduler kwok)
 . "$here/node.bash"
 # shellcheck source=autoscaler.bash
 . "$here/autoscaler.bash"
+# shellcheck source=kueue.bash
+. "$here/kueue.bash"
 
 log() { echo "[cluster] $*" >&2; }
 die() { echo "[cluster] error: $*" >&2; exit 1; }
@@ -134,7 +137,7 @@ binary_of() {
     etcd) echo etcd ;; apiserver) echo kube-apiserver ;; controller-manager) echo kube-controller-manager ;;
     scheduler) echo kube-scheduler ;; kwok) echo kwok ;;
     containerd|coredns|kubelet) echo "$1" ;; apiserver-proxy) echo socat ;; netpol) echo kube-router ;;
-    dra-plugin) echo dra-example-kubeletplugin ;; karpenter) echo karpenter ;; *) die "unknown component $1" ;;
+    dra-plugin) echo dra-example-kubeletplugin ;; karpenter) echo karpenter ;; kueue) echo kueue ;; *) die "unknown component $1" ;;
   esac
 }
 running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
@@ -181,6 +184,7 @@ args_of() {
         --leader-elect=false --kube-api-qps=200 --kube-api-burst=400 --v=1 ;;
     kwok) echo --kubeconfig="$PKI/kwok.kubeconfig" --config="$here/kwok-stages.yaml" ${VALLEY_KWOK_ARGS:-} ;;
     karpenter) ;;  # its settings are environment variables (karpenter_env)
+    kueue) ;;      # started by kueue_exec
     *) node_args_of "$1" ;;
   esac
 }
@@ -197,7 +201,7 @@ supervise() { # component
   if [ "$c" = karpenter ]; then karpenter_env; fi
   while :; do
     # shellcheck disable=SC2046
-    "$BIN/$bin" $(args_of "$c") &
+    if [ "$c" = kueue ]; then (kueue_exec) & else "$BIN/$bin" $(args_of "$c") & fi
     child=$!
     wait $child && rc=0 || rc=$?
     echo "[supervisor] $bin exited with status $rc; restarting in 1s"
@@ -230,7 +234,7 @@ stop_component() {
 # supervisors and the binaries by paths unique to this checkout.
 kill_strays() {
   local pids
-  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|containerd|coredns|kubelet|socat|kube-router|dra-example-kubeletplugin|karpenter)( |$)" || true)
+  pids=$(pgrep -f "^(/bin/bash |bash )?$0 supervise |^$BIN/(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|containerd|coredns|kubelet|socat|kube-router|dra-example-kubeletplugin|karpenter|kueue)( |$)" || true)
   if [ -n "$pids" ]; then
     log "stopping stray processes: $(echo $pids)"
     kill -TERM $pids 2>/dev/null || true; sleep 1; kill -KILL $pids 2>/dev/null || true
@@ -348,6 +352,7 @@ cmd_up() {
 
 cmd_down() {
   cmd_autoscaler_down
+  cmd_kueue_down
   cmd_node_down
   local i
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_component "${COMPONENTS[$i]}"; done
@@ -383,6 +388,8 @@ main() {
     node-diagnose) cmd_node_diagnose ;;
     autoscaler-up) cmd_autoscaler_up ;;
     autoscaler-down) cmd_autoscaler_down ;;
+    kueue-up) cmd_kueue_up ;;
+    kueue-down) cmd_kueue_down ;;
     supervise) supervise "${2:?component}" ;;
     *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
