@@ -140,6 +140,8 @@ binary_of() {
     dra-plugin) echo dra-example-kubeletplugin ;; karpenter) echo karpenter ;; kueue) echo kueue ;; *) die "unknown component $1" ;;
   esac
 }
+# What a component's command runs under, if anything (a function of its .bash file).
+runs_under() { case $1 in kueue) echo in_kueue_etc ;; esac; }
 running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
 
 args_of() {
@@ -184,7 +186,7 @@ args_of() {
         --leader-elect=false --kube-api-qps=200 --kube-api-burst=400 --v=1 ;;
     kwok) echo --kubeconfig="$PKI/kwok.kubeconfig" --config="$here/kwok-stages.yaml" ${VALLEY_KWOK_ARGS:-} ;;
     karpenter) ;;  # its settings are environment variables (karpenter_env)
-    kueue) ;;      # started by kueue_exec
+    kueue) kueue_args ;;
     *) node_args_of "$1" ;;
   esac
 }
@@ -201,7 +203,7 @@ supervise() { # component
   if [ "$c" = karpenter ]; then karpenter_env; fi
   while :; do
     # shellcheck disable=SC2046
-    if [ "$c" = kueue ]; then (kueue_exec) & else "$BIN/$bin" $(args_of "$c") & fi
+    $(runs_under "$c") "$BIN/$bin" $(args_of "$c") &
     child=$!
     wait $child && rc=0 || rc=$?
     echo "[supervisor] $bin exited with status $rc; restarting in 1s"

@@ -55,8 +55,11 @@ kueue_write_certs() {
     -addext "subjectAltName=IP:127.0.0.1" -keyout "$KUEUE_RUN/certs/tls.key" -out "$KUEUE_RUN/certs/tls.crt" 2>/dev/null
 }
 
-# What the supervisor runs: the manager in a private mount namespace with /etc/kueue/metrics/certs.
-kueue_exec() {
+kueue_args() { echo --config="$KUEUE_RUN/config.yaml" --kubeconfig="$PKI/kueue.kubeconfig" --zap-log-level=${VALLEY_KUEUE_LOG_LEVEL:-info}; }
+
+# The supervisor's wrapper for Kueue (runs_under): the command in a private mount namespace whose
+# /etc holds /etc/kueue/metrics/certs.
+in_kueue_etc() { # command...
   local ovl=$KUEUE_RUN/etc
   mkdir -p "$ovl"
   exec unshare --mount --propagation private bash -c '
@@ -66,8 +69,7 @@ kueue_exec() {
     mkdir -p "$ovl/upper/kueue/metrics/certs" "$ovl/work"
     cp "$certs/tls.crt" "$certs/tls.key" "$ovl/upper/kueue/metrics/certs/"
     mount -t overlay overlay -o "lowerdir=/etc,upperdir=$ovl/upper,workdir=$ovl/work" /etc
-    exec "$@"' _ "$ovl" "$KUEUE_RUN/certs" "$BIN/kueue" --config="$KUEUE_RUN/config.yaml" \
-    --kubeconfig="$PKI/kueue.kubeconfig" --zap-log-level=${VALLEY_KUEUE_LOG_LEVEL:-info}
+    exec "$@"' _ "$ovl" "$KUEUE_RUN/certs" "$@"
 }
 
 cmd_kueue_up() {
