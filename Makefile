@@ -23,12 +23,12 @@ export CCACHE_MAXSIZE ?= 5G
 # that use them): ccache caches such compiles only when told the header's macros and times are fine.
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: help deps build build-tests demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e test demo bench bench-sweep bench-sweep-shared bench-smoke clean
+.PHONY: help deps build build-tests demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e test demo bench bench-live bench-sweep bench-sweep-shared bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
 	@echo "make test    everything: deps, build, unit tests (sanitized), e2e on a real control plane and a real node"
-	@echo "other targets: deps build build-tests unit fuzz chaos chaos-smoke integration cluster-up cluster-down e2e bench bench-sweep clean"
+	@echo "other targets: deps build build-tests unit fuzz chaos chaos-smoke integration cluster-up cluster-down e2e bench bench-live bench-sweep clean"
 
 deps:
 	@scripts/deps.sh
@@ -201,6 +201,12 @@ bench-sweep: deps build
 # that allow sharing pair by Gavel's measured rates (issue 41's sharing lever).
 bench-sweep-shared: deps build
 	@SWEEP_CLUSTER=bench/sim/inputs/cluster-shared.yaml SWEEP_SPOT=bench/sim/inputs/spot-shared.yaml bench/sim/sweep.sh bench/results/sweep-shared
+
+# Live economics (issue 75): trace slices compressed in time through real Kueue and through Valley
+# on the local cluster, metered independently, beside valley-sim's prediction of both
+# (bench/results/live/live.md). Needs the cluster up (make cluster-up).
+bench-live: deps build bench-binaries crds
+	@bench/live/run.sh
 
 # A tiny run of each benchmark program (CI): that they work end to end, never how fast.
 bench-smoke: build bench-binaries crds

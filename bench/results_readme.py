@@ -14,7 +14,8 @@ lines = ["# Benchmark results", "", "Written by `make bench` on the project mach
 for title, table in (("Control plane (bench/controlplane)", d / "controlplane" / "controlplane.md"),
                      ("Trace replay (bench/sim)", d / "sim" / "sim.md"),
                      ("Tenants (bench/sim/tenants.sh)", d / "tenants" / "tenants.md"),
-                     ("Topology (bench/sim/topology.sh)", d / "topology" / "topology.md")):
+                     ("Topology (bench/sim/topology.sh)", d / "topology" / "topology.md"),
+                     ("Live economics (bench/live, make bench-live)", d / "live" / "live.md")):
     if table.exists():
         lines += ["", "## " + title, "", table.read_text().rstrip()]
 (d / "README.md").write_text("\n".join(lines) + "\n")

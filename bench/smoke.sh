@@ -36,6 +36,25 @@ PY
 echo "bench-smoke: the live peer, real Kueue admitting MPIJobs by flavor order (bench/live/kueue_check.sh)"
 bench/live/kueue_check.sh
 
+echo "bench-smoke: live economics, 4 jobs through real Kueue and through Valley (bench/live/run.sh)"
+LIVE_SMOKE=1 bench/live/run.sh "$out/live" > /dev/null
+python3 - "$out/live/smoke" <<'PY' || fail "the live runs do not hold together"
+import json, pathlib, sys
+d = pathlib.Path(sys.argv[1])
+jobs = len((d / "slice.csv").read_text().splitlines()) - 1
+assert jobs == 4, jobs
+for system in ("kueue", "valley"):
+    r = json.loads((d / f"{system}.json").read_text())
+    # Every job ran to its end under both systems, and the meter priced each.
+    assert r["jobsFinished"] == jobs and r["jobsUnfinished"] == 0, r
+    lines = [json.loads(l) for l in (d / f"{system}-jobs.jsonl").read_text().splitlines()]
+    assert len(lines) == jobs and all(float(j["cost"]) > 0 and j["end"] > j["submit"] for j in lines), lines
+    assert r["spotInterruptions"] >= 1 and r["launchersEnded"] >= jobs, r
+    assert r["checkpointRecords"] > 0, r
+sim = {p["policy"] for p in json.loads((d / "sim" / "sim.json").read_text())["policies"]}
+assert sim == {"backfill", "valley"}, sim
+PY
+
 echo "bench-smoke: trace replay, 40 jobs, every policy and the LP bound"
 build/bin/valley-sim --trace bench/sim/inputs/smoke-trace.csv --cluster bench/sim/inputs/cluster.yaml \
   --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \

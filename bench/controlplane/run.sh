@@ -66,30 +66,15 @@ rules:
 YAML
 # One ServiceAccount per system, bound to that system's own ClusterRole (Valley's also to its
 # leader-election role in valley-bench, as deploy/ binds it in valley-system).
-for binding in valley-operator:valley-operator mpi-operator:mpi-operator floor:valley-bench-floor; do
-  sa=${binding%%:*} role=${binding#*:}
-  K -n valley-bench create serviceaccount "$sa" --dry-run=client -o yaml | K apply -f - >/dev/null
-  K create clusterrolebinding "valley-bench-$sa" --clusterrole="$role" --serviceaccount="valley-bench:$sa" \
-    --dry-run=client -o yaml | K apply -f - >/dev/null
-done
-K -n valley-bench create rolebinding valley-leader-election --clusterrole=valley-leader-election \
-  --serviceaccount=valley-bench:valley-operator --dry-run=client -o yaml | K apply -f - >/dev/null
+# shellcheck source=bench/lib/systems.bash
+. bench/lib/systems.bash
+sa_bound valley-bench valley-operator valley-operator
+sa_bound valley-bench mpi-operator mpi-operator
+sa_bound valley-bench floor valley-bench-floor
 
-server=$(K config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-ca=$(K config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-[ -n "$ca" ] || ca=$(base64 -w0 < "$(K config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')")
 kubeconfig_for() { # serviceaccount -> path
-  local sa=$1 f="$scratch/$1.kubeconfig" token
-  token=$(K -n valley-bench create token "$sa" --duration=24h)
-  cat > "$f" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
-users: [{name: $sa, user: {token: "$token"}}]
-contexts: [{name: $sa, context: {cluster: local, user: $sa}}]
-current-context: $sa
-EOF
-  echo "$f"
+  sa_kubeconfig valley-bench "$1" "$scratch/$1.kubeconfig"
+  echo "$scratch/$1.kubeconfig"
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -154,28 +139,6 @@ start_system() { # system kubeconfig logfile -> pid
       echo $! ;;
   esac
 }
-wait_ready() { # system pid logfile
-  local i
-  for i in $(seq 1 300); do
-    kill -0 "$2" 2>/dev/null || { log "$1 exited; see $3"; tail -5 "$3" >&2; return 1; }
-    case $1 in
-      valley) curl -sf http://127.0.0.1:18089/readyz >/dev/null 2>&1 && curl -sf http://127.0.0.1:18089/metrics | grep -q '^valley_leader 1' && return 0 ;;
-      mpi-operator) grep -q "successfully acquired lease" "$3" && sleep 1 && return 0 ;;
-    esac
-    sleep 0.2
-  done
-  log "$1 not ready after 60 s; see $3"; return 1
-}
-stop_pid() {
-  kill -TERM "$1" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$1" 2>/dev/null || true
-}
-delete_namespace() {
-  K delete namespace "$1" --wait=false >/dev/null 2>&1 || true
-  K -n "$1" delete pods --all --force --grace-period=0 --wait=false >/dev/null 2>&1 || true
-  K wait --for=delete "namespace/$1" --timeout=600s >/dev/null 2>&1 || log "namespace $1 still terminating"
-}
 
 results="$scratch/runs.jsonl"
 : > "$results"
@@ -192,7 +155,7 @@ remove_leftovers() {
   [ -n "$leftovers" ] || return 0
   log "removing leftover namespaces: $(echo $leftovers)"
   pid=$(start_system valley "$valley_kc" "$scratch/cleanup.log")
-  wait_ready valley "$pid" "$scratch/cleanup.log" || true
+  wait_ready valley "$pid" "$scratch/cleanup.log" 18089 || true
   for ns in $leftovers; do delete_namespace "$ns"; done
   stop_pid "$pid"
 }
@@ -272,7 +235,7 @@ EOF
       kc=$valley_kc; user=valley-operator
       [ "$system" = mpi-operator ] && { kc=$mpi_kc; user=mpi-operator; }
       pid=$(start_system "$system" "$kc" "$logfile")
-      wait_ready "$system" "$pid" "$logfile"
+      wait_ready "$system" "$pid" "$logfile" 18089
     fi
     audit_from=$(audit_lines)
     api_before=$(apiserver_requests)

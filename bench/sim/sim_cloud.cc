@@ -42,7 +42,7 @@ SimNode Simulator::make_node(const Pool& pool, const std::string& name) const {
     n.node.labels[kp::kInstanceType] = instance_type_of(pool);
   }
   n.rate = cost::rate_for(in_.pricing, pool.vendor, pool.labels);
-  n.rng.seed(in_.workload.seed * 1000003u + std::hash<std::string>{}(name));
+  n.rng = spot_rng(in_.workload, name);
   return n;
 }
 

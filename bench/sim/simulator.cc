@@ -109,8 +109,7 @@ Result Simulator::run() {
 void Simulator::schedule_interruption(SimNode& n, int64_t from) {
   auto it = in_.cluster.spot.find(n.pool->name);
   if (!n.pool->spot || it == in_.cluster.spot.end() || it->second.interruptions_per_node_hour <= 0) return;
-  std::exponential_distribution<double> gap(it->second.interruptions_per_node_hour / 3600.0);
-  n.notice_at = from + static_cast<int64_t>(std::ceil(gap(n.rng)));
+  n.notice_at = next_notice(n.rng, it->second, from);
   n.kill_at = n.notice_at + it->second.notice_seconds;
 }
 
@@ -481,6 +480,17 @@ JobTraits traits_of(const TraceJob& j, const Workload& w) {
   t.max_workers = j.gpus;
   t.min_workers = std::max(1, (j.gpus * w.min_workers_percent + 99) / 100);
   return t;
+}
+
+std::mt19937_64 spot_rng(const Workload& w, const std::string& node) {
+  std::mt19937_64 rng;
+  rng.seed(w.seed * 1000003u + std::hash<std::string>{}(node));
+  return rng;
+}
+
+int64_t next_notice(std::mt19937_64& rng, const SpotModel& model, int64_t from) {
+  std::exponential_distribution<double> gap(model.interruptions_per_node_hour / 3600.0);
+  return from + static_cast<int64_t>(std::ceil(gap(rng)));
 }
 
 }  // namespace valley::sim

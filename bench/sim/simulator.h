@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -199,5 +200,11 @@ struct JobTraits {
   int min_workers = 1, max_workers = 1;
 };
 JobTraits traits_of(const TraceJob& j, const Workload& w);
+
+// A spot node's interruptions as every replay draws them (the same instants for every policy, and
+// for the live benchmark): a Poisson process per node, seeded by the workload's seed and the node's
+// name (`<pool>-<i>`); the next notice after `from` (seconds), when the previous node came back.
+std::mt19937_64 spot_rng(const Workload& w, const std::string& node);
+int64_t next_notice(std::mt19937_64& rng, const SpotModel& model, int64_t from);
 
 }  // namespace valley::sim
