@@ -204,8 +204,8 @@ bench-sweep-shared: deps build
 
 # Live economics (issue 75): trace slices compressed in time through real Kueue and through Valley
 # on the local cluster, metered independently, beside valley-sim's prediction of both
-# (bench/results/live/live.md). Needs the cluster up (make cluster-up).
-bench-live: deps build bench-binaries crds
+# (bench/results/live/live.md), on the local cluster (brought up if it is not).
+bench-live: deps build bench-binaries cluster-up crds
 	@bench/live/run.sh
 
 # A tiny run of each benchmark program (CI): that they work end to end, never how fast.
