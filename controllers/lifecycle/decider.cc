@@ -342,7 +342,7 @@ void Decider::failed(const PodView& p) {
 
 // Something outside the task's control is taking a pod of the current epoch away.
 std::optional<Decider::Disruption> Decider::find_disruption() const {
-  const bool mpi = spec_->has_launcher();
+  const bool launcher = spec_->has_launcher();
   const int size = static_cast<int>(status_.value("epochReplicas", 0));
   std::map<std::string, const PodView*> current;
   for (const auto& p : o_.pods) {
@@ -384,7 +384,7 @@ std::optional<Decider::Disruption> Decider::find_disruption() const {
   if (phase_ == kRunning && !spec_->hot_elastic) {
     std::vector<std::string> expected;
     for (int i = 0; i < size; ++i) expected.push_back(render::worker_name(spec_->name, i));
-    if (mpi) expected.push_back(render::launcher_name(spec_->name));
+    if (launcher) expected.push_back(render::launcher_name(spec_->name));
     for (const auto& name : expected)
       if (!current.count(name)) return Disruption{"PodDeleted", "", "pod " + name + " disappeared"};
   }

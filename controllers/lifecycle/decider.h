@@ -131,7 +131,7 @@ class Decider {
   void record_outputs_not_kept();
   bool admitted(const lifecycle::Admission* adm);
   void resize(int workers, const lifecycle::Admission* adm);
-  bool decided_by_pods(bool mpi);
+  bool decided_by_pods();
   // Not admitted (yet): no pods; the planner's reason and queue position in the status.
   void wait(const Admission* adm);
   // Higher-priority work took this task's GPUs: stop its pods, count it, wait to be re-admitted.
@@ -146,7 +146,7 @@ class Decider {
   // A bound worker pod of the current epoch sits on a node the plan no longer has for its index.
   bool runs_off_plan() const;
   void report_topology(int workers, bool starts_running);
-  void ensure_objects(int workers, bool mpi);
+  void ensure_objects(int workers);
 
   const Observed& o_;
   json status_;

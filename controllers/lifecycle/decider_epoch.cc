@@ -39,10 +39,9 @@ void Decider::run_epoch() {
   status_["desiredReplicas"] = workers;
   resize(workers, adm);
   status_["epochReplicas"] = workers;
-  const bool mpi = spec_->has_launcher();
-  if (decided_by_pods(mpi)) return;
+  if (decided_by_pods()) return;
   if (start_failed()) return;
-  ensure_objects(workers, mpi);
+  ensure_objects(workers);
 }
 
 // spec.data before the first admission: DataReady from what the controller read of the store; the
@@ -207,12 +206,13 @@ bool Decider::runs_off_plan() const {
 // The epoch's deciding pod (the launcher, else worker 0: a Single task's pod, a PyTorch task's
 // rendezvous host, whose torchrun ends when the training does) succeeded, or a pod of the epoch
 // failed: true when that ended the task or the epoch's handling in this reconcile.
-bool Decider::decided_by_pods(bool mpi) {
-  const std::string decider = mpi ? render::launcher_name(spec_->name) : render::worker_name(spec_->name, 0);
+bool Decider::decided_by_pods() {
+  const bool launcher = spec_->has_launcher();
+  const std::string decider = launcher ? render::launcher_name(spec_->name) : render::worker_name(spec_->name, 0);
   for (const auto& p : o_.pods) {
     if (p.epoch != epoch_ || p.deleting) continue;
     if (p.name == decider && p.phase == "Succeeded") {
-      const char* who = mpi ? "the launcher" : spec_->type == api::TaskType::Single ? "the pod" : "worker 0 (torchrun's rendezvous host)";
+      const char* who = launcher ? "the launcher" : spec_->type == api::TaskType::Single ? "the pod" : "worker 0 (torchrun's rendezvous host)";
       finish(true, "Succeeded", who + std::string(" completed successfully"));
       return true;
     }
@@ -311,16 +311,17 @@ bool Decider::replanned(const PodView& p) const {
          !o_.admission->placement[p.worker_index].node.empty() && o_.admission->placement[p.worker_index].node != p.pinned;
 }
 
-void Decider::ensure_objects(int workers, bool mpi) {
+void Decider::ensure_objects(int workers) {
+  const bool has_launcher = spec_->has_launcher();
   render::Shape shape{workers, epoch_};
   if (spec_->has_worker_service() && !o_.service_exists) d_.create.push_back(render::headless_service(*spec_));
-  if (mpi && !o_.secret_exists) d_.create_ssh_secret = true;
+  if (has_launcher && !o_.secret_exists) d_.create_ssh_secret = true;
   if (o_.isolate && !o_.network_policy_exists) d_.create.push_back(render::task_network_policy(*spec_, o_.egress_except));
 
   // Pods by name; stale ones (older epoch, index beyond the size, wrong role) go.
   std::map<std::string, const PodView*> by_name;
   auto stale = [&](const PodView& p) {
-    if (p.epoch != epoch_ || (p.role == "worker" && p.worker_index >= workers) || (p.role == "launcher" && !mpi)) return true;
+    if (p.epoch != epoch_ || (p.role == "worker" && p.worker_index >= workers) || (p.role == "launcher" && !has_launcher)) return true;
     // Not bound yet and the plan moved it (its node would not take it): start it where planned.
     return p.node.empty() && replanned(p);
   };
@@ -354,7 +355,7 @@ void Decider::ensure_objects(int workers, bool mpi) {
   count_replicas();
 
   bool running = false;
-  if (mpi) {
+  if (has_launcher) {
     auto it = by_name.find(render::launcher_name(spec_->name));
     if (it == by_name.end()) {
       // The launcher goes out with its workers (one wave through the scheduler and the kubelets):

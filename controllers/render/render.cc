@@ -176,7 +176,7 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   // MPI wiring (the SSH keys, OpenMPI's settings) only for MPI tasks, the headless Service's name
   // for tasks with one: a Single task has no Service or Secret, and a PyTorch task no Secret, and a
   // pod mounting what does not exist would never start on a real kubelet.
-  const bool mpi = spec.has_launcher();
+  const bool launcher = spec.has_launcher();
   if (spec.has_worker_service()) ps["subdomain"] = service_name(spec.name);
 
   json container = json::object();
@@ -202,14 +202,14 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
     // The workload may leave its checkpoint record here; Valley reads it when the pod ends.
     container["terminationMessagePolicy"] = "File";
   }
-  if (mpi) mpi_env(spec, envs);
+  if (launcher) mpi_env(spec, envs);
   container["env"] = envs;
   add_transfers(spec, role, ps, container);
   json resources = container.value("resources", json::object());
   for (const auto& [k, v] : c.resources.items()) resources[k] = v;
   container["resources"] = resources;
   json mounts = container.value("volumeMounts", json::array());
-  if (mpi) {
+  if (launcher) {
     mounts.push_back({{"name", "valley-ssh"}, {"mountPath", ssh_dir(spec)}, {"readOnly", true}});
   }
   if (location && location->scheme == storage::Location::Scheme::Pvc)
@@ -222,7 +222,7 @@ json pod_from_template(const TaskSpec& spec, const api::ContainerSpec& c, const 
   }
 
   json volumes = ps.value("volumes", json::array());
-  if (mpi) mpi_volumes(spec, volumes);
+  if (launcher) mpi_volumes(spec, volumes);
   if (location && location->scheme == storage::Location::Scheme::Pvc)
     volumes.push_back({{"name", "valley-checkpoint"}, {"persistentVolumeClaim", {{"claimName", location->bucket}}}});
   ps["volumes"] = volumes;

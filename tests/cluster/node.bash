@@ -25,7 +25,8 @@
 #    applies it, so a container is given GPU_DEVICE_<n> variables. A Valley that knows the driver
 #    (--dra-drivers) counts these only while the node advertises no nvidia.com/gpu;
 #  - images come from tests/cluster/images/build_image.py (no registry): the pause image, the
-#    operator's (deploy/Dockerfile) and the example MPI workload's (deploy/examples/train/Dockerfile).
+#    operator's (deploy/Dockerfile), the example MPI workload's (deploy/examples/train/Dockerfile)
+#    and the PyTorch example's (deploy/examples/pytorch/Dockerfile).
 #
 # Host state it changes and `node-down` restores: the bridge, the mounts under $NODE, the kubepods
 # cgroups, the sysctls kubelet sets at start, the iptables rules kubelet and kube-router add (saved at
@@ -43,6 +44,7 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 OPERATOR_IMAGE=localhost/valley-operator:dev  # the name deploy/overlays/dev gives it
 KUBERNETES_SERVICE_IP=10.96.0.1  # the first address of cluster.sh's SERVICE_CIDR
 TRAIN_IMAGE=valley.local/valley-train:dev
+PYTORCH_IMAGE=valley.local/valley-pytorch-example:dev  # deploy/examples/pytorch: Debian's CPU torch, gloo
 NODE_COMPONENTS=(containerd coredns apiserver-proxy netpol kubelet dra-plugin)
 DRA_DRIVER=gpu.example.com  # the example driver's name and its DeviceClass's
 NETPOL_HEALTH_PORT=20244
@@ -330,6 +332,8 @@ node_build() {
     python3 "$img" dockerfile "$repo/deploy/Dockerfile" --tag "$OPERATOR_IMAGE" --cache "$cache" \
       --build-dir "$build_dir" --repo "$repo"
     python3 "$img" dockerfile "$repo/deploy/examples/train/Dockerfile" --tag "$TRAIN_IMAGE" --cache "$cache" \
+      --build-dir "$build_dir" --repo "$repo"
+    python3 "$img" dockerfile "$repo/deploy/examples/pytorch/Dockerfile" --tag "$PYTORCH_IMAGE" --cache "$cache" \
       --build-dir "$build_dir" --repo "$repo"
   } > "$NODE/images.tmp"
   mv "$NODE/images.tmp" "$NODE/images"

@@ -17,6 +17,7 @@
 
 #include "controllers/render/render.h"
 #include "tests/e2e/support.h"
+#include "tests/scratch_dir.h"
 
 namespace valley::testing {
 namespace {
@@ -63,8 +64,8 @@ TEST(RestrictedSsh, MpirunReachesANonRootSshdWithValleysKeysPortAndHostfile) {
   const json pod = render::worker_pod(*parsed.spec, 0, {2, 1}, render::default_placement(*parsed.spec));
   ASSERT_EQ(pod["spec"]["securityContext"]["runAsUser"], uid);
 
-  const fs::path dir = fs::path("/tmp") / ("valley-ssh-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const ScratchDir scratch("valley-ssh");
+  const fs::path dir = scratch.path();
   fs::create_directories(dir / "keys");
   // The Secret volume: Valley's key pair under the names render gives them; kubelet makes the files
   // root's with the volume's defaultMode and the fsGroup as their group, the directory setgid.
@@ -151,7 +152,6 @@ TEST(RestrictedSsh, MpirunReachesANonRootSshdWithValleysKeysPortAndHostfile) {
        at = sshd_log.find("Accepted publickey for " + std::string(kUser), at + 1))
     ++logins;
   EXPECT_GE(logins, 2u) << sshd_log;
-  fs::remove_all(dir);
 }
 
 }  // namespace

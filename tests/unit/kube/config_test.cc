@@ -7,30 +7,14 @@
 #include <map>
 
 #include "operator/kube/base64.h"
+#include "tests/scratch_dir.h"
 #include "operator/kube/error.h"
 
 namespace valley::kube {
 namespace {
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / ("valley-config-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    auto p = path_ / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+using TempDir = valley::testing::ScratchDir;
 
 std::string kubeconfig(const std::string& cluster_extra, const std::string& user, const std::string& current = "main") {
   return "apiVersion: v1\nkind: Config\ncurrent-context: " + current +

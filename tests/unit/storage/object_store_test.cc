@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "operator/storage/checkpoint_record.h"
+#include "tests/scratch_dir.h"
 
 namespace valley::storage {
 namespace {
@@ -59,7 +60,8 @@ TEST(S3Settings, FromAwsNames) {
 }
 
 TEST(DirStore, PutGetMissing) {
-  auto dir = std::filesystem::temp_directory_path() / ("valley-dirstore-" + std::to_string(::getpid()));
+  const valley::testing::ScratchDir scratch("valley-dirstore");
+  const auto dir = scratch / "store";
   auto store = make_dir_store(dir.string());
   EXPECT_FALSE(store->get("latest.json"));
   store->put("latest.json", "{\"step\":1}");
@@ -67,7 +69,6 @@ TEST(DirStore, PutGetMissing) {
   store->put("latest.json", "{\"step\":2}");
   EXPECT_EQ(*store->get("latest.json"), "{\"step\":2}");
   EXPECT_FALSE(std::filesystem::exists(dir / "latest.json.tmp"));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CheckpointRecord, RoundTrip) {

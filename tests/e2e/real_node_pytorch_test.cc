@@ -1,0 +1,161 @@
+// A PyTorch task on the real node (tests/cluster/node.bash): Debian's CPU PyTorch with the gloo
+// backend in real pods, torchrun's c10d rendezvous through the task's Service and the node's
+// CoreDNS, checkpoints in the real S3 store. Valley grows it when a GPU frees and shrinks it for a
+// task of higher priority; torchrun restarts the training processes at the new world size in the
+// pods that stay, and they resume from the checkpoint the stopped ones wrote on SIGTERM.
+//
+// What the real node cannot show: NCCL and GPUs (its two GPUs are an extended resource with no
+// device behind them), and a spot notice that takes one worker but not the other (one node holds
+// both). A shrink for priority stops a worker exactly as a notice on its node would (SIGTERM, the
+// checkpoint, the survivors re-rendezvous). Label "real".
+#include <map>
+#include <regex>
+
+#include "tests/e2e/real_node_fixture.h"
+
+namespace valley::e2e {
+namespace {
+
+constexpr const char* kPyTorchImage = "valley.local/valley-pytorch-example:dev";  // node.bash's PYTORCH_IMAGE
+
+// The worker's progress lines (train.py's rank 0 prints "step N loss L world W"), by step.
+std::map<int, std::pair<double, int>> progress(const std::string& log) {
+  std::map<int, std::pair<double, int>> out;
+  static const std::regex line("step ([0-9]+) loss ([0-9.eE+-]+) world ([0-9]+)");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it)
+    out[std::stoi((*it)[1])] = {std::stod((*it)[2]), std::stoi((*it)[3])};
+  return out;
+}
+
+// The steps the log's processes started from at world size `world` ("rank R/W: starting at step S").
+std::vector<int> starts_at(const std::string& log, int world) {
+  std::vector<int> out;
+  const std::regex line("rank [0-9]+/" + std::to_string(world) + ": starting at step ([0-9]+)");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) out.push_back(std::stoi((*it)[1]));
+  return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+class RealNodePyTorchTest : public RealNodeTest {
+ protected:
+  // train.py under torchrun, 1 to 2 workers of one GPU; periodic checkpoints far apart, so that what
+  // a restart resumes from is the SIGTERM one.
+  json pytorch_spec(int steps) {
+    return {{"taskType", "PyTorch"},
+            {"replicas", {{"min", 1}, {"max", 2}}},
+            {"worker",
+             {{"image", kPyTorchImage},
+              {"command", {"python3", "/opt/train.py"}},
+              {"args", {"--steps", std::to_string(steps), "--checkpoint-every", "1000", "--step-seconds", "0.02", "--lr", "0.0005"}},
+              {"gpus", "1"},
+              {"template", on_real_node()}}},
+            {"checkpoint", {{"uri", "s3://" + std::string(testing::VersityGw::kBucket) + "/" + ns + "/"}, {"secretRef", {{"name", "s3-creds"}}}}},
+            {"runPolicy", {{"backoffLimit", 2}}}};
+  }
+  // The mean loss of the progress lines at `world` between two steps.
+  static double mean_loss(const std::map<int, std::pair<double, int>>& lines, int from, int to) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& [step, lw] : lines)
+      if (step > from && step <= to) sum += lw.first, ++n;
+    return n ? sum / n : -1;
+  }
+};
+
+TEST_F(RealNodePyTorchTest, ItGrowsWhenAGpuFreesShrinksForHigherPriorityResumesFromSigtermsCheckpointAndKeepsItsModel) {
+  const int steps = 3000;
+  add_blocker("blocker", 1);
+  ASSERT_TRUE(wait_phase("Running", 180s, "blocker")) << task("blocker").dump(2) << describe_pods();
+  apply(pytorch_spec(steps));
+  ASSERT_TRUE(wait_phase("Running", 300s)) << task().dump(2) << describe_pods() << operator_log();
+  EXPECT_EQ(task()["status"].value("replicas", 0), 1) << task()["status"].dump(2);
+  ASSERT_TRUE(eventually([&] { return progress(pod_log("job-worker-0")).count(300) > 0; }, 180s))
+      << pod_log("job-worker-0") << describe_pods();
+  const std::string worker0_uid = admin->get(kPods, ns, "job-worker-0")["metadata"]["uid"];
+
+  // The blocker goes: Valley grows the task onto the freed GPU; worker 0 stays, its torchrun stops
+  // its process (SIGTERM: a checkpoint) and starts it again with the new worker at world size 2.
+  const auto freed = std::chrono::steady_clock::now();
+  admin->remove(kTrainingTasks, ns, "blocker");
+  ASSERT_TRUE(eventually([&] { return !starts_at(pod_log("job-worker-0"), 2).empty(); }, 240s))
+      << task()["status"].dump(2) << pod_log("job-worker-0") << describe_pods() << operator_log();
+  const double to_grown = seconds_since(freed);
+  std::string log0 = pod_log("job-worker-0");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log0, m, std::regex("rank 0: SIGTERM at step ([0-9]+): checkpointed"))) << log0;
+  const int stopped_at_1 = std::stoi(m[1]);
+  const int resumed_at_2 = starts_at(log0, 2).front();
+  EXPECT_EQ(resumed_at_2, stopped_at_1) << "the world of 2 resumed from the checkpoint written on SIGTERM\n" << log0;
+  EXPECT_EQ(admin->get(kPods, ns, "job-worker-0")["metadata"]["uid"], worker0_uid) << "growth replaced worker 0";
+  json st = task()["status"];
+  EXPECT_EQ(st.value("replicas", 0), 2) << st.dump(2);
+  EXPECT_EQ(st.value("epoch", 0), 1) << "a resize in place, not a new epoch: " << st.dump(2);
+
+  // A task of higher priority wants a GPU: Valley shrinks this one to its minimum (before
+  // preempting it). Worker 1's process checkpoints on SIGTERM; worker 0's starts again at size 1.
+  // Rank 0 of the world of 2 may be either worker: both logs are kept while they can be read.
+  std::string log1;
+  ASSERT_TRUE(eventually([&] {
+    log1 = pod_log("job-worker-1");
+    const auto lines = progress(pod_log("job-worker-0") + log1);
+    return !lines.empty() && lines.rbegin()->first >= resumed_at_2 + 300;
+  }, 180s)) << pod_log("job-worker-0") << log1;
+  json urgent = on_real_node();
+  apply({{"taskType", "Single"},
+         {"priority", 50},
+         {"image", kTrainImage},
+         {"command", {"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}},
+         {"worker", {{"gpus", "1"}, {"template", urgent}}}},
+        "urgent");
+  const auto wanted = std::chrono::steady_clock::now();
+  // The checkpoint written on SIGTERM at world size 2 (not a periodic one), read from the store
+  // before the world of 1 writes its next.
+  std::optional<storage::CheckpointRecord> on_sigterm;
+  ASSERT_TRUE(eventually([&] {
+    if (std::string l = pod_log("job-worker-1"); !l.empty()) log1 = l;
+    if (auto c = latest_checkpoint(); c && c->world_size == 2 && c->step % 1000 != 0) on_sigterm = c;
+    return starts_at(pod_log("job-worker-0"), 1).size() >= 2;  // its first start, then the one after the shrink
+  }, 240s)) << task()["status"].dump(2) << pod_log("job-worker-0") << log1 << describe_pods() << operator_log();
+  const double to_shrunk = seconds_since(wanted);
+  ASSERT_TRUE(wait_phase("Running", 120s, "urgent")) << task("urgent").dump(2) << describe_pods() << operator_log();
+  log0 = pod_log("job-worker-0");
+  ASSERT_TRUE(on_sigterm) << "no checkpoint at world size 2 written on SIGTERM\n" << log0 << log1;
+  const int stopped_at_2 = static_cast<int>(on_sigterm->step);
+  const int resumed_at_1 = starts_at(log0, 1).back();
+  // The ranks step together (each step's gradients are averaged): the survivor resumes from the
+  // step the stopped worker saved.
+  EXPECT_EQ(resumed_at_1, stopped_at_2) << log0 << log1;
+  EXPECT_EQ(admin->get(kPods, ns, "job-worker-0")["metadata"]["uid"], worker0_uid) << "the shrink replaced worker 0";
+  st = task()["status"];
+  EXPECT_EQ(st.value("replicas", 0), 1) << st.dump(2);
+  EXPECT_GE(st["restarts"].value("resizes", 0), 2) << st.dump(2);
+
+  ASSERT_TRUE(wait_phase("Succeeded", 300s)) << task().dump(2) << pod_log("job-worker-0") << describe_pods() << operator_log();
+  log0 = pod_log("job-worker-0");
+  // The loss kept falling across both changes: the mean of each stretch below the one before.
+  const auto lines = progress(log0 + log1);
+  const double before = mean_loss(lines, 0, resumed_at_2), grown = mean_loss(lines, resumed_at_2, resumed_at_1),
+               after = mean_loss(lines, resumed_at_1, steps);
+  EXPECT_GT(before, grown) << log0 << log1;
+  EXPECT_GT(grown, after) << log0 << log1;
+  EXPECT_GT(after, 0) << log0;
+  // The model is in the store: the worker that ended as rank 0 wrote it, its sidecar kept it.
+  ASSERT_TRUE(eventually([&] { return task()["status"].value("outputs", json::object()).contains("time"); }, 90s))
+      << task()["status"].dump(2) << operator_log();
+  auto outputs = s3_->store(ns + "/outputs");
+  EXPECT_TRUE(outputs->get("model.pt").has_value());
+  const json final_state = json::parse(outputs->get("final.json").value_or("{}"));
+  EXPECT_EQ(final_state.value("step", 0), steps) << final_state.dump();
+  EXPECT_EQ(final_state.value("worldSize", 0), 1) << final_state.dump();
+  std::printf("PyTorch on the real node: GPU freed -> world of 2 training %.1f s (resumed at step %d, SIGTERM's checkpoint: "
+              "0 steps lost); higher-priority task -> world of 1 training %.1f s (resumed at step %d, stopped at %d); "
+              "mean loss %.4f -> %.4f -> %.4f\n",
+              to_grown, resumed_at_2, to_shrunk, resumed_at_1, stopped_at_2, before, grown, after);
+  admin->remove(kTrainingTasks, ns, "urgent");
+}
+
+}  // namespace
+}  // namespace valley::e2e
