@@ -26,6 +26,11 @@ void progress(JobProgress& p, const LiveJob& job, double t, const EmulatorSettin
   p.records = std::max(p.records, records);
 }
 
+// The running gang's GPU-seconds up to t, counted once: when it stops or its work is done.
+void close_gang_time(JobProgress& p, double t) {
+  if (!p.gang.empty() && !p.finishing) p.gang_gpu_seconds += p.gpus * std::max(0.0, t - p.gang_since);
+}
+
 }  // namespace
 
 std::vector<EmulatorAction> advance(JobProgress& p, const LiveJob& job, const std::vector<PodView>& pods, double now,
@@ -65,6 +70,7 @@ std::vector<EmulatorAction> advance(JobProgress& p, const LiveJob& job, const st
   }
 
   if (!p.gang.empty() && gang != p.gang) {  // the gang stopped (or changed: a resize is a restart)
+    close_gang_time(p, now);
     auto gone = [&](const std::string& node) {
       auto k = killed_at.find(node);
       return k != killed_at.end() && k->second >= p.gang_since;
@@ -102,9 +108,10 @@ std::vector<EmulatorAction> advance(JobProgress& p, const LiveJob& job, const st
     p.gang_work = p.work_done;
     p.records = 0;
     p.ran = true;
-    ++p.starts;
+    if (p.starts++ == 0) p.first_start = now;
   }
   if (!p.finishing && p.work_done >= job.work_total - 1e-9 && !p.gang.empty()) {
+    close_gang_time(p, now);
     p.finishing = true;
     out.push_back({EmulatorAction::Kind::EndLauncher, p.launcher_uid, 0, 0, now});
   }

@@ -50,6 +50,10 @@ struct JobProgress {
   bool finishing = false, done = false;
   int starts = 0, losses = 0;
   double lost_work = 0;
+  // When a whole gang first ran (-1: never), and the GPU-seconds of whole gangs at work (restoring
+  // a checkpoint included, the finishing launcher's exit not): what the simulator charges. The pods'
+  // other time (starting, waiting for peers or a new launcher, stopping) is the systems' latency.
+  double first_start = -1, gang_gpu_seconds = 0;
 };
 
 struct EmulatorAction {

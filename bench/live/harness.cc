@@ -345,12 +345,14 @@ json LiveRun::finish(double t) {
   pods_->stop();
   nodes_->stop();
   int starts = 0, losses = 0;
-  double lost = 0;
+  double lost = 0, gang_gpu_seconds = 0, held_gpu_seconds = 0;
   for (const auto& [name, p] : progress_) {
     starts += p.starts;
     losses += p.losses;
     lost += p.lost_work;
+    gang_gpu_seconds += p.gang_gpu_seconds;
   }
+  for (const auto& j : f.jobs) held_gpu_seconds += j.gpu_seconds;
   auto hours = [](double s) { return std::round(s / 36) / 100; };
   json pools = json::object();
   for (const auto& [pool, h] : f.pool_gpu_hours) pools[pool] = std::round(h * 10) / 10;
@@ -368,6 +370,10 @@ json LiveRun::finish(double t) {
               {"gangStarts", starts},
               {"gangsLostWithANode", losses},
               {"workLostGpuHours", std::round(lost / 36) / 100},
+              // GPU-hours the pods held, and of those what whole gangs worked (the simulator's
+              // charge): the rest is the two systems' latencies, compressed with the trace.
+              {"gpuHoursHeld", std::round(held_gpu_seconds / 36) / 100},
+              {"gpuHoursInGangs", std::round(gang_gpu_seconds / 36) / 100},
               {"spotInterruptions", std::count_if(spot_.begin(), spot_.end(), [&](const SpotEvent& e) { return static_cast<double>(e.notice) <= t; })},
               {"checkpointRecords", checkpoints_},
               {"launchersEnded", ended_},
@@ -376,10 +382,15 @@ json LiveRun::finish(double t) {
   std::filesystem::create_directories(s_.out);
   std::ofstream(s_.out + "/" + system + ".json") << out.dump(2) << "\n";
   std::ofstream jobs(s_.out + "/" + system + "-jobs.jsonl");
-  for (const auto& j : f.jobs)
-    jobs << json{{"name", j.name}, {"class", j.cls}, {"gpus", j.gpus}, {"priority", j.priority}, {"submit", j.submit}, {"end", j.end},
-                 {"cost", api::format_money(j.cost, 4)}, {"gpuSeconds", std::round(j.gpu_seconds)}}.dump()
+  for (const auto& j : f.jobs) {
+    const auto pr = progress_.find(j.name);
+    const JobProgress none;
+    const JobProgress& p = pr == progress_.end() ? none : pr->second;
+    jobs << json{{"name", j.name}, {"class", j.cls}, {"gpus", j.gpus}, {"priority", j.priority}, {"submit", j.submit}, {"start", p.first_start},
+                 {"end", j.end}, {"cost", api::format_money(j.cost, 4)}, {"gpuSeconds", std::round(j.gpu_seconds)},
+                 {"gangGpuSeconds", std::round(p.gang_gpu_seconds)}, {"gangStarts", p.starts}}.dump()
          << "\n";
+  }
   return out;
 }
 

@@ -29,6 +29,19 @@ def pools(d):
     return ", ".join(f"{k} {v}" for k, v in sorted(d.get("gpuHoursByPool", {}).items())) or "-"
 
 
+def read_jobs(path):
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def mean_wait_hours(rows):
+    """Mean hours from submission to a job's first start (jobs that started)."""
+    waits = [r["start"] - r["submit"] for r in rows if r.get("start", -1) >= 0]
+    return sum(waits) / len(waits) / 3600 if waits else None
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     print("| slice | jobs | run | cost (USD) | mean JCT (h) | mean JCT w/o reduceCost (h) | p95 JCT (h) | finished | GPU-hours by pool |")
@@ -54,6 +67,14 @@ def main():
             if l and s:
                 checks.append(f"- {d.name}: sim {sim_name} vs live {live_name}: cost {off(cost(s), cost(l))}, "
                               f"mean JCT {off(s['meanJctHours'], l['meanJctHours'])}, p95 JCT {off(s['p95JctHours'], l['p95JctHours'])}")
+            if l and "gpuHoursHeld" in l:
+                held, worked = l["gpuHoursHeld"], l["gpuHoursInGangs"]
+                live_wait = mean_wait_hours(read_jobs(d / f"{live_name}-jobs.jsonl"))
+                sim_wait = mean_wait_hours(read_jobs(d / "sim" / f"jobs-{sim_name}.jsonl"))
+                waits = (f"; mean wait to first start {live_wait:.2f} h live, {sim_wait:.2f} h sim"
+                         if live_wait is not None and sim_wait is not None else "")
+                checks.append(f"- {d.name}: live {live_name}'s pods held {held} GPU-hours, {worked} of them in whole gangs at work "
+                              f"({(held - worked) / held * 100 if held else 0:.1f}% starting, waiting or stopping){waits}")
     print()
     print("\n".join(checks))
 

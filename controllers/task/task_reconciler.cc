@@ -287,7 +287,9 @@ std::optional<Result> TaskReconciler::write_status(const std::string& key, const
   }
   written_.wrote(key, o.task, std::move(w.answer));
   const std::string phase_before = kube::string_at(o.task["status"], "phase"), phase_after = d.status.value("phase", "");
-  if (phase_after != phase_before)
+  // A new epoch is news even in the same phase (a disruption while restarting): the log says why.
+  const int64_t epoch_before = kube::int_at(o.task["status"], "epoch").value_or(0), epoch_after = d.status.value("epoch", int64_t{0});
+  if (phase_after != phase_before || epoch_after != epoch_before)
     spdlog::info("{} -> {}: {}", phase_before.empty() ? "new" : phase_before, phase_after, d.status.value("message", ""));
   count_restarts(o, d);
   return std::nullopt;

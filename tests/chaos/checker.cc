@@ -113,6 +113,8 @@ void Checker::follow_pods(const Snapshot& s) {
       if (auto finished = time_field(object_at(state, "terminated"), "finishedAt")) r.end = finished;
     }
     if (auto since = time_field(status, "startTime")) r.starts_seen.insert(std::llround(*since * 1000));
+    if (auto deadline = time_field(object_at(pod, "metadata"), "deletionTimestamp"); deadline && !r.deletion_asked)
+      r.deletion_asked = *deadline - double(int_at(object_at(pod, "metadata"), "deletionGracePeriodSeconds").value_or(0));
     if (!r.start && (r.end || string_at(status, "phase") == "Running")) r.start = time_field(status, "startTime");
     if (terminal(pod)) {
       r.terminal_seen = true;
@@ -247,12 +249,17 @@ void Checker::check_final(const Snapshot& s) {
         break;
       }
       double end_low = r.end ? *r.end : r.last_seen_alive.value_or(*r.start);
+      if (!r.end && r.deletion_asked) end_low = std::max(*r.start, std::min(end_low, *r.deletion_asked));
       double end_high = r.end ? *r.end : r.first_seen_gone.value_or(s.t);
       auto cost = [&](double end) { return std::max(0.0, end - *r.start) / 3600.0 * double(*price) * double(r.share_milli) / 1000.0; };
       low += cost(end_low);
       high += cost(end_high);
     }
-    if (!priceable) {
+    // None of its GPU pods was in a look (they came and went between two): nothing here bounds it.
+    const bool gpu_pod_seen = std::any_of(pods_.begin(), pods_.end(), [&](const auto& e) {
+      return e.second.task_uid == uid && e.second.start && e.second.share_milli > 0;
+    });
+    if (!priceable || (!gpu_pod_seen && final_micros > 0)) {
       ++costs_unpriceable_;
       continue;
     }
@@ -362,6 +369,10 @@ void Checker::window_end(const Snapshot& s, const std::string& window, const std
     for (const char* kind : {"startFailures", "disruptions", "failures"}) {
       if (std::string(kind) == "failures" && may_fail) continue;
       const int64_t was = before->second.value(kind, int64_t{0}), now = after.value(kind, int64_t{0});
+      // One disruption whose record names a node the campaign disrupted: a pod there for less
+      // than a look apart (placed and noticed between two looks) is the fault's too.
+      const json last = t.value("status", json::object()).value("lastDisruption", json::object());
+      if (std::string(kind) == "disruptions" && now == was + 1 && last.is_object() && lost.count(last.value("node", ""))) continue;
       if (now > was)
         violation(s.t, "restarted-by-window", t["metadata"].value("name", ""),
                   window + ": status.restarts." + kind + " went from " + std::to_string(was) + " to " + std::to_string(now));

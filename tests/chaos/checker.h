@@ -98,6 +98,9 @@ class Checker {
     bool resurrected = false;          // seen running again after that (the simulator, never a kubelet)
     bool end_rewritten = false;        // its finishedAt changed after it was seen terminal (likewise)
     std::optional<double> last_seen_alive, first_seen_gone;  // from the looks
+    // When its deletion was asked (deletionTimestamp less its grace): its containers may have
+    // stopped from then on while its status still said Running (the node reports late).
+    std::optional<double> deletion_asked;
   };
   void violation(double t, const std::string& rule, const std::string& object, const std::string& detail);
   void follow_pods(const Snapshot& s);

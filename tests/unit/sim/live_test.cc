@@ -69,6 +69,8 @@ TEST(LiveEmulator, RunsAtItsRateChecksPointsAndEndsItsLauncherWhenDone) {
   ended[0].finished = ended[0].succeeded = true;
   EXPECT_TRUE(advance(p, job, ended, 3611, none, s).empty());
   EXPECT_TRUE(p.done);
+  EXPECT_DOUBLE_EQ(p.first_start, 10);
+  EXPECT_DOUBLE_EQ(p.gang_gpu_seconds, 2 * 3600);  // from the start to the work's end, not to the launcher's exit
 }
 
 TEST(LiveEmulator, AGangStoppedOnLiveNodesKeepsItsWorkAndRestartsFromACheckpoint) {
@@ -90,6 +92,12 @@ TEST(LiveEmulator, AGangStoppedOnLiveNodesKeepsItsWorkAndRestartsFromACheckpoint
   EXPECT_DOUBLE_EQ(p.work_done, 2100);
   EXPECT_EQ(p.starts, 2);
   EXPECT_EQ(p.losses, 0);
+  EXPECT_DOUBLE_EQ(p.first_start, 0);
+  // The first gang's 1000 s at 2 GPUs; the one running now is counted when it stops or ends, and
+  // the 200 s without a gang are not.
+  EXPECT_DOUBLE_EQ(p.gang_gpu_seconds, 2000);
+  advance(p, job, {}, 1400, none, s);
+  EXPECT_DOUBLE_EQ(p.gang_gpu_seconds, 2000 + 200);
 }
 
 TEST(LiveEmulator, AGangLosingANodeFallsBackToItsLastCheckpointAndItsLauncherFails) {
