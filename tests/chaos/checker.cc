@@ -226,8 +226,10 @@ void Checker::check_final(const Snapshot& s) {
     bool priceable = true;
     const std::string uid = uid_of(task);
     std::string intervals;  // for the report: each pod's share, node and seconds
+    bool gpu_pod_seen = false;
     for (const auto& [pod_uid, r] : pods_) {
       if (r.task_uid != uid || !r.start) continue;
+      gpu_pod_seen |= r.share_milli > 0;
       const double seen_end = r.end ? *r.end : r.first_seen_gone.value_or(s.t);
       intervals += "; " + r.name.substr(r.name.find('/') + 1) + " " + std::to_string(r.share_milli) + "m on " + r.node + " " +
                    std::to_string(std::lround(seen_end - *r.start)) + "s" + (r.end ? "" : " (vanished)") +
@@ -256,9 +258,6 @@ void Checker::check_final(const Snapshot& s) {
       high += cost(end_high);
     }
     // None of its GPU pods was in a look (they came and went between two): nothing here bounds it.
-    const bool gpu_pod_seen = std::any_of(pods_.begin(), pods_.end(), [&](const auto& e) {
-      return e.second.task_uid == uid && e.second.start && e.second.share_milli > 0;
-    });
     if (!priceable || (!gpu_pod_seen && final_micros > 0)) {
       ++costs_unpriceable_;
       continue;

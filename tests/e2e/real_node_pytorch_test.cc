@@ -103,13 +103,7 @@ TEST_F(RealNodePyTorchTest, ItGrowsWhenAGpuFreesShrinksForHigherPriorityResumesF
     const auto lines = progress(pod_log("job-worker-0") + log1);
     return !lines.empty() && lines.rbegin()->first >= resumed_at_2 + 300;
   }, 180s)) << pod_log("job-worker-0") << log1;
-  json urgent = on_real_node();
-  apply({{"taskType", "Single"},
-         {"priority", 50},
-         {"image", kTrainImage},
-         {"command", {"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}},
-         {"worker", {{"gpus", "1"}, {"template", urgent}}}},
-        "urgent");
+  add_blocker("urgent", 1, 50);
   const auto wanted = std::chrono::steady_clock::now();
   // The checkpoint written on SIGTERM at world size 2 (not a periodic one), read from the store
   // before the world of 1 writes its next.
