@@ -340,55 +340,107 @@ void Decider::failed(const PodView& p) {
   event("Warning", "Restarting", "Restart", message);
 }
 
-// Something outside the task's control is taking a pod of the current epoch away.
+// What outside the task's control is taking this pod of the current epoch away, if anything.
+std::optional<Decider::Disruption> Decider::pod_disruption(const PodView& p, int size) const {
+  const std::string who = "pod " + p.name + (p.node.empty() ? "" : " on node " + p.node);
+  if (!p.disruption.empty()) {
+    std::string cause = p.disruption == "PreemptionByScheduler" ? "PreemptedByScheduler"
+                        : p.disruption == "DeletionByTaintManager" ? "NodeTaint"
+                        : p.disruption == "TerminationByKubelet" || p.disruption == "Shutdown" ||
+                                  p.disruption == "NodeShutdown" || p.disruption == "Terminated"
+                            ? "NodeShutdown"
+                            : "Evicted";
+    return Disruption{cause, p.node, who + " is being taken away (" + p.disruption + ")"};
+  }
+  if (pod_finished(p) && p.phase != "Failed") return std::nullopt;
+  if (o_.nodes_known && !p.node.empty()) {
+    auto it = o_.nodes.find(p.node);
+    if (it == o_.nodes.end()) return Disruption{"NodeLost", p.node, who + ": the node was deleted"};
+    if (!it->second.notice.empty())
+      return Disruption{"NodeNotice", p.node, who + ": the node has the termination notice " + it->second.notice};
+    // A platform fault, never the task's: it checkpoints and moves, and no failure is counted.
+    // (The launcher holds no GPU: a GPU fault on its node is not its concern.)
+    if (!it->second.fault.empty() && p.role != "launcher")
+      return Disruption{"GpuFault", p.node, who + ": the node reports a GPU fault (" + it->second.fault + ")"};
+    if (node_lost(p)) return Disruption{"NodeNotReady", p.node, who + ": the node has not been Ready for " +
+                                                                    std::to_string(o_.disruption.node_not_ready_grace.count()) + "s"};
+  }
+  // Deleted, but not by Valley: Valley deletes a current-epoch pod only beyond the size (Hot
+  // shrink), when it replaces it in place, or before it is bound (re-placement; before the epoch
+  // runs, it may have been bound since, where the plan no longer has it).
+  const bool ours = o_.deleted_by_valley.count(p.uid) > 0 || replacing(p) ||
+                    (p.role == "worker" && (p.worker_index >= size || p.node.empty() || (phase_ != kRunning && replanned(p))));
+  // (A kubelet marks a deleted pod Failed once its containers stopped: still a deletion.)
+  if (p.deleting && !ours && p.phase != "Succeeded") return Disruption{"PodDeleted", p.node, who + " was deleted"};
+  return std::nullopt;
+}
+
 std::optional<Decider::Disruption> Decider::find_disruption() const {
-  const bool launcher = spec_->has_launcher();
   const int size = static_cast<int>(status_.value("epochReplicas", 0));
   std::map<std::string, const PodView*> current;
   for (const auto& p : o_.pods) {
     if (p.epoch != epoch_) continue;
     current[p.name] = &p;
-    const std::string who = "pod " + p.name + (p.node.empty() ? "" : " on node " + p.node);
-    if (!p.disruption.empty()) {
-      std::string cause = p.disruption == "PreemptionByScheduler" ? "PreemptedByScheduler"
-                          : p.disruption == "DeletionByTaintManager" ? "NodeTaint"
-                          : p.disruption == "TerminationByKubelet" || p.disruption == "Shutdown" ||
-                                    p.disruption == "NodeShutdown" || p.disruption == "Terminated"
-                              ? "NodeShutdown"
-                              : "Evicted";
-      return Disruption{cause, p.node, who + " is being taken away (" + p.disruption + ")"};
-    }
-    if (pod_finished(p) && p.phase != "Failed") continue;
-    if (o_.nodes_known && !p.node.empty()) {
-      auto it = o_.nodes.find(p.node);
-      if (it == o_.nodes.end()) return Disruption{"NodeLost", p.node, who + ": the node was deleted"};
-      if (!it->second.notice.empty())
-        return Disruption{"NodeNotice", p.node, who + ": the node has the termination notice " + it->second.notice};
-      // A platform fault, never the task's: it checkpoints and moves, and no failure is counted.
-      // (The launcher holds no GPU: a GPU fault on its node is not its concern.)
-      if (!it->second.fault.empty() && p.role != "launcher")
-        return Disruption{"GpuFault", p.node, who + ": the node reports a GPU fault (" + it->second.fault + ")"};
-      if (node_lost(p)) return Disruption{"NodeNotReady", p.node, who + ": the node has not been Ready for " +
-                                                                      std::to_string(o_.disruption.node_not_ready_grace.count()) + "s"};
-    }
-    // Deleted, but not by Valley: Valley deletes a current-epoch pod only beyond the size (Hot
-    // shrink) or before it is bound (re-placement; before the epoch runs, it may have been bound
-    // since, where the plan no longer has it).
-    const bool ours = o_.deleted_by_valley.count(p.uid) > 0 ||
-                      (p.role == "worker" && (p.worker_index >= size || p.node.empty() || (phase_ != kRunning && replanned(p))));
-    // (A kubelet marks a deleted pod Failed once its containers stopped: still a deletion.)
-    if (p.deleting && !ours && p.phase != "Succeeded") return Disruption{"PodDeleted", p.node, who + " was deleted"};
+    if (auto d = pod_disruption(p, size)) return d;
   }
   // A pod of a running epoch vanished (force-deleted). Hot tasks add workers while running, so
   // only Restart ones can tell.
   if (phase_ == kRunning && !spec_->hot_elastic) {
     std::vector<std::string> expected;
     for (int i = 0; i < size; ++i) expected.push_back(render::worker_name(spec_->name, i));
-    if (launcher) expected.push_back(render::launcher_name(spec_->name));
+    if (spec_->has_launcher()) expected.push_back(render::launcher_name(spec_->name));
     for (const auto& name : expected)
       if (!current.count(name)) return Disruption{"PodDeleted", "", "pod " + name + " disappeared"};
   }
   return std::nullopt;
+}
+
+bool Decider::replacing(const PodView& p) const {
+  const json& last = kube::object_at(status_, "lastDisruption");
+  for (const auto& r : last.value("pods", json::array()))
+    if (kube::string_at(r, "uid") == p.uid) return true;
+  return false;
+}
+
+bool Decider::replaced_in_place() {
+  if (!spec_->hot_elastic || spec_->has_launcher() || phase_ != kRunning) return false;
+  const int size = static_cast<int>(status_.value("epochReplicas", 0));
+  std::vector<std::pair<const PodView*, Disruption>> taken;
+  int staying = 0;
+  for (const auto& p : o_.pods) {
+    if (p.epoch != epoch_ || p.role != "worker" || p.worker_index >= size) continue;
+    if (auto d = pod_disruption(p, size)) {
+      // Worker 0 hosts the rendezvous (torchrun's c10d store): without it no one can go on.
+      if (p.worker_index <= 0) return false;
+      taken.emplace_back(&p, std::move(*d));
+    } else if (!p.deleting && !pod_finished(p)) {
+      ++staying;
+    }
+  }
+  if (taken.empty() || staying < spec_->min_workers) return false;
+  bool news = false;
+  json pods = json::array();
+  std::vector<std::string> names;
+  for (const auto& [p, d] : taken) {
+    delete_pod(*p);
+    news = news || !replacing(*p);
+    pods.push_back({{"name", p->name}, {"uid", p->uid}});
+    names.push_back(p->name);
+  }
+  if (!news) return true;
+  const Disruption& d = taken.back().second;
+  bump(status_, "disruptions");
+  json last = {{"time", now_}, {"cause", d.cause}, {"message", bounded_text(d.message, kStatusMessageBytes)}, {"epoch", epoch_},
+               {"workers", size}, {"inPlace", true}, {"pods", pods}};
+  if (!d.node.empty()) last["node"] = d.node;
+  if (status_.contains("checkpoint") && status_["checkpoint"].is_object()) last["checkpointStep"] = status_["checkpoint"].value("step", 0);
+  status_["lastDisruption"] = last;
+  event("Warning", "Disrupted", "Replace",
+        d.message + "; " + join(names, ", ") + " stop" + (names.size() == 1 ? "s" : "") + " (SIGTERM, up to " +
+            std::to_string(spec_->checkpoint_grace_seconds) + "s to checkpoint) and the other " + std::to_string(staying) +
+            " worker" + (staying == 1 ? "" : "s") + " go on at that world size (elasticity Hot) while " +
+            (names.size() == 1 ? "a replacement is" : "replacements are") + " placed");
+  return true;
 }
 
 void Decider::disrupted(const Disruption& d) {
@@ -457,8 +509,10 @@ void Decider::recovered() {
       lost = std::to_string(w) + "s (resumed from step " + std::to_string(status_["checkpoint"].value("step", 0)) + ")";
     }
   }
+  const std::string again = last.value("inPlace", false) ? "back at " + std::to_string(status_.value("epochReplicas", 0)) + " workers "
+                                                          : std::string("running again ");
   event("Normal", "Recovered", "Recover",
-        "running again " + std::to_string(seconds) + "s after the disruption (" + last.value("cause", "") + "); work lost: " + lost);
+        again + std::to_string(seconds) + "s after the disruption (" + last.value("cause", "") + "); work lost: " + lost);
 }
 
 }  // namespace valley::lifecycle::detail

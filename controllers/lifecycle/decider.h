@@ -111,6 +111,16 @@ class Decider {
   }
   // Something outside the task's control is taking a pod of the current epoch away.
   std::optional<Disruption> find_disruption() const;
+  std::optional<Disruption> pod_disruption(const PodView& p, int size) const;
+  // A Hot task without a launcher (PyTorch) whose disrupted workers do not include worker 0 (the
+  // rendezvous host) and leave at least replicas.min running: those workers stop (SIGTERM, their
+  // checkpoint), the rest re-rendezvous at the smaller world size in the same epoch, and each
+  // lost index is re-created where the plan puts it once its pod is gone. lastDisruption names
+  // the pods (recorded once across reconciles and operator restarts). True when it handled every
+  // disruption there is.
+  bool replaced_in_place();
+  // The pod is one the last disruption replaces in place.
+  bool replacing(const PodView& p) const;
   void disrupted(const Disruption& d);
   // The workload's latest.json (read by the controller from the store) or, for stores Valley
   // cannot read, the checkpoint record a pod left as its termination message.

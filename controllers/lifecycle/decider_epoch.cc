@@ -127,7 +127,8 @@ void Decider::resume_if_suspended() {
 bool Decider::admitted(const lifecycle::Admission* adm) {
   const bool waiting = phase_ == kPending || epoch_ == 0;
   if (!waiting) {
-    if (auto d = find_disruption()) disrupted(*d);
+    if (!replaced_in_place())
+      if (auto d = find_disruption()) disrupted(*d);
   }
   if (waiting) {
     // (A plan made before its start failed may still admit it: its backoff holds it back.)
@@ -210,7 +211,7 @@ bool Decider::decided_by_pods() {
   const bool launcher = spec_->has_launcher();
   const std::string decider = launcher ? render::launcher_name(spec_->name) : render::worker_name(spec_->name, 0);
   for (const auto& p : o_.pods) {
-    if (p.epoch != epoch_ || p.deleting) continue;
+    if (p.epoch != epoch_ || p.deleting || replacing(p)) continue;
     if (p.name == decider && p.phase == "Succeeded") {
       const char* who = launcher ? "the launcher" : spec_->type == api::TaskType::Single ? "the pod" : "worker 0 (torchrun's rendezvous host)";
       finish(true, "Succeeded", who + std::string(" completed successfully"));
@@ -347,12 +348,14 @@ void Decider::ensure_objects(int workers) {
       if (render::uses_data_cache(*spec_, placement.node) && cache_claims.insert(placement.node).second)
         d_.create.push_back(render::data_cache_claim(*spec_, placement.node));
       d_.create.push_back(render::worker_pod(*spec_, i, shape, placement));
-    } else if (it->second->epoch == epoch_ && !it->second->deleting && it->second->phase == "Running" &&
+    } else if (it->second->epoch == epoch_ && !it->second->deleting && !replacing(*it->second) && it->second->phase == "Running" &&
                it->second->ready) {
       ++ready;
     }
   }
   count_replicas();
+  // Replaced in place: recovered once the epoch is back at its size.
+  if (phase_ == kRunning && ready == workers && kube::object_at(status_, "lastDisruption").value("inPlace", false)) recovered();
 
   bool running = false;
   if (has_launcher) {

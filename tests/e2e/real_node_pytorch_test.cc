@@ -4,10 +4,13 @@
 // task of higher priority; torchrun restarts the training processes at the new world size in the
 // pods that stay, and they resume from the checkpoint the stopped ones wrote on SIGTERM.
 //
+// One worker evicted goes the way one worker's spot notice or GPU fault does: that worker stops,
+// the others go on at the smaller world size in the same epoch, its replacement joins them.
+//
 // What the real node cannot show: NCCL and GPUs (its two GPUs are an extended resource with no
 // device behind them), and a spot notice that takes one worker but not the other (one node holds
-// both). A shrink for priority stops a worker exactly as a notice on its node would (SIGTERM, the
-// checkpoint, the survivors re-rendezvous). Label "real".
+// both: the eviction stands for it; spot_test.cc shows the notice on kwok nodes). Label "real".
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -32,6 +35,15 @@ std::vector<int> starts_at(const std::string& log, int world) {
   std::vector<int> out;
   const std::regex line("rank [0-9]+/" + std::to_string(world) + ": starting at step ([0-9]+)");
   for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) out.push_back(std::stoi((*it)[1]));
+  return out;
+}
+
+// Every start in the log, in order: (world size, step).
+std::vector<std::pair<int, int>> all_starts(const std::string& log) {
+  std::vector<std::pair<int, int>> out;
+  static const std::regex line("rank [0-9]+/([0-9]+): starting at step ([0-9]+)");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it)
+    out.emplace_back(std::stoi((*it)[1]), std::stoi((*it)[2]));
   return out;
 }
 
@@ -65,8 +77,8 @@ class RealNodePyTorchTest : public RealNodeTest {
   }
 };
 
-TEST_F(RealNodePyTorchTest, ItGrowsWhenAGpuFreesShrinksForHigherPriorityResumesFromSigtermsCheckpointAndKeepsItsModel) {
-  const int steps = 3000;
+TEST_F(RealNodePyTorchTest, ItGrowsWhenAGpuFreesShrinksForHigherPriorityGoesOnWithoutAnEvictedWorkerAndKeepsItsModel) {
+  const int steps = 3500;
   add_blocker("blocker", 1);
   ASSERT_TRUE(wait_phase("Running", 180s, "blocker")) << task("blocker").dump(2) << describe_pods();
   apply(pytorch_spec(steps));
@@ -127,15 +139,59 @@ TEST_F(RealNodePyTorchTest, ItGrowsWhenAGpuFreesShrinksForHigherPriorityResumesF
   EXPECT_EQ(st.value("replicas", 0), 1) << st.dump(2);
   EXPECT_GE(st["restarts"].value("resizes", 0), 2) << st.dump(2);
 
+  // The urgent task goes: the task grows back to 2. Then worker 1 is evicted (a drain, as a spot
+  // notice on its node alone would be): it checkpoints on SIGTERM, worker 0 goes on at world size 1
+  // in the same epoch, and worker 1's replacement joins it at world size 2 again.
+  admin->remove(kTrainingTasks, ns, "urgent");
+  ASSERT_TRUE(eventually([&] { return starts_at(pod_log("job-worker-0"), 2).size() >= 2; }, 240s))
+      << task()["status"].dump(2) << pod_log("job-worker-0") << describe_pods() << operator_log();
+  const int regrown_at = starts_at(pod_log("job-worker-0"), 2).back();
+  ASSERT_TRUE(eventually([&] {
+    const auto lines = progress(pod_log("job-worker-0") + pod_log("job-worker-1"));
+    return !lines.empty() && lines.rbegin()->first >= regrown_at + 300;
+  }, 180s)) << pod_log("job-worker-0") << pod_log("job-worker-1");
+  const std::string evicted_uid = admin->get(kPods, ns, "job-worker-1")["metadata"]["uid"];
+  const int epoch_before = task()["status"].value("epoch", 0);
+  const size_t starts_before = all_starts(pod_log("job-worker-0")).size();
+  const auto evicted = std::chrono::steady_clock::now();
+  admin->create("/api/v1/namespaces/" + ns + "/pods/job-worker-1/eviction",
+                {{"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", {{"name", "job-worker-1"}, {"namespace", ns}}}});
+  // Worker 0's torchrun restarts its process: at world size 1 while the replacement is placed, or
+  // straight at 2 when the replacement joins the rendezvous first (the node is fine: it comes back
+  // within seconds). Either way it resumes from the evicted worker's SIGTERM checkpoint and ends at 2.
+  std::optional<storage::CheckpointRecord> on_eviction;
+  std::string log1_evicted;
+  ASSERT_TRUE(eventually([&] {
+    if (std::string l = pod_log("job-worker-1"); !l.empty() && admin->get(kPods, ns, "job-worker-1")["metadata"]["uid"] == evicted_uid) log1_evicted = l;
+    if (auto c = latest_checkpoint(); c && c->world_size == 2 && c->step > regrown_at && c->step % 1000 != 0 && !on_eviction) on_eviction = c;
+    const auto starts = all_starts(pod_log("job-worker-0"));
+    return starts.size() > starts_before && starts.back().first == 2;
+  }, 240s)) << task()["status"].dump(2) << pod_log("job-worker-0") << describe_pods() << operator_log();
+  const double to_replaced = seconds_since(evicted);
+  log0 = pod_log("job-worker-0");
+  const auto after = all_starts(log0);
+  const int at_world_1 = static_cast<int>(std::count_if(after.begin() + static_cast<std::ptrdiff_t>(starts_before), after.end(),
+                                                        [](const auto& s) { return s.first == 1; }));
+  ASSERT_TRUE(on_eviction) << "no checkpoint at world size 2 written on the eviction's SIGTERM\n" << log0 << log1_evicted;
+  EXPECT_EQ(after[starts_before].second, static_cast<int>(on_eviction->step)) << "worker 0 resumed from the evicted worker's checkpoint\n" << log0;
+  EXPECT_EQ(admin->get(kPods, ns, "job-worker-0")["metadata"]["uid"], worker0_uid) << "the eviction replaced worker 0";
+  EXPECT_NE(admin->get(kPods, ns, "job-worker-1")["metadata"]["uid"], evicted_uid);
+  st = task()["status"];
+  EXPECT_EQ(st.value("epoch", 0), epoch_before) << "one worker's disruption restarted the whole task: " << st.dump(2);
+  EXPECT_EQ(st["restarts"].value("disruptions", 0), 1) << st.dump(2);
+  EXPECT_EQ(st["restarts"].value("failures", 0), 0) << st.dump(2);
+  EXPECT_EQ(st["lastDisruption"].value("cause", ""), "Evicted") << st.dump(2);
+  EXPECT_TRUE(st["lastDisruption"].value("inPlace", false)) << st.dump(2);
+
   ASSERT_TRUE(wait_phase("Succeeded", 300s)) << task().dump(2) << pod_log("job-worker-0") << describe_pods() << operator_log();
   log0 = pod_log("job-worker-0");
   // The loss kept falling across both changes: the mean of each stretch below the one before.
   const auto lines = progress(log0 + log1);
   const double before = mean_loss(lines, 0, resumed_at_2), grown = mean_loss(lines, resumed_at_2, resumed_at_1),
-               after = mean_loss(lines, resumed_at_1, steps);
+               after_loss = mean_loss(lines, resumed_at_1, steps);
   EXPECT_GT(before, grown) << log0 << log1;
-  EXPECT_GT(grown, after) << log0 << log1;
-  EXPECT_GT(after, 0) << log0;
+  EXPECT_GT(grown, after_loss) << log0 << log1;
+  EXPECT_GT(after_loss, 0) << log0;
   // The model is in the store: the worker that ended as rank 0 wrote it, its sidecar kept it.
   ASSERT_TRUE(eventually([&] { return task()["status"].value("outputs", json::object()).contains("time"); }, 90s))
       << task()["status"].dump(2) << operator_log();
@@ -143,12 +199,13 @@ TEST_F(RealNodePyTorchTest, ItGrowsWhenAGpuFreesShrinksForHigherPriorityResumesF
   EXPECT_TRUE(outputs->get("model.pt").has_value());
   const json final_state = json::parse(outputs->get("final.json").value_or("{}"));
   EXPECT_EQ(final_state.value("step", 0), steps) << final_state.dump();
-  EXPECT_EQ(final_state.value("worldSize", 0), 1) << final_state.dump();
+  EXPECT_EQ(final_state.value("worldSize", 0), 2) << final_state.dump();
   std::printf("PyTorch on the real node: GPU freed -> world of 2 training %.1f s (resumed at step %d, SIGTERM's checkpoint: "
               "0 steps lost); higher-priority task -> world of 1 training %.1f s (resumed at step %d, stopped at %d); "
-              "mean loss %.4f -> %.4f -> %.4f\n",
-              to_grown, resumed_at_2, to_shrunk, resumed_at_1, stopped_at_2, before, grown, after);
-  admin->remove(kTrainingTasks, ns, "urgent");
+              "mean loss %.4f -> %.4f -> %.4f; worker 1 evicted -> world of 2 with its replacement training %.1f s later "
+              "(%d start%s at world 1 between; resumed at step %lld, the evicted worker's SIGTERM checkpoint), same epoch\n",
+              to_grown, resumed_at_2, to_shrunk, resumed_at_1, stopped_at_2, before, grown, after_loss, to_replaced, at_world_1,
+              at_world_1 == 1 ? "" : "s", static_cast<long long>(on_eviction->step));
 }
 
 }  // namespace

@@ -281,6 +281,47 @@ TEST_F(SpotTest, AnEvictedWorkerRestartsTheTask) {
   EXPECT_EQ(worker_nodes().size(), 3u);  // nothing was wrong with the node: the task comes back whole
 }
 
+// A PyTorch task (elasticity Hot, no launcher) loses one worker to a notice: that worker stops
+// (SIGTERM, up to its grace to checkpoint), worker 0 and the rest go on in the same epoch (torchrun
+// re-rendezvouses at the smaller world size), and the lost index is re-created on the spare node.
+TEST_F(SpotTest, APyTorchWorkerOnANoticedNodeIsReplacedWhileTheOthersGoOn) {
+  json spec = spot_spec(1, 2);
+  spec.erase("master");
+  spec["taskType"] = "PyTorch";
+  spec["replicas"]["target"] = 2;
+  spec["worker"] = {{"image", "valley.dev/examples/pytorch:1"},
+                    {"command", {"python3", "/opt/train.py"}},
+                    {"gpus", "8"},
+                    {"template",
+                     {{"metadata", {{"annotations", {{"sim.valley.dev/termination-delay", "3s"}}}}},
+                      {"spec", {{"nodeSelector", {{"valley.dev/pool", pool_}}}}}}}};
+  apply(spec);
+  ASSERT_TRUE(eventually([&] { return status().value("phase", "") == "Running" && worker_nodes().size() == 2; }, 60s))
+      << status().dump(2) << operator_log();
+  const json w0 = admin->get(kPods, ns, "job-worker-0"), w1 = admin->get(kPods, ns, "job-worker-1");
+  const std::string doomed = w1["spec"].value("nodeName", "");
+  const auto notice = Clock::now();
+  admin->patch(kNodes, "", doomed, kube::PatchType::Merge,
+               {{"spec", {{"taints", {{{"key", "aws-node-termination-handler/spot-itn"}, {"value", "true"}, {"effect", "NoSchedule"}}}}}}});
+  ASSERT_TRUE(eventually([&] {
+    json st = status();
+    return st.value("phase", "") == "Running" && st["lastDisruption"].contains("recoveredTime") && worker_nodes().size() == 2;
+  }, 60s)) << status().dump(2) << operator_log();
+  std::printf("notice -> PyTorch task back at 2 workers: %.1f s\n", std::chrono::duration<double>(Clock::now() - notice).count());
+  json st = status();
+  EXPECT_EQ(st["epoch"], 1) << st.dump(2);
+  EXPECT_EQ(st["restarts"].value("disruptions", 0), 1) << st.dump(2);
+  EXPECT_EQ(st["restarts"].value("failures", 0), 0) << st.dump(2);
+  EXPECT_EQ(st["lastDisruption"].value("cause", ""), "NodeNotice");
+  EXPECT_EQ(st["lastDisruption"].value("inPlace", false), true);
+  EXPECT_EQ(admin->get(kPods, ns, "job-worker-0")["metadata"]["uid"], w0["metadata"]["uid"]) << "worker 0 was replaced";
+  const json replacement = admin->get(kPods, ns, "job-worker-1");
+  EXPECT_NE(replacement["metadata"]["uid"], w1["metadata"]["uid"]);
+  EXPECT_NE(replacement["spec"].value("nodeName", ""), doomed);
+  EXPECT_EQ(replacement["metadata"]["labels"]["valley.dev/epoch"], "1");
+  EXPECT_TRUE(has_event("go on at that world size (elasticity Hot)")) << events_text();
+}
+
 TEST_F(SpotTest, BelowItsMinimumTheTaskWaitsThenResumesWhenCapacityReturns) {
   apply(spot_spec(3, 3));
   ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();

@@ -1,6 +1,7 @@
 // PyTorch tasks (taskType PyTorch): what the spec accepts and refuses, how the seed format maps to
 // it, the workers torchrun runs (rendezvous, nodes, processes), and the lifecycle of workers only:
 // a Service and no key pair, resizes in place, worker 0 deciding the end.
+#include "controllers/api/pod.h"
 #include "controllers/api/seed.h"
 #include "controllers/api/spec.h"
 #include "controllers/render/render.h"
@@ -176,6 +177,106 @@ TEST(PyTorchLifecycle, WorkerZeroEndingWellEndsTheTaskAndAnotherWorkersCrashEnds
   Decision again = decide(observe(pytorch({}, running_status()), crashed));
   EXPECT_EQ(again.status["epoch"], 2);
   EXPECT_EQ(again.status["phase"], "Restarting");
+}
+
+// Three workers of epoch 1 on n1..n3, admitted at 3 with the plan's nodes as they are.
+Observed three_on_nodes(json status, std::vector<PodView> pods, std::map<std::string, NodeView> nodes) {
+  Observed o = observe(pytorch({}, std::move(status)), std::move(pods));
+  o.nodes_known = true;
+  o.nodes = std::move(nodes);
+  o.admission->workers = 3;
+  o.admission->placement.resize(3);
+  for (int i = 0; i < 3; ++i) o.admission->placement[i].node = "n" + std::to_string(i + 1);
+  return o;
+}
+
+std::vector<PodView> three_running() {
+  auto pods = running_pods(1, 3, false);
+  for (size_t i = 0; i < pods.size(); ++i) pods[i].node = "n" + std::to_string(i + 1);
+  return pods;
+}
+
+std::map<std::string, NodeView> four_nodes() { return {{"n1", {}}, {"n2", {}}, {"n3", {}}, {"n4", {}}}; }
+
+TEST(PyTorchLifecycle, ASpotNoticeOnOneWorkerReplacesItWhileTheOthersGoOnInTheSameEpoch) {
+  auto nodes = four_nodes();
+  nodes["n3"].notice = "aws-node-termination-handler/spot-itn";
+  Decision d = decide(three_on_nodes(running_status(1, 3), three_running(), nodes));
+  EXPECT_EQ(d.status["epoch"], 1);
+  EXPECT_EQ(d.status["phase"], "Running");
+  EXPECT_EQ(d.status["restarts"]["disruptions"], 1);
+  EXPECT_EQ(d.status["lastDisruption"]["inPlace"], true);
+  EXPECT_EQ(d.status["lastDisruption"]["node"], "n3");
+  EXPECT_EQ(d.status["lastDisruption"]["pods"][0]["uid"], "uid-t-worker-2");
+  ASSERT_EQ(d.delete_pods.size(), 1u);  // only the worker taken, gracefully (SIGTERM: it checkpoints)
+  EXPECT_EQ(d.delete_pods[0].name, "t-worker-2");
+  EXPECT_FALSE(d.delete_pods[0].force);
+  EXPECT_TRUE(d.create.empty());
+  ASSERT_EQ(d.events.size(), 1u) << d.events.back().reason << ": " << d.events.back().note;
+  EXPECT_EQ(d.events[0].reason, "Disrupted");
+  EXPECT_NE(d.events[0].note.find("the other 2 workers go on"), std::string::npos) << d.events[0].note;
+
+  // Decided once: the terminating worker (seen by a restarted operator too) is not a new disruption,
+  // nor a failure once its containers stopped.
+  auto pods = three_running();
+  pods[2].deleting = true;
+  pods[2].phase = "Failed";
+  pods[2].exit_code = 143;
+  Decision again = decide(three_on_nodes(d.status, pods, nodes));
+  EXPECT_EQ(again.status["restarts"]["disruptions"], 1);
+  EXPECT_EQ(again.status["epoch"], 1);
+  EXPECT_EQ(again.status["phase"], "Running");
+  EXPECT_TRUE(again.events.empty());
+  EXPECT_TRUE(again.create.empty());
+
+  // Gone: its replacement goes where the plan puts it now, in the same epoch.
+  pods.pop_back();
+  Observed gone = three_on_nodes(d.status, pods, nodes);
+  gone.admission->placement[2].node = "n4";
+  Decision replaced = decide(gone);
+  ASSERT_EQ(created_names(replaced), std::vector<std::string>{"t-worker-2"});
+  EXPECT_EQ(api::pinned_node(replaced.create[0]), "n4");
+  EXPECT_TRUE(replaced.delete_pods.empty());
+  EXPECT_EQ(replaced.status["epoch"], 1);
+
+  // Ready: recovered, back at its size.
+  auto back = three_running();
+  back[2].node = "n4";
+  back[2].uid = "uid-t-worker-2-again";
+  Decision recovered = decide(three_on_nodes(replaced.status, back, nodes));
+  EXPECT_TRUE(recovered.status["lastDisruption"].contains("recoveredTime")) << recovered.status.dump();
+  ASSERT_EQ(recovered.events.size(), 1u);
+  EXPECT_NE(recovered.events[0].note.find("back at 3 workers"), std::string::npos) << recovered.events[0].note;
+}
+
+TEST(PyTorchLifecycle, AnEvictedWorkerIsReplacedInPlaceWithoutCountingAFailure) {
+  auto pods = three_running();
+  pods[1].phase = "Failed";
+  pods[1].ready = false;
+  pods[1].exit_code = 137;
+  pods[1].disruption = "EvictionByEvictionAPI";
+  Decision d = decide(three_on_nodes(running_status(1, 3), pods, four_nodes()));
+  EXPECT_EQ(d.status["epoch"], 1);
+  EXPECT_EQ(d.status["lastDisruption"]["cause"], "Evicted");
+  EXPECT_EQ(d.status["restarts"].value("failures", 0), 0);
+  ASSERT_EQ(d.delete_pods.size(), 1u);
+  EXPECT_EQ(d.delete_pods[0].name, "t-worker-1");
+}
+
+TEST(PyTorchLifecycle, LosingTheRendezvousHostOrGoingBelowMinRestartsTheEpoch) {
+  auto nodes = four_nodes();
+  nodes["n1"].notice = "karpenter.sh/disrupted";  // worker 0's
+  Decision host = decide(three_on_nodes(running_status(1, 3), three_running(), nodes));
+  EXPECT_EQ(host.status["epoch"], 2);
+  EXPECT_EQ(host.status["phase"], "Restarting");
+  EXPECT_FALSE(host.status["lastDisruption"].contains("inPlace"));
+
+  auto two_nodes = four_nodes();
+  two_nodes["n2"].notice = "aws-node-termination-handler/spot-itn";
+  two_nodes["n3"].notice = "aws-node-termination-handler/spot-itn";  // 1 worker left of min 2
+  Decision below = decide(three_on_nodes(running_status(1, 3), three_running(), two_nodes));
+  EXPECT_EQ(below.status["epoch"], 2);
+  EXPECT_EQ(below.status["phase"], "Restarting");
 }
 
 }  // namespace
