@@ -40,6 +40,9 @@
 // and DIR/{policies,allocation}.dat for plots; prints the table. --jobs-out also writes
 // DIR/jobs-<policy>.jsonl: one line per job (class, GPUs, submit/start/end, cost, restarts, estimate). The LP and the solver's report go
 // to the scratch directory (bench/out/sim-lp).
+//
+// Diagnostics on stderr: VALLEY_SIM_DEBUG=<job id prefix> prints every resize and move of those
+// jobs with the planner's reason; VALLEY_SIM_CLAIMS the tenant claims that waited over 2 minutes.
 #include <algorithm>
 #include <filesystem>
 #include <set>

@@ -113,6 +113,8 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
       case planner::Action::Move:
         if (j.state != State::Running || same_placement(j.workers, d.placement)) break;
         // A new world size or new nodes: checkpoint, stop, start again from the checkpoint.
+        if (const char* debug = std::getenv("VALLEY_SIM_DEBUG"); debug && j.trace.id.rfind(debug, 0) == 0)
+          std::cerr << "t=" << now_ << " " << j.trace.id << " " << planner::to_string(d.action) << " to " << d.workers << " workers: " << d.reason << "\n";
         end_segment(j);
         restarted.push_back(i);
         break;

@@ -241,6 +241,14 @@ void Plan::grow() {
     std::vector<Task::Worker> around = d.placement;
     while (d.workers + static_cast<int>(added.size()) < target) {
       auto one = place(i, 1, around, options);
+      // A running task's growth buys a node only for as many workers as fill it: a node bought
+      // for fewer is paid whole while partly idle, and no one else may fill it in time.
+      if (one && !fresh && opens_for_fewer(i, (*one)[0], target - d.workers - static_cast<int>(added.size()))) {
+        give(i, (*one)[0]);
+        close_if_empty(node_at((*one)[0].node));
+        options.may_buy = false;
+        one = place(i, 1, around, options);
+      }
       if (!one) break;
       added.push_back((*one)[0]);
       around.push_back((*one)[0]);

@@ -1,8 +1,8 @@
 // Bought nodes given back (plan.h's give_back_bought): a node of a NodePool is paid for by the hour
 // while it is up, whatever runs there, and the autoscaler takes it away once it is empty. Growth
 // and finishing tasks leave gangs spread over nodes that are mostly idle; a gang that checkpoints
-// and is the last on such a node moves onto GPUs free elsewhere when that pays, so that the node
-// empties and goes. Karpenter's own consolidation cannot do this: it moves pods one by one and
+// and is the last on such a node moves onto GPUs free on nodes others keep up when that pays, so
+// that the node empties and goes. Karpenter's own consolidation cannot do this: it moves pods one by one and
 // Valley's gang pods carry do-not-disrupt, because only the whole gang can restart from a checkpoint.
 #include "controllers/planner/plan.h"
 
@@ -56,6 +56,10 @@ void Plan::give_back_bought() {
     }
     std::optional<std::vector<Task::Worker>> moved;
     if (freed > 0) {
+      // Only onto nodes others keep up: a bought node nothing holds is going too, and moving onto
+      // it would only trade one idle node for another (and back, at the next plan).
+      for (size_t k = 0; k < nodes_.size(); ++k)
+        if (elsewhere[k] && bought_up(*nodes_[k]) && empty(k)) elsewhere[k] = 0;
       PlaceOptions options;
       options.may_buy = false;
       options.only = &elsewhere;

@@ -315,6 +315,41 @@ TEST(Provisioning, GrowthBuysANodeOnlyWhenItsStepPays) {
   EXPECT_EQ(bought(ds[0]), 0) << ds[0].reason;
 }
 
+TEST(Provisioning, GrowthBuysOnlyNodesItsStepFillsAndTakesWhatIsUpFirst) {
+  planner::Node up = nvidia("od-1", 8);
+  up.price_micros = 2'400'000;
+  planner::Node partly = nvidia("od-2", 8);
+  partly.price_micros = 2'400'000;
+  partly.free["nvidia.com/gpu"] = 0;  // a full node for now
+  Market m({pool("a100-od", "on-demand", {{"nvidia.com/gpu", "64"}})}, {up, partly}, 0, 2'400'000);
+  planner::Task t = task("a/t", 0, 1, 11, 1000);
+  t.admitted = true;
+  for (int i = 0; i < 8; ++i) t.workers.push_back({"od-1", "nvidia.com/gpu", 1, true, i});
+  t.last_resize = kNow - 1h;
+  t.expected_end = kNow + 10h;
+  planner::Scaling linear;
+  for (int w = 1; w <= 16; ++w) linear.push_back({w, static_cast<double>(w), 3});
+  t.scaling = linear;
+  // 3 more would pay, but the smallest node to buy (4 GPUs) would be partly idle: not bought.
+  auto ds = plan(m.nodes, {t}, kNow, m.config);
+  EXPECT_NE(ds[0].action, planner::Action::Grow) << ds[0].reason;
+  EXPECT_EQ(bought(ds[0]), 0);
+  // Room on a node that is up: taken.
+  m.nodes[1].free["nvidia.com/gpu"] = 3;
+  ds = plan(m.nodes, {t}, kNow, m.config);
+  EXPECT_EQ(ds[0].action, planner::Action::Grow) << ds[0].reason;
+  EXPECT_EQ(ds[0].workers, 11);
+  EXPECT_EQ(bought(ds[0]), 0);
+  // Up to 12 and 16 (4 and 8 more): a whole node's worth, bought.
+  m.nodes[1].free["nvidia.com/gpu"] = 0;
+  for (int max : {12, 16}) {
+    t.max_workers = max;
+    ds = plan(m.nodes, {t}, kNow, m.config);
+    EXPECT_EQ(ds[0].action, planner::Action::Grow) << ds[0].reason;
+    EXPECT_EQ(bought(ds[0]), max - 8) << ds[0].reason;
+  }
+}
+
 TEST(Provisioning, AWorkerOnANodeToBuySelectsItsPoolClassAndShapeAndToleratesTheGpuTaint) {
   api::TaskSpec spec;
   spec.name = "t";
@@ -390,6 +425,11 @@ TEST(GiveBack, AGangKeepingABoughtNodeUpAloneMovesOntoGpusFreeElsewhereSoTheNode
   planner::Task thrifty = t;
   thrifty.reduce_cost = true;
   EXPECT_EQ(planner::plan(nodes, {thrifty}, kNow, banded)[0].action, planner::Action::Move);
+  // Nor onto a bought node nothing else holds: it is going too, and the gang would move back at
+  // the next plan (one idle node traded for another).
+  std::vector<planner::Node> idle = nodes;
+  idle[0].free["nvidia.com/gpu"] = 8;
+  EXPECT_EQ(planner::plan(idle, {t}, kNow, c)[0].action, planner::Action::Keep) << planner::plan(idle, {t}, kNow, c)[0].reason;
 }
 
 }  // namespace
