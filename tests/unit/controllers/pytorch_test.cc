@@ -148,6 +148,23 @@ TEST(PyTorchLifecycle, AnAdmittedTaskGetsItsServiceAndWorkersButNoLauncherOrKeys
   EXPECT_TRUE(up.create.empty());
 }
 
+TEST(PyTorchLifecycle, AnIsolatedTaskLetsItsWorkersReachEachOtherOnEveryPortAndNoOneElseIn) {
+  Observed o = observe(pytorch(), {}, /*objects=*/false);
+  o.isolate = true;
+  Decision d = decide(o);
+  const json* policy = nullptr;
+  for (const auto& object : d.create)
+    if (object["kind"] == "NetworkPolicy") policy = &object;
+  ASSERT_NE(policy, nullptr) << created_names(d).size();
+  // Worker to worker: the rendezvous (29400) and gloo's or NCCL's own ports, which torch picks at
+  // run time, so no port list: every port, from the task's own pods only.
+  const json& ingress = (*policy)["spec"]["ingress"];
+  ASSERT_EQ(ingress.size(), 1u) << ingress.dump();
+  EXPECT_FALSE(ingress[0].contains("ports"));
+  EXPECT_EQ(ingress[0]["from"][0]["podSelector"]["matchLabels"]["valley.dev/task"], "t");
+  EXPECT_EQ((*policy)["spec"]["podSelector"]["matchLabels"]["valley.dev/task"], "t");
+}
+
 TEST(PyTorchLifecycle, ResizesAddAndRemoveWorkersInTheSameEpoch) {
   Decision grow = decide(observe(pytorch({{"replicas", {{"target", 3}}}}, running_status()), running_pods(1, 2, false)));
   EXPECT_EQ(grow.status["epoch"], 1);
