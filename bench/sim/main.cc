@@ -42,7 +42,7 @@
 // to the scratch directory (bench/out/sim-lp).
 //
 // Diagnostics on stderr: VALLEY_SIM_DEBUG=<job id prefix> prints every resize and move of those
-// jobs with the planner's reason; VALLEY_SIM_CLAIMS the tenant claims that waited over 2 minutes.
+// jobs, and each new reason to wait, with the planner's words; VALLEY_SIM_CLAIMS the tenant claims that waited over 2 minutes.
 #include <algorithm>
 #include <filesystem>
 #include <set>

@@ -142,6 +142,8 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
     SimJob& j = *jobs[i];
     switch (d.action) {
       case planner::Action::Wait:
+        if (const char* debug = std::getenv("VALLEY_SIM_DEBUG"); debug && j.trace.id.rfind(debug, 0) == 0 && d.reason != j.last_wait_reason)
+          std::cerr << "t=" << now_ << " " << j.trace.id << " waits: " << d.reason << "\n";
         j.last_wait_reason = d.reason;
         break;
       case planner::Action::Admit:

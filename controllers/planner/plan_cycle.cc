@@ -235,8 +235,10 @@ void Plan::grow() {
         options.price_cap = std::min(options.price_cap.value_or(dearest), dearest);
       }
     }
-    // A node is bought for growth only when the step's measured speedup pays its price.
-    options.may_buy = options.price_cap.has_value();
+    // A node is bought for growth only when the step's measured speedup pays its price, or, under
+    // a PricingPolicy, for a task that trades money for time whatever the speedup (a pinned size,
+    // speed over cost, a time band that grows regardless): what backfill gives it at admission.
+    options.may_buy = options.price_cap.has_value() || (config_.min_marginal_efficiency > 0 && planner::buys_for_time(t, config_));
     std::vector<Task::Worker> added;
     std::vector<Task::Worker> around = d.placement;
     while (d.workers + static_cast<int>(added.size()) < target) {

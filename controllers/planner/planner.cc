@@ -205,6 +205,13 @@ bool grows_regardless(const Task& t, const Config& c) {
   return t.fastest || t.priority >= c.fastest_priority || c.min_marginal_efficiency <= 0;
 }
 
+bool buys_for_time(const Task& t, const Config& c) {
+  if (t.reduce_cost) return false;
+  if (t.pinned_workers || t.fastest || t.priority >= c.fastest_priority) return true;
+  const Config::TimeBand* band = time_band(t, c);
+  return band && band->min_marginal <= 0;
+}
+
 std::optional<int64_t> growth_price_cap(const Task& t, int from, int to, int64_t price_now, const Config& c) {
   if (t.pinned_workers || grows_regardless(t, c) || price_now <= 0) return std::nullopt;
   const Scaling& evidence = scaling_evidence(t, from, c);

@@ -313,6 +313,26 @@ TEST(Provisioning, GrowthBuysANodeOnlyWhenItsStepPays) {
   unpriced.min_marginal_efficiency = 0;
   auto ds = plan(m.nodes, {t}, kNow, unpriced);
   EXPECT_EQ(bought(ds[0]), 0) << ds[0].reason;
+  // A task that trades money for time whatever its speedup buys what its size needs (what backfill
+  // buys it at admission): a time band that grows regardless, a priority at fastPriority, a pinned
+  // size. A reduceCost one does not.
+  t.scaling = planner::Scaling{{1, 1.0, 3}, {2, 1.3, 3}};
+  planner::Config banded = m.config;
+  banded.time_bands = {{0, 0.0}};
+  ds = plan(m.nodes, {t}, kNow, banded);
+  EXPECT_EQ(ds[0].action, planner::Action::Grow) << ds[0].reason;
+  EXPECT_EQ(bought(ds[0]), 1);
+  planner::Task urgent = t;
+  urgent.priority = 90;
+  planner::Config fast = m.config;
+  fast.fastest_priority = 90;
+  EXPECT_EQ(bought(plan(m.nodes, {urgent}, kNow, fast)[0]), 1);
+  planner::Task pinned = t;
+  pinned.pinned_workers = 2;
+  EXPECT_EQ(bought(plan(m.nodes, {pinned}, kNow, m.config)[0]), 1);
+  planner::Task thrifty = t;
+  thrifty.reduce_cost = true;
+  EXPECT_EQ(bought(plan(m.nodes, {thrifty}, kNow, banded)[0]), 0);
 }
 
 TEST(Provisioning, GrowthBuysOnlyNodesItsStepFillsAndTakesWhatIsUpFirst) {
