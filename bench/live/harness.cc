@@ -113,22 +113,15 @@ void LiveRun::make_fleet() {
 }
 
 std::string LiveRun::kueue_resource(const LiveJob& job) {
-  const std::string nvidia = "nvidia.com/gpu", amd = "amd.com/gpu";
-  if (!job.traits.amd) return nvidia;
-  // An AMD-capable job goes to AMD when AMD's quota has room for it now (what a submitting script
-  // can read from the ClusterQueue's status): Kueue cannot move a job between resource names.
-  int64_t quota = 0, reserved = 0;
-  for (const auto& p : in_.cluster.pools)
-    if (p.vendor == "amd") quota += int64_t{p.nodes} * p.gpus_per_node;
-  try {
-    const json cq = client_.get(kClusterQueues, "", kQueue);
-    for (const auto& f : cq.value("status", json::object()).value("flavorsReservation", json::array()))
-      for (const auto& r : f.value("resources", json::array()))
-        if (r.value("name", "") == amd) reserved += std::stoll(r.value("total", "0"));
-  } catch (const std::exception& e) {
-    std::cerr << "valley-live: reading the ClusterQueue: " << e.what() << "\n";
+  json cq = json::object();
+  if (job.traits.amd) {
+    try {
+      cq = client_.get(kClusterQueues, "", kQueue);
+    } catch (const std::exception& e) {
+      std::cerr << "valley-live: reading the ClusterQueue: " << e.what() << "\n";
+    }
   }
-  return quota - reserved >= job.trace.gpus ? amd : nvidia;
+  return choose_gpu_resource(job, in_, cq);
 }
 
 void LiveRun::submit(const LiveJob& job) {

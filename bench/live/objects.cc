@@ -27,15 +27,38 @@ json fleet_node(const sim::Pool& pool, int index, const std::string& fleet) {
           {"status", {{"capacity", capacity}, {"allocatable", capacity}}}};
 }
 
+std::string gpu_resource(const sim::Pool& pool) { return pool.vendor + ".com/gpu"; }
+
+int64_t gpu_hour_price(const sim::Inputs& in, const sim::Pool& pool) {
+  const auto noon = kube::SystemTime{} + std::chrono::seconds(in.workload.start_epoch + 12 * 3600);
+  const auto rate = cost::rate_for(in.pricing, pool.vendor, pool.labels);
+  const auto hour = cost::charge_interval(in.pricing, rate, 1000, noon, noon + std::chrono::hours(1));
+  return hour.gpu + hour.energy;
+}
+
+std::string choose_gpu_resource(const LiveJob& job, const sim::Inputs& in, const json& cluster_queue) {
+  const std::string nvidia = "nvidia.com/gpu";
+  if (!job.traits.amd) return nvidia;
+  std::map<std::string, int64_t> reserved;  // flavor (pool) -> GPUs reserved
+  for (const auto& f : cluster_queue.value("status", json::object()).value("flavorsReservation", json::array()))
+    for (const auto& r : f.value("resources", json::array()))
+      if (r.value("name", "").ends_with(".com/gpu")) reserved[f.value("name", "")] += std::stoll(r.value("total", "0"));
+  const sim::Pool* best = nullptr;
+  int64_t best_price = 0;
+  for (const auto& pool : in.cluster.pools) {
+    const int64_t free = int64_t{pool.nodes} * pool.gpus_per_node - reserved[pool.name];
+    const int64_t price = gpu_hour_price(in, pool);
+    if (free >= job.trace.gpus && (!best || price < best_price)) best = &pool, best_price = price;
+  }
+  return best ? gpu_resource(*best) : nvidia;
+}
+
 std::vector<json> kueue_objects(const sim::Inputs& in, const std::string& fleet, const std::string& ns) {
   std::vector<json> out;
   // Per resource (vendor), its pools cheapest first: what the simulator's backfill takes first.
-  std::map<std::string, std::vector<std::pair<double, const sim::Pool*>>> by_resource;
-  const auto noon = kube::SystemTime{} + std::chrono::seconds(in.workload.start_epoch + 12 * 3600);
+  std::map<std::string, std::vector<std::pair<int64_t, const sim::Pool*>>> by_resource;
   for (const auto& pool : in.cluster.pools) {
-    const auto rate = cost::rate_for(in.pricing, pool.vendor, pool.labels);
-    const auto hour = cost::charge_interval(in.pricing, rate, 1000, noon, noon + std::chrono::hours(1));
-    by_resource[pool.vendor + ".com/gpu"].push_back({static_cast<double>(hour.gpu + hour.energy), &pool});
+    by_resource[gpu_resource(pool)].push_back({gpu_hour_price(in, pool), &pool});
     json labels = {{kFleetLabel, fleet}, {"valley.dev/pool", pool.name}};
     out.push_back({{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "ResourceFlavor"}, {"metadata", {{"name", pool.name}}}, {"spec", {{"nodeLabels", labels}}}});
   }

@@ -28,6 +28,13 @@ std::string fleet_node_name(const std::string& fleet, const std::string& sim_nod
 // LocalQueue `live` in `ns`.
 std::vector<nlohmann::json> kueue_objects(const sim::Inputs& in, const std::string& fleet, const std::string& ns);
 
+// What a submitting script that reads the ClusterQueue's status would ask for: an MPIJob's GPU
+// resource is fixed at creation (Kueue cannot move a job between resource names), so an
+// AMD-capable job asks for the vendor of the cheapest flavor (by the PricingPolicy at noon) whose
+// unreserved quota holds its whole gang now; NVIDIA, the larger fleet, when none does. Jobs that
+// cannot run on AMD always ask for NVIDIA.
+std::string choose_gpu_resource(const LiveJob& job, const sim::Inputs& in, const nlohmann::json& cluster_queue);
+
 struct SubmitContext {
   std::string ns, fleet;
   double compression = 60;  // trace seconds per wall-clock second

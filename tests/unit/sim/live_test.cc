@@ -243,6 +243,33 @@ TEST(LiveObjects, KueueFlavorsGoCheapestFirstAndJobsAskForTheirClassAndSize) {
   EXPECT_EQ(task["spec"]["checkpoint"]["uri"], "s3://b/p/j-a/");
 }
 
+TEST(LiveObjects, AnAmdCapableMpiJobAsksForTheVendorOfTheCheapestFlavorWithRoomForItsGang) {
+  sim::Inputs in;
+  in.cluster = sim::parse_cluster(
+      "pools:\n- {name: od, product: A100, nodes: 2}\n- {name: sp, product: A100, capacityType: spot, nodes: 1}\n"
+      "- {name: amd, vendor: amd, product: MI250X, nodes: 1}\n",
+      "");
+  in.pricing = gpu_hours_only();
+  in.pricing.gpu = {{"nvidia", "", kPerHour, kPerHour / 2}, {"amd", "", kPerHour * 3 / 4, kPerHour / 4}};
+  const int per_node = in.cluster.pools[1].gpus_per_node;
+  auto reserving = [](std::vector<std::pair<std::string, int>> flavors) {
+    nlohmann::json cq = {{"status", {{"flavorsReservation", nlohmann::json::array()}}}};
+    for (const auto& [name, gpus] : flavors) {
+      const std::string resource = name == "amd" ? "amd.com/gpu" : "nvidia.com/gpu";
+      cq["status"]["flavorsReservation"].push_back(
+          {{"name", name}, {"resources", nlohmann::json::array({{{"name", resource}, {"total", std::to_string(gpus)}}})}});
+    }
+    return cq;
+  };
+  LiveJob job = two_gpu_job();
+  job.traits.amd = true;
+  EXPECT_EQ(choose_gpu_resource(job, in, nlohmann::json::object()), "nvidia.com/gpu");  // spot, the cheapest, is free
+  EXPECT_EQ(choose_gpu_resource(job, in, reserving({{"sp", per_node - 1}})), "amd.com/gpu");  // spot cannot hold 2
+  EXPECT_EQ(choose_gpu_resource(job, in, reserving({{"sp", per_node}, {"amd", per_node}})), "nvidia.com/gpu");
+  LiveJob nvidia_only = two_gpu_job();
+  EXPECT_EQ(choose_gpu_resource(nvidia_only, in, reserving({{"sp", per_node}, {"od", 2 * per_node}})), "nvidia.com/gpu");
+}
+
 TEST(LiveObjects, TheOperatorsPolicyIsFlatWithItsTimersCompressed) {
   nlohmann::json policy = {{"kind", "PricingPolicy"},
                            {"spec",
