@@ -7,6 +7,14 @@
 
 namespace valley::sim::detail {
 
+namespace {
+// VALLEY_SIM_DEBUG (main.cc): whether job j's resizes, moves and reasons to wait are printed.
+bool debugged(const SimJob& j) {
+  static const char* const prefix = std::getenv("VALLEY_SIM_DEBUG");
+  return prefix && j.trace.id.rfind(prefix, 0) == 0;
+}
+}  // namespace
+
 // The peers schedule as the schedulers they stand for; Valley with the operator's configuration.
 planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const {
   planner::Config config = r.config;
@@ -113,7 +121,7 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
       case planner::Action::Move:
         if (j.state != State::Running || same_placement(j.workers, d.placement)) break;
         // A new world size or new nodes: checkpoint, stop, start again from the checkpoint.
-        if (const char* debug = std::getenv("VALLEY_SIM_DEBUG"); debug && j.trace.id.rfind(debug, 0) == 0)
+        if (debugged(j))
           std::cerr << "t=" << now_ << " " << j.trace.id << " " << planner::to_string(d.action) << " to " << d.workers << " workers: " << d.reason << "\n";
         end_segment(j);
         restarted.push_back(i);
@@ -142,7 +150,7 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
     SimJob& j = *jobs[i];
     switch (d.action) {
       case planner::Action::Wait:
-        if (const char* debug = std::getenv("VALLEY_SIM_DEBUG"); debug && j.trace.id.rfind(debug, 0) == 0 && d.reason != j.last_wait_reason)
+        if (debugged(j) && d.reason != j.last_wait_reason)
           std::cerr << "t=" << now_ << " " << j.trace.id << " waits: " << d.reason << "\n";
         j.last_wait_reason = d.reason;
         break;

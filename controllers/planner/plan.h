@@ -85,6 +85,9 @@ struct PlaceOptions {
   // Nodes not bought yet may be opened (Node::bought_from): a gang may buy; growth only onto what
   // its step pays for, a move never (the node would idle while it is bought).
   bool may_buy = true;
+  // Above 0: a node to buy only where that many workers of the task fill its GPUs (growth: a node
+  // bought for fewer is paid whole while partly idle).
+  int fill_workers = 0;
 };
 
 class Plan {
@@ -171,12 +174,9 @@ class Plan {
   // else one whose pool has what it costs left, beyond what `opening` (a gang's what-if) opened.
   bool openable(size_t k, const std::map<std::string, std::map<std::string, int64_t>>& opening, bool may_buy) const;
   bool bought(size_t k) const { return !nodes_[k]->bought_from.empty(); }
-  // Worker w of task i, just placed, is alone on a node to be bought whose GPUs more than `wanted`
-  // workers would leave partly unused: growth does not buy such a node (whole GPUs only).
-  bool opens_for_fewer(size_t i, const Task::Worker& w, int wanted) const;
-  // A node to be bought that this plan opened but that holds nothing: closed again, its pool's
-  // budget given back.
-  void close_if_empty(size_t k);
+  // Node k, to be bought and holding nothing in the plan so far (opened or not), would be left
+  // partly unused by `workers` workers of task i (whole GPUs; a fractional task fills anything).
+  bool fills_less(size_t i, size_t k, int workers) const;
   int64_t mean_price(const std::vector<Task::Worker>& placed) const;
   // mean_price of an hour of task i's work: a shared GPU's by work_price_on.
   int64_t work_price(size_t i, const std::vector<Task::Worker>& placed) const;

@@ -238,19 +238,14 @@ void Plan::grow() {
     // A node is bought for growth only when the step's measured speedup pays its price, or, under
     // a PricingPolicy, for a task that trades money for time whatever the speedup (a pinned size,
     // speed over cost, a time band that grows regardless): what backfill gives it at admission.
-    options.may_buy = options.price_cap.has_value() || (config_.min_marginal_efficiency > 0 && planner::buys_for_time(t, config_));
+    options.may_buy = options.price_cap.has_value() || planner::buys_for_time(t, config_);
     std::vector<Task::Worker> added;
     std::vector<Task::Worker> around = d.placement;
     while (d.workers + static_cast<int>(added.size()) < target) {
-      auto one = place(i, 1, around, options);
       // A running task's growth buys a node only for as many workers as fill it: a node bought
       // for fewer is paid whole while partly idle, and no one else may fill it in time.
-      if (one && !fresh && opens_for_fewer(i, (*one)[0], target - d.workers - static_cast<int>(added.size()))) {
-        give(i, (*one)[0]);
-        close_if_empty(node_at((*one)[0].node));
-        options.may_buy = false;
-        one = place(i, 1, around, options);
-      }
+      if (!fresh) options.fill_workers = target - d.workers - static_cast<int>(added.size());
+      auto one = place(i, 1, around, options);
       if (!one) break;
       added.push_back((*one)[0]);
       around.push_back((*one)[0]);

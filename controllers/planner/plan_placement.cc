@@ -76,6 +76,7 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     if (options.only && !(*options.only)[k]) continue;
     if (options.price_cap && info_[k].price > *options.price_cap) continue;
     if (!openable(k, {}, options.may_buy)) continue;
+    if (options.fill_workers > 0 && bought(k) && fills_less(i, k, options.fill_workers)) continue;
     const int f = fits(i, k, row(k), count);
     if (f == 0) continue;
     fit_alone += f;

@@ -366,20 +366,12 @@ int64_t Plan::node_whole_gpus(size_t k) const {
   return gpus;
 }
 
-bool Plan::opens_for_fewer(size_t i, const Task::Worker& w, int wanted) const {
-  const size_t k = node_at(w.node);
+bool Plan::fills_less(size_t i, size_t k, int workers) const {
   const Task& t = tasks_[i];
-  if (k == kNoNode || !bought(k) || info_[k].whole < 0 || t.gpu_milli % 1000 != 0 || t.gpu_milli <= 0) return false;
-  const int64_t per = t.gpu_milli / 1000, gpus = node_whole_gpus(k);
-  if (gpus - row(k)[info_[k].whole] != per) return false;  // others hold GPUs there too
-  return int64_t{wanted} * per < gpus;
-}
-
-void Plan::close_if_empty(size_t k) {
-  if (k == kNoNode || !bought(k) || !opened_[k] || info_[k].whole < 0 || row(k)[info_[k].whole] < node_whole_gpus(k)) return;
-  opened_[k] = 0;
-  if (auto left = pool_left_.find(nodes_[k]->bought_from); left != pool_left_.end())
-    for (const auto& [r, units] : nodes_[k]->pool_cost) left->second[r] += units;
+  if (info_[k].whole < 0 || t.gpu_milli <= 0 || t.gpu_milli % 1000 != 0) return false;
+  const int64_t gpus = node_whole_gpus(k);
+  if (row(k)[info_[k].whole] < gpus) return false;  // someone holds GPUs there: it is bought anyway
+  return int64_t{workers} * (t.gpu_milli / 1000) < gpus;
 }
 
 bool Plan::openable(size_t k, const std::map<std::string, std::map<std::string, int64_t>>& opening, bool may_buy) const {

@@ -206,10 +206,8 @@ bool grows_regardless(const Task& t, const Config& c) {
 }
 
 bool buys_for_time(const Task& t, const Config& c) {
-  if (t.reduce_cost) return false;
-  if (t.pinned_workers || t.fastest || t.priority >= c.fastest_priority) return true;
-  const Config::TimeBand* band = time_band(t, c);
-  return band && band->min_marginal <= 0;
+  const bool priced = c.min_marginal_efficiency > 0;
+  return priced && !t.reduce_cost && (t.pinned_workers || grows_regardless(t, c) || growth_threshold(t, c) <= 0);
 }
 
 std::optional<int64_t> growth_price_cap(const Task& t, int from, int to, int64_t price_now, const Config& c) {

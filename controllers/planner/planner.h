@@ -376,8 +376,9 @@ bool grows_regardless(const Task& t, const Config& c);
 // work it does now allows at the threshold (price_now x marginal / min_marginal, the marginal capped
 // at linear). None where growth is not priced or t grows regardless.
 std::optional<int64_t> growth_price_cap(const Task& t, int from, int to, int64_t price_now, const Config& c);
-// A task that did not set reduceCost and grows whatever its speedup (replicas.target, speed over
-// cost, or a time band whose threshold is 0): its growth has no price to pay, and may buy nodes.
+// Under a PricingPolicy, a task that did not set reduceCost and grows whatever its speedup
+// (replicas.target, speed over cost, or a time band whose threshold is 0): its growth has no price
+// to pay, and may buy nodes.
 bool buys_for_time(const Task& t, const Config& c);
 
 // Whether t may share a GPU at all: one worker of one GPU, a sharing profile, measured pairs
