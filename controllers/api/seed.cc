@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "controllers/api/spec.h"
 #include "operator/json_text.h"
 
 namespace valley::api {
@@ -59,7 +60,7 @@ json seed_to_task(const YamlDocument& doc, const std::string& default_namespace,
   };
   const std::string name = str("TaskName", true);
   std::string type = d.contains("TaskType") ? str("TaskType", false) : "MPI";
-  if (type != "MPI" && type != "Single" && type != "PyTorch") errs.push_back(where("TaskType") + ": must be MPI, PyTorch or Single");
+  if (!parse_task_type(type)) errs.push_back(where("TaskType") + ": must be MPI, PyTorch or Single");
   json spec = {{"taskType", type}};
   if (auto p = integer("Priority")) spec["priority"] = *p;
   auto min = integer("MinReplicas"), max = integer("MaxReplicas"), worker_max = integer("WorkerMaxReplicas");

@@ -246,15 +246,10 @@ void check_torchrun_command(Reader& r, const ContainerSpec& worker) {
 // What runs: the type, priority, replicas, elasticity, the worker and launcher containers.
 void parse_shape(Reader& r, const json* spec, TaskSpec& s) {
   std::string type = r.str(*spec, "taskType", "spec.taskType").value_or("MPI");
-  if (type == "MPI") {
-    s.type = TaskType::MPI;
-  } else if (type == "Single") {
-    s.type = TaskType::Single;
-  } else if (type == "PyTorch") {
-    s.type = TaskType::PyTorch;
-  } else {
+  if (auto parsed = parse_task_type(type))
+    s.type = *parsed;
+  else
     r.error("spec.taskType: must be MPI, PyTorch or Single, not \"" + type + "\"");
-  }
   s.priority = static_cast<int>(r.integer(*spec, "priority", "spec.priority", 0, 100).value_or(0));
   s.priority_set = spec->contains("priority") && (*spec)["priority"].is_number_integer();
 
@@ -485,6 +480,12 @@ const char* task_type_name(TaskType type) {
     case TaskType::PyTorch: return "PyTorch";
   }
   return "MPI";
+}
+
+std::optional<TaskType> parse_task_type(const std::string& name) {
+  for (TaskType t : {TaskType::MPI, TaskType::Single, TaskType::PyTorch})
+    if (name == task_type_name(t)) return t;
+  return std::nullopt;
 }
 
 }  // namespace valley::api

@@ -24,6 +24,8 @@ using json = nlohmann::json;
 // agent of one c10d rendezvous that worker 0 hosts (no launcher, no SSH). Single: one pod.
 enum class TaskType { MPI, Single, PyTorch };
 const char* task_type_name(TaskType type);
+// The type a name spells ("MPI", "Single", "PyTorch"), or nothing for any other name.
+std::optional<TaskType> parse_task_type(const std::string& name);
 // The port of a PyTorch task's rendezvous (torchrun's default for c10d) on worker 0.
 inline constexpr int kRendezvousPort = 29400;
 enum class CleanPodPolicy { Running, All, None };

@@ -38,6 +38,21 @@ std::string env_of(const json& pod, const std::string& name) {
   return "<unset>";
 }
 
+TEST(PyTorchSpec, EveryTypesNameReadsBackAsItselfAndNoOtherSpellingIsAType) {
+  for (api::TaskType t : {api::TaskType::MPI, api::TaskType::Single, api::TaskType::PyTorch})
+    EXPECT_EQ(api::parse_task_type(api::task_type_name(t)), t) << api::task_type_name(t);
+  for (const char* name : {"pytorch", "mpi", "Pytorch", "PyTorch ", "", "Batch"}) EXPECT_FALSE(api::parse_task_type(name)) << name;
+  // The CRD and the seed format refuse the same spellings.
+  EXPECT_TRUE(any_error_has(pytorch({{"taskType", "pytorch"}}), "spec.taskType: must be MPI, PyTorch or Single"));
+  std::string err;
+  auto docs = parse_yaml("TaskName: x\nTaskType: pytorch\n", &err);
+  ASSERT_TRUE(docs) << err;
+  std::vector<std::string> errors;
+  api::seed_to_task(docs->front(), "", &errors);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors[0].find("TaskType: must be MPI, PyTorch or Single"), std::string::npos) << errors[0];
+}
+
 TEST(PyTorchSpec, DefaultsToResizesInPlaceAndOneProcessPerGpu) {
   auto parsed = api::parse_task(pytorch());
   ASSERT_TRUE(parsed.spec) << (parsed.errors.empty() ? "" : parsed.errors[0]);
