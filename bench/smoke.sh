@@ -49,10 +49,14 @@ for system in ("kueue", "valley"):
     assert r["jobsFinished"] == jobs and r["jobsUnfinished"] == 0, r
     lines = [json.loads(l) for l in (d / f"{system}-jobs.jsonl").read_text().splitlines()]
     assert len(lines) == jobs and all(float(j["cost"]) > 0 and j["end"] > j["submit"] for j in lines), lines
+    # Where each job's GPU-seconds were held adds up to what it held.
+    assert all(abs(sum(j["gpuSecondsByPool"].values()) - j["gpuSeconds"]) <= len(j["gpuSecondsByPool"]) for j in lines), lines
     assert r["spotInterruptions"] >= 1 and r["launchersEnded"] >= jobs, r
     assert r["checkpointRecords"] > 0, r
 sim = {p["policy"] for p in json.loads((d / "sim" / "sim.json").read_text())["policies"]}
 assert sim == {"backfill", "valley"}, sim
+sweeps = {p["policy"] for p in json.loads((d / "sim-backfill" / "sim.json").read_text())["policies"]}
+assert sweeps == {"backfill"}, sweeps
 PY
 
 echo "bench-smoke: trace replay, 40 jobs, every policy and the LP bound"

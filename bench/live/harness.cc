@@ -379,9 +379,11 @@ json LiveRun::finish(double t) {
     const auto pr = progress_.find(j.name);
     const JobProgress none;
     const JobProgress& p = pr == progress_.end() ? none : pr->second;
+    json by_pool = json::object();
+    for (const auto& [pool, seconds] : j.pool_gpu_seconds) by_pool[pool] = std::round(seconds);
     jobs << json{{"name", j.name}, {"class", j.cls}, {"gpus", j.gpus}, {"priority", j.priority}, {"submit", j.submit}, {"start", p.first_start},
                  {"end", j.end}, {"cost", api::format_money(j.cost, 4)}, {"gpuSeconds", std::round(j.gpu_seconds)},
-                 {"gangGpuSeconds", std::round(p.gang_gpu_seconds)}, {"gangStarts", p.starts}}.dump()
+                 {"gangGpuSeconds", std::round(p.gang_gpu_seconds)}, {"gangStarts", p.starts}, {"gpuSecondsByPool", by_pool}}.dump()
          << "\n";
   }
   return out;

@@ -69,6 +69,7 @@ Meter::Figures Meter::figures(const std::vector<LiveJob>& jobs, const cost::Poli
     if (to <= span.from) continue;
     charges[span.job].add(cost::charge_interval(pricing, cost::rate_for(pricing, pool->vendor, pool->labels), int64_t{span.gpus} * 1000, at(span.from), at(to)));
     job->second.gpu_seconds += span.gpus * (to - span.from);
+    job->second.pool_gpu_seconds[pool->name] += span.gpus * (to - span.from);
     f.pool_gpu_hours[pool->name] += span.gpus * (to - span.from) / 3600;
   }
   std::vector<double> jct, jct_not_rc;

@@ -35,6 +35,7 @@ class Meter {
     double submit = 0, end = -1;  // -1: not complete
     api::Micros cost = 0;
     double gpu_seconds = 0;
+    std::map<std::string, double> pool_gpu_seconds;  // where they were held
   };
   struct Figures {
     std::vector<JobFigures> jobs;

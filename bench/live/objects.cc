@@ -1,5 +1,7 @@
 #include "bench/live/objects.h"
 
+#include "bench/sim/submitter.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -29,13 +31,6 @@ json fleet_node(const sim::Pool& pool, int index, const std::string& fleet) {
 
 std::string gpu_resource(const sim::Pool& pool) { return pool.vendor + ".com/gpu"; }
 
-int64_t gpu_hour_price(const sim::Inputs& in, const sim::Pool& pool) {
-  const auto noon = kube::SystemTime{} + std::chrono::seconds(in.workload.start_epoch + 12 * 3600);
-  const auto rate = cost::rate_for(in.pricing, pool.vendor, pool.labels);
-  const auto hour = cost::charge_interval(in.pricing, rate, 1000, noon, noon + std::chrono::hours(1));
-  return hour.gpu + hour.energy;
-}
-
 std::string choose_gpu_resource(const LiveJob& job, const sim::Inputs& in, const json& cluster_queue) {
   const std::string nvidia = "nvidia.com/gpu";
   if (!job.traits.amd) return nvidia;
@@ -43,13 +38,7 @@ std::string choose_gpu_resource(const LiveJob& job, const sim::Inputs& in, const
   for (const auto& f : cluster_queue.value("status", json::object()).value("flavorsReservation", json::array()))
     for (const auto& r : f.value("resources", json::array()))
       if (r.value("name", "").ends_with(".com/gpu")) reserved[f.value("name", "")] += std::stoll(r.value("total", "0"));
-  const sim::Pool* best = nullptr;
-  int64_t best_price = 0;
-  for (const auto& pool : in.cluster.pools) {
-    const int64_t free = int64_t{pool.nodes} * pool.gpus_per_node - reserved[pool.name];
-    const int64_t price = gpu_hour_price(in, pool);
-    if (free >= job.trace.gpus && (!best || price < best_price)) best = &pool, best_price = price;
-  }
+  const sim::Pool* best = sim::cheapest_pool_with_room(in, reserved, job.trace.gpus);
   return best ? gpu_resource(*best) : nvidia;
 }
 
@@ -58,7 +47,7 @@ std::vector<json> kueue_objects(const sim::Inputs& in, const std::string& fleet,
   // Per resource (vendor), its pools cheapest first: what the simulator's backfill takes first.
   std::map<std::string, std::vector<std::pair<int64_t, const sim::Pool*>>> by_resource;
   for (const auto& pool : in.cluster.pools) {
-    by_resource[gpu_resource(pool)].push_back({gpu_hour_price(in, pool), &pool});
+    by_resource[gpu_resource(pool)].push_back({sim::gpu_hour_price(in, pool), &pool});
     json labels = {{kFleetLabel, fleet}, {"valley.dev/pool", pool.name}};
     out.push_back({{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "ResourceFlavor"}, {"metadata", {{"name", pool.name}}}, {"spec", {{"nodeLabels", labels}}}});
   }

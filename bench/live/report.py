@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The live benchmark's table (bench/live/run.sh): per slice, live Kueue, live Valley and
 valley-sim's backfill and valley for the same slice, prices and compression: cost, mean and p95 JCT,
-GPU-hours by pool, and how far the simulator is from each live run.
+GPU-hours by pool, and how far the simulator is from each live run. Kueue is predicted by
+valley-sim --peer kueue (sim/); the sweeps' backfill (sim-backfill/) is shown beside it when run.sh
+wrote it.
 
     bench/live/report.py OUT > OUT/live.md
 """
@@ -51,7 +53,8 @@ def main():
         jobs = len(d.joinpath("slice.csv").read_text().splitlines()) - 1
         live = {s: load(d / f"{s}.json") for s in ("kueue", "valley")}
         sim = {p["policy"]: p for p in (load(d / "sim" / "sim.json") or {}).get("policies", [])}
-        rows = [("live Kueue", live["kueue"]), ("sim backfill", sim.get("backfill")),
+        sweeps = {p["policy"]: p for p in (load(d / "sim-backfill" / "sim.json") or {}).get("policies", [])}
+        rows = [("live Kueue", live["kueue"]), ("sim kueue", sim.get("backfill")), ("sim backfill (the sweeps')", sweeps.get("backfill")),
                 ("live Valley", live["valley"]), ("sim valley", sim.get("valley"))]
         for label, r in rows:
             if not r:
@@ -63,10 +66,11 @@ def main():
             checks.append(f"- {d.name}: live Valley {cost(v):.2f} vs live Kueue {cost(k):.2f} USD ({off(cost(v), cost(k))}); "
                           f"mean JCT {v['meanJctHours']} vs {k['meanJctHours']} h")
         for live_name, sim_name in (("kueue", "backfill"), ("valley", "valley")):
-            l, s = live[live_name], sim.get(sim_name)
-            if l and s:
-                checks.append(f"- {d.name}: sim {sim_name} vs live {live_name}: cost {off(cost(s), cost(l))}, "
-                              f"mean JCT {off(s['meanJctHours'], l['meanJctHours'])}, p95 JCT {off(s['p95JctHours'], l['p95JctHours'])}")
+            l = live[live_name]
+            for label, s in ((live_name, sim.get(sim_name)), ("backfill (the sweeps')", sweeps.get(sim_name) if live_name == "kueue" else None)):
+                if l and s:
+                    checks.append(f"- {d.name}: sim {label} vs live {live_name}: cost {off(cost(s), cost(l))}, "
+                                  f"mean JCT {off(s['meanJctHours'], l['meanJctHours'])}, p95 JCT {off(s['p95JctHours'], l['p95JctHours'])}")
             if l and "gpuHoursHeld" in l:
                 held, worked = l["gpuHoursHeld"], l["gpuHoursInGangs"]
                 live_wait = mean_wait_hours(read_jobs(d / f"{live_name}-jobs.jsonl"))

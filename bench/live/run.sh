@@ -12,7 +12,8 @@
 #
 # Per slice, OUT/<slice>/: slice.csv (the jobs both replay), kueue.json and valley.json (the meter's
 # figures: cost from pods' bind-to-end times priced by the PricingPolicy, JCT from submission to the
-# launcher's end), *-jobs.jsonl, sim/sim.json (valley-sim's prediction); OUT/live.md the table.
+# launcher's end), *-jobs.jsonl, sim/sim.json (valley-sim's prediction, Kueue modelled as it runs MPIJobs:
+# --peer kueue), sim-backfill/sim.json (the sweeps' backfill); OUT/live.md the table.
 # Needs the local cluster up (make cluster-up) and the benchmarks' peers built (make bench-binaries).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -148,7 +149,9 @@ PY
     "run_$system" "$dir" "${args[@]}"
     log "$name: $system ran in $(( $(date +%s) - start )) s: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["totalCost"], "USD, mean JCT", d["meanJctHours"], "h,", d["jobsFinished"], "finished,", d["jobsUnfinished"], "unfinished")' "$dir/$system.json")"
   done
-  build/bin/valley-sim "${args[@]}" --policy backfill,valley --no-bound --out "$dir/sim" --jobs-out > /dev/null 2> "$dir/sim.log"
+  # Kueue as it runs MPIJobs (--peer kueue), and backfill as the sweeps' baseline.
+  build/bin/valley-sim "${args[@]}" --policy backfill,valley --peer kueue --no-bound --out "$dir/sim" --jobs-out > /dev/null 2> "$dir/sim.log"
+  build/bin/valley-sim "${args[@]}" --policy backfill --no-bound --out "$dir/sim-backfill" --jobs-out > /dev/null 2>> "$dir/sim.log"
 done <<< "$slices"
 
 python3 bench/live/report.py "$out" > "$out/live.md"

@@ -24,6 +24,7 @@ Options default_options() {
           {"tenancy", "none"},
           {"topology", "unaware"},
           {"placement-speed", "fewest"},
+          {"peer", "backfill"},
           {"load", "0"},
           {"usage-half-life-hours", "168"}};
 }
@@ -92,6 +93,8 @@ Inputs read_inputs(Options& opt, double* kept_share) {
   if (opt["placement-speed"] != "fewest" && opt["placement-speed"] != "measured")
     throw InputError("--placement-speed: fewest or measured, not " + opt["placement-speed"]);
   in.placement_speed = opt["placement-speed"] == "measured";
+  if (opt["peer"] != "backfill" && opt["peer"] != "kueue") throw InputError("--peer: backfill or kueue, not " + opt["peer"]);
+  in.peer_as_kueue = opt["peer"] == "kueue";
   return in;
 }
 

@@ -8,6 +8,7 @@
 //              [--duration-error 50] [--label NAME] [--load L] [--tenancy none,borrowing,strict]
 //              [--usage-half-life-hours 168] [--jobs-out] [--topology unaware,aware]
 //              [--placement-speed fewest|measured] [--pairs FILE] [--cloud FILE]
+//              [--peer backfill|kueue]
 //
 // --cloud: capacity bought as it is needed (bench/sim/inputs/cloud.yaml): each pool of --cluster is
 // a NodePool whose limit is its nodes, none up at the start; the figures add what the platform paid
@@ -32,6 +33,12 @@
 // placement runs as fast as the fewest nodes. --topology replays every policy unaware (no levels) and/or aware: racks (cluster pools'
 // nodesPerRack) are a topology level and each multi-worker job prefers one rack, as Kueue's TAS
 // would place it for the peers and Valley's planner does.
+//
+// --peer kueue: `backfill` as real Kueue runs MPIJobs (bench/live's prediction of it): a job that
+// runs on either vendor is submitted for one, the cheapest with room for the gang at submission
+// (bench/sim/submitter.h: an MPIJob names its GPU resource at creation), and a gang preempts in one
+// pool only, the cheapest where that lets it fit. backfill (the default, the sweeps' baseline):
+// the vendor is picked at admission, preemption takes victims wherever they run.
 //
 // --profile-drop leaves the named GPU counts out of the Pollux profiles (interpolated instead):
 // their 8-GPU points were measured on two 4-GPU nodes, not on one 8-GPU node.

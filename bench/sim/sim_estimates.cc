@@ -17,7 +17,7 @@ api::TaskSpec Simulator::spec_of(const SimJob& j, int64_t duration_seconds) cons
   spec.min_workers = j.traits.min_workers;
   spec.max_workers = j.traits.max_workers;
   spec.reduce_cost = j.traits.reduce_cost;
-  if (j.traits.amd) spec.vendors = {"nvidia", "amd"};
+  spec.vendors = j.vendors;
   spec.checkpoint_uri = "s3://sim/" + j.trace.id;
   spec.estimated_duration = std::chrono::seconds(std::max<int64_t>(1, duration_seconds));
   return spec;
@@ -32,9 +32,9 @@ int64_t Simulator::off_duration(const SimJob& j) const {
 std::vector<cost::NodeRate> Simulator::candidates_of(const SimJob& j) const {
   std::vector<cost::NodeRate> out;
   for (const auto& n : nodes_)
-    if (!n.gone && (n.pool->vendor == "nvidia" || (n.pool->vendor == "amd" && j.traits.amd))) out.push_back(n.rate);
+    if (!n.gone && may_use(j, *n.pool)) out.push_back(n.rate);
   for (const auto& [pool, n] : prototypes_)  // bought capacity: as many as the pool's limit lets be bought
-    if (n.pool->vendor == "nvidia" || (n.pool->vendor == "amd" && j.traits.amd)) out.insert(out.end(), static_cast<size_t>(n.pool->nodes), n.rate);
+    if (may_use(j, *n.pool)) out.insert(out.end(), static_cast<size_t>(n.pool->nodes), n.rate);
   return out;
 }
 

@@ -48,7 +48,7 @@ nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string
   nlohmann::json spec = {{"taskType", "MPI"},
                          {"priority", policy == PolicyKind::Naive ? 0 : j.traits.priority},
                          {"replicas", {{"min", j.traits.min_workers}, {"max", j.traits.max_workers}}},
-                         {"amdSupport", j.traits.amd},
+                         {"vendors", j.vendors},
                          {"reduceCost", j.traits.reduce_cost},
                          {"master", {{"image", "sim"}}},
                          {"worker", worker},

@@ -13,6 +13,14 @@ bool debugged(const SimJob& j) {
   static const char* const prefix = std::getenv("VALLEY_SIM_DEBUG");
   return prefix && j.trace.id.rfind(prefix, 0) == 0;
 }
+// "node xN, ..." of a placement, for the debug lines.
+std::string nodes_of(const std::vector<planner::Task::Worker>& placement) {
+  std::map<std::string, int64_t> on;
+  for (const auto& w : placement) on[w.node] += w.count;
+  std::string out;
+  for (const auto& [node, count] : on) out += (out.empty() ? "" : ", ") + node + " x" + std::to_string(count);
+  return out;
+}
 }  // namespace
 
 // The peers schedule as the schedulers they stand for; Valley with the operator's configuration.
@@ -32,6 +40,7 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
       config.aging_step = std::chrono::seconds(0);  // priority, then arrival
       config.min_marginal_efficiency = 0;           // fixed sizes anyway
       config.move_restart_cost = std::chrono::seconds(0);  // a job stays where it started
+      config.preempt_in_pool_order = in_.peer_as_kueue;
       break;
     case PolicyKind::ValleyV1:
       config = cost::planner_config(in_.pricing, nodes, at(now_), planner::Config{});
@@ -127,6 +136,7 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
         restarted.push_back(i);
         break;
       case planner::Action::Preempt:
+        if (debugged(j)) std::cerr << "t=" << now_ << " " << j.trace.id << " preempted: " << d.reason << "\n";
         if (j.state == State::Provisioning) give_up_buying(j);  // its nodes stay bought, for others
         if (j.state != State::Running) break;
         end_segment(j);  // stopped with SIGTERM: it checkpoints in its grace period
@@ -156,6 +166,7 @@ bool Simulator::apply(const std::vector<planner::Decision>& decisions, const std
         break;
       case planner::Action::Admit:
         if (j.state != State::Pending) break;
+        if (debugged(j)) std::cerr << "t=" << now_ << " " << j.trace.id << " admitted on " << nodes_of(d.placement) << ": " << d.reason << "\n";
         admit(j, d.placement);
         if (j.result.claim && j.result.claim_wait < 0) {
           j.result.claim_wait = now_ - j.trace.submit;

@@ -67,6 +67,9 @@ struct SimJob {
   // restart), and the work it started from (what a kill without notice falls back to, with the
   // periodic checkpoints taken since).
   std::vector<planner::Task::Worker> workers;
+  // The vendors its workers may use: those its image runs on, or the one a peer's job was
+  // submitted for (Inputs::peer_as_kueue).
+  std::vector<std::string> vendors = {"nvidia"};
   std::string launcher_node;  // where its launcher runs this segment (Simulator::launcher_node_for)
   int64_t segment_start = 0, progress_from = 0;
   double segment_work = 0;
@@ -103,6 +106,10 @@ struct SimJob {
   double pair_factor = 1;
   double rate() const { return (speedup ? speedup->at(gpus()) : gpus()) * placement_factor * pair_factor; }
 };
+
+inline bool may_use(const SimJob& j, const Pool& pool) {
+  return std::find(j.vendors.begin(), j.vendors.end(), pool.vendor) != j.vendors.end();
+}
 
 inline bool same_placement(std::vector<planner::Task::Worker> a, std::vector<planner::Task::Worker> b) {
   auto key = [](const planner::Task::Worker& w) { return std::tie(w.node, w.gpu_resource, w.count); };
@@ -156,6 +163,9 @@ class Simulator {
   void arrive(SimJob& j);
   // What decides which nodes a job may use (its vendor and node selector), for usable_by.
   planner::Task where_it_may_run(const SimJob& j) const;
+  // The vendor a peer's job capable of several is submitted for (bench/sim/submitter.h), by the
+  // GPUs the jobs admitted now hold in each pool.
+  std::string submitted_vendor(const SimJob& j) const;
   bool usable_by(const planner::Task& t, const SimNode& n) const;
   // Ends the running segment: charges it (GPUs held, restart time included) and takes the GPUs back.
   void end_segment(SimJob& j);

@@ -1,5 +1,6 @@
 // The trace replay: the clock, arrivals, running segments, spot events (sim_state.h).
 #include "bench/sim/sim_state.h"
+#include "bench/sim/submitter.h"
 
 #include "bench/sim/ideal.h"
 #include "controllers/gpu/resources.h"
@@ -46,6 +47,7 @@ Simulator::Simulator(const Inputs& in, PolicyKind policy)
     j.trace = t;
     const JobTraits asked = traits_of(t, in.workload);
     j.traits = as_run(asked);
+    j.vendors = j.traits.amd ? std::vector<std::string>{"nvidia", "amd"} : std::vector<std::string>{"nvidia"};
     auto sp = in.speedups.find(j.traits.app);
     j.speedup = sp == in.speedups.end() ? nullptr : &sp->second;
     double at_request = j.speedup ? j.speedup->at(t.gpus) : t.gpus;
@@ -149,6 +151,7 @@ void Simulator::advance(int64_t t) {
 }
 
 void Simulator::arrive(SimJob& j) {
+  if (in_.peer_as_kueue && !runs_operator_planner(policy_) && j.vendors.size() > 1) j.vendors = {submitted_vendor(j)};
   // A job bigger than every node this policy may use together can never start.
   int64_t usable = 0;
   const planner::Task probe = where_it_may_run(j);
@@ -165,9 +168,20 @@ void Simulator::arrive(SimJob& j) {
   touch(j);
 }
 
+std::string Simulator::submitted_vendor(const SimJob& j) const {
+  std::map<std::string, int64_t> reserved;  // pool -> GPUs its admitted jobs hold (Kueue's reservations)
+  for (const auto& other : jobs_) {
+    if (other.state != State::Running && other.state != State::Provisioning) continue;
+    for (const auto& w : other.state == State::Running ? other.workers : other.awaiting)
+      if (auto it = node_index_.find(w.node); it != node_index_.end()) reserved[nodes_[it->second].pool->name] += w.count;
+  }
+  const Pool* pool = cheapest_pool_with_room(in_, reserved, j.trace.gpus);
+  return pool ? pool->vendor : "nvidia";
+}
+
 planner::Task Simulator::where_it_may_run(const SimJob& j) const {
   planner::Task probe;
-  if (j.traits.amd) probe.vendors = {"nvidia", "amd"};
+  probe.vendors = j.vendors;
   if (policy_ == PolicyKind::Naive) probe.node_selector["karpenter.sh/capacity-type"] = "on-demand";
   return probe;
 }

@@ -83,6 +83,13 @@ struct Inputs {
   // Jobs run at the throughput measured for their placement (Speedup::spread); else every placement
   // runs as fast as the fewest nodes (the trace's durations as they are).
   bool placement_speed = false;
+  // The peers as real Kueue runs MPIJobs (--peer kueue, bench/live's prediction): a job that runs
+  // on either vendor is submitted for one, chosen at submission by bench/sim/submitter.h's rule (an
+  // MPIJob names its GPU resource), and a gang preempts in one pool only, the cheapest where that
+  // lets it fit (Kueue's flavor order, whenCanPreempt TryNextFlavor). Off (the sweeps' `backfill`):
+  // the vendor is picked at admission among all capacity free then, and preemption takes victims
+  // wherever they run.
+  bool peer_as_kueue = false;
   // Each tenant's entitlement (any scale; normalized over these tenants). Empty: no tenant figures.
   std::map<std::string, double> tenant_weights;
   // Fairness and reclaim figures are taken in [0, window) (0: until the last arrival).

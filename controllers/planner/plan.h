@@ -266,6 +266,9 @@ class Plan {
 
   // plan_reclaim.cc
   bool reclaim_for(size_t i, int need);
+  // Config::preempt_in_pool_order: the victims (in reclaim order) of the cheapest pool whose
+  // preemption lets the whole gang fit in that pool.
+  bool preempt_in_one_pool(size_t i, int need, const std::vector<size_t>& victims);
   bool reclaim_could_hold(size_t i, int need, const std::map<std::string, int64_t>& own_by_vendor, bool fair_claim);
   int64_t over_nominal(const std::string& tenant, const std::vector<std::string>& pools) const;
   void finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, size_t i);

@@ -2,6 +2,7 @@
 #include "controllers/planner/plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 namespace valley::planner::detail {
@@ -86,6 +87,14 @@ bool Plan::reclaim_for(size_t i, int need) {
     }
   }
   if (victims.empty() || (quota_.enabled() && !reclaim_could_hold(i, need, own, fair_claim))) return false;
+  if (config_.preempt_in_pool_order && !quota_.enabled()) {
+    std::sort(victims.begin(), victims.end(), [&](size_t a, size_t b) {  // lowest priority, then the newest, first
+      const Task &x = tasks_[a], &y = tasks_[b];
+      return std::make_tuple(x.priority, -x.created.time_since_epoch().count(), x.key) <
+             std::make_tuple(y.priority, -y.created.time_since_epoch().count(), y.key);
+    });
+    return preempt_in_one_pool(i, need, victims);
+  }
   // Most over its fair share first (held per fair thousandth).
   auto over_share = [&](size_t v) {
     const int64_t fair = std::max<int64_t>(1, fair_of(tasks_[v].tenant));
@@ -163,6 +172,45 @@ bool Plan::reclaim_for(size_t i, int need) {
     }
   }
   restore();
+  return false;
+}
+
+bool Plan::preempt_in_one_pool(size_t i, int need, const std::vector<size_t>& victims) {
+  std::map<std::string, int64_t> cheapest;  // pool the gang may use -> its lowest price
+  for (const auto& [vendor, pools] : usable_pools(i))
+    for (const auto& pool : pools) cheapest.emplace(pool, std::numeric_limits<int64_t>::max());
+  for (size_t k = 0; k < nodes_.size(); ++k)
+    if (auto it = cheapest.find(info_[k].pool); it != cheapest.end()) it->second = std::min(it->second, info_[k].price);
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto& [pool, price] : cheapest) order.emplace_back(price, pool);
+  std::sort(order.begin(), order.end());
+  for (const auto& [price, pool] : order) {
+    std::vector<char> in_pool(nodes_.size(), 0);
+    for (size_t k = 0; k < nodes_.size(); ++k) in_pool[k] = info_[k].pool == pool;
+    PlaceOptions options;
+    options.only = &in_pool;
+    const std::vector<int64_t> saved_free = free_;
+    const auto saved_seats = seats_;
+    std::vector<std::pair<size_t, Decision>> saved;
+    for (size_t v : victims) {
+      const auto& placed = decisions_[v].placement;
+      if (std::none_of(placed.begin(), placed.end(), [&](const Task::Worker& w) {
+            const size_t k = node_at(w.node);
+            return k != kNoNode && in_pool[k];
+          }))
+        continue;
+      saved.emplace_back(v, decisions_[v]);
+      while (decisions_[v].workers > 0) release_last(v);
+      if (auto placed_gang = place(i, need, {}, options)) {
+        admit(i, std::move(*placed_gang));
+        finish_reclaim(saved, i);
+        return true;
+      }
+    }
+    free_ = saved_free;
+    seats_ = saved_seats;
+    for (auto& [v, decision] : saved) decisions_[v] = std::move(decision);
+  }
   return false;
 }
 

@@ -291,6 +291,10 @@ struct Config {
   // Off: the cheapest capacity with room first, bought or not (Kueue's flavor order in front of an
   // autoscaler: what the simulator's autoscaled backfill is).
   bool up_before_bought = true;
+  // Preemption as Kueue does it (the simulator's peers): a gang that does not fit preempts
+  // lower-priority tasks of one pool only, the cheapest where that makes the whole gang fit, never
+  // shrinking. Off: shrink, then preempt in victim order wherever they run (reclaim_for).
+  bool preempt_in_pool_order = false;
 };
 
 enum class Action { Wait, Admit, Keep, Grow, Shrink, Preempt, Move };

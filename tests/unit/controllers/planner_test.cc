@@ -77,6 +77,36 @@ TEST(Planner, PreemptsOnlyWhenShrinkingIsNotEnoughAndReduceCostFirst) {
   EXPECT_NE(find(all, "normal").reason.find("preempted for vip"), std::string::npos);
 }
 
+// Kueue preempts inside one flavor, the first in its order where that makes the gang fit; Valley
+// takes the newest lower-priority task wherever it runs (here the one whose pool has room beside it).
+TEST(Planner, PreemptionInPoolOrderTakesTheCheapestPoolsVictimsOnly) {
+  Node spot = nvidia("s1", 8, "spot"), od = nvidia("o1", 8);
+  spot.price_micros = 1'000'000;
+  od.price_micros = 2'400'000;
+  Task older = task("older", 10, 8, 8), newer = task("newer", 10, 4, 4), vip = task("vip", 50, 8, 8);
+  older.admitted = newer.admitted = true;
+  older.workers.assign(8, Task::Worker{"s1", "nvidia.com/gpu", 1});
+  newer.workers.assign(4, Task::Worker{"o1", "nvidia.com/gpu", 1});
+  newer.created = older.created + 30s;
+  const auto valley = greedy_plan({spot, od}, {older, newer, vip}, kNow);
+  EXPECT_EQ(find(valley, "newer").action, Action::Preempt);
+  EXPECT_EQ(find(valley, "older").action, Action::Keep);
+  ASSERT_EQ(find(valley, "vip").action, Action::Admit);
+  for (const auto& w : find(valley, "vip").placement) EXPECT_EQ(w.node, "o1");
+  Config kueue;
+  kueue.preempt_in_pool_order = true;
+  const auto in_order = greedy_plan({spot, od}, {older, newer, vip}, kNow, kueue);
+  EXPECT_EQ(find(in_order, "older").action, Action::Preempt);
+  EXPECT_EQ(find(in_order, "newer").action, Action::Keep);
+  ASSERT_EQ(find(in_order, "vip").action, Action::Admit);
+  for (const auto& w : find(in_order, "vip").placement) EXPECT_EQ(w.node, "s1");
+  // No pool where preempting is enough: nothing is preempted.
+  const auto too_big = greedy_plan({spot, od}, {older, newer, task("huge", 50, 12, 12)}, kNow, kueue);
+  EXPECT_EQ(find(too_big, "older").action, Action::Keep);
+  EXPECT_EQ(find(too_big, "newer").action, Action::Keep);
+  EXPECT_EQ(find(too_big, "huge").action, Action::Wait);
+}
+
 TEST(Planner, TasksOnGpusTheNewcomerCannotUseAreLeftAlone) {
   std::vector<Node> nodes = {nvidia("n1", 8), amd("m1", 8)};
   nodes[0].price_micros = 2'400'000;

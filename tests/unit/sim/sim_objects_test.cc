@@ -28,6 +28,7 @@ SimJob running_job() {
   j.traits.max_workers = 4;
   j.traits.reduce_cost = true;
   j.traits.amd = true;
+  j.vendors = {"nvidia", "amd"};
   j.state = State::Running;
   j.epoch = 3;
   j.result.start = 400;

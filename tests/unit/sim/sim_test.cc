@@ -118,6 +118,30 @@ TEST(SimPolicies, BackfillLetsASmallJobOvertakeAWaitingGang) {
   EXPECT_EQ(job(backfill, "c").start, 3600);
 }
 
+// An MPIJob names its GPU resource when it is created: a peer's job that runs on either vendor is
+// submitted for the cheapest with room then (NVIDIA when none has), and waits for that one, where
+// backfill deciding at admission takes whichever frees first. Valley decides at admission either way.
+TEST(SimPolicies, APeersJobSubmittedForOneVendorWaitsForItWhereBackfillTakesWhicheverFreesFirst) {
+  auto in = small("pools:\n- {name: nv, nodes: 1}\n- {name: am, vendor: amd, nodes: 1}\n",
+                  {{"a", 0, 3600, 8, ""}, {"b", 10, 7200, 8, ""}, {"c", 20, 1800, 8, ""}});
+  in.workload.amd_percent = 100;
+  const Result at_admission = simulate(in, PolicyKind::Backfill);
+  EXPECT_EQ(job(at_admission, "a").start, 0);
+  EXPECT_EQ(job(at_admission, "b").start, 10);
+  EXPECT_EQ(job(at_admission, "c").start, 3600);  // on AMD, freed first
+  EXPECT_EQ(job(at_admission, "c").cost, 8 * 1800 * 500);
+  const Result valley = simulate(in, PolicyKind::Valley);
+  in.peer_as_kueue = true;
+  const Result at_submission = simulate(in, PolicyKind::Backfill);
+  EXPECT_EQ(job(at_submission, "a").cost, 8 * 3600 * 500);   // AMD, the cheapest with room
+  EXPECT_EQ(job(at_submission, "b").cost, 8 * 7200 * 1000);  // NVIDIA: AMD held by a
+  EXPECT_EQ(job(at_submission, "c").start, 7210);            // neither had room: NVIDIA, behind b
+  EXPECT_EQ(job(at_submission, "c").cost, 8 * 1800 * 1000);
+  const Result valley_too = simulate(in, PolicyKind::Valley);
+  EXPECT_EQ(valley_too.cost, valley.cost);
+  EXPECT_EQ(job(valley_too, "c").start, job(valley, "c").start);
+}
+
 TEST(SimInputs, PhillyRowsBecomeTenantJobsAndSampleToALoad) {
   std::string csv =
       "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:00:00,3600.0,2,7200.0,vc1\n"
