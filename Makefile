@@ -192,10 +192,12 @@ bench: deps build bench-binaries crds
 # The economics sweep (issue 41): 33 trace slices x naive, backfill, valley-v2, valley, against the
 # LP bound; the distribution of each figure in bench/results/sweep/sweep.md. Then the same slices on
 # capacity bought from zero (issue 72: bench/sim/inputs/cloud.yaml), the autoscaled backfill against
-# valley: bench/results/sweep-cloud/cloud.md.
+# valley: bench/results/sweep-cloud/cloud.md. And Valley against the peer modelled as real Kueue runs
+# MPIJobs (valley-sim --peer kueue, what bench/live checks against live Kueue): bench/results/sweep-kueue.
 bench-sweep: deps build
 	@bench/sim/sweep.sh
 	@SWEEP_CLOUD=bench/sim/inputs/cloud.yaml bench/sim/sweep.sh bench/results/sweep-cloud
+	@SWEEP_POLICIES=backfill,valley bench/sim/sweep.sh bench/results/sweep-kueue --peer kueue
 
 # The same sweep on cluster-shared.yaml: a quarter of the spot A100s time-sliced two ways, where jobs
 # that allow sharing pair by Gavel's measured rates (issue 41's sharing lever).
