@@ -184,6 +184,48 @@ TEST_F(AttacksTest, ATaskDeletedWhileRunningIsChargedUntilItsPodsStopAndItsCostO
   EXPECT_NE(ctl.output().find(record["cost"].value("final", "?")), std::string::npos) << ctl.output();
 }
 
+// A tenant with the built-in `edit` role (the shipped valley-trainingtask-editor aggregates into it)
+// makes and changes TrainingTasks, but cannot write what Valley trusts in their status (the cost
+// ledger, epochs, the pods a disruption replaced): the status subresource refuses them, and a
+// status sent with the object is dropped by the API server.
+TEST_F(AttacksTest, ATenantWithTheEditRoleMakesTasksButCannotWriteTheirStatus) {
+  admin->create(kube::resources::kServiceAccounts, ns, {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "tenant"}}}});
+  admin->create("/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings",
+                {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                 {"kind", "RoleBinding"},
+                 {"metadata", {{"name", "tenant-edits"}}},
+                 {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "edit"}}},
+                 {"subjects", {{{"kind", "ServiceAccount"}, {"name", "tenant"}, {"namespace", ns}}}}});
+  kube::Client tenant(kube::load_kubeconfig(service_account_kubeconfig(ns, "tenant")));
+  const json object = {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "job"}}}, {"spec", single()}};
+  ASSERT_TRUE(eventually([&] {
+    try {
+      tenant.create(kTrainingTasks, ns, object);
+      return true;
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() != 403) throw;
+      return false;  // (the binding takes a moment to be seen)
+    }
+  }, 30s));
+  ASSERT_TRUE(wait_phase("Running", 60s)) << task().dump(2) << operator_log();
+  ASSERT_TRUE(eventually([&] { return cost().value("accruedMicros", int64_t{0}) > 0; }, 30s)) << cost().dump(2);
+  const json forged = {{"status", {{"epoch", 99}, {"cost", {{"ledger", json::array()}, {"accruedMicros", 0}}}}}};
+  try {
+    tenant.patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, forged, "status");
+    FAIL() << "a tenant wrote a task's status";
+  } catch (const kube::KubeError& e) {
+    EXPECT_EQ(e.http_status(), 403) << e.what();
+  }
+  // Through the object itself: the spec change is taken, the status is not.
+  json patch = forged;
+  patch["metadata"] = {{"annotations", {{"owner", "tenant"}}}};
+  EXPECT_NO_THROW(tenant.patch(kTrainingTasks, ns, "job", kube::PatchType::Merge, patch));
+  const json now = task();
+  EXPECT_EQ(now["metadata"]["annotations"].value("owner", ""), "tenant");
+  EXPECT_NE(now["status"].value("epoch", 0), 99) << now["status"].dump(2);
+  EXPECT_GT(cost().value("accruedMicros", int64_t{0}), 0) << cost().dump(2);
+}
+
 // A pod holding GPUs that Valley did not make runs outside every quota and bill: Valley says so on
 // the pod (and counts it in valley_foreign_gpu_pods), once.
 TEST_F(AttacksTest, AGpuPodValleyDidNotMakeIsToldOf) {
