@@ -265,10 +265,10 @@ class Plan {
   static size_t node_count(const std::vector<Task::Worker>& placed);
 
   // plan_reclaim.cc
-  bool reclaim_for(size_t i, int need);
-  // Config::preempt_in_pool_order: the victims (in reclaim order) of the cheapest pool whose
-  // preemption lets the whole gang fit in that pool.
-  bool preempt_in_one_pool(size_t i, int need, const std::vector<size_t>& victims);
+  // `only` (by node index): victims there only, and the gang placed there only.
+  bool reclaim_for(size_t i, int need, const std::vector<char>* only = nullptr);
+  // Config::preempt_in_pool_order: reclaim_for one pool at a time, the cheapest first.
+  bool reclaim_in_pool_order(size_t i, int need);
   bool reclaim_could_hold(size_t i, int need, const std::map<std::string, int64_t>& own_by_vendor, bool fair_claim);
   int64_t over_nominal(const std::string& tenant, const std::vector<std::string>& pools) const;
   void finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, size_t i);

@@ -50,13 +50,15 @@ bool Plan::reclaim_could_hold(size_t i, int need, const std::map<std::string, in
 // its tenant's nominal in several pools of one vendor and partly on borrowed capacity; reclaim is
 // tried only when that could hold it. Borrowers go first, lowest priority and most over their fair
 // share first; each shrinks only while its tenant still borrows there.
-bool Plan::reclaim_for(size_t i, int need) {
+bool Plan::reclaim_for(size_t i, int need, const std::vector<char>* only) {
+  if (config_.preempt_in_pool_order && !only) return reclaim_in_pool_order(i, need);
   const Task& t = tasks_[i];
+  auto within = [&](size_t k) { return !only || (*only)[k]; };
   // Only tasks holding GPUs this task could use are worth shrinking (an AMD job frees nothing
   // for an NVIDIA-only one).
   auto usable = [&](const Task::Worker& w) {
     const size_t k = node_at(w.node);
-    if (k == kNoNode || !may_place(i, k)) return false;
+    if (k == kNoNode || !within(k) || !may_place(i, k)) return false;
     return runs_on(t, nodes_[k]->vendor);
   };
   const auto& pools_of = usable_pools(i);
@@ -87,14 +89,6 @@ bool Plan::reclaim_for(size_t i, int need) {
     }
   }
   if (victims.empty() || (quota_.enabled() && !reclaim_could_hold(i, need, own, fair_claim))) return false;
-  if (config_.preempt_in_pool_order && !quota_.enabled()) {
-    std::sort(victims.begin(), victims.end(), [&](size_t a, size_t b) {  // lowest priority, then the newest, first
-      const Task &x = tasks_[a], &y = tasks_[b];
-      return std::make_tuple(x.priority, -x.created.time_since_epoch().count(), x.key) <
-             std::make_tuple(y.priority, -y.created.time_since_epoch().count(), y.key);
-    });
-    return preempt_in_one_pool(i, need, victims);
-  }
   // Most over its fair share first (held per fair thousandth).
   auto over_share = [&](size_t v) {
     const int64_t fair = std::max<int64_t>(1, fair_of(tasks_[v].tenant));
@@ -116,7 +110,7 @@ bool Plan::reclaim_for(size_t i, int need) {
   std::map<std::string, int64_t> fit_sum;
   auto refit = [&](size_t k) {
     const std::string& vendor = nodes_[k]->vendor;
-    if (std::find(vendors.begin(), vendors.end(), vendor) == vendors.end() || !may_place(i, k)) return;
+    if (std::find(vendors.begin(), vendors.end(), vendor) == vendors.end() || !within(k) || !may_place(i, k)) return;
     const int now_fits = fits(i, k, row(k), need);
     fit_sum[vendor] += now_fits - alone[k];
     alone[k] = now_fits;
@@ -125,6 +119,8 @@ bool Plan::reclaim_for(size_t i, int need) {
   auto may_fit = [&] {
     return std::any_of(fit_sum.begin(), fit_sum.end(), [&](const auto& s) { return s.second >= need; });
   };
+  PlaceOptions options;
+  options.only = only;
   const std::vector<int64_t> saved_free = free_;
   const auto saved_seats = seats_;
   const QuotaBook saved_quota = quota_;
@@ -151,7 +147,7 @@ bool Plan::reclaim_for(size_t i, int need) {
     while (vd.workers > tasks_[v].min_workers && (!other_tenant(v) || lent(v, vd.placement[shrink_pick(v)]))) {
       release(v);
       if (!may_fit()) continue;
-      if (auto placed = place(i, need, {})) {
+      if (auto placed = place(i, need, {}, options)) {
         admit(i, std::move(*placed));
         finish_reclaim(saved, i);
         return true;
@@ -165,7 +161,7 @@ bool Plan::reclaim_for(size_t i, int need) {
       continue;
     while (vd.workers > 0) release(v);
     if (!may_fit()) continue;
-    if (auto placed = place(i, need, {})) {
+    if (auto placed = place(i, need, {}, options)) {
       admit(i, std::move(*placed));
       finish_reclaim(saved, i);
       return true;
@@ -175,7 +171,8 @@ bool Plan::reclaim_for(size_t i, int need) {
   return false;
 }
 
-bool Plan::preempt_in_one_pool(size_t i, int need, const std::vector<size_t>& victims) {
+// Kueue's order: the pools the gang may use, cheapest first; the first where reclaiming makes it fit.
+bool Plan::reclaim_in_pool_order(size_t i, int need) {
   std::map<std::string, int64_t> cheapest;  // pool the gang may use -> its lowest price
   for (const auto& [vendor, pools] : usable_pools(i))
     for (const auto& pool : pools) cheapest.emplace(pool, std::numeric_limits<int64_t>::max());
@@ -184,32 +181,10 @@ bool Plan::preempt_in_one_pool(size_t i, int need, const std::vector<size_t>& vi
   std::vector<std::pair<int64_t, std::string>> order;
   for (const auto& [pool, price] : cheapest) order.emplace_back(price, pool);
   std::sort(order.begin(), order.end());
+  std::vector<char> in_pool(nodes_.size(), 0);
   for (const auto& [price, pool] : order) {
-    std::vector<char> in_pool(nodes_.size(), 0);
     for (size_t k = 0; k < nodes_.size(); ++k) in_pool[k] = info_[k].pool == pool;
-    PlaceOptions options;
-    options.only = &in_pool;
-    const std::vector<int64_t> saved_free = free_;
-    const auto saved_seats = seats_;
-    std::vector<std::pair<size_t, Decision>> saved;
-    for (size_t v : victims) {
-      const auto& placed = decisions_[v].placement;
-      if (std::none_of(placed.begin(), placed.end(), [&](const Task::Worker& w) {
-            const size_t k = node_at(w.node);
-            return k != kNoNode && in_pool[k];
-          }))
-        continue;
-      saved.emplace_back(v, decisions_[v]);
-      while (decisions_[v].workers > 0) release_last(v);
-      if (auto placed_gang = place(i, need, {}, options)) {
-        admit(i, std::move(*placed_gang));
-        finish_reclaim(saved, i);
-        return true;
-      }
-    }
-    free_ = saved_free;
-    seats_ = saved_seats;
-    for (auto& [v, decision] : saved) decisions_[v] = std::move(decision);
+    if (reclaim_for(i, need, &in_pool)) return true;
   }
   return false;
 }

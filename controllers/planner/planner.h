@@ -291,9 +291,9 @@ struct Config {
   // Off: the cheapest capacity with room first, bought or not (Kueue's flavor order in front of an
   // autoscaler: what the simulator's autoscaled backfill is).
   bool up_before_bought = true;
-  // Preemption as Kueue does it (the simulator's peers): a gang that does not fit preempts
-  // lower-priority tasks of one pool only, the cheapest where that makes the whole gang fit, never
-  // shrinking. Off: shrink, then preempt in victim order wherever they run (reclaim_for).
+  // Preemption as Kueue does it (the simulator's peers): a gang that does not fit reclaims from
+  // lower-priority tasks of one pool only, the cheapest where that makes the whole gang fit (the
+  // peers' jobs are fixed-size, so reclaiming preempts). Off: wherever the victims run.
   bool preempt_in_pool_order = false;
 };
 

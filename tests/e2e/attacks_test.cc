@@ -190,12 +190,7 @@ TEST_F(AttacksTest, ATaskDeletedWhileRunningIsChargedUntilItsPodsStopAndItsCostO
 // status sent with the object is dropped by the API server.
 TEST_F(AttacksTest, ATenantWithTheEditRoleMakesTasksButCannotWriteTheirStatus) {
   admin->create(kube::resources::kServiceAccounts, ns, {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "tenant"}}}});
-  admin->create("/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings",
-                {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                 {"kind", "RoleBinding"},
-                 {"metadata", {{"name", "tenant-edits"}}},
-                 {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "edit"}}},
-                 {"subjects", {{{"kind", "ServiceAccount"}, {"name", "tenant"}, {"namespace", ns}}}}});
+  bind_role(*admin, ns, "tenant-edits", "ClusterRole", "edit", ns, "tenant");
   kube::Client tenant(kube::load_kubeconfig(service_account_kubeconfig(ns, "tenant")));
   const json object = {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", "job"}}}, {"spec", single()}};
   ASSERT_TRUE(eventually([&] {

@@ -208,12 +208,7 @@ TEST_F(Rbac, ServiceAccountTokenGetsOnlyWhatItWasGranted) {
                  {"kind", "Role"},
                  {"metadata", {{"name", "pod-reader"}}},
                  {"rules", {{{"apiGroups", {""}}, {"resources", {"pods"}}, {"verbs", {"get", "list", "watch"}}}}}});
-  admin->create("/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings",
-                {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                 {"kind", "RoleBinding"},
-                 {"metadata", {{"name", "robot-reads-pods"}}},
-                 {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "pod-reader"}}},
-                 {"subjects", {{{"kind", "ServiceAccount"}, {"name", "robot"}, {"namespace", ns}}}}});
+  bind_role(*admin, ns, "robot-reads-pods", "Role", "pod-reader", ns, "robot");
   EXPECT_TRUE(eventually([&] { return can_i("list", "pods"); }, 10s));
   EXPECT_NO_THROW(robot.get("/api/v1/namespaces/" + ns + "/pods"));
   EXPECT_FALSE(can_i("delete", "pods"));

@@ -113,16 +113,21 @@ void ClusterTest::SetUp() {
   ASSERT_NO_THROW(create_namespace_for_operators(*admin, ns));
 }
 
+void bind_role(kube::Client& admin, const std::string& ns, const std::string& name, const std::string& role_kind, const std::string& role,
+               const std::string& account_ns, const std::string& account) {
+  admin.create("/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings",
+               {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                {"kind", "RoleBinding"},
+                {"metadata", {{"name", name}}},
+                {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", role_kind}, {"name", role}}},
+                {"subjects", {{{"kind", "ServiceAccount"}, {"name", account}, {"namespace", account_ns}}}}});
+}
+
 void create_namespace_for_operators(kube::Client& admin, const std::string& ns) {
   admin.create("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
   // Operators started by the test keep their leader Lease in this namespace: the deploy/ RBAC's
   // leader-election role, bound here as deploy/ binds it in valley-system.
-  admin.create("/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings",
-               {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                {"kind", "RoleBinding"},
-                {"metadata", {{"name", "valley-leader-election"}}},
-                {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "valley-leader-election"}}},
-                {"subjects", {{{"kind", "ServiceAccount"}, {"name", "valley-operator"}, {"namespace", "valley-system"}}}}});
+  bind_role(admin, ns, "valley-leader-election", "ClusterRole", "valley-leader-election", "valley-system", "valley-operator");
   // Pods cannot be created before kube-controller-manager has made the namespace's default
   // ServiceAccount.
   bool ready = eventually([&] {

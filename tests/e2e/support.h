@@ -48,6 +48,10 @@ bool eventually(const std::function<bool()>& done, std::chrono::milliseconds tim
 // A namespace in which operators started by tests may hold their leader Lease (deploy/'s
 // leader-election role bound there) and pods can be created (its default ServiceAccount exists).
 void create_namespace_for_operators(kube::Client& admin, const std::string& ns);
+// RoleBinding `name` in `ns`: `role_kind` ("Role" or "ClusterRole") `role` to ServiceAccount
+// account_ns/account.
+void bind_role(kube::Client& admin, const std::string& ns, const std::string& name, const std::string& role_kind, const std::string& role,
+               const std::string& account_ns, const std::string& account);
 // A test fixture with an admin client and its own namespace, deleted in TearDown.
 class ClusterTest : public ::testing::Test {
  protected:
