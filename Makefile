@@ -23,7 +23,7 @@ export CCACHE_MAXSIZE ?= 5G
 # that use them): ccache caches such compiles only when told the header's macros and times are fine.
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: help deps build build-tests demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e test demo bench bench-live bench-sweep bench-sweep-shared bench-smoke clean
+.PHONY: help deps build build-tests demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e e2e-all test demo bench bench-live bench-sweep bench-sweep-shared bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -124,14 +124,27 @@ crds: cluster-up
 e2e: build-tests crds demo-clean
 	@$(call suite_tmp,e2e) && tests/e2e/run.sh $(TEST_DIR)
 
+# The three cluster suites in one ctest run, side by side: the kwok shards, the real node's tests
+# (in turn on its GPUs) and the autoscaler's (each on a NodePool of its own), the tests that must run
+# alone alone. What make test runs: each suite mostly waits (on the API server, on real containers,
+# on Karpenter), so together they take little more than the longest. The node and Karpenter go
+# afterwards, pass or fail.
+E2E_ALL_JOBS ?= 7
+e2e-all: build-tests crds demo-clean node-up autoscaler-up
+	@scripts/operator.sh stop
+	@$(call suite_tmp,e2e) && E2E_LABELS='^(e2e|real|autoscaler)$$' E2E_JOBS=$(E2E_ALL_JOBS) tests/e2e/run.sh $(TEST_DIR); rc=$$?; \
+	  [ $$rc -eq 0 ] || $(CLUSTER) node-diagnose; $(CLUSTER) node-down; $(CLUSTER) autoscaler-down; exit $$rc
+
 # Karpenter on the local control plane (tests/cluster/karpenter): its kwok provider buys nodes for
-# pending pods and removes idle ones; the autoscaler suite (label "autoscaler") runs against it.
+# pending pods and removes idle ones; the autoscaler suite (label "autoscaler") runs against it, its
+# tests side by side (each buys from a NodePool of its own; they mostly wait on Karpenter).
+AUTOSCALER_JOBS ?= 8
 autoscaler-up: crds
 	@tests/cluster/cluster.sh autoscaler-up
 autoscaler-down:
 	@tests/cluster/cluster.sh autoscaler-down
 autoscaler-e2e: build-tests autoscaler-up
-	@$(call suite_tmp,autoscaler) && cd $(TEST_DIR) && $(CTEST) -L autoscaler; rc=$$?; cd $(CURDIR) && $(CLUSTER) autoscaler-down; exit $$rc
+	@$(call suite_tmp,autoscaler) && cd $(TEST_DIR) && $(CTEST) -j $(AUTOSCALER_JOBS) -L autoscaler; rc=$$?; cd $(CURDIR) && $(CLUSTER) autoscaler-down; exit $$rc
 
 # The chaos campaign (tests/chaos): two operator replicas under faults, checked by an independent
 # checker; the full run (20 minutes of faults) writes bench/results/chaos.json. CHAOS_SEED replays a run.
@@ -162,13 +175,15 @@ lint-deploy: cluster-binaries
 	@tests/deploy/lint.sh
 
 # One step after another (scripts/steps.sh), with the seconds each took at the end. Steps written
-# name@bg run niced in the background from there on: the Go builds (Kubernetes, the real node,
-# Karpenter) from the start, on what the C++ compiles leave idle (downloads, links), until
-# integration waits for them; the previous release's operator beside the kwok suites, which mostly
-# wait on the API server, until chaos-smoke waits for it.
-TEST_STEPS := deps node-binaries@bg build build-tests unit integration previous-operator@bg monitoring lint-deploy e2e real autoscaler-e2e chaos-smoke bench-smoke
+# name@bg run niced in the background from there on, on the CPU the steps after them leave idle:
+# the Go builds (Kubernetes, the real node, Karpenter) from the start, beside the C++ compiles
+# (downloads, links), until integration waits for them; the unit tests and the previous release's
+# operator beside the cluster suites (which use about half of two cores: they wait on the API
+# server, real containers and Karpenter), the latter until chaos-smoke waits for it.
+TEST_STEPS := deps node-binaries@bg build build-tests unit@bg integration previous-operator@bg monitoring lint-deploy e2e-all \
+  chaos-smoke bench-smoke
 test:
-	@MAKE="$(MAKE)" scripts/steps.sh $(TEST_STEPS)
+	@MAKE="$(MAKE)" STEPS_BG_MAKEFLAGS="-o build -o build-tests -o $(BUILD_DIR)/build.ninja" scripts/steps.sh $(TEST_STEPS)
 
 # The demo needs Valley's binaries, not its tests: about half the compile time of a fresh machine.
 DEMO_STEPS := deps demo-binaries crds demo-story

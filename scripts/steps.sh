@@ -8,6 +8,9 @@
 # waits on nothing those steps make, started where the machine has cores to spare (the real
 # node's Go builds while the kwok suites mostly wait on the API server). The run waits for it at
 # the end and fails if it failed; a step that needs its output waits for it itself (locks).
+# STEPS_BG_MAKEFLAGS: flags for the background makes, e.g. "-o build": what the steps before a
+# background step built, it must not make again while a later step may be making it too (two
+# builds in one build directory at once).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 declare -a done_steps=()
@@ -38,7 +41,7 @@ for step in "$@"; do
     echo "==> make $name in the background ($(date -u +%H:%M:%S)), output in .valley/logs/step-$name.log"
     lane_start[$name]=$SECONDS
     rm -f ".valley/logs/step-$name.end"
-    setsid nice -n 10 bash -c '${MAKE:-make} --no-print-directory "$1"; rc=$?; echo "$rc $SECONDS" > ".valley/logs/step-$1.end"; exit $rc' \
+    setsid nice -n 10 bash -c '${MAKE:-make} --no-print-directory ${STEPS_BG_MAKEFLAGS:-} "$1"; rc=$?; echo "$rc $SECONDS" > ".valley/logs/step-$1.end"; exit $rc' \
       _ "$name" > ".valley/logs/step-$name.log" 2>&1 < /dev/null &
     lanes[$name]=$!
     continue

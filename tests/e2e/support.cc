@@ -291,12 +291,17 @@ std::string operator_kubeconfig_path() {
   static std::once_flag once;
   static std::string path;
   std::call_once(once, [] {
-    // deploy/'s Namespace and RBAC, as an installation would apply them.
-    ChildProcess apply({std::string(VALLEY_SOURCE_DIR) + "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(), "apply",
-                        "-f", std::string(VALLEY_SOURCE_DIR) + "/deploy/base/namespace.yaml", "-f",
-                        std::string(VALLEY_SOURCE_DIR) + "/deploy/base/rbac.yaml"},
-                       ::testing::TempDir() + "/apply-rbac.log");
-    if (apply.wait(60s) != 0) throw std::runtime_error("applying deploy/base/rbac.yaml failed: " + apply.output());
+    // deploy/'s Namespace and RBAC, as an installation would apply them. Test processes start side
+    // by side and apply them at once: one may create an object another found missing a moment
+    // before (AlreadyExists), which the next try finds and leaves unchanged.
+    for (int attempt = 1;; ++attempt) {
+      ChildProcess apply({std::string(VALLEY_SOURCE_DIR) + "/.valley/bin/kubectl", "--kubeconfig=" + admin_kubeconfig_path(), "apply",
+                          "-f", std::string(VALLEY_SOURCE_DIR) + "/deploy/base/namespace.yaml", "-f",
+                          std::string(VALLEY_SOURCE_DIR) + "/deploy/base/rbac.yaml"},
+                         ::testing::TempDir() + "/apply-rbac.log");
+      if (apply.wait(60s) == 0) break;
+      if (attempt == 3) throw std::runtime_error("applying deploy/base/rbac.yaml failed: " + apply.output());
+    }
     path = service_account_kubeconfig("valley-system", "valley-operator");
   });
   return path;
