@@ -102,9 +102,11 @@ node-down:
 
 # End-to-end tests on the real node: real containers, real MPI, real S3 (label "real"). The node
 # is removed afterwards, pass or fail, so the tests after it see only kwok nodes.
+# What follows a run on the real node ($$rc its status): the node's diagnosis if it failed, then the node goes.
+node_after = [ $$rc -eq 0 ] || $(CLUSTER) node-diagnose; $(CLUSTER) node-down
 real: build-tests node-up
 	@scripts/operator.sh stop
-	@$(call suite_tmp,real) && cd $(TEST_DIR) && $(CTEST) -L real; rc=$$?; cd $(CURDIR); [ $$rc -eq 0 ] || $(CLUSTER) node-diagnose; $(CLUSTER) node-down; exit $$rc
+	@$(call suite_tmp,real) && cd $(TEST_DIR) && $(CTEST) -L real; rc=$$?; cd $(CURDIR); $(node_after); exit $$rc
 
 # Valley's CustomResourceDefinitions, installed and Established.
 crds: cluster-up
@@ -133,7 +135,7 @@ E2E_ALL_JOBS ?= 7
 e2e-all: build-tests crds demo-clean node-up autoscaler-up
 	@scripts/operator.sh stop
 	@$(call suite_tmp,e2e) && E2E_LABELS='^(e2e|real|autoscaler)$$' E2E_JOBS=$(E2E_ALL_JOBS) tests/e2e/run.sh $(TEST_DIR); rc=$$?; \
-	  [ $$rc -eq 0 ] || $(CLUSTER) node-diagnose; $(CLUSTER) node-down; $(CLUSTER) autoscaler-down; exit $$rc
+	  $(node_after); $(CLUSTER) autoscaler-down; exit $$rc
 
 # Karpenter on the local control plane (tests/cluster/karpenter): its kwok provider buys nodes for
 # pending pods and removes idle ones; the autoscaler suite (label "autoscaler") runs against it, its

@@ -131,7 +131,6 @@ class BoughtCapacity : public TaskTest {
     spec["worker"]["template"] = {{"spec", {{"nodeSelector", {{"valley.dev/pool", ns}}}}}};
     return spec;
   }
-  bool bought_all_gone() { return pool_empty(*admin, ns); }
 };
 
 TEST_F(BoughtCapacity, ATaskOnAScaleToZeroPoolBuysItsGangRunsToSucceededAndTheNodesGoAfterwards) {
@@ -157,7 +156,7 @@ TEST_F(BoughtCapacity, ATaskOnAScaleToZeroPoolBuysItsGangRunsToSucceededAndTheNo
   ASSERT_TRUE(wait_phase("Succeeded", 120s)) << task().dump(2);
   EXPECT_EQ(task()["status"].value("epoch", 0), 1) << "the gang started once, not again when its nodes arrived\n" << task().dump(2);
   // Nothing bought stays: the workers went with the run, and Karpenter takes the idle nodes.
-  EXPECT_TRUE(eventually([&] { return bought_all_gone(); }, 180s)) << "bought nodes still there";
+  EXPECT_TRUE(eventually([&] { return pool_empty(*admin, ns); }, 180s)) << "bought nodes still there";
 }
 
 TEST_F(BoughtCapacity, AnOperatorKilledWhileNodesAreBoughtLeavesNoDuplicatePodAndNoOrphanedNode) {
@@ -179,7 +178,7 @@ TEST_F(BoughtCapacity, AnOperatorKilledWhileNodesAreBoughtLeavesNoDuplicatePodAn
   EXPECT_LE(most_claims, 2u);
   EXPECT_LE(most_workers, 2u);
   EXPECT_EQ(task()["status"].value("epoch", 0), 1) << "no restart for the operator's";
-  EXPECT_TRUE(eventually([&] { return bought_all_gone(); }, 180s)) << "bought nodes still there";
+  EXPECT_TRUE(eventually([&] { return pool_empty(*admin, ns); }, 180s)) << "bought nodes still there";
 }
 
 TEST_F(BoughtCapacity, AGangLargerThanThePoolsLimitWaitsUnplaceableWithTheNumbersAndBuysNothing) {
@@ -225,7 +224,7 @@ TEST_F(BoughtCapacity, ANodeClaimDeletedUnderARunningGangIsANoticeAndTheGangRuns
   EXPECT_NE(events_text().find("the node has the termination notice karpenter.sh/disrupted"), std::string::npos) << events_text();
   ASSERT_TRUE(wait_phase("Succeeded", 150s)) << task().dump(2);
   EXPECT_GE(task()["status"].value("epoch", 0), 2);
-  EXPECT_TRUE(eventually([&] { return bought_all_gone(); }, 180s)) << "bought nodes still there";
+  EXPECT_TRUE(eventually([&] { return pool_empty(*admin, ns); }, 180s)) << "bought nodes still there";
 }
 
 TEST_F(BoughtCapacity, ThePricingPolicyInForceSaysWhichNodePoolsValleyCannotBuyFromAndWhy) {
@@ -335,7 +334,7 @@ TEST_F(BoughtGrowth, AnElasticTaskBuysANodeToGrowOnlyWhileItsGpusAreSaturated) {
   EXPECT_GE(task()["status"].value("epoch", 0), 2);
   EXPECT_NE(task()["status"].value("lastResizeReason", "").find("97%"), std::string::npos) << task()["status"].dump(2);
   admin->remove(kTrainingTasks, ns, "job");
-  EXPECT_TRUE(eventually([&] { return bought_all_gone(); }, 180s)) << "bought nodes still there";
+  EXPECT_TRUE(eventually([&] { return pool_empty(*admin, ns); }, 180s)) << "bought nodes still there";
 }
 
 }  // namespace
