@@ -9,6 +9,7 @@
 #include "controllers/inputs/task_inputs.h"
 #include "controllers/lifecycle/lifecycle.h"
 #include "controllers/lifecycle/start_failure.h"
+#include "controllers/render/render.h"
 #include "controllers/tenancy/usage.h"
 #include "operator/kube/json_fields.h"
 
@@ -60,6 +61,7 @@ const PlanInputs::Round& PlanInputs::take(const planner::SnapshotView& view, std
   round_.tasks.clear();
   round_.planned.clear();
   round_.rates_changed = false;
+  round_.vacated.reset();
   take_nodes(view, facts);
   take_tasks(view, tenancy, facts);
   take_held(view);
@@ -118,18 +120,46 @@ void PlanInputs::lay_tenancy(planner::Task& t, const TaskEntry& entry, const Ten
     facts.priority_capped(entry, spec.priority, t.priority, t.tenant);
 }
 
-void PlanInputs::lay_avoided(planner::Task& t, const TaskEntry& entry, const ClusterFacts& facts) {
+// The nodes where pods that are on their way out still hold what they held: pods being deleted
+// (until their grace is over by `patience`: one stuck there explains nothing), pods of an epoch their
+// task has left and pods of a task going away or ended. kube-scheduler refuses a pod pinned there
+// until they are gone, as Valley planned.
+std::set<std::string> nodes_being_vacated(const planner::SnapshotView& view, kube::SystemTime now, std::chrono::seconds patience) {
+  std::set<std::string> out;
+  for (const auto& entry : view.tasks) {
+    const nlohmann::json& obj = *entry->object;
+    const nlohmann::json& status = kube::object_at(obj, "status");
+    const bool task_going = kube::object_at(obj, "metadata").contains("deletionTimestamp") ||
+                            lifecycle::finished(kube::string_at(status, "phase"));
+    const std::string epoch = std::to_string(status.value("epoch", 0));
+    for (const auto& p : entry->owned) {
+      if (p->node_name.empty() || p->phase == "Succeeded" || p->phase == "Failed") continue;
+      const bool leaving = p->deleting ? !p->deletion_timestamp || now < *p->deletion_timestamp + patience
+                                       : task_going || p->label(render::label::kEpoch) != epoch;
+      if (leaving) out.insert(p->node_name);
+    }
+  }
+  return out;
+}
+
+void PlanInputs::lay_avoided(planner::Task& t, const TaskEntry& entry, const planner::SnapshotView& view, const ClusterFacts& facts) {
   const kube::SystemTime now = round_.now;
+  const auto timeout = options_.unschedulable_timeout;
   for (const auto& waiting : entry.waiting) {
-    // Pinned, unbound and refused by kube-scheduler for longer than the timeout.
+    // Pinned, unbound and refused by kube-scheduler for longer than the timeout...
     const auto& since = waiting.refused_since;
     auto& avoid = avoid_[t.key];
-    if (since && now - *since >= options_.unschedulable_timeout && !avoid.count(waiting.node)) {
-      avoid[waiting.node] = now + options_.avoid_for;
-      spdlog::info("{}: node {} did not take its worker for {}s ({}); planning around it", t.key, waiting.node,
-                   options_.unschedulable_timeout.count(), waiting.refusal);
-      if (facts.avoided) facts.avoided();
-    }
+    if (!since || now - *since < timeout || avoid.count(waiting.node)) continue;
+    // ... counted from when no pod on its way out held the node any more: those explain the refusal.
+    if (!round_.vacated) round_.vacated = nodes_being_vacated(view, now, timeout);
+    auto& explained = explained_[waiting.pod->uid];
+    explained.seen = round_.number;
+    if (round_.vacated->count(waiting.node)) explained.last = now;
+    if (explained.last && now - *explained.last < timeout) continue;
+    avoid[waiting.node] = now + options_.avoid_for;
+    spdlog::info("{}: node {} did not take its worker for {}s ({}); planning around it", t.key, waiting.node, timeout.count(),
+                 waiting.refusal);
+    if (facts.avoided) facts.avoided();
   }
   t.avoid_nodes = entry.task->avoid_nodes;
   if (auto avoiding = avoid_.find(t.key); avoiding != avoid_.end()) {
@@ -179,7 +209,7 @@ void PlanInputs::take_tasks(const planner::SnapshotView& view, const Tenancy& te
     if (facts.creation_refused && facts.creation_refused(entry)) continue;
     planner::Task& t = ts.task;
     lay_tenancy(t, entry, tenancy, specs, facts);
-    lay_avoided(t, entry, facts);
+    lay_avoided(t, entry, view, facts);
     lay_shared_devices(t, view);
     // What was published counts as taken until the pods show it (bound ones show where they are).
     if (ts.overlay_stale) {
@@ -192,6 +222,7 @@ void PlanInputs::take_tasks(const planner::SnapshotView& view, const Tenancy& te
   }
   const uint64_t round = r.number;
   std::erase_if(tasks_, [round](const auto& kv) { return kv.second.seen != round; });
+  std::erase_if(explained_, [round](const auto& kv) { return kv.second.seen != round; });
   // Laid after every task has taught its kind this round (the planner decides when it counts).
   for (TaskState* ts : r.planned) ts->task.prior_scaling = priors_.pooled(ts->kind);
 }

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -53,7 +54,9 @@ struct ClusterFacts {
 struct InputOptions {
   planner::Config base;                         // the operator's flags
   std::chrono::seconds node_not_ready_grace{30};
-  std::chrono::seconds unschedulable_timeout{60};  // a worker its node will not bind: avoid the node...
+  // A worker its node will not bind (counted once no pod on its way out holds the node): avoid the
+  // node...
+  std::chrono::seconds unschedulable_timeout{60};
   std::chrono::seconds avoid_for{600};             // ... this long
   std::chrono::seconds usage_half_life{7 * 24 * 3600};
 };
@@ -86,6 +89,7 @@ class PlanInputs {
     planner::HeldByPlanned held;
     planner::Config config;
     bool rates_changed = false;  // a node came, went or changed price
+    std::optional<std::set<std::string>> vacated;  // nodes_being_vacated, once a refusal asks
   };
 
   explicit PlanInputs(InputOptions options) : options_(std::move(options)) {}
@@ -116,7 +120,7 @@ class PlanInputs {
   void take_tasks(const planner::SnapshotView& view, const Tenancy& tenancy, const ClusterFacts& facts);
   using TenantSpecs = std::map<std::string, const api::TenantSpec*>;
   void lay_tenancy(planner::Task& t, const TaskEntry& entry, const Tenancy& tenancy, const TenantSpecs& specs, const ClusterFacts& facts);
-  void lay_avoided(planner::Task& t, const TaskEntry& entry, const ClusterFacts& facts);
+  void lay_avoided(planner::Task& t, const TaskEntry& entry, const planner::SnapshotView& view, const ClusterFacts& facts);
   void take_held(const planner::SnapshotView& view);
   void take_config(const Tenancy& tenancy);
   void refresh_rates();
@@ -126,12 +130,22 @@ class PlanInputs {
   std::map<std::string, NodeState> nodes_;
   std::unordered_map<std::string, TaskState> tasks_;
   std::map<std::string, std::map<std::string, kube::SystemTime>> avoid_;  // task -> node -> until
+  // By refused pod (uid): the last round's time its node still held pods on their way out.
+  struct Explained {
+    std::optional<kube::SystemTime> last;
+    uint64_t seen = 0;
+  };
+  std::map<std::string, Explained> explained_;
   std::set<std::string> priority_capped_;  // uid@generation told once
   std::vector<cost::NodeRate> all_rates_;  // distinct, in the order of the first node that has each
   std::map<std::string, std::vector<cost::NodeRate>> rates_for_;  // by "vendor/vendor/": all_rates_ of those
   planner::ScalingPriors priors_;
   std::map<std::string, std::map<std::string, int64_t>> pool_budgets_;  // what each kind's tasks measured, kept after they end
 };
+
+// The nodes that still hold pods on their way out (being deleted, of an epoch their task left, of a
+// task going away): kube-scheduler refuses what is pinned there until they are gone.
+std::set<std::string> nodes_being_vacated(const planner::SnapshotView& view, kube::SystemTime now, std::chrono::seconds patience);
 
 // What the task runs as observed, or as published when an admission was published for it.
 void overlay_admission(planner::Task& t, const planner::Task& observed, const std::vector<render::WorkerPlacement>* published);

@@ -119,5 +119,87 @@ TEST(PlanInputs, KeptFromRoundToRoundEqualsOneMadeFromScratch) {
   EXPECT_GT(planned, rounds / 2) << "the rounds planned tasks";
 }
 
+// A refused worker: its node is avoided once kube-scheduler has refused it for the timeout, counted
+// from when no pod on its way out (of an epoch its task left, or being deleted) held the node.
+struct NodeRefusals : ::testing::Test {
+  planner::NodeFacts facts;
+  planner::ClusterSnapshot snapshot{facts};
+  InputOptions options;
+  kube::SystemTime t0 = kube::parse_time("2026-12-01T00:00:00Z").value();
+  void SetUp() override {
+    options.unschedulable_timeout = std::chrono::seconds(3);
+    snapshot.upsert_node(std::make_shared<const json>(json{
+        {"metadata", {{"name", "n1"}}},
+        {"status", {{"allocatable", {{"nvidia.com/gpu", "1"}}}, {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}}));
+    task("old", 2);
+    task("vip", 1);
+    // The vip's worker, pinned to n1 and refused since t0 (the old task's worker still holds it).
+    json p = pod("vip", 1);
+    p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] =
+        json::array({{{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"n1"}}}})}}});
+    p["status"] = {{"phase", "Pending"},
+                   {"conditions", json::array({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"},
+                                                {"lastTransitionTime", kube::format_time(t0)},
+                                                {"message", "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}}})}};
+    snapshot.upsert_pod(std::make_shared<const api::Pod>(api::pod_from(p)));
+  }
+  void task(const std::string& name, int epoch) {
+    snapshot.upsert_task(std::make_shared<const json>(json{
+        {"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"},
+        {"metadata", {{"name", name}, {"namespace", "ns"}, {"uid", "u-" + name}}},
+        {"spec", {{"taskType", "MPI"}, {"replicas", {{"min", 1}, {"max", 1}}}, {"master", {{"image", "l"}}}, {"worker", {{"image", "w"}, {"gpus", "1"}}}}},
+        {"status", {{"phase", "Running"}, {"epoch", epoch}}}}));
+  }
+  json pod(const std::string& task, int epoch) {
+    return {{"metadata", {{"name", task + "-worker-0"}, {"namespace", "ns"}, {"uid", "p-" + task},
+                          {"labels", {{render::label::kManagedBy, "valley"}, {render::label::kTask, task}, {render::label::kRole, "worker"},
+                                      {render::label::kEpoch, std::to_string(epoch)}, {render::label::kWorkerIndex, "0"}}},
+                          {"ownerReferences", json::array({{{"uid", "u-" + task}}})}}},
+            {"spec", {{"containers", json::array({{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+  }
+  // The old task's worker of epoch 1, bound to n1 (deleting since `deleted` when given).
+  void old_worker(std::optional<kube::SystemTime> deleted = std::nullopt) {
+    json p = pod("old", 1);
+    p["spec"]["nodeName"] = "n1";
+    p["status"] = {{"phase", "Running"}};
+    if (deleted) p["metadata"]["deletionTimestamp"] = kube::format_time(*deleted);
+    snapshot.upsert_pod(std::make_shared<const api::Pod>(api::pod_from(p)));
+  }
+  std::vector<std::string> avoided(PlanInputs& inputs, kube::SystemTime now) {
+    const PlanInputs::Round& r = inputs.take(snapshot.view(), nullptr, Tenancy{}, now, ClusterFacts{});
+    for (const planner::Task* t : r.tasks)
+      if (t->key == "ns/vip") return t->avoid_nodes;
+    ADD_FAILURE() << "ns/vip was not planned";
+    return {};
+  }
+};
+
+TEST_F(NodeRefusals, ANodeRefusingWithNothingLeavingIsAvoidedAfterTheTimeout) {
+  PlanInputs inputs(options);
+  EXPECT_TRUE(avoided(inputs, t0 + std::chrono::seconds(2)).empty());
+  EXPECT_EQ(avoided(inputs, t0 + std::chrono::seconds(3)), std::vector<std::string>{"n1"});
+}
+
+TEST_F(NodeRefusals, PodsOfAnEpochTheirTaskLeftExplainTheRefusalUntilTheyAreGone) {
+  old_worker();
+  PlanInputs inputs(options);
+  EXPECT_TRUE(avoided(inputs, t0 + std::chrono::seconds(10)).empty()) << "the old epoch's worker still holds n1";
+  snapshot.remove_pod("ns/old-worker-0");
+  EXPECT_TRUE(avoided(inputs, t0 + std::chrono::seconds(12)).empty()) << "gone 2 s ago: kube-scheduler may not have retried yet";
+  EXPECT_EQ(avoided(inputs, t0 + std::chrono::seconds(13)), std::vector<std::string>{"n1"}) << "refused for 3 s with n1 vacated";
+}
+
+TEST_F(NodeRefusals, APodStuckInDeletionPastItsGraceExplainsNothing) {
+  const auto at = [&](int s) { return t0 + std::chrono::seconds(s); };
+  old_worker(at(2));  // deleting, its grace over at t0 + 2 s
+  task("old", 1);     // of the task's current epoch: only its deletion says it leaves
+  EXPECT_EQ(nodes_being_vacated(snapshot.view(), at(4), options.unschedulable_timeout), std::set<std::string>{"n1"});
+  EXPECT_TRUE(nodes_being_vacated(snapshot.view(), at(5), options.unschedulable_timeout).empty()) << "stuck for 3 s past its grace";
+  PlanInputs inputs(options);
+  EXPECT_TRUE(avoided(inputs, at(4)).empty());
+  EXPECT_TRUE(avoided(inputs, at(6)).empty()) << "explained 2 s ago";
+  EXPECT_EQ(avoided(inputs, at(7)), std::vector<std::string>{"n1"});
+}
+
 }  // namespace
 }  // namespace valley::inputs
