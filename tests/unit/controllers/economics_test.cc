@@ -25,7 +25,7 @@ Node pool_node(const std::string& name, const std::string& vendor, const std::st
   return n;
 }
 
-Task task(const std::string& key, int min, int max) {
+Task ranged_task(const std::string& key, int min, int max) {
   Task t;
   t.key = key;
   t.min_workers = min;
@@ -34,7 +34,7 @@ Task task(const std::string& key, int min, int max) {
   return t;
 }
 
-std::map<std::string, int> nodes_of(const Decision& d) {
+std::map<std::string, int> workers_by_node(const Decision& d) {
   std::map<std::string, int> m;
   for (const auto& w : d.placement) ++m[w.node];
   return m;
@@ -46,29 +46,29 @@ TEST(PlacementByPrice, CheapestVendorWinsAndAGangStaysOnOneVendor) {
   // MI250X on demand (1.60) is cheaper than A100 on demand (2.40): an amdSupport task goes there,
   // reduceCost or not; a task that may not use AMD never does.
   std::vector<Node> nodes = {pool_node("a100", "nvidia", "on-demand", 8, 2'400'000), pool_node("mi250", "amd", "on-demand", 8, 1'600'000)};
-  Task portable = task("portable", 4, 4), cuda = task("cuda", 2, 2);
+  Task portable = ranged_task("portable", 4, 4), cuda = ranged_task("cuda", 2, 2);
   portable.vendors = {"nvidia", "amd"};
   auto ds = plan(nodes, {portable, cuda}, kNow);
-  EXPECT_EQ(nodes_of(ds[0]), (std::map<std::string, int>{{"mi250", 4}}));
-  EXPECT_EQ(nodes_of(ds[1]), (std::map<std::string, int>{{"a100", 2}}));
+  EXPECT_EQ(workers_by_node(ds[0]), (std::map<std::string, int>{{"mi250", 4}}));
+  EXPECT_EQ(workers_by_node(ds[1]), (std::map<std::string, int>{{"a100", 2}}));
   EXPECT_EQ(ds[0].price_micros, 1'600'000);
   // When the AMD pool is dearer, NVIDIA wins (no global "AMD is cheaper" switch).
   nodes[1].price_micros = 3'000'000;
-  EXPECT_EQ(nodes_of(plan(nodes, {portable}, kNow)[0]), (std::map<std::string, int>{{"a100", 4}}));
+  EXPECT_EQ(workers_by_node(plan(nodes, {portable}, kNow)[0]), (std::map<std::string, int>{{"a100", 4}}));
   // A gang larger than the cheap vendor's free GPUs does not spill onto the other vendor.
   nodes[1].price_micros = 1'600'000;
-  Task big = task("big", 12, 12);
+  Task big = ranged_task("big", 12, 12);
   big.vendors = {"nvidia", "amd"};
   nodes.push_back(pool_node("a100-2", "nvidia", "on-demand", 8, 2'400'000));
   auto d = plan(nodes, {big}, kNow)[0];
   EXPECT_EQ(d.action, Action::Admit);
-  EXPECT_EQ(nodes_of(d), (std::map<std::string, int>{{"a100", 8}, {"a100-2", 4}}));
+  EXPECT_EQ(workers_by_node(d), (std::map<std::string, int>{{"a100", 8}, {"a100-2", 4}}));
 }
 
 TEST(PlacementByPrice, SpotOnlyForTasksThatCheckpointAndEnergyCountsAtTheCurrentTariff) {
   std::vector<Node> nodes = {pool_node("od", "nvidia", "on-demand", 8, 2'400'000, 560),
                              pool_node("spot", "nvidia", "spot", 8, 950'000, 560)};
-  Task saved = task("saved", 2, 2), plain = task("plain", 2, 2);
+  Task saved = ranged_task("saved", 2, 2), plain = ranged_task("plain", 2, 2);
   saved.checkpointed = true;
   // As with a PricingPolicy: spot capacity only for tasks that checkpoint.
   auto plan = [&](const std::vector<Node>& n, const std::vector<Task>& t, SystemTime now, Config c = {}) {
@@ -76,8 +76,8 @@ TEST(PlacementByPrice, SpotOnlyForTasksThatCheckpointAndEnergyCountsAtTheCurrent
     return planner::plan(n, t, now, c);
   };
   auto ds = plan(nodes, {saved, plain}, kNow);
-  EXPECT_EQ(nodes_of(ds[0]), (std::map<std::string, int>{{"spot", 2}}));
-  EXPECT_EQ(nodes_of(ds[1]), (std::map<std::string, int>{{"od", 2}}));
+  EXPECT_EQ(workers_by_node(ds[0]), (std::map<std::string, int>{{"spot", 2}}));
+  EXPECT_EQ(workers_by_node(ds[1]), (std::map<std::string, int>{{"od", 2}}));
   // Nothing on demand left: the plain task waits rather than risk its work on spot capacity...
   // (unless its nodeSelector picks the node itself)
   nodes[0].free["nvidia.com/gpu"] = 0;
@@ -101,7 +101,7 @@ TEST(PlacementByPrice, SpotOnlyForTasksThatCheckpointAndEnergyCountsAtTheCurrent
 TEST(Moves, ARunningTaskThatCheckpointsMovesToCheaperFreeCapacityOnlyWhenTheSavingPaysForTheRestart) {
   // It started on demand (2.40) while spot (0.95) was full; spot is free now.
   std::vector<Node> nodes = {pool_node("od", "nvidia", "on-demand", 8, 2'400'000), pool_node("spot", "nvidia", "spot", 8, 950'000)};
-  Task running = task("running", 2, 2);
+  Task running = ranged_task("running", 2, 2);
   running.checkpointed = running.admitted = true;
   running.workers = {{"od", "nvidia.com/gpu", 1}, {"od", "nvidia.com/gpu", 1}};
   running.expected_end = kNow + 4h;
@@ -110,7 +110,7 @@ TEST(Moves, ARunningTaskThatCheckpointsMovesToCheaperFreeCapacityOnlyWhenTheSavi
   c.move_restart_cost = 5min;
   Decision d = plan(nodes, {running}, kNow, c)[0];
   ASSERT_EQ(d.action, Action::Move) << d.reason;
-  EXPECT_EQ(nodes_of(d), (std::map<std::string, int>{{"spot", 2}}));
+  EXPECT_EQ(workers_by_node(d), (std::map<std::string, int>{{"spot", 2}}));
   EXPECT_EQ(d.workers, 2);
   EXPECT_NE(d.reason.find("moving to cheaper capacity: 0.9500/GPU-h instead of 2.4000"), std::string::npos) << d.reason;
   // Saving 1.45/GPU-h for a minute does not pay for five minutes held at 0.95: it stays.
@@ -135,13 +135,13 @@ TEST(Moves, ARunningTaskThatCheckpointsMovesToCheaperFreeCapacityOnlyWhenTheSavi
   full[1].free["nvidia.com/gpu"] = 1;
   EXPECT_EQ(plan(full, {running}, kNow, c)[0].action, Action::Keep);
   // While a task that goes before it waits (a gang larger than what is free), it stays too.
-  Task big = task("big", 20, 20);
+  Task big = ranged_task("big", 20, 20);
   big.priority = 50;
   auto with_big = plan(nodes, {running, big}, kNow, c);
   ASSERT_EQ(with_big[1].action, Action::Wait) << with_big[1].reason;
   EXPECT_EQ(with_big[0].action, Action::Keep) << with_big[0].reason;
   // A waiting task goes first: it takes the spot GPUs and the running one stays.
-  Task waiting = task("waiting", 8, 8);
+  Task waiting = ranged_task("waiting", 8, 8);
   waiting.checkpointed = true;
   auto ds = plan(nodes, {running, waiting}, kNow, c);
   EXPECT_EQ(ds[1].action, Action::Admit);
@@ -154,12 +154,12 @@ TEST(ReduceCost, WaitsForACheaperPoolThatRunningTasksWillFreeThenTakesIt) {
   // Only on-demand A100 is free; the spot pool is held by a task expected to end in 2 hours.
   std::vector<Node> nodes = {pool_node("od", "nvidia", "on-demand", 8, 2'400'000),
                              pool_node("spot", "nvidia", "spot", 8, 950'000)};
-  Task holder = task("holder", 8, 8);
+  Task holder = ranged_task("holder", 8, 8);
   holder.checkpointed = true;
   holder.admitted = true;
   for (int i = 0; i < 8; ++i) holder.workers.push_back({"spot", "nvidia.com/gpu", 1});
   holder.expected_end = kNow + 2h;
-  Task cheap = task("cheap", 4, 4);
+  Task cheap = ranged_task("cheap", 4, 4);
   cheap.reduce_cost = cheap.checkpointed = true;
   cheap.cheap_until = kNow + 6h;
   auto ds = plan(nodes, {holder, cheap}, kNow);
@@ -176,7 +176,7 @@ TEST(ReduceCost, WaitsForACheaperPoolThatRunningTasksWillFreeThenTakesIt) {
   // Patience over: it takes what is free.
   holder.expected_end = kNow + 2h;
   cheap.cheap_until = kNow - 1s;
-  EXPECT_EQ(nodes_of(plan(nodes, {holder, cheap}, kNow)[1]), (std::map<std::string, int>{{"od", 4}}));
+  EXPECT_EQ(workers_by_node(plan(nodes, {holder, cheap}, kNow)[1]), (std::map<std::string, int>{{"od", 4}}));
   EXPECT_NE(plan(nodes, {holder, cheap}, kNow)[1].reason.find("its patience let it wait for cheaper capacity until"), std::string::npos);
   // A holder that overruns its expected end is expected to release now: the task keeps waiting
   // while its deadline leaves slack, then takes on-demand and says why.
@@ -188,10 +188,10 @@ TEST(ReduceCost, WaitsForACheaperPoolThatRunningTasksWillFreeThenTakesIt) {
   EXPECT_EQ(*waiting.expected_start, kNow);
   cheap.cheap_until = kNow - 1s;
   Decision moved = plan(nodes, {holder, cheap}, kNow)[1];
-  EXPECT_EQ(nodes_of(moved), (std::map<std::string, int>{{"od", 4}}));
+  EXPECT_EQ(workers_by_node(moved), (std::map<std::string, int>{{"od", 4}}));
   EXPECT_NE(moved.reason.find("its deadline let it wait for cheaper capacity until"), std::string::npos) << moved.reason;
   // A task without reduceCost never waits for price.
-  Task normal = task("normal", 4, 4);
+  Task normal = ranged_task("normal", 4, 4);
   normal.checkpointed = true;
   EXPECT_EQ(plan(nodes, {holder, normal}, kNow)[1].action, Action::Admit);
 }
@@ -201,7 +201,7 @@ TEST(ReduceCost, WaitsForACheaperTariffWindowWithinItsPatienceOnly) {
   std::vector<Node> nodes = {pool_node("od", "nvidia", "on-demand", 8, 2'400'000, 560)};
   Config c;
   c.tariff = {{kNow - 1h, 140'000}, {kNow + 3h, 35'000}};
-  Task cheap = task("cheap", 2, 2);
+  Task cheap = ranged_task("cheap", 2, 2);
   cheap.reduce_cost = true;
   cheap.cheap_until = kNow + 6h;
   auto d = plan(nodes, {cheap}, kNow, c)[0];
@@ -227,15 +227,15 @@ TEST(ReduceCost, AmdSupportAndReduceCostLandsOnTheCheapestPoolNotOnDemandA100) {
   std::vector<Node> nodes = {pool_node("a100-od", "nvidia", "on-demand", 8, 2'400'000, 560),
                              pool_node("a100-spot", "nvidia", "spot", 8, 950'000, 560),
                              pool_node("mi250", "amd", "on-demand", 8, 1'600'000, 784)};
-  Task t = task("t", 4, 4);
+  Task t = ranged_task("t", 4, 4);
   t.vendors = {"nvidia", "amd"};
   t.reduce_cost = true;
   t.cheap_until = kNow + 6h;
   Config c;  // as with a PricingPolicy
   c.spot_needs_checkpoint = true;
-  EXPECT_EQ(nodes_of(plan(nodes, {t}, kNow, c)[0]), (std::map<std::string, int>{{"mi250", 4}}));
+  EXPECT_EQ(workers_by_node(plan(nodes, {t}, kNow, c)[0]), (std::map<std::string, int>{{"mi250", 4}}));
   t.checkpointed = true;
-  EXPECT_EQ(nodes_of(plan(nodes, {t}, kNow, c)[0]), (std::map<std::string, int>{{"a100-spot", 4}}));
+  EXPECT_EQ(workers_by_node(plan(nodes, {t}, kNow, c)[0]), (std::map<std::string, int>{{"a100-spot", 4}}));
 }
 
 // --- growth that pays ---------------------------------------------------------------------------
@@ -305,7 +305,7 @@ TEST(Growth, APlannedTaskGrowsOnlyWhileMeasuredSpeedupPaysAndFastestTasksGrowAny
     return planner::plan(n, t, now, c);
   };
   std::vector<Node> nodes = {pool_node("n1", "nvidia", "on-demand", 8, 2'400'000), pool_node("n2", "nvidia", "on-demand", 8, 2'400'000)};
-  Task t = task("t", 4, 16);
+  Task t = ranged_task("t", 4, 16);
   // New: admitted at min.
   auto d = plan(nodes, {t}, kNow)[0];
   EXPECT_EQ(d.action, Action::Admit);
@@ -327,16 +327,16 @@ TEST(Growth, APlannedTaskGrowsOnlyWhileMeasuredSpeedupPaysAndFastestTasksGrowAny
   EXPECT_EQ(d.workers, 4);
   EXPECT_NE(d.reason.find("below 80% of linear"), std::string::npos) << d.reason;
   // Speed over cost: a fastest task (or one at the policy's fast priority) takes max at once.
-  Task fast = task("fast", 4, 16);
+  Task fast = ranged_task("fast", 4, 16);
   fast.fastest = true;
   EXPECT_EQ(plan(nodes, {fast}, kNow)[0].workers, 16);
-  Task urgent = task("urgent", 4, 16);
+  Task urgent = ranged_task("urgent", 4, 16);
   urgent.priority = 95;
   Config c = priced;
   c.fastest_priority = 90;
   EXPECT_EQ(plan(nodes, {urgent}, kNow, c)[0].workers, 16);
   // Growth not priced (no PricingPolicy: min marginal 0): everything to max, as before.
-  EXPECT_EQ(planner::plan(nodes, {task("any", 4, 16)}, kNow)[0].workers, 16);
+  EXPECT_EQ(planner::plan(nodes, {ranged_task("any", 4, 16)}, kNow)[0].workers, 16);
 }
 
 // A growth says which rule moved the task, by how much and where.
@@ -344,7 +344,7 @@ TEST(Growth, TheReasonNamesTheRuleTheSizesAndThePool) {
   Config priced;
   priced.min_marginal_efficiency = 0.8;
   std::vector<Node> nodes = {pool_node("n1", "nvidia", "on-demand", 8, 2'400'000), pool_node("n2", "nvidia", "on-demand", 8, 2'400'000)};
-  Task t = task("t", 4, 16);
+  Task t = ranged_task("t", 4, 16);
   t.admitted = true;
   t.workers = planner::plan(nodes, {t}, kNow, priced)[0].placement;
   t.scaling = measured({{4, 4.0}});
@@ -357,7 +357,7 @@ TEST(Growth, TheReasonNamesTheRuleTheSizesAndThePool) {
   ASSERT_EQ(d.action, Action::Grow);
   EXPECT_EQ(d.reason.substr(0, d.reason.find(';')), "grew 5 -> 7: measured speedup from 4 to 5 workers is 0.95 of linear (pays from 0.80)");
   std::string why;
-  EXPECT_EQ(target_size(task("x", 1, 4), 1, Config{}, &why), 4);
+  EXPECT_EQ(target_size(ranged_task("x", 1, 4), 1, Config{}, &why), 4);
   EXPECT_EQ(why, "growth is not priced (no PricingPolicy): grows to max");
 }
 
@@ -382,7 +382,7 @@ TEST(ScalingPriors, TasksOfOneKindPoolWhatTheyMeasuredAndANewTaskStartsAtTheirPa
   // A new bert task (2..16) starts where the pooled chain stops paying at 80% of linear: 6.
   Config priced;
   priced.min_marginal_efficiency = 0.8;
-  Task t = task("new", 2, 16);
+  Task t = ranged_task("new", 2, 16);
   t.prior_scaling = pooled;
   EXPECT_EQ(target_size(t, 0, priced), 6);
   std::vector<Node> nodes = {pool_node("n1", "nvidia", "on-demand", 8, 2'400'000), pool_node("n2", "nvidia", "on-demand", 8, 2'400'000)};
