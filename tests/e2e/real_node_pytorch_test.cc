@@ -143,9 +143,16 @@ TEST_F(RealNodePyTorchTest, ItGrowsWhenAGpuFreesShrinksForHigherPriorityGoesOnWi
   // notice on its node alone would be): it checkpoints on SIGTERM, worker 0 goes on at world size 1
   // in the same epoch, and worker 1's replacement joins it at world size 2 again.
   admin->remove(kTrainingTasks, ns, "urgent");
-  ASSERT_TRUE(eventually([&] { return starts_at(pod_log("job-worker-0"), 2).size() >= 2; }, 240s))
-      << task()["status"].dump(2) << pod_log("job-worker-0") << describe_pods() << operator_log();
-  const int regrown_at = starts_at(pod_log("job-worker-0"), 2).back();
+  // Regrown: worker 0's last start is at world size 2, after its start at 1 (a start at 2 while the
+  // shrink was under way, before the one at 1, does not count).
+  int regrown_at = -1;
+  ASSERT_TRUE(eventually([&] {
+    const auto starts = all_starts(pod_log("job-worker-0"));
+    const auto at_1 = std::find_if(starts.rbegin(), starts.rend(), [](const auto& s) { return s.first == 1; });
+    if (at_1 == starts.rend() || at_1 == starts.rbegin() || starts.back().first != 2) return false;
+    regrown_at = starts.back().second;
+    return true;
+  }, 240s)) << task()["status"].dump(2) << pod_log("job-worker-0") << describe_pods() << operator_log();
   ASSERT_TRUE(eventually([&] {
     const auto lines = progress(pod_log("job-worker-0") + pod_log("job-worker-1"));
     return !lines.empty() && lines.rbegin()->first >= regrown_at + 300;
@@ -161,8 +168,17 @@ TEST_F(RealNodePyTorchTest, ItGrowsWhenAGpuFreesShrinksForHigherPriorityGoesOnWi
   // within seconds). Either way it resumes from the evicted worker's SIGTERM checkpoint and ends at 2.
   std::optional<storage::CheckpointRecord> on_eviction;
   std::string log1_evicted;
+  // The evicted pod goes and its replacement comes while this looks: either may be absent.
+  const auto worker1_uid = [&]() -> std::string {
+    try {
+      return admin->get(kPods, ns, "job-worker-1")["metadata"].value("uid", "");
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() == 404) return "";
+      throw;
+    }
+  };
   ASSERT_TRUE(eventually([&] {
-    if (std::string l = pod_log("job-worker-1"); !l.empty() && admin->get(kPods, ns, "job-worker-1")["metadata"]["uid"] == evicted_uid) log1_evicted = l;
+    if (std::string l = pod_log("job-worker-1"); !l.empty() && worker1_uid() == evicted_uid) log1_evicted = l;
     if (auto c = latest_checkpoint(); c && c->world_size == 2 && c->step > regrown_at && c->step % 1000 != 0 && !on_eviction) on_eviction = c;
     const auto starts = all_starts(pod_log("job-worker-0"));
     return starts.size() > starts_before && starts.back().first == 2;
