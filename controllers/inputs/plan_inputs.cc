@@ -15,6 +15,21 @@
 
 namespace valley::inputs {
 
+namespace {
+
+// Going away (deletionTimestamp), ended, suspended, over its budget or idle: holds nothing, and
+// its pods are on their way out.
+bool holds_capacity(const nlohmann::json& task, const api::TaskSpec& spec) {
+  const nlohmann::json& status = kube::object_at(task, "status");
+  return !(kube::object_at(task, "metadata").contains("deletionTimestamp") || lifecycle::finished(kube::string_at(status, "phase")) ||
+           spec.run_policy.suspend || lifecycle::over_budget(spec, status) || lifecycle::idle_suspended(spec, status));
+}
+
+// status.epoch as its pods' epoch label says it.
+std::string pods_epoch(const nlohmann::json& status) { return std::to_string(status.value("epoch", 0)); }
+
+}  // namespace
+
 void overlay_admission(planner::Task& t, const planner::Task& observed, const std::vector<render::WorkerPlacement>* published) {
   t.admitted = observed.admitted;
   t.workers = observed.workers;
@@ -39,12 +54,10 @@ PlanInputs::TaskState PlanInputs::task_state(const std::shared_ptr<const TaskEnt
   const nlohmann::json& status = kube::object_at(obj, "status");
   s.entry = entry;
   s.pricing = pricing;
-  // Going away (deletionTimestamp), ended, suspended, over its budget or idle: holds nothing.
-  s.holds = !(kube::object_at(obj, "metadata").contains("deletionTimestamp") || lifecycle::finished(kube::string_at(status, "phase")) ||
-              spec.run_policy.suspend || lifecycle::over_budget(spec, status) || lifecycle::idle_suspended(spec, status));
+  s.holds = holds_capacity(obj, spec);
   s.start_backoff_until = lifecycle::start_backoff_until(spec, status);
   s.waits_for_data = lifecycle::waits_for_data(spec, status);
-  s.epoch = std::to_string(status.value("epoch", 0));
+  s.epoch = pods_epoch(status);
   s.kind = spec.worker.image;
   s.task = *entry->task;
   status_inputs(s.task, spec, status, pricing.get());
@@ -122,16 +135,14 @@ void PlanInputs::lay_tenancy(planner::Task& t, const TaskEntry& entry, const Ten
 
 // The nodes where pods that are on their way out still hold what they held: pods being deleted
 // (until their grace is over by `patience`: one stuck there explains nothing), pods of an epoch their
-// task has left and pods of a task going away or ended. kube-scheduler refuses a pod pinned there
+// task has left and pods of a task that holds nothing (holds_capacity). kube-scheduler refuses a pod pinned there
 // until they are gone, as Valley planned.
 std::set<std::string> nodes_being_vacated(const planner::SnapshotView& view, kube::SystemTime now, std::chrono::seconds patience) {
   std::set<std::string> out;
   for (const auto& entry : view.tasks) {
     const nlohmann::json& obj = *entry->object;
-    const nlohmann::json& status = kube::object_at(obj, "status");
-    const bool task_going = kube::object_at(obj, "metadata").contains("deletionTimestamp") ||
-                            lifecycle::finished(kube::string_at(status, "phase"));
-    const std::string epoch = std::to_string(status.value("epoch", 0));
+    const bool task_going = entry->parsed->spec && !holds_capacity(obj, *entry->parsed->spec);
+    const std::string epoch = pods_epoch(kube::object_at(obj, "status"));
     for (const auto& p : entry->owned) {
       if (p->node_name.empty() || p->phase == "Succeeded" || p->phase == "Failed") continue;
       const bool leaving = p->deleting ? !p->deletion_timestamp || now < *p->deletion_timestamp + patience
