@@ -345,6 +345,7 @@ cmd_up() {
   start_component apiserver;          wait_for kube-apiserver apiserver_ready
   start_component controller-manager; wait_for kube-controller-manager kcm_healthy
   start_component scheduler;          wait_for kube-scheduler scheduler_healthy
+  kubectl apply -f "$here/kwok-deletes.yaml" >/dev/null
   start_component kwok
   wait_for "the default ServiceAccount" default_sa_exists
   apply_profile "$PROFILE"

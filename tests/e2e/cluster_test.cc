@@ -10,6 +10,7 @@
 
 #include "controllers/inputs/snapshot.h"
 #include "operator/kube/error.h"
+#include "operator/kube/finalizers.h"
 #include "tests/e2e/support.h"
 
 namespace valley::e2e {
@@ -167,6 +168,27 @@ TEST_F(PodLifecycle, UnsatisfiableRequestStaysPendingWithASchedulerReason) {
   for (const auto& c : pod["status"]["conditions"])
     if (c["type"] == "PodScheduled") message = c.value("message", "");
   EXPECT_NE(message.find("Insufficient nvidia.com/gpu"), std::string::npos) << message;
+}
+
+// kwok finishes a deletion by the pod's name alone (a kubelet passes its UID): a delete queued for a
+// pod that is gone would land on the pod that took its name since. The cluster's admission policy
+// (tests/cluster/kwok-deletes.yaml) lets kwok delete only pods whose deletion has begun.
+TEST_F(PodLifecycle, KwokFinishesDeletionsButNeverStartsOne) {
+  json pod = gpu_pod("held", "nvidia.com/gpu", "9");  // never scheduled: nothing else acts on it
+  pod["metadata"]["finalizers"] = {"valley.dev/test"};
+  admin->create("/api/v1/namespaces/" + ns + "/pods", pod);
+  kube::Client kwok(kube::load_kubeconfig(std::string(VALLEY_SOURCE_DIR) + "/.valley/pki/kwok.kubeconfig"));
+  try {
+    kwok.remove(kube::resources::kPods, ns, "held");
+    FAIL() << "kwok deleted a pod nobody was deleting";
+  } catch (const kube::KubeError& e) {
+    EXPECT_EQ(e.http_status(), 403) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kwok finishes the deletion"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(admin->get(kube::resources::kPods, ns, "held")["metadata"].contains("deletionTimestamp"));
+  admin->remove(kube::resources::kPods, ns, "held");  // the finalizer holds it
+  EXPECT_NO_THROW(kwok.remove(kube::resources::kPods, ns, "held"));
+  kube::remove_finalizer(*admin, kube::resources::kPods, ns, "held", {"valley.dev/test"}, "valley.dev/test");
 }
 
 using Rbac = ClusterTest;
