@@ -23,7 +23,7 @@ export CCACHE_MAXSIZE ?= 5G
 # that use them): ccache caches such compiles only when told the header's macros and times are fine.
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: help deps build build-tests demo-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e e2e-all test demo bench bench-live bench-sweep bench-sweep-shared bench-smoke clean
+.PHONY: help deps build build-tests demo-binaries demo-go-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e e2e-all test demo bench bench-live bench-sweep bench-sweep-shared bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -188,12 +188,17 @@ test:
 	@MAKE="$(MAKE)" STEPS_BG_MAKEFLAGS="-o build -o build-tests -o $(BUILD_DIR)/build.ninja" scripts/steps.sh $(TEST_STEPS)
 
 # The demo needs Valley's binaries, not its tests: about half the compile time of a fresh machine.
-DEMO_STEPS := deps demo-binaries crds demo-story
+# The Go builds (the control plane's, then the real node's) start beside the C++ compile: their
+# module downloads wait on the network, not the CPU, and the story's real node needs them last.
+DEMO_STEPS := deps demo-go-binaries@bg demo-binaries crds demo-story
 demo:
 	@MAKE="$(MAKE)" scripts/steps.sh $(DEMO_STEPS)
 
 demo-binaries: $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target valley-operator valleyctl valley-io valley-train
+
+demo-go-binaries:
+	@tests/cluster/build-binaries.sh --node
 
 demo-story:
 	@scripts/demo.sh

@@ -108,30 +108,9 @@ locked_build "$lint_dir" "$here/lint" "-X helm.sh/helm/v3/internal/version.versi
 mkdir -p "$out"
 for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/* "$lint_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
 
-if $autoscaler; then
-  karpenter_version=$(awk '$1=="require" && $2=="sigs.k8s.io/karpenter"{print $3}' "$here/karpenter/go.mod")
-  karpenter_dir="$cache_root/karpenter-$karpenter_version-$(key "" "$here/karpenter/go.mod" "$here/karpenter/go.sum")"
-  locked_build "$karpenter_dir" "$here/karpenter" "" sigs.k8s.io/karpenter/kwok
-  # go build names it after its package, kwok: the name of the other kwok.
-  ln -sfn "$karpenter_dir/bin/kwok" "$out/karpenter"
-fi
-
-if $kueue; then
-  kueue_mod="$repo/bench/live/kueue"
-  kueue_version=$(awk '$1=="require" && $2=="sigs.k8s.io/kueue"{print $3}' "$kueue_mod/go.mod")
-  kueue_dir="$cache_root/kueue-$kueue_version-$(key "" "$kueue_mod/go.mod" "$kueue_mod/go.sum")"
-  locked_build "$kueue_dir" "$kueue_mod" "" sigs.k8s.io/kueue/cmd/kueue
-  if [ ! -f "$kueue_dir/manifests/.complete" ]; then
-    src=$(cd "$kueue_mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
-    rm -rf "$kueue_dir/manifests" && mkdir -p "$kueue_dir/manifests/crds"
-    cp "$src"/config/components/crd/bases/*.yaml "$kueue_dir/manifests/crds/"
-    cp "$src/config/components/rbac/role.yaml" "$kueue_dir/manifests/"
-    touch "$kueue_dir/manifests/.complete"
-  fi
-  ln -sfn "$kueue_dir/bin/kueue" "$out/kueue"
-  ln -sfn "$kueue_dir/manifests" "$out/../kueue-manifests"
-fi
-
+# In the order `make test` needs them (it builds them beside its C++ compiles): the real node's
+# first (its tests are the longest chain of the end-to-end run), then Karpenter, then the benchmarks'
+# peers (the last step).
 if $node; then
   coredns_version=$(awk '$1=="require" && $2=="github.com/coredns/coredns"{print $3}' "$here/coredns/go.mod")
   coredns_dir="$cache_root/coredns-$coredns_version-$(key "" "$here/coredns/go.mod" "$here/coredns/go.sum")"
@@ -163,6 +142,30 @@ if $node; then
   locked_build "$dra_dir" "$here/dra" "" sigs.k8s.io/dra-example-driver/cmd/dra-example-kubeletplugin
   for b in "$ctrd_dir"/bin/* "$dra_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
 fi
+if $autoscaler; then
+  karpenter_version=$(awk '$1=="require" && $2=="sigs.k8s.io/karpenter"{print $3}' "$here/karpenter/go.mod")
+  karpenter_dir="$cache_root/karpenter-$karpenter_version-$(key "" "$here/karpenter/go.mod" "$here/karpenter/go.sum")"
+  locked_build "$karpenter_dir" "$here/karpenter" "" sigs.k8s.io/karpenter/kwok
+  # go build names it after its package, kwok: the name of the other kwok.
+  ln -sfn "$karpenter_dir/bin/kwok" "$out/karpenter"
+fi
+
+if $kueue; then
+  kueue_mod="$repo/bench/live/kueue"
+  kueue_version=$(awk '$1=="require" && $2=="sigs.k8s.io/kueue"{print $3}' "$kueue_mod/go.mod")
+  kueue_dir="$cache_root/kueue-$kueue_version-$(key "" "$kueue_mod/go.mod" "$kueue_mod/go.sum")"
+  locked_build "$kueue_dir" "$kueue_mod" "" sigs.k8s.io/kueue/cmd/kueue
+  if [ ! -f "$kueue_dir/manifests/.complete" ]; then
+    src=$(cd "$kueue_mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+    rm -rf "$kueue_dir/manifests" && mkdir -p "$kueue_dir/manifests/crds"
+    cp "$src"/config/components/crd/bases/*.yaml "$kueue_dir/manifests/crds/"
+    cp "$src/config/components/rbac/role.yaml" "$kueue_dir/manifests/"
+    touch "$kueue_dir/manifests/.complete"
+  fi
+  ln -sfn "$kueue_dir/bin/kueue" "$out/kueue"
+  ln -sfn "$kueue_dir/manifests" "$out/../kueue-manifests"
+fi
+
 $peers || exit 0
 
 # The control-plane benchmark's peer, with the CRD and ClusterRole of the same release.
