@@ -247,7 +247,9 @@ CHECKPOINTS = [
 ]
 
 # Merge patches of a running worker pod's status, as kubelets and runtimes have been seen to write
-# them. Valley must read each without wedging the task.
+# them. Valley must read each without wedging the task. ${NOW} is the time of the patch: the
+# disruption controller resets a DisruptionTarget condition older than two minutes on a pod that is
+# not being deleted, so one from the past would be gone before Valley could read it.
 PODS = [
     ("phase-unknown", "phase Unknown (kubelet lost contact)", "phase=Running", "", {"phase": "Unknown"}),
     ("phase-empty", "an empty phase", "phase=Running", "", {"phase": ""}),
@@ -262,7 +264,7 @@ PODS = [
     ("exit-code-huge", "an exit code beyond 32 bits", "event=Restarting", "", {"phase": "Failed", "containerStatuses": [{"name": "worker", "ready": False, "state": {"terminated": {"exitCode": 2147483647, "finishedAt": "2026-11-23T00:00:00Z"}}}]}),
     ("evicted", "evicted by the kubelet: a disruption, restarted from the checkpoint", "event=Disrupted", "(Evicted)", {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}),
     ("node-shutdown", "terminated by a node shutdown: a disruption", "event=Disrupted", "(NodeShutdown)", {"phase": "Failed", "reason": "NodeShutdown", "message": "Pod was terminated in response to imminent node shutdown."}),
-    ("disruption-target", "a DisruptionTarget condition (preemption by the scheduler): a disruption", "event=Disrupted", "(PreemptionByScheduler)", {"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler", "lastTransitionTime": "2026-11-23T00:00:00Z"}]}),
+    ("disruption-target", "a DisruptionTarget condition (preemption by the scheduler): a disruption", "event=Disrupted", "(PreemptionByScheduler)", {"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler", "lastTransitionTime": "${NOW}"}]}),
     ("disruption-target-false", "a DisruptionTarget condition that is False", "phase=Running", "", {"conditions": [{"type": "DisruptionTarget", "status": "False", "reason": "x", "lastTransitionTime": "2026-11-23T00:00:00Z"}]}),
     ("succeeded-worker", "a worker that exits 0 while the launcher runs", "phase=Running", "", {"phase": "Succeeded", "containerStatuses": [{"name": "worker", "ready": False, "state": {"terminated": {"exitCode": 0, "finishedAt": "2026-11-23T00:00:00Z"}}}]}),
     ("not-ready", "a worker Running but not Ready", "phase=Running", "", {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-11-23T00:00:00Z"}]}),

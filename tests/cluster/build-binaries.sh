@@ -6,7 +6,7 @@
 # links them into $VALLEY_HOME/bin. A second run builds nothing.
 # --bench-peers also builds the benchmarks' peers, the Kubeflow MPI Operator and Kueue (as --kueue):
 # only `make bench` and `make bench-smoke` need them, not the demo or the tests.
-# --node also builds what the real node needs besides kubelet (cluster.sh node-up): CoreDNS, the
+# --node also builds what the real node needs (cluster.sh node-up): the kubelet, CoreDNS, the
 # pod sandbox's pause binary (static, from the pinned Kubernetes source), kube-router, containerd and
 # the DRA example driver's kubelet plugin.
 # --autoscaler also builds Karpenter with its kwok cloud provider (cluster.sh autoscaler-up).
@@ -88,16 +88,20 @@ locked_build() {
 # A cache entry is keyed by everything it is built from: the build recipe, its flags and the module
 # files (not the rest of this script, so adding a component does not rebuild the others).
 key() { local flags=$1; shift; { declare -f build; echo "$flags"; cat "$@"; } | sha256sum | cut -c1-12; }
-k8s_dir="$cache_root/k8s-$k8s_version-$(key "$k8s_ldflags" "$here/k8s/go.mod" "$here/k8s/go.sum")"
+# The control plane; the kubelet (the real node's only) is an entry of its own: the demo's story
+# starts once the control plane is built, and the kubelet builds behind it.
+k8s_pkgs="go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl"
+k8s_dir="$cache_root/k8s-$k8s_version-$(key "$k8s_ldflags $k8s_pkgs" "$here/k8s/go.mod" "$here/k8s/go.sum")"
+kubelet_dir="$cache_root/kubelet-$k8s_version-$(key "$k8s_ldflags" "$here/k8s/go.mod" "$here/k8s/go.sum")"
 kwok_dir="$cache_root/kwok-$kwok_version-$(key "$kwok_ldflags" "$here/kwok/go.mod" "$here/kwok/go.sum")"
 s3_dir="$cache_root/versitygw-$s3_version-$(key "" "$here/s3/go.mod" "$here/s3/go.sum")"
 lint_dir="$cache_root/lint-helm-$helm_version-$(key "" "$here/lint/go.mod" "$here/lint/go.sum")"
 mpiop_dir="$cache_root/mpi-operator-$mpiop_version-$(key "" "$mpiop_mod/go.mod" "$mpiop_mod/go.sum")"
 nodegen_dir="$cache_root/nodegen-$(key "" "$here/kwok/go.sum" "$here"/kwok/nodegen/*.go)"
 
-locked_build "$k8s_dir" "$here/k8s" "$k8s_ldflags" go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver \
-  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
-  k8s.io/kubernetes/cmd/kubelet
+# shellcheck disable=SC2086 # a list of packages
+locked_build "$k8s_dir" "$here/k8s" "$k8s_ldflags" $k8s_pkgs
 locked_build "$kwok_dir" "$here/kwok" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
 locked_build "$nodegen_dir" "$here/kwok" "" ./nodegen
 # The S3-compatible server for checkpoint-store tests (verifies SigV4 like AWS does).
@@ -112,6 +116,8 @@ for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/*
 # first (its tests are the longest chain of the end-to-end run), then Karpenter, then the benchmarks'
 # peers (the last step).
 if $node; then
+  locked_build "$kubelet_dir" "$here/k8s" "$k8s_ldflags" k8s.io/kubernetes/cmd/kubelet
+  ln -sfn "$kubelet_dir/bin/kubelet" "$out/kubelet"
   coredns_version=$(awk '$1=="require" && $2=="github.com/coredns/coredns"{print $3}' "$here/coredns/go.mod")
   coredns_dir="$cache_root/coredns-$coredns_version-$(key "" "$here/coredns/go.mod" "$here/coredns/go.sum")"
   locked_build "$coredns_dir" "$here/coredns" "" github.com/coredns/coredns

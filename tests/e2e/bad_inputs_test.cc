@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "operator/kube/timefmt.h"
 #include "operator/storage/checkpoint_record.h"
 #include "tests/chaos/proxy.h"
 #include "tests/e2e/task_fixture.h"
@@ -212,7 +213,10 @@ class BadInputsCatalogue : public BadInputsTest {
     }
     ASSERT_TRUE(all_running(pod_cases)) << "the pod-state tasks did not start";
     for (const auto& [name, c] : pod_cases) {
-      auto patch = [&, name = name, body = c.body] {
+      auto patch = [&, name = name, body = c.body]() mutable {
+        // ${NOW}: a condition as a component writes it now (one from the past is stale to the
+        // disruption controller, which resets it).
+        for (size_t at; (at = body.find("${NOW}")) != std::string::npos;) body.replace(at, 6, kube::format_time(std::chrono::system_clock::now()));
         admin->patch(kube::resources::kPods, ns, name + "-worker-0", kube::PatchType::Merge, json::parse(body), "status");
       };
       if (c.expect == "rejected") {
