@@ -14,10 +14,12 @@
 // Valley cannot buy from, and why.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 #include <thread>
 
 #include "operator/kube/error.h"
+#include "operator/kube/json_fields.h"
 #include "tests/e2e/dcgm.h"
 #include "tests/e2e/support.h"
 #include "tests/e2e/task_fixture.h"
@@ -177,7 +179,18 @@ TEST_F(BoughtCapacity, AnOperatorKilledWhileNodesAreBoughtLeavesNoDuplicatePodAn
   }, 150s)) << task().dump(2);
   EXPECT_LE(most_claims, 2u);
   EXPECT_LE(most_workers, 2u);
-  EXPECT_EQ(task()["status"].value("epoch", 0), 1) << "no restart for the operator's";
+  // No restart for the operator's: any restart is a disruption by the platform, never a pod of the
+  // gang deleted and not counted as Valley's (what a restarted operator acting on its pods anew
+  // would look like). Under load the taint-eviction controller can evict a worker bound the moment
+  // Karpenter took its node's unregistered taint off, its node cache still showing the taint: a
+  // NodeTaint disruption, recovered from like any other.
+  const json st = task()["status"];
+  const json restarts = st.value("restarts", json::object());
+  EXPECT_EQ(restarts.value("total", 0), restarts.value("disruptions", 0)) << st.dump(2);
+  if (st.value("epoch", 0) > 1) {
+    EXPECT_NE(kube::object_at(st, "lastDisruption").value("cause", ""), "PodDeleted") << st.dump(2);
+    std::printf("restarted by a disruption: %s\n", kube::object_at(st, "lastDisruption").value("message", "").c_str());
+  }
   EXPECT_TRUE(eventually([&] { return pool_empty(*admin, ns); }, 180s)) << "bought nodes still there";
 }
 
