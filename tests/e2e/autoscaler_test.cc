@@ -53,6 +53,21 @@ std::vector<json> nodes_of_pool(kube::Client& client, const std::string& pool) {
 std::vector<json> claims_of_pool(kube::Client& client, const std::string& pool) { return of_pool(client, kNodeClaims, pool); }
 bool pool_empty(kube::Client& client, const std::string& pool) { return nodes_of_pool(client, pool).empty() && claims_of_pool(client, pool).empty(); }
 
+// A gang on bought capacity restarts only for a disruption by the platform, never for Valley's own
+// doing: no resize or move, and no pod of the gang deleted without being counted as Valley's (what
+// an operator acting anew on pods it made before a restart, or on nodes arriving, would look like).
+// Under load the taint-eviction controller can evict a worker bound the moment Karpenter took its
+// new node's unregistered taint off, its view of the node still showing the taint: a NodeTaint
+// disruption, recovered from like any other.
+void expect_restarts_only_by_the_platform(const json& st) {
+  const json restarts = st.value("restarts", json::object());
+  EXPECT_EQ(restarts.value("total", 0), restarts.value("disruptions", 0)) << st.dump(2);
+  if (st.value("epoch", 0) > 1) {
+    EXPECT_NE(kube::object_at(st, "lastDisruption").value("cause", ""), "PodDeleted") << st.dump(2);
+    std::printf("restarted by a disruption: %s\n", kube::object_at(st, "lastDisruption").value("message", "").c_str());
+  }
+}
+
 // A NodePool named `name`, a copy of the profile's `from` whose nodes carry valley.dev/pool=`name`
 // (what the test's pods and tasks select), with `limits` when given.
 json pool_copy(kube::Client& admin, const std::string& from, const std::string& name, const json& limits = nullptr) {
@@ -156,7 +171,7 @@ TEST_F(BoughtCapacity, ATaskOnAScaleToZeroPoolBuysItsGangRunsToSucceededAndTheNo
   for (const auto& p : pods())
     EXPECT_EQ(p["metadata"]["annotations"].value("karpenter.sh/do-not-disrupt", ""), "true") << p["metadata"]["name"];
   ASSERT_TRUE(wait_phase("Succeeded", 120s)) << task().dump(2);
-  EXPECT_EQ(task()["status"].value("epoch", 0), 1) << "the gang started once, not again when its nodes arrived\n" << task().dump(2);
+  expect_restarts_only_by_the_platform(task()["status"]);  // none when its nodes arrived
   // Nothing bought stays: the workers went with the run, and Karpenter takes the idle nodes.
   EXPECT_TRUE(eventually([&] { return pool_empty(*admin, ns); }, 180s)) << "bought nodes still there";
 }
@@ -179,18 +194,7 @@ TEST_F(BoughtCapacity, AnOperatorKilledWhileNodesAreBoughtLeavesNoDuplicatePodAn
   }, 150s)) << task().dump(2);
   EXPECT_LE(most_claims, 2u);
   EXPECT_LE(most_workers, 2u);
-  // No restart for the operator's: any restart is a disruption by the platform, never a pod of the
-  // gang deleted and not counted as Valley's (what a restarted operator acting on its pods anew
-  // would look like). Under load the taint-eviction controller can evict a worker bound the moment
-  // Karpenter took its node's unregistered taint off, its node cache still showing the taint: a
-  // NodeTaint disruption, recovered from like any other.
-  const json st = task()["status"];
-  const json restarts = st.value("restarts", json::object());
-  EXPECT_EQ(restarts.value("total", 0), restarts.value("disruptions", 0)) << st.dump(2);
-  if (st.value("epoch", 0) > 1) {
-    EXPECT_NE(kube::object_at(st, "lastDisruption").value("cause", ""), "PodDeleted") << st.dump(2);
-    std::printf("restarted by a disruption: %s\n", kube::object_at(st, "lastDisruption").value("message", "").c_str());
-  }
+  expect_restarts_only_by_the_platform(task()["status"]);  // none for the operator's
   EXPECT_TRUE(eventually([&] { return pool_empty(*admin, ns); }, 180s)) << "bought nodes still there";
 }
 
