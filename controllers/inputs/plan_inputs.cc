@@ -133,10 +133,9 @@ void PlanInputs::lay_tenancy(planner::Task& t, const TaskEntry& entry, const Ten
     facts.priority_capped(entry, spec.priority, t.priority, t.tenant);
 }
 
-// The nodes where pods that are on their way out still hold what they held: pods being deleted
-// (until their grace is over by `patience`: one stuck there explains nothing), pods of an epoch their
-// task has left and pods of a task that holds nothing (holds_capacity). kube-scheduler refuses a pod pinned there
-// until they are gone, as Valley planned.
+// Pods being deleted count until their grace is over by `patience` (one stuck there explains
+// nothing); pods of an epoch their task has left and of a task that holds nothing (holds_capacity)
+// count until they are gone, as Valley planned.
 std::set<std::string> nodes_being_vacated(const planner::SnapshotView& view, kube::SystemTime now, std::chrono::seconds patience) {
   std::set<std::string> out;
   for (const auto& entry : view.tasks) {

@@ -144,7 +144,8 @@ class PlanInputs {
 };
 
 // The nodes that still hold pods on their way out (being deleted, of an epoch their task left, of a
-// task that holds nothing: going away, ended, suspended, over its budget): kube-scheduler refuses what is pinned there until they are gone.
+// task that holds nothing: going away, ended, suspended, over its budget): kube-scheduler refuses
+// what is pinned there until they are gone. A pod stuck in deletion counts for `patience` only.
 std::set<std::string> nodes_being_vacated(const planner::SnapshotView& view, kube::SystemTime now, std::chrono::seconds patience);
 
 // What the task runs as observed, or as published when an admission was published for it.

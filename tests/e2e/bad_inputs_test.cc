@@ -28,6 +28,14 @@ struct Case {
   std::string body;  // everything after the header
 };
 
+// A case's text with each ${PLACEHOLDER} replaced by what the running test knows (endpoints,
+// credentials, the time now).
+std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [key, value] : values)
+    for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+  return text;
+}
+
 std::vector<Case> cases(const std::string& family) {
   std::vector<Case> out;
   const fs::path dir = fs::path(VALLEY_SOURCE_DIR) / "tests/bad-inputs" / family;
@@ -216,8 +224,9 @@ class BadInputsCatalogue : public BadInputsTest {
       auto patch = [&, name = name, body = c.body]() mutable {
         // ${NOW}: a condition as a component writes it now (one from the past is stale to the
         // disruption controller, which resets it).
-        for (size_t at; (at = body.find("${NOW}")) != std::string::npos;) body.replace(at, 6, kube::format_time(std::chrono::system_clock::now()));
-        admin->patch(kube::resources::kPods, ns, name + "-worker-0", kube::PatchType::Merge, json::parse(body), "status");
+        const std::string now = kube::format_time(std::chrono::system_clock::now());
+        admin->patch(kube::resources::kPods, ns, name + "-worker-0", kube::PatchType::Merge,
+                     json::parse(fill_placeholders(body, {{"${NOW}", now}})), "status");
       };
       if (c.expect == "rejected") {
         ++rejected_;
@@ -237,16 +246,12 @@ class BadInputsCatalogue : public BadInputsTest {
     // Failing checkpoint stores: each case's Secret (placeholders filled in) and a task using it.
     Proxy slow_s3("127.0.0.1", std::stoi(s3.endpoint().substr(s3.endpoint().rfind(':') + 1)));
     slow_s3.set_delay(3s);
-    auto fill = [&](std::string text) {
-      const std::map<std::string, std::string> values = {{"${S3}", s3.endpoint()}, {"${SLOW_S3}", "http://127.0.0.1:" + std::to_string(slow_s3.port())},
-                                                         {"${ACCESS}", testing::VersityGw::kAccess}, {"${SECRET}", testing::VersityGw::kSecret}};
-      for (const auto& [key, value] : values)
-        for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
-      return text;
-    };
+    const std::map<std::string, std::string> store_values = {
+        {"${S3}", s3.endpoint()}, {"${SLOW_S3}", "http://127.0.0.1:" + std::to_string(slow_s3.port())},
+        {"${ACCESS}", testing::VersityGw::kAccess}, {"${SECRET}", testing::VersityGw::kSecret}};
     for (const auto& c : cases("stores")) {
       const std::string name = "store-" + c.file;
-      json body = json::parse(fill(c.body));
+      json body = json::parse(fill_placeholders(c.body, store_values));
       json checkpoint = body["checkpoint"];
       if (checkpoint.contains("secretRef") && checkpoint["secretRef"]["name"] == "store") checkpoint["secretRef"]["name"] = name;
       if (body["secret"].is_object()) admin->create(kSecrets, ns, {{"metadata", {{"name", name}}}, {"stringData", body["secret"]}});

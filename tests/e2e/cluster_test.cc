@@ -177,7 +177,7 @@ TEST_F(PodLifecycle, KwokFinishesDeletionsButNeverStartsOne) {
   json pod = gpu_pod("held", "nvidia.com/gpu", "9");  // never scheduled: nothing else acts on it
   pod["metadata"]["finalizers"] = {"valley.dev/test"};
   admin->create("/api/v1/namespaces/" + ns + "/pods", pod);
-  kube::Client kwok(kube::load_kubeconfig(std::string(VALLEY_SOURCE_DIR) + "/.valley/pki/kwok.kubeconfig"));
+  kube::Client kwok(kube::load_kubeconfig(component_kubeconfig_path("kwok")));
   try {
     kwok.remove(kube::resources::kPods, ns, "held");
     FAIL() << "kwok deleted a pod nobody was deleting";

@@ -49,6 +49,10 @@ std::string admin_kubeconfig_path() {
   return std::string(VALLEY_SOURCE_DIR) + "/.valley/kubeconfig";
 }
 
+std::string component_kubeconfig_path(const std::string& component) {
+  return std::string(VALLEY_SOURCE_DIR) + "/.valley/pki/" + component + ".kubeconfig";
+}
+
 kube::ClusterConfig admin_config() { return kube::load_kubeconfig(admin_kubeconfig_path()); }
 
 std::string e2e_fleet() {

@@ -24,6 +24,9 @@ using namespace std::chrono_literals;
 
 // $VALLEY_KUBECONFIG, else <repo>/.valley/kubeconfig.
 std::string admin_kubeconfig_path();
+// The kubeconfig cluster.sh writes for a component of the local cluster (kwok, karpenter, ...):
+// <repo>/.valley/pki/<component>.kubeconfig, with that component's own credentials.
+std::string component_kubeconfig_path(const std::string& component);
 kube::ClusterConfig admin_config();
 
 // The e2e suite runs in parallel shards (make e2e: ctest -j with tests/e2e/fleets.json): ctest gives
