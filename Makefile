@@ -73,11 +73,11 @@ integration: build-tests cluster-binaries
 cluster-binaries:
 	@tests/cluster/build-binaries.sh
 
-# What the real node, the autoscaler and the benchmarks' peers need besides the control plane (make
-# real, make autoscaler-up and make bench-binaries build theirs when missing; make test builds it all
-# in the background from its first step).
+# What the real node and the autoscaler need besides the control plane (make real and make
+# autoscaler-up build theirs when missing; make test builds it all in the background from its first
+# step, and the benchmarks' peers later, with bench-binaries).
 node-binaries: cluster-binaries
-	@tests/cluster/build-binaries.sh --node --autoscaler --bench-peers
+	@tests/cluster/build-binaries.sh --node --autoscaler
 
 # The benchmarks' peers (the Kubeflow MPI Operator, Kueue) as well: only the benchmarks need them.
 bench-binaries:
@@ -176,14 +176,15 @@ monitoring:
 lint-deploy: cluster-binaries
 	@tests/deploy/lint.sh
 
-# One step after another (scripts/steps.sh), with the seconds each took at the end. Steps written
-# name@bg run niced in the background from there on, on the CPU the steps after them leave idle:
-# the Go builds (Kubernetes, the real node, Karpenter) from the start, beside the C++ compiles
-# (downloads, links), until integration waits for them; the unit tests and the previous release's
-# operator beside the cluster suites (which use about half of two cores: they wait on the API
-# server, real containers and Karpenter), the latter until chaos-smoke waits for it.
-TEST_STEPS := deps node-binaries@bg build build-tests unit@bg integration previous-operator@bg monitoring lint-deploy e2e-all \
-  chaos-smoke bench-smoke
+# One step after another (scripts/steps.sh), with the seconds each took at the end, some in the
+# background from there on: the Go builds the cluster suites need (Kubernetes, the real node,
+# Karpenter) from the start, sharing the CPU with the C++ compiles (@bg: they wait on downloads and
+# links) until integration and e2e-all wait for them; the unit tests, the previous release's
+# operator and the benchmarks' peers (the MPI Operator, Kueue) on the CPU the cluster suites leave
+# idle (@idle: those wait on the API server, real containers and Karpenter, and slow down with less),
+# until chaos-smoke and bench-smoke wait for the last two.
+TEST_STEPS := deps node-binaries@bg build build-tests unit@idle integration previous-operator@idle bench-binaries@idle \
+  monitoring lint-deploy e2e-all chaos-smoke bench-smoke
 test:
 	@MAKE="$(MAKE)" STEPS_BG_MAKEFLAGS="-o build -o build-tests -o $(BUILD_DIR)/build.ninja" scripts/steps.sh $(TEST_STEPS)
 

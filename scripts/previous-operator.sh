@@ -33,10 +33,11 @@ git worktree prune
 mkdir -p "$out"
 git worktree add --quiet --detach --force "$out/src" "$commit" >&2  # its HEAD names the release in the binary
 echo "previous-operator: building valley-operator at ${commit:0:12} in $out" >&2
-# Unoptimized and without debug information: it only has to behave, and a clean machine compiles it
-# in about half the time.
+# Unoptimized, without debug information and a batch of sources at a time (a unity build, which
+# the release compiles cleanly): it only has to behave, and a clean machine compiles it in about a
+# third of the time (69 s instead of 189 alone on two cores).
 cmake -S "$out/src" -B "$out/src/build" -G Ninja ${CMAKE_FLAGS:--DVALLEY_WERROR=ON} -DVALLEY_E2E=OFF \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 >&2
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 >&2
 cmake --build "$out/src/build" -j "${JOBS:-$(nproc)}" --target valley-operator >&2
 rm -rf "$cached.tmp" && mkdir -p "$cached.tmp"
 cp "$binary" "$cached.tmp/valley-operator"

@@ -3,11 +3,14 @@
 # and ends with how long each took: CI keeps only a run's output, and the 45-minute budget of
 # `make test` is kept by knowing where its time goes.
 #   scripts/steps.sh deps build unit ...
-# A step written `name@bg` runs in the background from there on (niced, its output in
-# .valley/logs/step-name.log, printed when it ends), beside the steps after it: for work that
-# waits on nothing those steps make, started where the machine has cores to spare (the real
-# node's Go builds while the kwok suites mostly wait on the API server). The run waits for it at
-# the end and fails if it failed; a step that needs its output waits for it itself (locks).
+# A step written `name@bg` or `name@idle` runs in the background from there on (its output in
+# .valley/logs/step-name.log, printed when it ends), beside the steps after it, for work that waits
+# on nothing those steps make. @bg shares the CPU evenly with the steps in front: work they will
+# need (the Go builds the cluster suites run), whose waits on the network and single-threaded links
+# the compiles in front fill. @idle gets only the CPU the steps in front leave idle (a niced
+# session): work nothing in front waits for (the unit tests, the previous release's operator),
+# kept from slowing a cluster suite that mostly waits on the API server. The run waits for both
+# at the end and fails if one failed; a step that needs their output waits for it itself (locks).
 # STEPS_BG_MAKEFLAGS: flags for the background makes, e.g. "-o build": what the steps before a
 # background step built, it must not make again while a later step may be making it too (two
 # builds in one build directory at once).
@@ -36,13 +39,21 @@ finish_lane() {  # name: waits for it, reports it (how long it ran, as it wrote 
 }
 
 for step in "$@"; do
-  if [[ $step == *@bg ]]; then
-    name=${step%@bg}
-    echo "==> make $name in the background ($(date -u +%H:%M:%S)), output in .valley/logs/step-$name.log"
+  if [[ $step == *@bg || $step == *@idle ]]; then
+    name=${step%@*}
+    kind=${step##*@}
+    echo "==> make $name in the background ($kind, $(date -u +%H:%M:%S)), output in .valley/logs/step-$name.log"
     lane_start[$name]=$SECONDS
     rm -f ".valley/logs/step-$name.end"
-    setsid nice -n 10 bash -c '${MAKE:-make} --no-print-directory ${STEPS_BG_MAKEFLAGS:-} "$1"; rc=$?; echo "$rc $SECONDS" > ".valley/logs/step-$1.end"; exit $rc' \
-      _ "$name" > ".valley/logs/step-$name.log" 2>&1 < /dev/null &
+    # setsid: a session of its own, so a failed run can stop it whole. Where the kernel shares the
+    # CPU between sessions (sched_autogroup, the default of most distributions) a process's nice
+    # counts only within its session: an @idle session is niced as a whole, a @bg one keeps its
+    # even share (with nice alone, where sessions are not grouped, it would get almost none).
+    nice_level=0
+    [ "$kind" = idle ] && nice_level=19
+    setsid nice -n "$nice_level" bash -c '{ echo "$2" > /proc/self/autogroup; } 2>/dev/null
+      ${MAKE:-make} --no-print-directory ${STEPS_BG_MAKEFLAGS:-} "$1"; rc=$?; echo "$rc $SECONDS" > ".valley/logs/step-$1.end"; exit $rc' \
+      _ "$name" "$nice_level" > ".valley/logs/step-$name.log" 2>&1 < /dev/null &
     lanes[$name]=$!
     continue
   fi

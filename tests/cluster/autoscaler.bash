@@ -23,7 +23,7 @@ karpenter_healthy() { curl -sf "http://127.0.0.1:$KARPENTER_HEALTH_PORT/healthz"
 # The CRDs of the pinned release, from the Go module cache the build filled.
 karpenter_crds() {
   local dir
-  dir=$(cd "$KARPENTER_DIR" && go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter) || die "karpenter's module is not in the Go module cache"
+  dir=$(cd "$here/clients" && go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter) || die "karpenter's module is not in the Go module cache"
   echo "$dir/pkg/apis/crds/karpenter.sh_nodepools.yaml" "$dir/pkg/apis/crds/karpenter.sh_nodeclaims.yaml" \
     "$dir/pkg/apis/crds/karpenter.sh_nodeoverlays.yaml" "$dir/kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml"
 }

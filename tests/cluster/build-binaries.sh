@@ -99,6 +99,10 @@ s3_dir="$cache_root/versitygw-$s3_version-$(key "" "$here/s3/go.mod" "$here/s3/g
 lint_dir="$cache_root/lint-helm-$helm_version-$(key "" "$here/lint/go.mod" "$here/lint/go.sum")"
 mpiop_dir="$cache_root/mpi-operator-$mpiop_version-$(key "" "$mpiop_mod/go.mod" "$mpiop_mod/go.sum")"
 nodegen_dir="$cache_root/nodegen-$(key "" "$here/kwok/go.sum" "$here"/kwok/nodegen/*.go)"
+# CoreDNS, kube-router, Karpenter and Kueue: one module, one set of library versions (clients/go.mod).
+clients="$here/clients"
+clients_key=$(key "" "$clients/go.mod" "$clients/go.sum")
+clients_version() { awk -v m="$1" '$1==m{print $2}' "$clients/go.mod"; }
 
 # shellcheck disable=SC2086 # a list of packages
 locked_build "$k8s_dir" "$here/k8s" "$k8s_ldflags" $k8s_pkgs
@@ -118,9 +122,8 @@ for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/*
 if $node; then
   locked_build "$kubelet_dir" "$here/k8s" "$k8s_ldflags" k8s.io/kubernetes/cmd/kubelet
   ln -sfn "$kubelet_dir/bin/kubelet" "$out/kubelet"
-  coredns_version=$(awk '$1=="require" && $2=="github.com/coredns/coredns"{print $3}' "$here/coredns/go.mod")
-  coredns_dir="$cache_root/coredns-$coredns_version-$(key "" "$here/coredns/go.mod" "$here/coredns/go.sum")"
-  locked_build "$coredns_dir" "$here/coredns" "" github.com/coredns/coredns
+  coredns_dir="$cache_root/coredns-$(clients_version github.com/coredns/coredns)-$clients_key"
+  locked_build "$coredns_dir" "$clients" "" github.com/coredns/coredns
   pause_version=3.10.1  # node.bash's PAUSE_IMAGE
   pause_src="$(cd "$here/k8s" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
   pause_dir="$cache_root/pause-$pause_version-$(key "$pause_version" "$pause_src")"
@@ -130,10 +133,9 @@ if $node; then
     strip "$pause_dir/bin/pause" && touch "$pause_dir/.complete"
   fi
   for b in "$coredns_dir"/bin/* "$pause_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
-  # The NetworkPolicy enforcer (kube-router's policy controller; see netpol/tools.go).
-  netpol_version=$(awk '$1=="require" && $2=="github.com/cloudnativelabs/kube-router/v2"{print $3}' "$here/netpol/go.mod")
-  netpol_dir="$cache_root/kube-router-$netpol_version-$(key "" "$here/netpol/go.mod" "$here/netpol/go.sum")"
-  locked_build "$netpol_dir" "$here/netpol" "" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  # The NetworkPolicy enforcer (kube-router's policy controller; see clients/tools.go).
+  netpol_dir="$cache_root/kube-router-$(clients_version github.com/cloudnativelabs/kube-router/v2)-$clients_key"
+  locked_build "$netpol_dir" "$clients" "" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
   ln -sfn "$netpol_dir/bin/kube-router" "$out/kube-router"
   # The container runtime (see containerd/tools.go).
   ctrd_version=$(awk '$1=="require" && $2=="github.com/containerd/containerd/v2"{print $3}' "$here/containerd/go.mod")
@@ -149,20 +151,17 @@ if $node; then
   for b in "$ctrd_dir"/bin/* "$dra_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
 fi
 if $autoscaler; then
-  karpenter_version=$(awk '$1=="require" && $2=="sigs.k8s.io/karpenter"{print $3}' "$here/karpenter/go.mod")
-  karpenter_dir="$cache_root/karpenter-$karpenter_version-$(key "" "$here/karpenter/go.mod" "$here/karpenter/go.sum")"
-  locked_build "$karpenter_dir" "$here/karpenter" "" sigs.k8s.io/karpenter/kwok
+  karpenter_dir="$cache_root/karpenter-$(clients_version sigs.k8s.io/karpenter)-$clients_key"
+  locked_build "$karpenter_dir" "$clients" "" sigs.k8s.io/karpenter/kwok
   # go build names it after its package, kwok: the name of the other kwok.
   ln -sfn "$karpenter_dir/bin/kwok" "$out/karpenter"
 fi
 
 if $kueue; then
-  kueue_mod="$repo/bench/live/kueue"
-  kueue_version=$(awk '$1=="require" && $2=="sigs.k8s.io/kueue"{print $3}' "$kueue_mod/go.mod")
-  kueue_dir="$cache_root/kueue-$kueue_version-$(key "" "$kueue_mod/go.mod" "$kueue_mod/go.sum")"
-  locked_build "$kueue_dir" "$kueue_mod" "" sigs.k8s.io/kueue/cmd/kueue
+  kueue_dir="$cache_root/kueue-$(clients_version sigs.k8s.io/kueue)-$clients_key"
+  locked_build "$kueue_dir" "$clients" "" sigs.k8s.io/kueue/cmd/kueue
   if [ ! -f "$kueue_dir/manifests/.complete" ]; then
-    src=$(cd "$kueue_mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+    src=$(cd "$clients" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
     rm -rf "$kueue_dir/manifests" && mkdir -p "$kueue_dir/manifests/crds"
     cp "$src"/config/components/crd/bases/*.yaml "$kueue_dir/manifests/crds/"
     cp "$src/config/components/rbac/role.yaml" "$kueue_dir/manifests/"

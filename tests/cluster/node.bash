@@ -16,7 +16,7 @@
 #    node's too, and forwards to the API server on loopback (socat): what kube-proxy would do for
 #    that one Service, so an operator pod runs unchanged; pods route 10.96.0.0/16 to the node;
 #  - NetworkPolicies are enforced by kube-router's network policy controller alone (pinned in
-#    tests/cluster/netpol; no routing, no service proxy), with its ServiceAccount's token: iptables
+#    tests/cluster/clients; no routing, no service proxy), with its ServiceAccount's token: iptables
 #    rules and ipsets, which see the bridge's traffic through br_netfilter, reject what no policy
 #    selecting either end admits;
 #  - it also publishes 2 simulated GPUs through Dynamic Resource Allocation: the upstream DRA example
