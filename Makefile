@@ -177,13 +177,13 @@ lint-deploy: cluster-binaries
 	@tests/deploy/lint.sh
 
 # One step after another (scripts/steps.sh), with the seconds each took at the end, some in the
-# background from there on: the Go builds the cluster suites need (Kubernetes, the real node,
-# Karpenter) from the start, sharing the CPU with the C++ compiles (@bg: they wait on downloads and
-# links) until integration and e2e-all wait for them; the unit tests, the previous release's
-# operator and the benchmarks' peers (the MPI Operator, Kueue) on the CPU the cluster suites leave
-# idle (@idle: those wait on the API server, real containers and Karpenter, and slow down with less),
-# until chaos-smoke and bench-smoke wait for the last two.
-TEST_STEPS := deps node-binaries@bg build build-tests unit@idle integration previous-operator@idle bench-binaries@idle \
+# background from there on. Sharing the CPU evenly with the steps in front (@bg: they wait on
+# downloads and links): the Go builds the cluster suites need (Kubernetes, the real node, Karpenter)
+# from the start, until integration and e2e-all wait for them, and the benchmarks' peers (the MPI
+# Operator, Kueue) beside the cluster suites, until bench-smoke does. On the CPU the cluster suites
+# leave idle (@idle: they wait on the API server, real containers and Karpenter, and slow down with
+# less): the unit tests, and the previous release's operator, until chaos-smoke waits for it.
+TEST_STEPS := deps node-binaries@bg build build-tests unit@idle integration previous-operator@idle bench-binaries@bg \
   monitoring lint-deploy e2e-all chaos-smoke bench-smoke
 test:
 	@MAKE="$(MAKE)" STEPS_BG_MAKEFLAGS="-o build -o build-tests -o $(BUILD_DIR)/build.ninja" scripts/steps.sh $(TEST_STEPS)
