@@ -235,6 +235,7 @@ Task task_with_pods(const api::TaskSpec& spec, const json& task_object, const st
   t.min_workers = spec.type == api::TaskType::Single ? 1 : spec.min_workers;
   t.max_workers = spec.type == api::TaskType::Single ? 1 : spec.max_workers;
   t.pinned_workers = spec.target_workers;
+  t.estimated_duration = spec.estimated_duration;
   t.gpu_milli = spec.gpus.milli;
   t.sharing_profile = spec.sharing_profile.value_or("");
   // Where the workers may go, from the worker pod template the user gave.

@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "controllers/api/nodepool.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/planner/planner.h"
 
@@ -174,6 +175,18 @@ class Plan {
   // else one whose pool has what it costs left, beyond what `opening` (a gang's what-if) opened.
   bool openable(size_t k, const std::map<std::string, std::map<std::string, int64_t>>& opening, bool may_buy) const;
   bool bought(size_t k) const { return !nodes_[k]->bought_from.empty(); }
+  // A node that is up and was bought from a NodePool (not one still to buy): paid by the hour
+  // whatever runs there, and given back by the autoscaler only once it is empty.
+  bool bought_up(size_t k) const { return !bought(k) && nodes_[k]->labels.count(api::karpenter::kNodePool) > 0; }
+  // When task i is expected to end: a running task's expected end, else now plus its
+  // estimatedDuration; nullopt without an estimate.
+  std::optional<SystemTime> end_of(size_t i) const;
+  // How many minutes a worker of task i on node k would keep k up beyond the tasks there now (a
+  // bought node that is up; 0 for any other node, or when either end is unknown). Placing where
+  // this is least keeps a few long tasks from holding many bought nodes up, each mostly idle.
+  int64_t extension_minutes(size_t i, size_t k) const;
+  // Task i's worker comes to (sign -1) or leaves (+1) bought node k: its expected end in lives_.
+  void note_life(size_t i, size_t k, int sign);
   // Node k, to be bought and holding nothing in the plan so far (opened or not), would be left
   // partly unused by `workers` workers of task i (whole GPUs; a fractional task fills anything).
   bool fills_less(size_t i, size_t k, int workers) const;
@@ -371,6 +384,13 @@ class Plan {
   // Nodes not bought yet that a worker of this plan sits on (their pool's budget paid for them),
   // and what each pool's limits leave (Config::pool_budgets less what was opened).
   std::vector<char> opened_;
+  // Bought nodes that are up, by index (empty for the others): the expected end of each worker's
+  // task there, and how many workers have none (which keep the node up for as long as they run).
+  struct NodeLife {
+    std::multiset<SystemTime> ends;
+    int open_ended = 0;
+  };
+  std::vector<NodeLife> lives_;
   std::map<std::string, std::map<std::string, int64_t>> pool_left_;
   std::map<std::pair<size_t, size_t>, int64_t> seats_;  // (task, node) -> its seat workers there
   std::vector<std::map<size_t, int64_t>> sharers_;    // node -> sharing task -> replicas it holds there

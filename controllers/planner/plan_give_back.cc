@@ -6,17 +6,11 @@
 // Valley's gang pods carry do-not-disrupt, because only the whole gang can restart from a checkpoint.
 #include "controllers/planner/plan.h"
 
-#include "controllers/api/nodepool.h"
 #include "controllers/gpu/resources.h"
 
 #include <set>
 
 namespace valley::planner::detail {
-
-namespace {
-// A node that is up and was bought from a NodePool (not one still to buy).
-bool bought_up(const Node& n) { return n.bought_from.empty() && n.labels.count(api::karpenter::kNodePool) > 0; }
-}  // namespace
 
 void Plan::give_back_bought() {
   if (config_.move_restart_cost.count() <= 0 || config_.placement != Placement::Price || !waiting_.empty()) return;
@@ -39,7 +33,7 @@ void Plan::give_back_bought() {
     if (hours_left <= restart_hours || planner::time_band(t, config_)) continue;
     std::set<size_t> on;
     for (const auto& w : d.placement)
-      if (const size_t k = node_at(w.node); k != kNoNode && bought_up(*nodes_[k])) on.insert(k);
+      if (const size_t k = node_at(w.node); k != kNoNode && bought_up(k)) on.insert(k);
     if (on.empty()) continue;
     const int64_t price_before = work_price(i, d.placement);
     const std::vector<Task::Worker> held = d.placement;
@@ -59,7 +53,7 @@ void Plan::give_back_bought() {
       // Only onto nodes others keep up: a bought node nothing holds is going too, and moving onto
       // it would only trade one idle node for another (and back, at the next plan).
       for (size_t k = 0; k < nodes_.size(); ++k)
-        if (elsewhere[k] && bought_up(*nodes_[k]) && empty(k)) elsewhere[k] = 0;
+        if (elsewhere[k] && bought_up(k) && empty(k)) elsewhere[k] = 0;
       PlaceOptions options;
       options.may_buy = false;
       options.only = &elsewhere;

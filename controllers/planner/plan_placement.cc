@@ -100,11 +100,12 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     // nodes, the lowest price of its work now (half a shared GPU over the rate it keeps beside its
     // partner), the capacity class that suits it
     // (spot if it checkpoints), most workers here (fewest nodes), the most topology levels shared
-    // with the gang's first node, the tightest fit. Packing first (before price-first placement):
+    // with the gang's first node, on a bought node the least time it keeps the node up beyond the
+    // tasks there (extension_minutes), the tightest fit. Packing first (before price-first placement):
     // most workers here, least waste, own nodes, the capacity class that suits the task, the
     // lowest price, shared levels, the tightest fit.
     const size_t anchor = !claimed.empty() ? claimed.front().first : !preferred.empty() ? preferred.front() : kNoNode;
-    std::array<int64_t, 10> best_score{};
+    std::array<int64_t, 11> best_score{};
     int best_fit = 0;
     std::vector<int64_t> node_free;
     for (const size_t k : candidates) {
@@ -149,16 +150,16 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
       // (it does not wait when it need not), for a reduceCost one among equal prices.
       const int64_t up = bought(k) ? -1 : 0;
       const int64_t up_first = t.reduce_cost || !config_.up_before_bought ? 0 : up;
-      std::array<int64_t, 10> score{};
+      std::array<int64_t, 11> score{};
       switch (config_.placement) {
         case Placement::Price:
-          score = {alone, up_first, waste, own, -price, up, info_[k].spot == t.checkpointed, fit, shared, -left};
+          score = {alone, up_first, waste, own, -price, up, info_[k].spot == t.checkpointed, fit, shared, -extension_minutes(i, k), -left};
           break;
         case Placement::PackThenClass:
-          score = {up_first, 0, fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, up, shared, -left};
+          score = {up_first, 0, fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, up, shared, -left, 0};
           break;
         case Placement::Pack:
-          score = {up_first, 0, fit, waste, own, up, shared, -left, 0, 0};
+          score = {up_first, 0, fit, waste, own, up, shared, -left, 0, 0, 0};
           break;
       }
       if (best == kNoNode || score > best_score) {

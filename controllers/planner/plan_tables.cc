@@ -122,6 +122,39 @@ Plan::Plan(std::vector<const Node*> nodes, const HeldByPlanned& held, std::vecto
   for (size_t i = 0; i < tasks_.size(); ++i) may_share_[i] = may_share(tasks_[i], config_);
   decisions_.resize(tasks_.size());
   for (size_t i = 0; i < tasks_.size(); ++i) decisions_[i].key = tasks_[i].key;
+  // What keeps each bought node up: the admitted tasks' workers as the plan takes them (change()).
+  lives_.resize(nodes_.size());
+}
+
+std::optional<SystemTime> Plan::end_of(size_t i) const {
+  const Task& t = tasks_[i];
+  if (t.expected_end) return t.expected_end;
+  if (t.estimated_duration) return now_ + std::chrono::duration_cast<SystemTime::duration>(*t.estimated_duration);
+  return std::nullopt;
+}
+
+int64_t Plan::extension_minutes(size_t i, size_t k) const {
+  if (!bought_up(k)) return 0;
+  const NodeLife& life = lives_[k];
+  const auto end = end_of(i);
+  if (!end || life.open_ended > 0) return 0;
+  const SystemTime release = life.ends.empty() ? now_ : std::max(now_, *life.ends.rbegin());
+  return *end > release ? std::chrono::duration_cast<std::chrono::minutes>(*end - release).count() : 0;
+}
+
+void Plan::note_life(size_t i, size_t k, int sign) {
+  NodeLife& life = lives_[k];
+  const auto end = end_of(i);
+  if (sign < 0) {
+    if (end)
+      life.ends.insert(*end);
+    else
+      ++life.open_ended;
+  } else if (end) {
+    if (auto it = life.ends.find(*end); it != life.ends.end()) life.ends.erase(it);
+  } else if (life.open_ended > 0) {
+    --life.open_ended;
+  }
 }
 
 int Plan::intern(const std::string& name) {
@@ -210,6 +243,7 @@ void Plan::change(size_t i, const Task::Worker& w, int sign) {
     if (held <= 0) sharers_[k].erase(i);
   }
   move_room(i, row(k), sign);
+  if (bought_up(k)) note_life(i, k, sign);
   if (quota_.enabled() && info_[k].whole >= 0) {
     const int64_t milli = seated(i, k) ? gpu::seat_milli(tasks_[i].gpu_milli) : gpu::share_milli(w.gpu_resource, w.count);
     if (sign < 0)

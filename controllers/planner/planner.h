@@ -32,7 +32,9 @@
 // Unplaceable: not admitted, nobody shrunk for it, nobody's growth held back.
 // Placement is by price: each vendor's gang is placed on the cheapest nodes first (GPU-hour price of
 // the pool plus energy at the current tariff), the task's own nodes first, packed onto as few nodes
-// as possible among equal prices; the cheaper vendor's gang wins.
+// as possible among equal prices; the cheaper vendor's gang wins. Among bought nodes that are up
+// (a NodePool's, given back only once empty) a worker goes where its expected end keeps a node up
+// least beyond the tasks already there, then to the tightest fit.
 #pragma once
 
 #include <algorithm>
@@ -140,6 +142,8 @@ struct Task {
   bool has_deadline = false;  // cheap_until is what its deadline leaves (else the policy's patience)
   // Running: when it is expected to finish (frees its GPUs then), from its estimatedDuration.
   std::optional<SystemTime> expected_end;
+  // spec.estimatedDuration: its run at max workers (a lower bound at fewer), for a gang not running.
+  std::optional<std::chrono::milliseconds> estimated_duration;
   int min_workers = 1, max_workers = 1;
   std::optional<int> pinned_workers;  // replicas.target
   // Admitted: the size its epoch was admitted at (status.epochReplicas; 0 unknown). Workers it has

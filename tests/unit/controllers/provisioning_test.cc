@@ -3,6 +3,7 @@
 // when nothing that is up holds it, a task that did not ask to wait takes what is up first, a
 // reduceCost one buys what is cheaper, a pool's limit is shared by all its shapes, growth buys only
 // what its step pays, and a gang larger than the limits allow is Unplaceable with the numbers.
+// On bought nodes a gang goes where it keeps a node up least beyond the tasks there.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -450,6 +451,53 @@ TEST(GiveBack, AGangKeepingABoughtNodeUpAloneMovesOntoGpusFreeElsewhereSoTheNode
   std::vector<planner::Node> idle = nodes;
   idle[0].free["nvidia.com/gpu"] = 8;
   EXPECT_EQ(planner::plan(idle, {t}, kNow, c)[0].action, planner::Action::Keep) << planner::plan(idle, {t}, kNow, c)[0].reason;
+}
+
+
+TEST(Placement, OnBoughtNodesAGangGoesWhereItKeepsANodeUpLeastThenToTheTightestFit) {
+  // node-a: 6 GPUs free, its tasks end in 10 h; node-b: 2 free, its tasks end in 1 h. A node a
+  // NodePool bought is given back only once empty: an 8-hour task on node-b would keep it up 7 hours
+  // more for one GPU, on node-a not at all.
+  auto bought = [](const std::string& name) {
+    planner::Node n = nvidia(name, 8, "spot");
+    n.labels[api::karpenter::kNodePool] = "a100-spot";
+    return n;
+  };
+  std::vector<planner::Node> nodes = {bought("node-a"), bought("node-b")};
+  auto running = [](const std::string& key, const std::string& on, int workers, std::chrono::hours left) {
+    planner::Task t = task(key, 50, workers, workers);
+    t.admitted = true;
+    for (int w = 0; w < workers; ++w) t.workers.push_back({on, "nvidia.com/gpu", 1});
+    t.expected_end = kNow + left;
+    return t;
+  };
+  const planner::Task long_one = running("ns/long", "node-a", 2, 10h), short_one = running("ns/short", "node-b", 6, 1h);
+  auto placed_on = [&](const std::vector<planner::Node>& on, std::optional<std::chrono::milliseconds> estimate) {
+    planner::Task fresh = task("ns/new", 50, 1, 1);
+    fresh.estimated_duration = estimate;
+    const auto ds = planner::plan(on, {long_one, short_one, fresh}, kNow, planner::Config{});
+    const auto& d = find(ds, "ns/new");
+    EXPECT_EQ(d.placement.size(), 1u) << d.reason;
+    return d.placement.empty() ? std::string() : d.placement[0].node;
+  };
+  EXPECT_EQ(placed_on(nodes, 8h), "node-a");
+  // What ends before either node would go keeps neither up: the tightest fit, as without an
+  // estimate (nothing known to weigh).
+  EXPECT_EQ(placed_on(nodes, 30min), "node-b");
+  EXPECT_EQ(placed_on(nodes, std::nullopt), "node-b");
+  // Nodes no NodePool bought stay up anyway: the tightest fit.
+  std::vector<planner::Node> fixed = nodes;
+  for (auto& n : fixed) n.labels.erase(api::karpenter::kNodePool);
+  EXPECT_EQ(placed_on(fixed, 8h), "node-b");
+  // A task on node-b with no expected end keeps it up for as long as it runs: a 12-hour task
+  // extends nothing there, and node-a by 2 hours.
+  planner::Task open_ended = short_one;
+  open_ended.expected_end.reset();
+  planner::Task fresh = task("ns/new", 50, 1, 1);
+  fresh.estimated_duration = 12h;
+  const auto ds = planner::plan(nodes, {long_one, open_ended, fresh}, kNow, planner::Config{});
+  ASSERT_EQ(find(ds, "ns/new").placement.size(), 1u);
+  EXPECT_EQ(find(ds, "ns/new").placement[0].node, "node-b");
 }
 
 }  // namespace
