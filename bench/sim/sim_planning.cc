@@ -40,6 +40,7 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
       config.aging_step = std::chrono::seconds(0);  // priority, then arrival
       config.min_marginal_efficiency = 0;           // fixed sizes anyway
       config.move_restart_cost = std::chrono::seconds(0);  // a job stays where it started
+      config.weigh_node_lifetimes = false;                 // kube-scheduler knows no durations
       config.preempt_in_pool_order = in_.peer_as_kueue;
       break;
     case PolicyKind::ValleyV1:
@@ -49,12 +50,14 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
       config.min_marginal_efficiency = 0;
       config.fastest_priority = 101;
       config.move_restart_cost = std::chrono::seconds(0);
+      config.weigh_node_lifetimes = false;
       break;
     case PolicyKind::ValleyV2:
       config.scaling_priors = false;  // before issue 41's levers: every task starts at its minimum,
       config.time_bands.clear();      // grows only where it pays, reduceCost or not,
       config.reduce_cost_min_saving_percent = 0;  // and reduceCost waits for any saving,
-      config.move_restart_cost = std::chrono::seconds(0);  // and a running task never moves
+      config.move_restart_cost = std::chrono::seconds(0);  // and a running task never moves,
+      config.weigh_node_lifetimes = false;                 // nor weighs how long it keeps a node up
       break;
     case PolicyKind::Valley:
       break;

@@ -134,7 +134,7 @@ std::optional<SystemTime> Plan::end_of(size_t i) const {
 }
 
 int64_t Plan::extension_minutes(size_t i, size_t k) const {
-  if (!bought_up(k)) return 0;
+  if (!config_.weigh_node_lifetimes || !bought_up(k)) return 0;
   const NodeLife& life = lives_[k];
   const auto end = end_of(i);
   if (!end || life.open_ended > 0) return 0;

@@ -295,6 +295,10 @@ struct Config {
   // Off: the cheapest capacity with room first, bought or not (Kueue's flavor order in front of an
   // autoscaler: what the simulator's autoscaled backfill is).
   bool up_before_bought = true;
+  // On bought nodes that are up, a worker goes where its task's expected end keeps a node up least
+  // (Plan::extension_minutes). Off: the tightest fit alone, as kube-scheduler places the peers' pods
+  // (it knows no durations).
+  bool weigh_node_lifetimes = true;
   // Preemption as Kueue does it (the simulator's peers): a gang that does not fit reclaims from
   // lower-priority tasks of one pool only, the cheapest where that makes the whole gang fit (the
   // peers' jobs are fixed-size, so reclaiming preempts). Off: wherever the victims run.

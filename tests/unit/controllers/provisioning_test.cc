@@ -485,7 +485,15 @@ TEST(Placement, OnBoughtNodesAGangGoesWhereItKeepsANodeUpLeastThenToTheTightestF
   // estimate (nothing known to weigh).
   EXPECT_EQ(placed_on(nodes, 30min), "node-b");
   EXPECT_EQ(placed_on(nodes, std::nullopt), "node-b");
-  // Nodes no NodePool bought stay up anyway: the tightest fit.
+  // Nodes no NodePool bought stay up anyway: the tightest fit. So too with the rule off (the
+  // simulator's peers: kube-scheduler knows no durations).
+  planner::Config unweighed;
+  unweighed.weigh_node_lifetimes = false;
+  planner::Task fresh_8h = task("ns/new", 50, 1, 1);
+  fresh_8h.estimated_duration = 8h;
+  const auto off = planner::plan(nodes, {long_one, short_one, fresh_8h}, kNow, unweighed);
+  ASSERT_EQ(find(off, "ns/new").placement.size(), 1u);
+  EXPECT_EQ(find(off, "ns/new").placement[0].node, "node-b");
   std::vector<planner::Node> fixed = nodes;
   for (auto& n : fixed) n.labels.erase(api::karpenter::kNodePool);
   EXPECT_EQ(placed_on(fixed, 8h), "node-b");
