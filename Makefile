@@ -23,7 +23,7 @@ export CCACHE_MAXSIZE ?= 5G
 # that use them): ccache caches such compiles only when told the header's macros and times are fine.
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: help deps build build-tests demo-binaries demo-go-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e e2e-all test demo bench bench-live bench-sweep bench-sweep-shared bench-smoke clean
+.PHONY: help deps build build-tests demo-binaries demo-go-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries e2e-nodes cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e e2e-all test demo bench bench-live bench-sweep bench-sweep-shared bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -137,6 +137,11 @@ e2e-all: build-tests crds demo-clean node-up autoscaler-up
 	@$(call suite_tmp,e2e) && E2E_LABELS='^(e2e|real|autoscaler)$$' E2E_JOBS=$(E2E_ALL_JOBS) tests/e2e/run.sh $(TEST_DIR); rc=$$?; \
 	  $(node_after); $(CLUSTER) autoscaler-down; exit $$rc
 
+# The real node and Karpenter up, before the cluster suites need them: make test starts this in the
+# background once the shipped binaries (the node's images) are built, beside the test build; e2e-all
+# then finds both up (cluster.sh's lock makes it wait while they come up).
+e2e-nodes: node-up autoscaler-up
+
 # Karpenter on the local control plane (tests/cluster/karpenter): its kwok provider buys nodes for
 # pending pods and removes idle ones; the autoscaler suite (label "autoscaler") runs against it, its
 # tests side by side (each buys from a NodePool of its own; they mostly wait on Karpenter).
@@ -179,11 +184,12 @@ lint-deploy: cluster-binaries
 # One step after another (scripts/steps.sh), with the seconds each took at the end, some in the
 # background from there on. Sharing the CPU evenly with the steps in front (@bg: they wait on
 # downloads and links): the Go builds the cluster suites need (Kubernetes, the real node, Karpenter)
-# from the start, until integration and e2e-all wait for them, and the benchmarks' peers (the MPI
+# from the start, the real node and Karpenter brought up as soon as they and the node's images can
+# be, until integration and e2e-all wait for them, and the benchmarks' peers (the MPI
 # Operator, Kueue) beside the cluster suites, until bench-smoke does. On the CPU the cluster suites
 # leave idle (@idle: they wait on the API server, real containers and Karpenter, and slow down with
 # less): the unit tests, and the previous release's operator, until chaos-smoke waits for it.
-TEST_STEPS := deps node-binaries@bg build build-tests unit@idle integration previous-operator@idle bench-binaries@bg \
+TEST_STEPS := deps node-binaries@bg build e2e-nodes@bg build-tests unit@idle integration previous-operator@idle bench-binaries@bg \
   monitoring lint-deploy e2e-all chaos-smoke bench-smoke
 test:
 	@MAKE="$(MAKE)" STEPS_BG_MAKEFLAGS="-o build -o build-tests -o $(BUILD_DIR)/build.ninja" scripts/steps.sh $(TEST_STEPS)

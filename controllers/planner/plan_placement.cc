@@ -7,6 +7,48 @@
 
 namespace valley::planner::detail {
 
+namespace {
+
+// What placing a task's workers on one node would be, each term signed so that more is better.
+struct NodeTerms {
+  int64_t alone = 0;             // -1: a GPU shared by a task that is not reduceCost
+  int64_t up_first = 0;          // -1: still to be bought, for a task that does not wait for it
+  int64_t waste = 0;             // minus the GPU thousandths taken beyond what the task uses
+  int64_t own = 0;               // 1: one of the task's own nodes
+  int64_t cheaper_work = 0;      // minus the price of the task's work here
+  int64_t cheaper_node = 0;      // minus the node's price
+  int64_t up = 0;                // -1: still to be bought
+  int64_t class_suits = 0;       // 1: spot for a task that checkpoints, on-demand for one that does not
+  int64_t fit = 0;               // workers that fit here
+  int64_t shared = 0;            // topology levels shared with the gang's first node
+  int64_t shorter_life = 0;      // minus the minutes the task keeps a bought node up beyond its tasks
+  int64_t tighter = 0;           // minus the GPU units left
+};
+
+using Ranking = std::array<int64_t, 12>;
+
+// The order a placement weighs the terms in, compared lexicographically. By price: a whole GPU
+// before a shared one for a task that is not reduceCost, least GPU wasted (a MIG slice over a
+// whole GPU for a fraction), the task's own nodes, the lowest price of its work now (half a shared
+// GPU over the rate it keeps beside its partner), the capacity class that suits it, most workers
+// here (fewest nodes), the most topology levels shared with the gang's first node, on a bought
+// node the least time it keeps the node up beyond the tasks there, the tightest fit. Packing first
+// (before price-first placement): most workers here, least waste, own nodes, the capacity class
+// that suits the task, the lowest price, shared levels, the tightest fit.
+Ranking ranking(Placement placement, const NodeTerms& n) {
+  switch (placement) {
+    case Placement::Price:
+      return {n.alone, n.up_first, n.waste, n.own, n.cheaper_work, n.up, n.class_suits, n.fit, n.shared, n.shorter_life, n.tighter, 0};
+    case Placement::PackThenClass:
+      return {n.up_first, n.fit, n.waste, n.own, n.class_suits, n.cheaper_node, n.up, n.shared, n.tighter, 0, 0, 0};
+    case Placement::Pack:
+      return {n.up_first, n.fit, n.waste, n.own, n.up, n.shared, n.tighter, 0, 0, 0, 0, 0};
+  }
+  return {};
+}
+
+}  // namespace
+
 // Places `count` workers of task i as a gang on one vendor's nodes; commits to free_ on success.
 // By price: every allowed vendor is tried and the cheaper gang wins. Packing (the peers' way): the
 // first vendor in a fixed order that fits.
@@ -68,6 +110,7 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
     return row(k);
   };
   int64_t fit_alone = 0;  // what fits on the candidates one by one: the gang cannot exceed it
+  const bool by_price = config_.placement == Placement::Price;
   const auto of_vendor = std::find(vendors_.begin(), vendors_.end(), vendor);
   if (of_vendor == vendors_.end()) return std::nullopt;  // no node of this vendor
   const int wanted = static_cast<int>(of_vendor - vendors_.begin());
@@ -95,17 +138,9 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
   int remaining = count;
   while (remaining > 0) {
     size_t best = kNoNode;
-    // Score, highest wins. By price: a whole GPU before a shared one for a task that is not
-    // reduceCost, least GPU wasted (a MIG slice over a whole GPU for a fraction), the task's own
-    // nodes, the lowest price of its work now (half a shared GPU over the rate it keeps beside its
-    // partner), the capacity class that suits it
-    // (spot if it checkpoints), most workers here (fewest nodes), the most topology levels shared
-    // with the gang's first node, on a bought node the least time it keeps the node up beyond the
-    // tasks there (extension_minutes), the tightest fit. Packing first (before price-first placement):
-    // most workers here, least waste, own nodes, the capacity class that suits the task, the
-    // lowest price, shared levels, the tightest fit.
+    // The node that ranks highest (ranking) takes as many as fit.
     const size_t anchor = !claimed.empty() ? claimed.front().first : !preferred.empty() ? preferred.front() : kNoNode;
-    std::array<int64_t, 11> best_score{};
+    Ranking best_rank{};
     int best_fit = 0;
     std::vector<int64_t> node_free;
     for (const size_t k : candidates) {
@@ -139,32 +174,27 @@ std::optional<std::vector<Task::Worker>> Plan::place_on(size_t i, const std::str
         for (size_t r = kRoomColumns; r < width_; ++r) left += node_free[r];
       }
       if (fit == 0) continue;
-      const int64_t waste = -(share - int64_t{fit} * (shares ? share : t.gpu_milli));
-      const int64_t own = std::find(preferred.begin(), preferred.end(), k) != preferred.end();
-      const int64_t price = work_price_on(i, k);
+      NodeTerms terms;
       // A task that is not reduceCost shares a GPU only where no whole one is free for it (sharing
       // slows it down); a reduceCost one wherever its work is cheaper.
-      const int64_t alone = shares && !t.reduce_cost ? -1 : 0;
-      const int64_t shared = anchor == kNoNode ? 0 : shared_levels(k, anchor);
+      terms.alone = shares && !t.reduce_cost ? -1 : 0;
       // A node that is up before one still to be bought: for a task that is not reduceCost first
       // (it does not wait when it need not), for a reduceCost one among equal prices.
-      const int64_t up = bought(k) ? -1 : 0;
-      const int64_t up_first = t.reduce_cost || !config_.up_before_bought ? 0 : up;
-      std::array<int64_t, 11> score{};
-      switch (config_.placement) {
-        case Placement::Price:
-          score = {alone, up_first, waste, own, -price, up, info_[k].spot == t.checkpointed, fit, shared, -extension_minutes(i, k), -left};
-          break;
-        case Placement::PackThenClass:
-          score = {up_first, 0, fit, waste, own, info_[k].spot == t.checkpointed, -n->price_micros, up, shared, -left, 0};
-          break;
-        case Placement::Pack:
-          score = {up_first, 0, fit, waste, own, up, shared, -left, 0, 0, 0};
-          break;
-      }
-      if (best == kNoNode || score > best_score) {
+      terms.up = bought(k) ? -1 : 0;
+      terms.up_first = t.reduce_cost || !config_.up_before_bought ? 0 : terms.up;
+      terms.waste = -(share - int64_t{fit} * (shares ? share : t.gpu_milli));
+      terms.own = std::find(preferred.begin(), preferred.end(), k) != preferred.end();
+      terms.cheaper_work = by_price ? -work_price_on(i, k) : 0;
+      terms.cheaper_node = -n->price_micros;
+      terms.class_suits = info_[k].spot == t.checkpointed;
+      terms.fit = fit;
+      terms.shared = anchor == kNoNode ? 0 : shared_levels(k, anchor);
+      terms.shorter_life = by_price ? -extension_minutes(i, k) : 0;
+      terms.tighter = -left;
+      const Ranking rank = ranking(config_.placement, terms);
+      if (best == kNoNode || rank > best_rank) {
         best = k;
-        best_score = score;
+        best_rank = rank;
         best_fit = fit;
       }
     }

@@ -49,7 +49,9 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 kwok_ldflags="-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
 
-# -trimpath and stripped binaries: a smaller cache, the same bytes from any checkout.
+# -trimpath and stripped binaries: a smaller cache, the same bytes from any checkout. No DWARF is
+# made at all (the linker's -w would drop it): 7% less CPU for a cold build (kube-scheduler: 369
+# CPU-seconds instead of 395).
 build() { # dest module-dir ldflags pkg...
   local dest=$1 mod=$2 ldflags=$3; shift 3
   [ -f "$dest/.complete" ] && return 0
@@ -60,7 +62,7 @@ build() { # dest module-dir ldflags pkg...
   # build is tried again (what it downloaded stays in the module cache), three times in all.
   local try
   for try in 1 2 3; do
-    (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $ldflags" -o "$dest.tmp/bin/" "$@") && break
+    (cd "$mod" && CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false -ldflags="-s -w $ldflags" -o "$dest.tmp/bin/" "$@") && break
     [ $try -lt 3 ] || return 1
     echo "build of $(basename "$dest") failed (try $try of 3); trying again in $((try * 30))s" >&2
     sleep $((try * 30))
@@ -103,6 +105,8 @@ nodegen_dir="$cache_root/nodegen-$(key "" "$here/kwok/go.sum" "$here"/kwok/nodeg
 clients="$here/clients"
 clients_key=$(key "" "$clients/go.mod" "$clients/go.sum")
 clients_version() { awk -v m="$1" '$1==m{print $2}' "$clients/go.mod"; }
+# The cache entry of one of them: clients_dir NAME MODULE (its version, and the module's key).
+clients_dir() { echo "$cache_root/$1-$(clients_version "$2")-$clients_key"; }
 
 # shellcheck disable=SC2086 # a list of packages
 locked_build "$k8s_dir" "$here/k8s" "$k8s_ldflags" $k8s_pkgs
@@ -122,7 +126,7 @@ for b in "$k8s_dir"/bin/* "$kwok_dir"/bin/* "$nodegen_dir"/bin/* "$s3_dir"/bin/*
 if $node; then
   locked_build "$kubelet_dir" "$here/k8s" "$k8s_ldflags" k8s.io/kubernetes/cmd/kubelet
   ln -sfn "$kubelet_dir/bin/kubelet" "$out/kubelet"
-  coredns_dir="$cache_root/coredns-$(clients_version github.com/coredns/coredns)-$clients_key"
+  coredns_dir=$(clients_dir coredns github.com/coredns/coredns)
   locked_build "$coredns_dir" "$clients" "" github.com/coredns/coredns
   pause_version=3.10.1  # node.bash's PAUSE_IMAGE
   pause_src="$(cd "$here/k8s" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
@@ -134,7 +138,7 @@ if $node; then
   fi
   for b in "$coredns_dir"/bin/* "$pause_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
   # The NetworkPolicy enforcer (kube-router's policy controller; see clients/tools.go).
-  netpol_dir="$cache_root/kube-router-$(clients_version github.com/cloudnativelabs/kube-router/v2)-$clients_key"
+  netpol_dir=$(clients_dir kube-router github.com/cloudnativelabs/kube-router/v2)
   locked_build "$netpol_dir" "$clients" "" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
   ln -sfn "$netpol_dir/bin/kube-router" "$out/kube-router"
   # The container runtime (see containerd/tools.go).
@@ -151,14 +155,14 @@ if $node; then
   for b in "$ctrd_dir"/bin/* "$dra_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
 fi
 if $autoscaler; then
-  karpenter_dir="$cache_root/karpenter-$(clients_version sigs.k8s.io/karpenter)-$clients_key"
+  karpenter_dir=$(clients_dir karpenter sigs.k8s.io/karpenter)
   locked_build "$karpenter_dir" "$clients" "" sigs.k8s.io/karpenter/kwok
   # go build names it after its package, kwok: the name of the other kwok.
   ln -sfn "$karpenter_dir/bin/kwok" "$out/karpenter"
 fi
 
 if $kueue; then
-  kueue_dir="$cache_root/kueue-$(clients_version sigs.k8s.io/kueue)-$clients_key"
+  kueue_dir=$(clients_dir kueue sigs.k8s.io/kueue)
   locked_build "$kueue_dir" "$clients" "" sigs.k8s.io/kueue/cmd/kueue
   if [ ! -f "$kueue_dir/manifests/.complete" ]; then
     src=$(cd "$clients" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)

@@ -217,7 +217,8 @@ start_component() {
   local bin; bin=$(binary_of "$c")
   [ -x "$BIN/$bin" ] || die "$BIN/$bin is missing; run tests/cluster/build-binaries.sh"
   mkdir -p "$LOGS" "$RUN"
-  setsid "$0" supervise "$c" >>"$LOGS/$c.log" 2>&1 < /dev/null &
+  # Without the cluster lock (fd 9): a supervisor outlives the command that started it.
+  setsid "$0" supervise "$c" >>"$LOGS/$c.log" 2>&1 < /dev/null 9>&- &
   echo $! > "$(pidfile "$c")"
 }
 
@@ -373,8 +374,21 @@ status_of() { # component...
   return $rc
 }
 
+# What starts or stops components runs under the checkout's cluster lock: make test brings the real
+# node and the autoscaler up in the background while a later step may ask for them too (it waits,
+# then finds them up).
+take_cluster_lock() {
+  mkdir -p "$VALLEY_HOME"
+  exec 9>"$VALLEY_HOME/cluster.lock"
+  flock 9
+}
+
 main() {
   local cmd=${1:-}
+  case $cmd in
+    up | down | nodes | fleets | node-up | node-down | autoscaler-up | autoscaler-down | kueue-up | kueue-down)
+      take_cluster_lock ;;
+  esac
   case $cmd in
     up) cmd_up ;;
     down) cmd_down ;;

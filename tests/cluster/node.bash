@@ -339,10 +339,15 @@ node_build() {
   mv "$NODE/images.tmp" "$NODE/images"
 }
 
+# Each tarball once per node (its name carries its inputs' key): a node-up of a node that is up
+# imports only what changed.
 node_import_images() {
   local tarball
+  touch "$NODE/images-imported"
   while read -r tarball; do
+    grep -qxF "$tarball" "$NODE/images-imported" && continue
     ctr_ images import "$tarball" >/dev/null
+    echo "$tarball" >> "$NODE/images-imported"
   done < "$NODE/images"
 }
 
