@@ -62,13 +62,18 @@ bool eligible(const Task& t, const Node& n, const Config& c) {
 //   does not restart the task before the grace is over);
 // - taints that only keep new pods away (NoSchedule, PreferNoSchedule, and the NotReady ones, which
 //   the grace covers) do not move them; nor does the spot rule.
-// - a worker bound there stays on a node the task avoids: the node refused it, then took it.
+// - a worker bound there stays on a node the task avoids: the node refused it, then took it;
+// - a worker bound there stays on a node with a NoExecute taint: Kubernetes' taint eviction takes
+//   its pod if the taint holds, which the lifecycle counts as the platform's disruption. The node's
+//   view may also be older than the pod's (a bought node's registration taint, gone before the
+//   scheduler bound the pod, still in the node cache): moving then would restart a gang for nothing.
 bool keeps(const Task& t, const Task::Worker& w, const Node& n, const Config& c, SystemTime now) {
   const bool briefly_not_ready = !n.ready && !n.cordoned && n.notice.empty() && n.fault.empty() &&
                                  !not_ready_past(n.ready, n.not_ready_since, now, c.node_not_ready_grace);
   if (!n.schedulable && !briefly_not_ready) return false;
   if (!w.bound && std::find(t.avoid_nodes.begin(), t.avoid_nodes.end(), n.name) != t.avoid_nodes.end()) return false;
   if (!selects(t, n)) return false;
+  if (w.bound) return true;
   for (const auto& taint : n.taints)
     if (taint.effect == "NoExecute" && !not_ready_taint(taint) && !tolerates(t, taint)) return false;
   return true;

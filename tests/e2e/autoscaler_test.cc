@@ -11,7 +11,7 @@
 // waits Unplaceable with the numbers and buys nothing; an elastic task buys a node to grow only
 // while its GPUs are saturated; a NodeClaim taken away under a running gang
 // is a notice, and the gang runs on a node bought again; the PricingPolicy in force names a NodePool
-// Valley cannot buy from, and why.
+// Valley cannot buy from, and why; a task goes to the bought node it keeps up least.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -173,6 +173,58 @@ TEST_F(BoughtCapacity, ATaskOnAScaleToZeroPoolBuysItsGangRunsToSucceededAndTheNo
   ASSERT_TRUE(wait_phase("Succeeded", 120s)) << task().dump(2);
   expect_restarts_only_by_the_platform(task()["status"]);  // none when its nodes arrived
   // Nothing bought stays: the workers went with the run, and Karpenter takes the idle nodes.
+  EXPECT_TRUE(eventually([&] { return pool_empty(*admin, ns); }, 180s)) << "bought nodes still there";
+}
+
+// A NodePool's node is given back only once empty: among bought nodes that are up, a task goes
+// where its expected end keeps a node up least beyond the tasks already there, before the tightest
+// fit. Node A holds a task expected to run 10 hours, node B one expected to end within the hour
+// and fewer GPUs free: a 1-GPU task of 5 hours goes to A (on B it would keep B up 4 hours longer),
+// though B is the tighter fit.
+TEST_F(BoughtCapacity, ATaskGoesToTheBoughtNodeItKeepsUpLeastBeforeTheTightestFit) {
+  const auto single = [&](int gpus, const std::string& estimate) {
+    json spec = {{"taskType", "Single"},
+                 {"image", "valley.dev/examples/train:1"},
+                 {"worker",
+                  {{"gpus", std::to_string(gpus)},
+                   {"template",
+                    {{"metadata", {{"annotations", {{"sim.valley.dev/run-time", "900s"}}}}},
+                     {"spec", {{"nodeSelector", {{"valley.dev/pool", ns}}}}}}}}}};
+    if (!estimate.empty()) spec["estimatedDuration"] = estimate;
+    return spec;
+  };
+  const auto node_of = [&](const std::string& task_name) {
+    std::string node;
+    EXPECT_TRUE(eventually([&] {
+      const auto w = workers(task_name);
+      node = w.size() == 1 ? w[0]["spec"].value("nodeName", "") : "";
+      return !node.empty();
+    }, 120s)) << task(task_name).dump(2) << operator_log();
+    return node;
+  };
+  const auto gpus_of = [&](const std::string& node) {
+    return std::stoi(admin->get(kube::resources::kNodes, "", node)["status"]["allocatable"].value("nvidia.com/gpu", "0"));
+  };
+  apply(single(2, "10h"), "long");
+  const std::string a = node_of("long");
+  ASSERT_FALSE(a.empty());
+  const int a_gpus = gpus_of(a);
+  // A filled while B is bought: a task that waits for nothing takes a node that is up first.
+  apply(single(a_gpus - 2, ""), "filler");
+  ASSERT_EQ(node_of("filler"), a);
+  apply(single(3, "1h"), "short");
+  const std::string b = node_of("short");
+  ASSERT_FALSE(b.empty());
+  ASSERT_NE(b, a);
+  ASSERT_LT(gpus_of(b) - 3, a_gpus - 2) << "B must be the tighter fit once the filler goes: " << a << " " << a_gpus << ", " << b << " "
+                                        << gpus_of(b);
+  admin->remove(kTrainingTasks, ns, "filler");
+  ASSERT_TRUE(eventually([&] { return pods("filler").empty(); }, 60s));
+  apply(single(1, "5h"), "medium");
+  EXPECT_EQ(node_of("medium"), a) << "the 5-hour task went to the node it keeps up 4 hours longer";
+  for (const auto* name : {"long", "short", "medium"}) EXPECT_EQ(phase(name), "Running") << task(name).dump(2);
+  EXPECT_EQ(claims_of_pool(*admin, ns).size(), 2u) << "nothing more was bought";
+  for (const auto* name : {"long", "short", "medium"}) admin->remove(kTrainingTasks, ns, name);
   EXPECT_TRUE(eventually([&] { return pool_empty(*admin, ns); }, 180s)) << "bought nodes still there";
 }
 

@@ -53,9 +53,7 @@ TEST_F(HelmTest, TheChartInstallsAndItsServiceAccountRunsValley) {
     EXPECT_NO_THROW(admin->get(path)) << path;
 
   // Valley with the chart's ServiceAccount and its Deployment's arguments (ports moved to free ones).
-  std::vector<std::string> argv{binary("valley-operator"), "--kubeconfig=" + service_account_kubeconfig(ns, fullname + "-operator"),
-                                "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
-                                "--leader-elect-retry-period=500ms"};
+  std::vector<std::string> argv{binary("valley-operator"), "--kubeconfig=" + service_account_kubeconfig(ns, fullname + "-operator")};
   for (const auto& a : deployment["spec"]["template"]["spec"]["containers"][0]["args"]) {
     const std::string arg = a.get<std::string>();
     if (arg.rfind("--http-bind-address=", 0) == 0) argv.push_back("--http-bind-address=127.0.0.1:0");

@@ -24,7 +24,8 @@ struct OperatorProcess {
 };
 
 OperatorProcess start_operator(const std::string& ns, const std::string& id) {
-  auto argv = operator_argv(ns, {"--leader-elect-identity=" + id});
+  auto argv = operator_argv(ns, {"--leader-elect-identity=" + id, "--leader-elect-lease-duration=4s",
+                                 "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"});
   return {std::make_unique<ChildProcess>(argv, ::testing::TempDir() + "/operator-" + id + ".log"), id};
 }
 

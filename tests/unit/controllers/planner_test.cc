@@ -279,6 +279,27 @@ TEST(Planner, WorkersOnANodeBrieflyNotReadyStayAndHoldTheirGpus) {
   EXPECT_EQ(find(moved, "b").action, Action::Wait) << "b was placed onto GPUs a's pods still hold";
 }
 
+// A NoExecute taint moves workers not bound yet (the scheduler would not put their pods there);
+// bound ones stay until Kubernetes' taint eviction takes their pods, a disruption the lifecycle
+// counts. A node view older than the pod's (a bought node's registration taint, already gone when
+// the scheduler bound the pod) must not restart a gang as if Valley preempted it.
+TEST(Planner, ANoExecuteTaintMovesWorkersNotBoundYetAndLeavesBoundOnesToTheTaintEviction) {
+  const Task a = apply(task("a", 0, 4, 4), greedy_plan({nvidia("n1", 4)}, {task("a", 0, 4, 4)}, kNow)[0], kNow);
+  Node tainted = nvidia("n1", 4);
+  tainted.taints.push_back({"karpenter.sh/unregistered", "", "NoExecute"});
+  auto moved = greedy_plan({tainted, nvidia("n2", 4)}, {a}, kNow);
+  ASSERT_EQ(moved[0].placement.size(), 4u);
+  for (const auto& w : moved[0].placement) EXPECT_EQ(w.node, "n2");
+  Task bound = a;
+  for (auto& w : bound.workers) w.bound = true;
+  auto ds = greedy_plan({tainted, nvidia("n2", 4)}, {bound, task("b", 0, 4, 4)}, kNow);
+  EXPECT_EQ(find(ds, "a").action, Action::Keep);
+  ASSERT_EQ(find(ds, "a").placement.size(), 4u);
+  for (const auto& w : find(ds, "a").placement) EXPECT_EQ(w.node, "n1");
+  ASSERT_EQ(find(ds, "b").placement.size(), 4u);
+  for (const auto& w : find(ds, "b").placement) EXPECT_EQ(w.node, "n2");
+}
+
 // The placement is by worker index: the controller re-creates a pod only where its index's node
 // changed. A lost worker's replacement takes its index; the others keep theirs.
 Task on_nodes(Task t, const std::vector<std::string>& nodes) {
