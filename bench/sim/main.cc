@@ -146,6 +146,18 @@ json result_json(const Result& r, const std::optional<Bound>& bound, const std::
   j["moneySplit"] = {{"idealMicros", std::llround(m.ideal)},       {"sizeMicros", std::llround(m.size)},
                      {"restartsMicros", std::llround(m.restarts)}, {"capacityMicros", std::llround(m.capacity)},
                      {"tariffMicros", std::llround(m.tariff)},     {"unfinishedMicros", std::llround(m.unfinished)}};
+  const Kpis& k = r.kpis;
+  auto round3 = [](double v) { return std::round(v * 1000) / 1000; };
+  j["kpis"] = {{"starvation", {{"worstWaitOverRun", std::round(k.worst_wait_over_run * 10) / 10},
+                               {"mostStarved", k.most_starved},
+                               {"longestWaitHours", std::round(static_cast<double>(k.longest_wait_seconds) / 36) / 100},
+                               {"starved", k.starved},
+                               {"starvedNotByChoice", k.starved_not_by_choice}}},
+               {"priorityInversions", {{"count", k.inversions},
+                                       {"gpuHours", std::round(k.inversion_gpu_hours * 10) / 10},
+                                       {"shareOfHeld", round3(k.inversion_share)}}},
+               {"occupancy", {{"allocated", round3(k.allocated)}, {"useful", round3(k.useful)}}},
+               {"fairness", {{"jainOverUsers", round3(k.jain_users)}, {"users", k.users}}}};
   j["estimates"] = fit(r.estimates);
   j["estimatesDurationOff"] = fit(r.estimates_off);
   if (!r.tenants.empty()) {

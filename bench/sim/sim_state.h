@@ -247,6 +247,10 @@ class Simulator {
   bool apply(const std::vector<planner::Decision>& decisions, const std::vector<SimJob*>& jobs, const std::vector<const planner::Task*>& inputs,
              const planner::Config& config);
   Result summarize();
+  // The schedule as the KPIs read it (kpi.h): every job not rejected, with the traits this policy
+  // ran it with, over the pools' GPUs (bought capacity: their limits).
+  std::vector<KpiJob> kpi_jobs() const;
+  KpiSettings kpi_settings() const;
 
   const Inputs& in_;
   PolicyKind policy_;

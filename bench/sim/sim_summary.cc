@@ -139,7 +139,38 @@ Result Simulator::summarize() {
     r.bought = bill_nodes();
     r.bought->sold_gpu_hours = r.held_gpu_hours;
   }
+  r.kpis = measure_kpis(kpi_jobs(), kpi_settings());
   return r;
+}
+
+std::vector<KpiJob> Simulator::kpi_jobs() const {
+  std::vector<KpiJob> out;
+  out.reserve(jobs_.size());
+  for (const auto& j : jobs_) {
+    if (j.state == State::Rejected) continue;
+    KpiJob k;
+    k.id = j.trace.id;
+    k.user = j.trace.tenant;
+    k.priority = j.traits.priority;
+    k.waits_by_choice = j.traits.reduce_cost;  // as this policy runs it: the peers clear it
+    k.submit = j.trace.submit;
+    k.end = j.state == State::Done ? j.result.end : -1;
+    k.min_gpu_milli = int64_t{j.traits.min_workers} * 1000;
+    k.run_seconds = j.trace.duration;
+    // What advanced it (not restarting, not redone), no more than its work at the size it asked.
+    const double advanced = static_cast<double>(j.result.gpu_seconds - j.restart_gpu_seconds) - j.result.work_lost_gpu_seconds;
+    k.useful_gpu_seconds = std::max(0.0, std::min(static_cast<double>(j.trace.duration) * j.trace.gpus, advanced));
+    k.segments = j.result.segments;
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+KpiSettings Simulator::kpi_settings() const {
+  KpiSettings s;
+  for (const auto& pool : in_.cluster.pools) s.capacity_gpu_milli += int64_t{pool.nodes} * pool.gpus_per_node * 1000;
+  s.horizon = now_;
+  return s;
 }
 
 }  // namespace valley::sim::detail

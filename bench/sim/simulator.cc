@@ -194,7 +194,12 @@ bool Simulator::usable_by(const planner::Task& t, const SimNode& n) const {
 // Ends the running segment: charges it (GPUs held, restart time included) and takes the GPUs back.
 void Simulator::end_segment(SimJob& j) {
   std::map<std::string, int64_t> per_node;  // thousandths of a GPU held there (a replica: its share)
-  for (const auto& w : j.workers) per_node[w.node] += gpu::share_milli(w.gpu_resource, w.count);
+  int64_t milli_held = 0;
+  for (const auto& w : j.workers) {
+    per_node[w.node] += gpu::share_milli(w.gpu_resource, w.count);
+    milli_held += gpu::share_milli(w.gpu_resource, w.count);
+  }
+  if (!j.workers.empty()) j.result.segments.push_back({j.segment_start, now_, milli_held});
   for (const auto& [name, milli] : per_node) {
     const SimNode& n = node(name);
     const int64_t held = now_ - j.segment_start, restarting = std::max<int64_t>(0, std::min(now_, j.progress_from) - j.segment_start);

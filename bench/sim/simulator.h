@@ -50,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/sim/kpi.h"
 #include "bench/sim/model.h"
 #include "controllers/cost/policy.h"
 
@@ -118,6 +119,7 @@ struct JobResult {
   // it may use were not free: how long until it started (-1: never).
   bool claim = false;
   int64_t claim_wait = -1;
+  std::vector<KpiSegment> segments;  // what it held, start to stop (a resize or move starts another)
 };
 
 struct Result {
@@ -194,6 +196,9 @@ struct Result {
     int nodes_launched = 0;
   };
   std::optional<Bought> bought;
+  // Starvation, priority inversions, occupancy and fairness of the schedule (kpi.h), over the
+  // cluster's GPUs (bought capacity: the pools' limits).
+  Kpis kpis;
 };
 
 Result simulate(const Inputs& in, PolicyKind policy);

@@ -2,7 +2,8 @@
 """The sweep's report: from OUT/<slice>/sim.json (bench/sim/sweep.sh), each figure of Valley (today's
 and valley-v2) against backfill and the LP bound, per slice and as min / median / max over the slices,
 with how many slices meet issue 41's targets, and where each policy's money goes (valley-sim's
-moneySplit summed over the slices). Writes OUT/sweep.md, OUT/sweep.json and OUT/money.dat; prints the
+moneySplit summed over the slices), and the scheduler's KPIs of every policy (starvation, priority
+inversions, occupancy, fairness: valley-sim's kpis). Writes OUT/sweep.md, OUT/sweep.json and OUT/money.dat; prints the
 summary.
 
 Room taken = (backfill - valley) / (backfill - bound), the bound over valley's makespan (for valley-v2
@@ -92,6 +93,37 @@ def write_money(out, slices):
     return rows, totals
 
 
+# The scheduler KPIs (valley-sim's "kpis", bench/sim/kpi.h): path into it, heading, format.
+KPIS = [(("starvation", "worstWaitOverRun"), "worst wait / its run time", "{:.1f}"),
+        (("starvation", "starvedNotByChoice"), "starved (waited > 2x its run and > 1 h), not by choice", "{:.0f}"),
+        (("starvation", "starved"), "starved, reduceCost included", "{:.0f}"),
+        (("priorityInversions", "gpuHours"), "priority inversions, GPU-hours (upper bound)", "{:.1f}"),
+        (("priorityInversions", "shareOfHeld"), "priority inversions, share of GPU-hours held", "{:.2%}"),
+        (("occupancy", "allocated"), "occupancy: GPUs allocated", "{:.1%}"),
+        (("occupancy", "useful"), "occupancy: GPUs doing useful work", "{:.1%}"),
+        (("fairness", "jainOverUsers"), "fairness: Jain over users (a job without one: its own)", "{:.3f}")]
+
+
+def kpis(sim):
+    return {p["policy"]: p["kpis"] for p in sim["policies"] if "kpis" in p}
+
+
+def kpi_rows(slices):
+    """min / median / max over the slices of each KPI, per policy."""
+    policies = [p for p in POLICIES if any(p in s["kpis"] for s in slices.values())]
+    rows = ["", f"The scheduler's KPIs (bench/sim/kpi.h), min / median / max over the {len(slices)} slices:", "",
+            "| KPI | " + " | ".join(policies) + " |", "| --- |" + " --- |" * len(policies)]
+    table = {}
+    for (group, key), heading, fmt in KPIS:
+        cells = []
+        for p in policies:
+            vals = [s["kpis"][p][group][key] for s in slices.values() if p in s["kpis"]]
+            table.setdefault(f"{group}.{key}", {})[p] = {"min": min(vals), "median": statistics.median(vals), "max": max(vals)}
+            cells.append(" / ".join(fmt.format(v) for v in (min(vals), statistics.median(vals), max(vals))))
+        rows.append(f"| {heading} | " + " | ".join(cells) + " |")
+    return rows, table
+
+
 def show(key, v):
     if v is None:
         return "n/a"
@@ -103,7 +135,7 @@ def main(out):
     for d in sorted(p for p in out.iterdir() if p.is_dir() and (p / "sim.json").exists()):
         sim = json.loads((d / "sim.json").read_text())
         money, bound = money_split(sim)
-        slices[d.name] = {"jobs": sim["slice"]["jobs"], "figures": figures(sim), "money": money, "bound": bound}
+        slices[d.name] = {"jobs": sim["slice"]["jobs"], "figures": figures(sim), "money": money, "bound": bound, "kpis": kpis(sim)}
     lines = [f"Sweep over {len(slices)} slices (bench/sim/sweep.sh): min / median / max of each figure, and the "
              "slices meeting issue 41's target.", "",
              "| figure | policy | min | median | max | slices meeting the target |", "| --- | --- | ---: | ---: | ---: | --- |"]
@@ -128,6 +160,8 @@ def main(out):
                           + " | ".join(show(k, f[k]) for k in head) + f" | {f['unfinished']} |")
     money_rows, money_totals = write_money(out, slices)
     lines += money_rows
+    kpi_lines, summary["kpis"] = kpi_rows(slices)
+    lines += kpi_lines
     (out / "sweep.md").write_text("\n".join(lines + detail) + "\n")
     (out / "sweep.json").write_text(json.dumps({"slices": slices, "summary": summary, "moneyTotals": money_totals}, indent=1) + "\n")
     print("\n".join(lines))
