@@ -132,6 +132,8 @@ e2e: build-tests crds demo-clean
 # on Karpenter), so together they take little more than the longest. The node and Karpenter go
 # afterwards, pass or fail.
 E2E_ALL_JOBS ?= 7
+# (demo-clean leaves the node make test brought up beside its build.)
+e2e-all: export VALLEY_KEEP_REAL_NODE := 1
 e2e-all: build-tests crds demo-clean node-up autoscaler-up
 	@scripts/operator.sh stop
 	@$(call suite_tmp,e2e) && E2E_LABELS='^(e2e|real|autoscaler)$$' E2E_JOBS=$(E2E_ALL_JOBS) tests/e2e/run.sh $(TEST_DIR); rc=$$?; \

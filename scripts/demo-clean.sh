@@ -4,6 +4,8 @@
 # PricingPolicy); the operator it started, its S3 stores and the real node are stopped. Namespaces
 # are released first (scripts/operator.sh release): with no operator running, Valley's finalizers
 # would keep them Terminating. `make e2e` runs this first. Does nothing when the cluster is down.
+# VALLEY_KEEP_REAL_NODE=1 (make e2e-all, which runs on it next) leaves the real node up: the demo's
+# pods there go with its namespaces, and make test brought the node up beside its build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 K() { .valley/bin/kubectl --kubeconfig .valley/kubeconfig "$@"; }
@@ -11,7 +13,9 @@ scripts/operator.sh stop
 pkill -f "[v]ersitygw --access valley-demo" 2>/dev/null || true
 pkill -f "[v]ersitygw --access valley-real" 2>/dev/null || true
 K get --raw /readyz >/dev/null 2>&1 || exit 0
-[ -x tests/cluster/cluster.sh ] && tests/cluster/cluster.sh node-status >/dev/null 2>&1 && tests/cluster/cluster.sh node-down >/dev/null
+if [ "${VALLEY_KEEP_REAL_NODE:-}" != 1 ] && [ -x tests/cluster/cluster.sh ] && tests/cluster/cluster.sh node-status >/dev/null 2>&1; then
+  tests/cluster/cluster.sh node-down >/dev/null
+fi
 # The labelled ones, and by name those an older demo made before it labelled them.
 namespaces=$( { K get namespaces -l valley.dev/demo=true -o name || true
                 for n in valley-demo valley-demo-lab-a valley-demo-lab-b valley-demo-real; do
