@@ -497,8 +497,25 @@ TEST_F(TaskTest, OnlyTheWorkerANodeRefusesIsReplacedTheRestOfTheGangKeepsItsPods
   ASSERT_TRUE(eventually([&] { return pods("probe").empty(); }, 60s));
   // A pod of someone else's the workers avoid is bound to that node directly.
   admin->create(kPods, ns, hog(refusing));
-  apply(spec);
-  ASSERT_TRUE(eventually([&] { return pinned("job", 1) == keeping; }, 60s)) << operator_log();
+  // The operator's cache may still show the probe's pods holding GPUs a moment after the API server
+  // dropped them (a loaded machine): a gang planned then goes elsewhere. Placed again once it has
+  // caught up.
+  bool placed_as_probed = false;
+  for (int attempt = 1; attempt <= 3 && !placed_as_probed; ++attempt) {
+    apply(spec);
+    placed_as_probed = eventually([&] { return pinned("job", 1) == keeping; }, 30s);
+    if (placed_as_probed) break;
+    admin->remove(kTrainingTasks, ns, "job");
+    ASSERT_TRUE(eventually([&] {
+      try {
+        task();
+        return false;
+      } catch (const kube::KubeError& e) {
+        return e.http_status() == 404 && pods().empty();
+      }
+    }, 60s));
+  }
+  ASSERT_TRUE(placed_as_probed) << operator_log();
   std::string kept_uid;
   ASSERT_TRUE(eventually([&] {
     for (const auto& p : pods())
