@@ -23,7 +23,7 @@ export CCACHE_MAXSIZE ?= 5G
 # that use them): ccache caches such compiles only when told the header's macros and times are fine.
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: help deps build build-tests demo-binaries demo-go-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries e2e-nodes cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e e2e-all test demo bench bench-live bench-sweep bench-sweep-shared bench-smoke clean
+.PHONY: help deps build build-tests demo-binaries demo-go-binaries demo-story demo-clean unit unit-sanitize fuzz chaos chaos-smoke previous-operator integration monitoring lint-deploy cluster-binaries node-binaries bench-binaries e2e-nodes cluster-up cluster-down autoscaler-up autoscaler-down autoscaler-e2e node-up node-down real crds e2e e2e-all test demo bench bench-live bench-sweep bench-sweep-shared bench-knobs bench-smoke clean
 
 help:
 	@echo "make demo    local GPU cluster + Valley, and what happens to sample tasks"
@@ -229,6 +229,12 @@ bench-sweep: deps build
 	@bench/sim/sweep.sh
 	@SWEEP_CLOUD=bench/sim/inputs/cloud.yaml bench/sim/sweep.sh bench/results/sweep-cloud
 	@SWEEP_POLICIES=backfill,valley bench/sim/sweep.sh bench/results/sweep-kueue --peer kueue
+
+# What the planner's aging step moves (issue 73): Valley over the sweep's contended Philly slices with
+# aging off and at an hour, beside bench-sweep's Valley at the default 10 minutes; the scheduler's
+# KPIs, cost and JCT of each in bench/results/knobs/knobs.md.
+bench-knobs: deps build
+	@bench/sim/knobs.sh
 
 # The same sweep on cluster-shared.yaml: a quarter of the spot A100s time-sliced two ways, where jobs
 # that allow sharing pair by Gavel's measured rates (issue 41's sharing lever).

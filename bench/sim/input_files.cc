@@ -26,7 +26,8 @@ Options default_options() {
           {"placement-speed", "fewest"},
           {"peer", "backfill"},
           {"load", "0"},
-          {"usage-half-life-hours", "168"}};
+          {"usage-half-life-hours", "168"},
+          {"aging-step-minutes", "10"}};
 }
 
 cost::Policy read_policy(const std::string& path) {
@@ -95,6 +96,9 @@ Inputs read_inputs(Options& opt, double* kept_share) {
   in.placement_speed = opt["placement-speed"] == "measured";
   if (opt["peer"] != "backfill" && opt["peer"] != "kueue") throw InputError("--peer: backfill or kueue, not " + opt["peer"]);
   in.peer_as_kueue = opt["peer"] == "kueue";
+  const double aging = std::stod(opt["aging-step-minutes"]);
+  if (!(aging >= 0 && aging <= 1e6)) throw InputError("--aging-step-minutes: minutes from 0 (off) up, not " + opt["aging-step-minutes"]);
+  in.aging_step = std::chrono::seconds(static_cast<int64_t>(aging * 60));
   return in;
 }
 

@@ -8,7 +8,10 @@
 //              [--duration-error 50] [--label NAME] [--load L] [--tenancy none,borrowing,strict]
 //              [--usage-half-life-hours 168] [--jobs-out] [--topology unaware,aware]
 //              [--placement-speed fewest|measured] [--pairs FILE] [--cloud FILE]
-//              [--peer backfill|kueue]
+//              [--peer backfill|kueue] [--aging-step-minutes 10]
+//
+// --aging-step-minutes: Valley's --planner-aging-step (a waiting task gains a priority point per
+// step; 0 turns aging off), to measure what it moves (the KPIs: starvation, inversions).
 //
 // --cloud: capacity bought as it is needed (bench/sim/inputs/cloud.yaml): each pool of --cluster is
 // a NodePool whose limit is its nodes, none up at the start; the figures add what the platform paid

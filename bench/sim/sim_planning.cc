@@ -62,6 +62,7 @@ planner::Config Simulator::config_for(const inputs::PlanInputs::Round& r) const 
     case PolicyKind::Valley:
       break;
   }
+  if (runs_operator_planner(policy_)) config.aging_step = in_.aging_step;
   // The NodePools' limits bind every policy; the peers buy the cheapest class with room first.
   config.pool_budgets = r.config.pool_budgets;
   if (!runs_operator_planner(policy_)) config.up_before_bought = false;

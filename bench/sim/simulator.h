@@ -96,6 +96,8 @@ struct Inputs {
   // Fairness and reclaim figures are taken in [0, window) (0: until the last arrival).
   int64_t window_seconds = 0;
   std::chrono::seconds usage_half_life{168 * 3600};
+  // Valley's --planner-aging-step (0: off); the peers order by priority, then arrival.
+  std::chrono::seconds aging_step{600};
 };
 
 struct JobResult {

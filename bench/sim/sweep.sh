@@ -9,7 +9,8 @@
 # window of cluster05 can hold one job, and cluster10 has 260 jobs in two months). Philly: the tenants benchmark's three busy windows, sampled
 # to a GPU demand of 1.2x the cluster (--load), without tenants.
 #   bench/sim/sweep.sh [OUT] [valley-sim args...]     OUT defaults to bench/results/sweep
-# (SWEEP_REPORT_ONLY=1 only rewrites OUT/sweep.md from the runs there; SWEEP_SLICES=N runs the first N;
+# (SWEEP_REPORT_ONLY=1 only rewrites OUT/sweep.md from the runs there; SWEEP_SLICES=N runs the first N; SWEEP_ONLY=REGEX
+# the slices whose names match;
 # SWEEP_PRICING another PricingPolicy, SWEEP_POLICIES other policies: bench/sim/frontier.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -54,6 +55,7 @@ if [ -z "${SWEEP_REPORT_ONLY:-}" ]; then
   while read -r name trace from to extra; do
     n=$((n + 1))
     [ -n "${SWEEP_SLICES:-}" ] && [ "$n" -gt "$SWEEP_SLICES" ] && break
+    [ -n "${SWEEP_ONLY:-}" ] && ! [[ $name =~ $SWEEP_ONLY ]] && continue
     # shellcheck disable=SC2086
     build/bin/valley-sim --label "$name" --trace "$trace" --from-hour "$from" --to-hour "$to" $extra "${common[@]}" \
       --out "$out/$name" --scratch "bench/out/sim-lp/$name" "$@" > /dev/null 2> "bench/out/sweep-$name.log" ||
