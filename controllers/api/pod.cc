@@ -81,6 +81,16 @@ ClaimedGpus claimed_gpus(const std::string& annotation) {
   return {annotation.substr(0, eq), count};
 }
 
+std::string price_class_annotation(const PriceClass& c) { return c.vendor + "/" + c.capacity_class + "/" + c.product; }
+
+PriceClass price_class(const std::string& annotation) {
+  // The product last: a DRA GPU's product attribute may hold any character.
+  const auto first = annotation.find('/');
+  const auto second = first == std::string::npos ? first : annotation.find('/', first + 1);
+  if (first == 0 || second == std::string::npos || second == first + 1) return {};
+  return {annotation.substr(0, first), annotation.substr(first + 1, second - first - 1), annotation.substr(second + 1)};
+}
+
 namespace {
 // The one value a pod's required node affinity asks `key` to be In, under `list` (matchFields or
 // matchExpressions) of one of its terms; "" if none.
@@ -140,6 +150,7 @@ Pod pod_from(const json& pod) {
   };
   p.mps_replicas = replicas(kMpsReplicasAnnotation);
   p.time_sliced_replicas = replicas(kTimeSlicedReplicasAnnotation);
+  p.priced_as = price_class(string_at(object_at(meta, "annotations"), kPricedAsAnnotation));
   const json& spec = object_at(pod, "spec");
   p.node_name = string_at(spec, "nodeName");
   p.pinned = pinned_node(pod);

@@ -6,8 +6,9 @@
 // reads as absent ("" / nullopt / false / empty).
 // Kept:
 //   metadata: namespace, name, uid, resourceVersion, labels (string values), owner UIDs, finalizers,
-//             deletionTimestamp (whether present, and its time), the kHostfileAnnotation and
-//             kClaimedGpusAnnotation and kMpsReplicasAnnotation annotations;
+//             deletionTimestamp (whether present, and its time), the kHostfileAnnotation,
+//             kClaimedGpusAnnotation, kGpuSeatAnnotation, kMpsReplicasAnnotation,
+//             kTimeSlicedReplicasAnnotation and kPricedAsAnnotation annotations;
 //   spec:     nodeName; the node a required node affinity pins it to (a matchFields term
 //             metadata.name In [one node], as render writes it); per container and init container
 //             the extended resources (names with a '/', e.g. nvidia.com/gpu), cpu (thousandths),
@@ -54,6 +55,17 @@ inline constexpr const char* kGpuSeatAnnotation = "valley.dev/gpu-seat";
 // wherever the pod is read (the planner, the cost ledger, quotas), as the node counts them.
 inline constexpr const char* kMpsReplicasAnnotation = "valley.dev/mps-replicas";
 inline constexpr const char* kTimeSlicedReplicasAnnotation = "valley.dev/time-sliced-replicas";
+// How a Valley worker's GPUs are priced, as its planned node's labels said when Valley created it:
+// "<vendor>/<capacityClass>/<product>". The cost ledger prices a pod by its node; this is what it
+// goes by when the node was deleted before the operator process pricing the pod ever saw it (the
+// pod's accounting finalizer keeps the pod, nothing keeps the node).
+inline constexpr const char* kPricedAsAnnotation = "valley.dev/priced-as";
+struct PriceClass {
+  std::string vendor, capacity_class, product;  // vendor "": none
+  bool operator==(const PriceClass&) const = default;
+};
+std::string price_class_annotation(const PriceClass& c);
+PriceClass price_class(const std::string& annotation);  // vendor "" when absent or malformed
 
 struct PodCondition {
   std::string type, status, reason, message;
@@ -105,6 +117,7 @@ struct PodContent {
   std::string seat_claim;
   int mps_replicas = 0;                          // metadata.annotations[kMpsReplicasAnnotation], 0: none
   int time_sliced_replicas = 0;                  // metadata.annotations[kTimeSlicedReplicasAnnotation], 0: none
+  PriceClass priced_as;                          // metadata.annotations[kPricedAsAnnotation]
   std::string node_name;                         // spec.nodeName
   std::string pinned;                            // the node its required affinity names, "" if none
   std::string bought_from;                       // the NodePool its required affinity names (bought_pool), "" if none

@@ -37,16 +37,22 @@ bool in_window(const TariffWindow& w, const Local& l) {
 
 NodeRate rate_for(const Policy& p, const std::string& vendor, const std::map<std::string, std::string>& labels,
                   const std::string& product_fallback) {
-  NodeRate n;
-  n.vendor = vendor;
-  n.product = product_fallback;
+  api::PriceClass c{vendor, "on-demand", product_fallback};
   for (const auto& l : p.product_labels)
     if (auto it = labels.find(l); it != labels.end()) {
-      n.product = it->second;
+      c.product = it->second;
       break;
     }
   for (const auto& [k, v] : p.spot_labels)
-    if (auto it = labels.find(k); it != labels.end() && it->second == v) n.capacity_class = "spot";
+    if (auto it = labels.find(k); it != labels.end() && it->second == v) c.capacity_class = "spot";
+  return rate_for_class(p, c);
+}
+
+NodeRate rate_for_class(const Policy& p, const api::PriceClass& c) {
+  NodeRate n;
+  n.vendor = c.vendor;
+  n.product = c.product;
+  n.capacity_class = c.capacity_class == "spot" ? "spot" : "on-demand";
   for (const auto& g : p.gpu)
     if (matches(g.vendor, g.product, n.vendor, n.product)) {
       n.gpu_per_hour = n.capacity_class == "spot" ? g.spot : g.on_demand;
@@ -60,6 +66,8 @@ NodeRate rate_for(const Policy& p, const std::string& vendor, const std::map<std
     }
   return n;
 }
+
+api::PriceClass price_class_of(const NodeRate& rate) { return {rate.vendor, rate.capacity_class, rate.product}; }
 
 int64_t multiplier_milli(const Policy& p, int priority) {
   int64_t m = 1000;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "controllers/api/pod.h"
 #include "controllers/api/pricing_policy.h"
 
 namespace valley::cost {
@@ -34,8 +35,12 @@ struct NodeRate {
   bool operator==(const NodeRate&) const = default;
 };
 // `product_fallback`: the product when no product label names one (a DRA GPU's, from its attributes).
+// The node's price class (vendor, capacity class, product) priced: rate_for_class.
 NodeRate rate_for(const Policy& p, const std::string& vendor, const std::map<std::string, std::string>& labels,
                   const std::string& product_fallback = "");
+
+NodeRate rate_for_class(const Policy& p, const api::PriceClass& c);
+api::PriceClass price_class_of(const NodeRate& rate);
 
 int64_t multiplier_milli(const Policy& p, int priority);
 

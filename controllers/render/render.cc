@@ -282,6 +282,7 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
   if (spec.type == api::TaskType::PyTorch) torchrun_worker(spec, index, shape, container);
   if (placement.gpu_count > 0) {
     pod["metadata"]["finalizers"] = json::array({kAccountingFinalizer});
+    if (!placement.priced_as.vendor.empty()) pod["metadata"]["annotations"][api::kPricedAsAnnotation] = api::price_class_annotation(placement.priced_as);
     if (const std::string seat_class = gpu::dra_seat_class_of(placement.gpu_resource); !seat_class.empty()) {
       pod["metadata"]["annotations"][api::kGpuSeatAnnotation] = seat_class + "=" + std::to_string(placement.gpu_count);
       pod["spec"]["resourceClaims"] = json::array({{{"name", kGpuClaim}, {"resourceClaimName", placement.claim}}});

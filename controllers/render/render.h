@@ -21,6 +21,7 @@
 #include <string>
 
 #include "controllers/render/ssh_keys.h"
+#include "controllers/api/pod.h"
 #include "controllers/api/spec.h"
 #include "operator/kube/label_selector.h"
 
@@ -65,6 +66,7 @@ struct WorkerPlacement {
   int gpu_count = 1;                     // of gpu_resource
   std::string node;                      // "" = let kube-scheduler choose; else required node affinity
   std::string claim;                     // a seat (gpu::dra_seat_resource): the seats claim it sits on
+  api::PriceClass priced_as;             // the planned node's (api::kPricedAsAnnotation); vendor "": unknown
 };
 
 // Before the planner exists (or when it has no opinion): NVIDIA, whole GPUs as nvidia.com/gpu,

@@ -63,6 +63,9 @@ bool Accounting::priced_uses(const cost::Policy& p, const std::string& task_key,
     if (auto n = u.node.empty() ? nullptr : cache_.node_as_last_seen(u.node)) {
       u.share_milli = planner::share_on_node(*pod, *n);  // by the node's split of its GPUs, not the pod's annotations
       if (!rates.count(u.node)) rates[u.node] = cost::rate_for(p, n->vendor, n->labels, n->dra_product);
+    } else if (!u.node.empty() && !pod->priced_as.vendor.empty() && !rates.count(u.node)) {
+      // Its node went before this process saw it: priced as its node was when Valley created it.
+      rates[u.node] = cost::rate_for_class(p, pod->priced_as);
     }
     if (u.start && u.share_milli > 0 && !rates.count(u.node) && !until.count(u.uid))
       spdlog::warn("{}: pod {} ran on node {}, gone before this process saw it: its GPU time cannot be priced", task_key, u.name, u.node);

@@ -45,7 +45,7 @@ const std::shared_ptr<const FieldMask>& pod_fields() {
                                       {"finalizers", all},
                                       {"deletionTimestamp", all},
                                       {"annotations", FieldMask::only({{api::kHostfileAnnotation, all}, {api::kClaimedGpusAnnotation, all}, {api::kGpuSeatAnnotation, all}, {api::kMpsReplicasAnnotation, all},
-                                                                        {api::kTimeSlicedReplicasAnnotation, all}})}})},
+                                                                        {api::kTimeSlicedReplicasAnnotation, all}, {api::kPricedAsAnnotation, all}})}})},
         {"spec", FieldMask::only({{"nodeName", all},
                                   {"affinity", FieldMask::only({{"nodeAffinity", FieldMask::only({{"requiredDuringSchedulingIgnoredDuringExecution", all}})}})},
                                   {"containers", container},

@@ -133,8 +133,11 @@ void PlanningLoop::publish(const inputs::PlanInputs::Round& r, const std::vector
       a.estimate_basis = cost::estimate_basis(spec, task, d, r.config, rate_of, inputs_.rates_for(spec.vendors),
                                               r.now);
     }
-    for (const auto& w : d.placement)
-      a.placement.push_back({inputs_.vendor_of(w.node), w.gpu_resource, static_cast<int>(w.count), w.node, ""});
+    for (const auto& w : d.placement) {
+      const cost::NodeRate* rate = inputs_.rate_of(w.node);
+      a.placement.push_back({inputs_.vendor_of(w.node), w.gpu_resource, static_cast<int>(w.count), w.node, "",
+                             rate ? cost::price_class_of(*rate) : api::PriceClass{}});
+    }
     if (!same) changed.push_back(d.key);
     updates.emplace_back(&d.key, std::move(a));
     ts.overlay_stale = true;  // laid over its input anew at the next plan

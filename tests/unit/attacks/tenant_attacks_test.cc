@@ -166,7 +166,7 @@ TEST(TenantAttacks, AWorkerIsBilledByItsNodesSplitNeverByAnnotationsItsUserWrote
   api::ParsedTask lenient = api::parse_task(task_object({}));
   ASSERT_TRUE(lenient.spec);
   lenient.spec->worker.pod_template = spec_patch["worker"]["template"];  // as if it had been let through
-  json pod = render::worker_pod(*lenient.spec, 0, {1, 1}, {"nvidia", "nvidia.com/gpu", 1, "n1", ""});
+  json pod = render::worker_pod(*lenient.spec, 0, {1, 1}, {"nvidia", "nvidia.com/gpu", 1, "n1", "", {}});
   EXPECT_FALSE(pod["metadata"]["annotations"].contains(api::kTimeSlicedReplicasAnnotation)) << pod["metadata"].dump();
 
   // Written on the pod afterwards (a tenant who may edit pods): the node, a whole-GPU node, decides.

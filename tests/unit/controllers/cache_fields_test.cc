@@ -22,7 +22,7 @@ json full_pod() {
       "creationTimestamp": "2026-11-24T09:00:00Z", "deletionTimestamp": "2026-11-24T09:30:00Z", "deletionGracePeriodSeconds": 30,
       "labels": {"app.kubernetes.io/managed-by": "valley", "valley.dev/task": "t", "valley.dev/role": "worker",
                  "valley.dev/epoch": "2", "valley.dev/worker-index": "1"},
-      "annotations": {"kwok.x-k8s.io/node": "fake", "checksum": "abc", "valley.dev/hostfile": "t-worker-0.t-workers.ns.svc slots=1\n"},
+      "annotations": {"kwok.x-k8s.io/node": "fake", "checksum": "abc", "valley.dev/hostfile": "t-worker-0.t-workers.ns.svc slots=1\n", "valley.dev/priced-as": "nvidia/spot/A100"},
       "ownerReferences": [{"apiVersion": "valley.dev/v1beta1", "kind": "TrainingTask", "name": "t", "uid": "u-1", "controller": true}],
       "finalizers": ["valley.dev/accounting"],
       "managedFields": [{"manager": "valley", "fieldsV1": {"f:spec": {}}}]},
@@ -72,7 +72,7 @@ TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
   json lean = full;
   lean_pod(lean);
   EXPECT_LT(lean.dump().size(), full.dump().size() * 2 / 3);
-  EXPECT_EQ(lean["metadata"]["annotations"], json({{"valley.dev/hostfile", "t-worker-0.t-workers.ns.svc slots=1\n"}}));
+  EXPECT_EQ(lean["metadata"]["annotations"], json({{"valley.dev/hostfile", "t-worker-0.t-workers.ns.svc slots=1\n"}, {"valley.dev/priced-as", "nvidia/spot/A100"}}));
   EXPECT_FALSE(lean["spec"].contains("volumes"));
   EXPECT_FALSE(lean["spec"]["containers"][0].contains("env"));
   EXPECT_FALSE(lean["status"]["conditions"][0].contains("lastProbeTime"));

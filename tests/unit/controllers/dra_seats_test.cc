@@ -98,7 +98,7 @@ api::TaskSpec half_gpu_task() {
 }
 
 json seat_pod(const api::TaskSpec& spec, int index, const std::string& node) {
-  return render::worker_pod(spec, index, {4, 1}, render::WorkerPlacement{"nvidia", kSeat, 500, node, ""});
+  return render::worker_pod(spec, index, {4, 1}, render::WorkerPlacement{"nvidia", kSeat, 500, node, "", {}});
 }
 
 api::Pod seated_pod(const std::string& claim, const std::string& node, const std::string& phase = "Running") {
@@ -113,7 +113,7 @@ api::Pod seated_pod(const std::string& claim, const std::string& node, const std
 
 TEST(DraSeats, AWorkerOnASeatNamesItsClaimAndIsChargedItsShare) {
   const api::TaskSpec spec = half_gpu_task();
-  render::WorkerPlacement placement{"nvidia", kSeat, 500, "n", "job-seats-0"};
+  render::WorkerPlacement placement{"nvidia", kSeat, 500, "n", "job-seats-0", {}};
   const json pod = render::worker_pod(spec, 0, {4, 1}, placement);
   EXPECT_EQ(pod["spec"]["resourceClaims"], json::parse(R"([{"name":"gpus","resourceClaimName":"job-seats-0"}])"));
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["claims"], json::parse(R"([{"name":"gpus"}])"));

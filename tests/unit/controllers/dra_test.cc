@@ -212,7 +212,7 @@ TEST(DraDevices, MatchAttributesBecomeCelSelectorsInAClaimTemplateNamedForThem) 
   EXPECT_EQ(t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"],
             json::parse(R"([{"cel":{"expression":"has(device.attributes[\"gpu.nvidia.com\"].brand) && string(device.attributes[\"gpu.nvidia.com\"].brand) == \"say \\\"hi\\\"\""}},
                             {"cel":{"expression":"has(device.attributes[device.driver].productName) && string(device.attributes[device.driver].productName) == \"NVIDIA-H100\""}}])"));
-  render::WorkerPlacement placement{"nvidia", "dra:gpu.nvidia.com", 2, "n1", ""};
+  render::WorkerPlacement placement{"nvidia", "dra:gpu.nvidia.com", 2, "n1", "", {}};
   EXPECT_EQ(render::worker_pod(*h100.spec, 0, {1, 1}, placement)["spec"]["resourceClaims"][0]["resourceClaimTemplateName"], name);
 }
 

@@ -103,7 +103,7 @@ TEST(PlanInputs, KeptFromRoundToRoundEqualsOneMadeFromScratch) {
       const json& d = plan_a[i];
       std::vector<render::WorkerPlacement> placement;
       for (const auto& wk : d[3])
-        placement.push_back({"nvidia", wk[1].get<std::string>(), static_cast<int>(wk[2].get<int64_t>()), wk[0].get<std::string>(), ""});
+        placement.push_back({"nvidia", wk[1].get<std::string>(), static_cast<int>(wk[2].get<int64_t>()), wk[0].get<std::string>(), "", {}});
       const std::string key = d[0].get<std::string>();
       auto old = published.find(key);
       const bool same = old != published.end() && old->second.size() == placement.size() &&

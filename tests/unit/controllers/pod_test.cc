@@ -36,6 +36,14 @@ TEST(Pod, HoldsWhatTheReadersRead) {
   EXPECT_EQ(p.container_statuses[0].running_since, kube::parse_time("2026-11-26T04:59:00Z"));
 }
 
+TEST(Pod, APriceClassReadsBackAsWrittenAndAMalformedOneAsNone) {
+  const PriceClass c{"amd", "spot", "MI250X/x"};
+  EXPECT_EQ(price_class_annotation(c), "amd/spot/MI250X/x");
+  EXPECT_EQ(price_class(price_class_annotation(c)), c) << "the product may hold a slash";
+  EXPECT_EQ(price_class("nvidia/on-demand/"), (PriceClass{"nvidia", "on-demand", ""}));
+  for (const char* bad : {"", "nvidia", "nvidia/spot", "/spot/A100", "nvidia//A100"}) EXPECT_EQ(price_class(bad), PriceClass{}) << bad;
+}
+
 TEST(Pod, MistypedFieldsReadAsAbsentAndNothingThrows) {
   json p = worker();
   p["metadata"]["labels"]["valley.dev/epoch"] = 3;          // not a string: not a label Valley can read

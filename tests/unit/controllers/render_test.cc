@@ -57,6 +57,23 @@ TEST(Render, WorkerPodCarriesNamesLabelsOwnerContractAndGpus) {
   EXPECT_EQ(pod["spec"]["containers"][0]["image"], "w:1");
 }
 
+// A worker says how its planned node prices its GPUs, read back as the cache reads it; the
+// template cannot say it (keys under valley.dev/ are Valley's), nor does a worker without GPUs.
+TEST(Render, AWorkerCarriesItsPlannedNodesPriceClassAndTheTemplateCannotSetIt) {
+  TaskSpec s = spec();
+  s.worker.pod_template = json::parse(R"({"metadata":{"annotations":{"valley.dev/priced-as":"nvidia/spot/cheap"}}})");
+  WorkerPlacement placement = default_placement(s);
+  json unknown = worker_pod(s, 0, {1, 1}, placement);
+  EXPECT_FALSE(unknown["metadata"]["annotations"].contains(api::kPricedAsAnnotation)) << unknown["metadata"].dump();
+  placement.node = "n1";
+  placement.priced_as = {"nvidia", "on-demand", "A100-SXM4-80GB"};
+  json pod = worker_pod(s, 0, {1, 1}, placement);
+  EXPECT_EQ(pod["metadata"]["annotations"][api::kPricedAsAnnotation], "nvidia/on-demand/A100-SXM4-80GB");
+  EXPECT_EQ(api::pod_from(pod).priced_as, placement.priced_as);
+  placement.gpu_count = 0;
+  EXPECT_FALSE(worker_pod(s, 0, {1, 1}, placement)["metadata"]["annotations"].contains(api::kPricedAsAnnotation));
+}
+
 // Restricted pods pass Pod Security "restricted" (every field it checks), keep what the template
 // chose itself, and move sshd to a port and a key directory a non-root user can use.
 TEST(Render, RestrictedPodsRunNonRootWithoutPrivilegesAndSshOnAHighPort) {
@@ -127,7 +144,7 @@ TEST(Render, FirstEpochDoesNotResume) {
 }
 
 TEST(Render, AmdPlacementUsesTheAmdImageAndResource) {
-  WorkerPlacement p{"amd", "amd.com/gpu", 2, "mi250-od-0", ""};
+  WorkerPlacement p{"amd", "amd.com/gpu", 2, "mi250-od-0", "", {}};
   json pod = worker_pod(spec(), 0, {2, 1}, p);
   EXPECT_EQ(pod["spec"]["containers"][0]["image"], "w-rocm:1");
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"], "2");

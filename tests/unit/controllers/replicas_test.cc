@@ -112,7 +112,7 @@ TEST(Replicas, AWorkerOnAnMpsReplicaAsksForTheDevicePluginsResourceAndIsPricedBy
   auto parsed = api::parse_task(json::parse(R"({"metadata":{"name":"job","namespace":"team","uid":"u"},
     "spec":{"replicas":{"min":1,"max":2},"master":{"image":"l"},"worker":{"image":"w","gpus":"0.25"}}})"));
   ASSERT_TRUE(parsed.spec);
-  const json pod = render::worker_pod(*parsed.spec, 0, {1, 1}, {"nvidia", "mps:4:nvidia.com/gpu.shared", 1, "n1", ""});
+  const json pod = render::worker_pod(*parsed.spec, 0, {1, 1}, {"nvidia", "mps:4:nvidia.com/gpu.shared", 1, "n1", "", {}});
   const json& c = pod["spec"]["containers"][0];
   EXPECT_EQ(c["resources"]["limits"], json::parse(R"({"nvidia.com/gpu.shared":"1"})"));
   EXPECT_EQ(pod["metadata"]["annotations"][api::kMpsReplicasAnnotation], "4");
@@ -140,7 +140,7 @@ TEST(Replicas, AWorkerOnATimeSlicedReplicaIsPricedByTheNodesSplit) {
   auto parsed = api::parse_task(json::parse(R"({"metadata":{"name":"job","namespace":"team","uid":"u"},
     "spec":{"replicas":{"min":1,"max":2},"master":{"image":"l"},"worker":{"image":"w","gpus":"0.5"}}})"));
   ASSERT_TRUE(parsed.spec);
-  const json pod = render::worker_pod(*parsed.spec, 0, {1, 1}, {"nvidia", "ts:4:nvidia.com/gpu.shared", 1, "n1", ""});
+  const json pod = render::worker_pod(*parsed.spec, 0, {1, 1}, {"nvidia", "ts:4:nvidia.com/gpu.shared", 1, "n1", "", {}});
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"], json::parse(R"({"nvidia.com/gpu.shared":"1"})"));
   EXPECT_EQ(pod["metadata"]["annotations"][api::kTimeSlicedReplicasAnnotation], "4");
   EXPECT_FALSE(pod["metadata"]["annotations"].contains(api::kMpsReplicasAnnotation));

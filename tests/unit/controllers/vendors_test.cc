@@ -80,7 +80,7 @@ TEST(Vendors, ATaskTakesTheCheapestVendorItListsAndAGangStaysOnOne) {
 TEST(Vendors, AWorkerOnIntelRunsTheIntelImageAndAsksForIntelGpus) {
   auto p = api::parse_task(task_with({{"vendors", {"nvidia", "intel"}}, {"worker", {{"vendorImages", {{"intel", "w-xpu"}}}}}}));
   ASSERT_TRUE(p.spec);
-  json pod = render::worker_pod(*p.spec, 0, {1, 1}, {"intel", "gpu.intel.com/i915", 1, "x1", ""});
+  json pod = render::worker_pod(*p.spec, 0, {1, 1}, {"intel", "gpu.intel.com/i915", 1, "x1", "", {}});
   const json& c = pod["spec"]["containers"][0];
   EXPECT_EQ(c["image"], "w-xpu");
   EXPECT_EQ(c["resources"]["limits"]["gpu.intel.com/i915"], "1");

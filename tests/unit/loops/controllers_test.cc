@@ -79,6 +79,15 @@ class LoopsTest : public ::testing::Test {
     });
   }
   json task(const std::string& name) { return api.get(res::kTrainingTasks, ns, name); }
+  // A new task `name` as the reconciler observes it, now (whole seconds); false if it did not parse.
+  bool observe_new_task(const std::string& name, lifecycle::Observed& o) {
+    create_task(name, mpi_spec(1, 1));
+    if (!cached_task(name)) return false;
+    o.task = *cache->task(std::string(ns) + "/" + name);
+    o.parsed = api::parse_task(o.task);
+    o.now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+    return o.parsed.spec.has_value();
+  }
   std::string condition(const json& object, const std::string& type, const std::string& field = "status") {
     for (const auto& c : kube::object_at(object, "status").value("conditions", json::array()))
       if (c.value("type", "") == type) return c.value(field, "");
@@ -307,15 +316,35 @@ TEST_F(LoopsTest, OwnershipReconcilerResolvesAndPublishesWhichTenantOwnsWhichNam
   EXPECT_EQ(api.count("apply", "configmaps") + api.count("patch", "configmaps") + api.count("create", "configmaps"), applies);
 }
 
+// The pricing policy of the accounting tests, in force: 3.60 a GPU-hour on demand, 1.80 on spot.
+void put_test_policy_in_force(testing::FakeApi& api, ClusterCache& cache, PolicyReconciler& policies) {
+  api.create(res::kPricingPolicies, "", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", "test-policy"}}},
+                                         {"spec", json::parse(R"({"gpu":[{"onDemand":"3.60","spot":"1.80"}]})")}});
+  ASSERT_TRUE(eventually([&] { return cache.pricing().store().get("test-policy") != nullptr; }));
+  ASSERT_TRUE(policies.reconcile("test-policy").ok);
+  ASSERT_NE(cache.policy(), nullptr);
+}
+
+// A worker of 4 GPUs on `node`, running since `since`.
+api::Pod running_worker(const std::string& node, kube::SystemTime since) {
+  api::Pod worker;
+  worker.uid = "worker-uid";
+  worker.name = "job-worker-0";
+  worker.node_name = node;
+  worker.containers.push_back({"worker", {{"nvidia.com/gpu", 4}}, {{"nvidia.com/gpu", 4}}});
+  api::PodContainerStatus running;
+  running.name = "worker";
+  running.running = true;
+  running.running_since = since;
+  worker.container_statuses.push_back(running);
+  return worker;
+}
+
 // A worker can start and lose its node before any accrual wrote its ledger entry (the status waits
 // out its coalescing window, or the leader is between writes): it is priced by its node as the
 // cache last saw it, not dropped.
 TEST_F(LoopsTest, APodWhoseNodeWentBeforeItsFirstAccrualIsPricedAsTheNodeWas) {
-  api.create(res::kPricingPolicies, "", {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "PricingPolicy"}, {"metadata", {{"name", "test-policy"}}},
-                                         {"spec", json::parse(R"({"gpu":[{"onDemand":"3.60","spot":"1.80"}]})")}});
-  ASSERT_TRUE(eventually([&] { return cache->pricing().store().get("test-policy") != nullptr; }));
-  ASSERT_TRUE(policies->reconcile("test-policy").ok);
-  ASSERT_NE(cache->policy(), nullptr);
+  put_test_policy_in_force(api, *cache, *policies);
   api.create(res::kNodes, "", gpu_node("gone", 8, {{"karpenter.sh/capacity-type", "spot"}}));
   ASSERT_TRUE(eventually([&] { return cache->node("gone") != nullptr; }));
   api.remove(res::kNodes, "", "gone");
@@ -323,26 +352,28 @@ TEST_F(LoopsTest, APodWhoseNodeWentBeforeItsFirstAccrualIsPricedAsTheNodeWas) {
   ASSERT_TRUE(cache->node_as_last_seen("gone") != nullptr);
   EXPECT_TRUE(cache->node_as_last_seen("never") == nullptr);
 
-  create_task("job", mpi_spec(1, 1));
-  ASSERT_TRUE(cached_task("job"));
   lifecycle::Observed o;
-  o.task = *cache->task("team/job");
-  o.parsed = api::parse_task(o.task);
-  ASSERT_TRUE(o.parsed.spec);
-  o.now = std::chrono::system_clock::now();
-  api::Pod worker;  // 4 GPUs, running for 100 s on the node now gone
-  worker.uid = "worker-uid";
-  worker.name = "job-worker-0";
-  worker.node_name = "gone";
-  worker.containers.push_back({"worker", {{"nvidia.com/gpu", 4}}, {{"nvidia.com/gpu", 4}}});
-  api::PodContainerStatus running;
-  running.name = "worker";
-  running.running = true;
-  running.running_since = std::chrono::floor<std::chrono::seconds>(o.now) - std::chrono::seconds(100);
-  worker.container_statuses.push_back(running);
-  o.now = *running.running_since + std::chrono::seconds(100);
+  ASSERT_TRUE(observe_new_task("job", o));
+  const api::Pod worker = running_worker("gone", o.now - std::chrono::seconds(100));  // on the node now gone
   const json cost = accounting->cost_status(o, {std::make_shared<const api::Pod>(worker)}, false, true, {worker.uid});
   // 4 GPUs x 100 s at the spot rate, 1.80 a GPU-hour: 0.20.
+  EXPECT_EQ(kube::object_at(kube::object_at(cost, "breakdown"), "gpuMilliSeconds").value("nvidia/spot", int64_t{0}), 400'000) << cost.dump(2);
+  EXPECT_EQ(cost.value("accruedMicros", int64_t{0}), 200'000) << cost.dump(2);
+}
+
+// A worker whose node was deleted before this process started (the last leader priced none of
+// it yet) is priced by what its node was when Valley created it (api::kPricedAsAnnotation); with
+// nothing to go by it cannot be priced.
+TEST_F(LoopsTest, APodWhoseNodeThisProcessNeverSawIsPricedAsValleyCreatedIt) {
+  put_test_policy_in_force(api, *cache, *policies);
+  lifecycle::Observed o;
+  ASSERT_TRUE(observe_new_task("job", o));
+  ASSERT_TRUE(cache->node_as_last_seen("never") == nullptr);
+  api::Pod worker = running_worker("never", o.now - std::chrono::seconds(100));
+  const json unpriced = accounting->cost_status(o, {std::make_shared<const api::Pod>(worker)}, false, true, {worker.uid});
+  EXPECT_EQ(unpriced.value("accruedMicros", int64_t{0}), 0) << unpriced.dump(2);
+  worker.priced_as = api::price_class("nvidia/spot/A100-SXM4-80GB");
+  const json cost = accounting->cost_status(o, {std::make_shared<const api::Pod>(worker)}, false, true, {worker.uid});
   EXPECT_EQ(kube::object_at(kube::object_at(cost, "breakdown"), "gpuMilliSeconds").value("nvidia/spot", int64_t{0}), 400'000) << cost.dump(2);
   EXPECT_EQ(cost.value("accruedMicros", int64_t{0}), 200'000) << cost.dump(2);
 }
