@@ -19,11 +19,16 @@ say "A real MPI task on a real node: containerd and kubelet on this machine, rea
 # silence; builds the demo started in the background are waited for (they hold locks).
 VALLEY_BUILD_DIR="$PWD/build" tests/cluster/cluster.sh node-up > .valley/logs/demo-node-up.log 2>&1 &
 up=$!
-tail -n +1 -f --pid=$up .valley/logs/demo-node-up.log 2>/dev/null | grep --line-buffered -E "^building |^built " | sed -u 's/^/  /' &
+tail -n +1 -f --pid=$up .valley/logs/demo-node-up.log 2>/dev/null | grep --line-buffered -E "^(building|built|waiting for|build_image:) " |
+  sed -u 's/^/  /' &
 progress=$!
+# A build can take minutes without a line: how long it has been, every minute.
+(started=$SECONDS; while sleep 60; kill -0 $up 2>/dev/null; do echo "  (the real node: $((SECONDS - started)) s so far)"; done) &
+ticks=$!
 up_rc=0
 wait $up || up_rc=$?
 wait $progress || true
+kill $ticks 2>/dev/null || true
 if [ $up_rc -ne 0 ]; then
   echo "  No real node on this host: node-up failed (the last lines of .valley/logs/demo-node-up.log):"
   tail -3 .valley/logs/demo-node-up.log | sed 's/^/    /'

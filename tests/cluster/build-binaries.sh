@@ -76,16 +76,33 @@ build() { # dest module-dir ldflags pkg...
   echo "built $(basename "$dest") in $((SECONDS - start))s, $(du -sh "$dest" | cut -f1)" >&2
 }
 
+# The pod sandbox's pause binary, static, from the pinned Kubernetes source: build_pause dest source
+# version, into the cache as build() makes an entry (complete in a directory beside it, then moved).
+build_pause() {
+  local dest=$1 src=$2 version=$3
+  [ -f "$dest/.complete" ] && return 0
+  rm -rf "$dest.tmp" && mkdir -p "$dest.tmp/bin"
+  gcc -Os -Wall -static -DVERSION="v$version" -o "$dest.tmp/bin/pause" "$src"
+  strip "$dest.tmp/bin/pause"
+  touch "$dest.tmp/.complete"
+  rm -rf "$dest" && mv "$dest.tmp" "$dest"
+}
+
 # One build of a cache entry at a time: `make test` builds the real node's in the background while
-# other steps may ask for them (the second waits for the first, then finds them built).
-locked_build() {
+# other steps may ask for them (the second waits for the first, then finds them built); make demo's
+# story asks while its own background step builds them. locked BUILDER dest args...
+locked() {
   local fd
-  mkdir -p "$(dirname "$1")"
-  exec {fd}>"$1.lock"
-  flock "$fd"
-  build "$@"
+  mkdir -p "$(dirname "$2")"
+  exec {fd}>"$2.lock"
+  if ! flock -n "$fd"; then
+    echo "waiting for $(basename "$2"), which another build is making" >&2
+    flock "$fd"
+  fi
+  "$@"
   exec {fd}>&-
 }
+locked_build() { locked build "$@"; }
 
 # A cache entry is keyed by everything it is built from: the build recipe, its flags and the module
 # files (not the rest of this script, so adding a component does not rebuild the others).
@@ -131,11 +148,7 @@ if $node; then
   pause_version=3.10.1  # node.bash's PAUSE_IMAGE
   pause_src="$(cd "$here/k8s" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
   pause_dir="$cache_root/pause-$pause_version-$(key "$pause_version" "$pause_src")"
-  if [ ! -f "$pause_dir/.complete" ]; then
-    rm -rf "$pause_dir" && mkdir -p "$pause_dir/bin"
-    gcc -Os -Wall -static -DVERSION="v$pause_version" -o "$pause_dir/bin/pause" "$pause_src"
-    strip "$pause_dir/bin/pause" && touch "$pause_dir/.complete"
-  fi
+  locked build_pause "$pause_dir" "$pause_src" "$pause_version"
   for b in "$coredns_dir"/bin/* "$pause_dir"/bin/*; do ln -sfn "$b" "$out/$(basename "$b")"; done
   # The NetworkPolicy enforcer (kube-router's policy controller; see clients/tools.go).
   netpol_dir=$(clients_dir kube-router github.com/cloudnativelabs/kube-router/v2)

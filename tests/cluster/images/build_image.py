@@ -264,6 +264,7 @@ def build_cached(args, key_hash, fill):
     """The image keyed by key_hash, built by fill(root) -> config unless the cache has it."""
     out = cached_path(args.cache, args.tag, key_hash.hexdigest())
     if not os.path.exists(out):
+        print(f"build_image: building {args.tag} (first time only)", file=sys.stderr)
         work = tempfile.mkdtemp(prefix="valley-image-", dir=args.cache)
         try:
             root = os.path.join(work, "root")
