@@ -27,7 +27,7 @@ Options default_options() {
           {"peer", "backfill"},
           {"load", "0"},
           {"usage-half-life-hours", "168"},
-          {"aging-step-minutes", "10"}};
+          {"aging-step-minutes", std::to_string(Inputs{}.aging_step.count() / 60)}};
 }
 
 cost::Policy read_policy(const std::string& path) {

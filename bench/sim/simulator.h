@@ -53,6 +53,7 @@
 #include "bench/sim/kpi.h"
 #include "bench/sim/model.h"
 #include "controllers/cost/policy.h"
+#include "controllers/planner/planner.h"
 
 namespace valley::sim {
 
@@ -96,8 +97,9 @@ struct Inputs {
   // Fairness and reclaim figures are taken in [0, window) (0: until the last arrival).
   int64_t window_seconds = 0;
   std::chrono::seconds usage_half_life{168 * 3600};
-  // Valley's --planner-aging-step (0: off); the peers order by priority, then arrival.
-  std::chrono::seconds aging_step{600};
+  // Valley's --planner-aging-step (0: off; the planner's default unless told); the peers order by
+  // priority, then arrival.
+  std::chrono::seconds aging_step = planner::Config{}.aging_step;
 };
 
 struct JobResult {
