@@ -71,11 +71,17 @@ class LoopsTest : public ::testing::Test {
   json create_task(const std::string& name, const json& spec) {
     return api.create(res::kTrainingTasks, ns, {{"apiVersion", "valley.dev/v1beta1"}, {"kind", "TrainingTask"}, {"metadata", {{"name", name}}}, {"spec", spec}});
   }
-  // Waits until the cache shows the task (and at least this resourceVersion of it).
+  // Waits until the cache shows the task (at this resourceVersion, if given) in its store and in the
+  // planning snapshot, which the store's event handlers bring up to date a moment later: a plan
+  // made in between would not see the task yet.
   bool cached_task(const std::string& name, const std::string& rv = "") {
+    const std::string key = std::string(ns) + "/" + name;
+    auto current = [&](const json* t) { return t && (rv.empty() || (*t)["metadata"].value("resourceVersion", "") == rv); };
     return eventually([&] {
-      auto t = cache->task(std::string(ns) + "/" + name);
-      return t && (rv.empty() || (*t)["metadata"].value("resourceVersion", "") == rv);
+      if (!current(cache->task(key).get())) return false;
+      for (const auto& entry : cache->snapshot_view().tasks)
+        if (entry->key == key) return current(entry->object.get());
+      return false;
     });
   }
   json task(const std::string& name) { return api.get(res::kTrainingTasks, ns, name); }
@@ -151,9 +157,9 @@ TEST_F(LoopsTest, TaskReconcilerCreatesTheAdmittedGangOnceAndWritesItsStatus) {
   planning->plan_once();
   EXPECT_TRUE(tasks->reconcile("team/job").ok);
   const json after = task("job");
-  EXPECT_EQ(after["status"].value("phase", ""), "Admitted") << after.dump(2);
-  EXPECT_EQ(after["status"].value("epoch", 0), 1);
-  EXPECT_EQ(after["status"].value("observedGeneration", 0), 1);
+  EXPECT_EQ(kube::object_at(after, "status").value("phase", ""), "Admitted") << after.dump(2);
+  EXPECT_EQ(kube::object_at(after, "status").value("epoch", 0), 1);
+  EXPECT_EQ(kube::object_at(after, "status").value("observedGeneration", 0), 1);
   // The launcher and two workers (each held by the accounting finalizer until its cost is
   // written), owned by the task; the headless Service, the SSH keys and the NetworkPolicy.
   const auto pods = api.objects("pods", ns);
