@@ -81,12 +81,12 @@ nlohmann::json task_object(const SimJob& j, PolicyKind policy, const std::string
 
 nlohmann::json worker_pod(const SimJob& j, const std::vector<planner::Task::Worker>& placement, size_t index, const std::string& ns) {
   const auto& w = placement[index];
-  // As render asks for it: a replica by the device plugin's resource, the split in an annotation.
+  // As render asks for it: a replica by the device plugin's resource, the split in a sealed record.
   const auto replicas = gpu::replicas_of(w.gpu_resource);
   nlohmann::json annotations = nlohmann::json::object();
   if (replicas)
     annotations[replicas->sharing == gpu::Sharing::Mps ? api::kMpsReplicasAnnotation : api::kTimeSlicedReplicasAnnotation] = std::to_string(replicas->replicas);
-  return {{"apiVersion", "v1"},
+  nlohmann::json pod = {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata",
            {{"name", render::worker_name(j.trace.id, static_cast<int>(index))},
@@ -105,6 +105,8 @@ nlohmann::json worker_pod(const SimJob& j, const std::vector<planner::Task::Work
             {"containers", nlohmann::json::array({{{"name", "worker"},
                                                    {"resources", {{"limits", {{replicas ? replicas->resource : w.gpu_resource, std::to_string(w.count)}}}}}}})}}},
           {"status", {{"phase", "Running"}}}};
+  api::seal_records(pod);
+  return pod;
 }
 
 void Simulator::sync_snapshot() {

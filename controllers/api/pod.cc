@@ -92,6 +92,41 @@ PriceClass price_class(const std::string& annotation) {
 }
 
 namespace {
+constexpr const char* kSealedRecords[] = {kClaimedGpusAnnotation, kGpuSeatAnnotation, kMpsReplicasAnnotation, kTimeSlicedReplicasAnnotation,
+                                          kPricedAsAnnotation};
+
+// The records Valley reads on a pod, by annotation key (see kRecordsEnv): the seal's last entry
+// (what the container sees too), or an earlier release's annotations; none on another's pod.
+json records_of(const json& pod) {
+  const json& meta = object_at(pod, "metadata");
+  if (string_at(object_at(meta, "labels"), kManagedByLabel) != "valley") return json::object();
+  const json& containers = array_at(object_at(pod, "spec"), "containers");
+  const json* sealed = nullptr;
+  if (!containers.empty())
+    for (const auto& e : array_at(containers[0], "env"))
+      if (string_at(e, "name") == kRecordsEnv) sealed = &e;
+  if (!sealed) return object_at(meta, "annotations");
+  json records = json::parse(string_at(*sealed, "value"), nullptr, false);
+  return records.is_object() ? records : json::object();
+}
+}  // namespace
+
+void seal_records(json& pod) {
+  const json& containers = array_at(object_at(pod, "spec"), "containers");
+  if (containers.empty() || !containers[0].is_object()) return;
+  const json& annotations = object_at(object_at(pod, "metadata"), "annotations");
+  json records = json::object();
+  for (const char* key : kSealedRecords)
+    if (annotations.contains(key)) records[key] = annotations[key];
+  json& container = pod["spec"]["containers"][0];
+  json env = json::array();
+  for (const auto& e : array_at(container, "env"))
+    if (string_at(e, "name") != kRecordsEnv) env.push_back(e);
+  env.push_back({{"name", kRecordsEnv}, {"value", records.dump()}});
+  container["env"] = std::move(env);
+}
+
+namespace {
 // The one value a pod's required node affinity asks `key` to be In, under `list` (matchFields or
 // matchExpressions) of one of its terms; "" if none.
 std::string required_single(const json& pod, const char* list, const char* key) {
@@ -135,22 +170,23 @@ Pod pod_from(const json& pod) {
   p.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   p.deletion_timestamp = kube::time_at(meta, "deletionTimestamp");
   p.hostfile = string_at(object_at(meta, "annotations"), kHostfileAnnotation);
-  const ClaimedGpus claimed = claimed_gpus(string_at(object_at(meta, "annotations"), kClaimedGpusAnnotation));
+  const json records = records_of(pod);
+  const ClaimedGpus claimed = claimed_gpus(string_at(records, kClaimedGpusAnnotation));
   p.claimed_class = claimed.device_class;
   p.claimed_count = claimed.count;
-  const ClaimedGpus seat = claimed_gpus(string_at(object_at(meta, "annotations"), kGpuSeatAnnotation));
+  const ClaimedGpus seat = claimed_gpus(string_at(records, kGpuSeatAnnotation));
   p.seat_class = seat.device_class;
   p.seat_milli = std::min<int64_t>(seat.count, 1000);
   if (p.seat_milli > 0)
     for (const auto& c : array_at(object_at(pod, "spec"), "resourceClaims"))
       if (p.seat_claim.empty()) p.seat_claim = string_at(c, "resourceClaimName");
   auto replicas = [&](const char* annotation) {
-    const int64_t r = extended_quantity(string_at(object_at(meta, "annotations"), annotation));
+    const int64_t r = extended_quantity(string_at(records, annotation));
     return r >= 2 && r <= 999 ? static_cast<int>(r) : 0;
   };
   p.mps_replicas = replicas(kMpsReplicasAnnotation);
   p.time_sliced_replicas = replicas(kTimeSlicedReplicasAnnotation);
-  p.priced_as = price_class(string_at(object_at(meta, "annotations"), kPricedAsAnnotation));
+  p.priced_as = price_class(string_at(records, kPricedAsAnnotation));
   const json& spec = object_at(pod, "spec");
   p.node_name = string_at(spec, "nodeName");
   p.pinned = pinned_node(pod);

@@ -8,11 +8,12 @@
 //   metadata: namespace, name, uid, resourceVersion, labels (string values), owner UIDs, finalizers,
 //             deletionTimestamp (whether present, and its time), the kHostfileAnnotation,
 //             kClaimedGpusAnnotation, kGpuSeatAnnotation, kMpsReplicasAnnotation,
-//             kTimeSlicedReplicasAnnotation and kPricedAsAnnotation annotations;
+//             kTimeSlicedReplicasAnnotation and kPricedAsAnnotation records (sealed: kRecordsEnv);
 //   spec:     nodeName; the node a required node affinity pins it to (a matchFields term
 //             metadata.name In [one node], as render writes it); per container and init container
 //             the extended resources (names with a '/', e.g. nvidia.com/gpu), cpu (thousandths),
-//             memory and ephemeral-storage (bytes) of limits and requests;
+//             memory and ephemeral-storage (bytes) of limits and requests; the records sealed in
+//             the first container's kRecordsEnv (read into the fields of those annotations);
 //   status:   phase, reason, startTime; conditions (type, status, reason, message,
 //             lastTransitionTime); per container and init container status its name, whether
 //             state.running / state.terminated is present, running.startedAt, terminated exitCode,
@@ -67,6 +68,20 @@ struct PriceClass {
 std::string price_class_annotation(const PriceClass& c);
 PriceClass price_class(const std::string& annotation);  // vendor "" when absent or malformed
 
+// The label on every pod Valley makes.
+inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+// The records above that count and price a pod's GPUs (all but the hostfile, which Valley rewrites)
+// are sealed when Valley makes the pod: copied, as one JSON object by annotation key, into this
+// variable of its first container's environment. A pod's containers cannot change once it exists,
+// so whoever may edit the pod (a tenant, where deploy/policies/valley-pods.yaml is not installed)
+// cannot rewrite or remove how its GPUs are counted and billed. The annotations stay, for people
+// and for operators of earlier releases. Read from the seal on a pod labelled kManagedByLabel=valley;
+// from its annotations when it has no seal (an earlier release made it); on other pods, never.
+inline constexpr const char* kRecordsEnv = "VALLEY_RECORDS";
+// Seals the records the pod's annotations hold now, replacing any kRecordsEnv its first container
+// had (a template's); a pod without containers is left as it is.
+void seal_records(nlohmann::json& pod);
+
 struct PodCondition {
   std::string type, status, reason, message;
   std::optional<SystemTime> last_transition;
@@ -107,17 +122,17 @@ struct PodContent {
   bool deleting = false;                         // metadata.deletionTimestamp present
   std::optional<SystemTime> deletion_timestamp;  // ... and its time
   std::string hostfile;                          // metadata.annotations[kHostfileAnnotation]
-  // metadata.annotations[kClaimedGpusAnnotation], read: the DeviceClass and count (0: none).
+  // the kClaimedGpusAnnotation record, read: the DeviceClass and count (0: none).
   std::string claimed_class;
   int64_t claimed_count = 0;
-  // metadata.annotations[kGpuSeatAnnotation], read: the DeviceClass and thousandths (0: none), and
+  // the kGpuSeatAnnotation record, read: the DeviceClass and thousandths (0: none), and
   // the claim its seat is on (spec.resourceClaims' resourceClaimName, "" if none).
   std::string seat_class;
   int64_t seat_milli = 0;
   std::string seat_claim;
-  int mps_replicas = 0;                          // metadata.annotations[kMpsReplicasAnnotation], 0: none
-  int time_sliced_replicas = 0;                  // metadata.annotations[kTimeSlicedReplicasAnnotation], 0: none
-  PriceClass priced_as;                          // metadata.annotations[kPricedAsAnnotation]
+  int mps_replicas = 0;                          // the kMpsReplicasAnnotation record, 0: none
+  int time_sliced_replicas = 0;                  // the kTimeSlicedReplicasAnnotation record, 0: none
+  PriceClass priced_as;                          // the kPricedAsAnnotation record
   std::string node_name;                         // spec.nodeName
   std::string pinned;                            // the node its required affinity names, "" if none
   std::string bought_from;                       // the NodePool its required affinity names (bought_pool), "" if none

@@ -4,6 +4,8 @@
 #include <array>
 #include <string_view>
 
+#include "controllers/api/pod.h"
+
 namespace valley::api {
 namespace {
 
@@ -39,6 +41,10 @@ void check_container(const json& c, const std::string& path, std::vector<std::st
           out.push_back(path + ".securityContext.capabilities.add: " + (cap.is_string() ? cap.get<std::string>() : std::string("?")) +
                         " is beyond Pod Security Baseline");
   }
+  if (c.contains("env") && c["env"].is_array())
+    for (const auto& e : c["env"])
+      if (e.is_object() && e.value("name", json("")) == kRecordsEnv)
+        out.push_back(path + ".env." + kRecordsEnv + ": Valley's own record of the pod's GPUs, sealed when it makes the pod");
   if (c.contains("ports") && c["ports"].is_array())
     for (const auto& p : c["ports"])
       if (p.is_object() && is_set(p, "hostPort") && !(p["hostPort"].is_number_integer() && p["hostPort"].get<int64_t>() == 0))

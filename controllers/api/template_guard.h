@@ -7,7 +7,8 @@
 //   placement: nodeName, schedulerName (both bypass Valley's plan), priorityClassName and priority
 //              (preemption outside Valley's priorities and quota), a toleration of every taint;
 //   identity:  serviceAccountName / serviceAccount (the namespace's default account only);
-//   bookkeeping: labels and annotations under valley.dev/ (Valley's own records: replicas, seats).
+//   bookkeeping: labels and annotations under valley.dev/ (Valley's own records: replicas, seats),
+//              a container's VALLEY_RECORDS (their sealed copy, api::kRecordsEnv).
 #pragma once
 
 #include <nlohmann/json.hpp>

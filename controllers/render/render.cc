@@ -320,6 +320,7 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
          json::array({{{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {placement.node}}}})}}})}};
   }
   tolerate_gpu_taint(pod["spec"], placement);
+  api::seal_records(pod);
   return pod;
 }
 
@@ -493,6 +494,7 @@ json launcher_pod(const TaskSpec& spec, const Shape& shape, const LauncherPlacem
   if (!inits.is_array()) inits = json::array();
   inits.push_back(wait);  // after the user's own init containers
   ps["initContainers"] = inits;
+  api::seal_records(pod);
   return pod;
 }
 

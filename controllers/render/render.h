@@ -31,7 +31,7 @@ using json = nlohmann::json;
 using api::TaskSpec;
 
 namespace label {
-inline constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedBy = api::kManagedByLabel;
 inline constexpr const char* kTask = "valley.dev/task";
 inline constexpr const char* kRole = "valley.dev/role";
 inline constexpr const char* kEpoch = "valley.dev/epoch";

@@ -27,6 +27,10 @@ const std::shared_ptr<const FieldMask>& pod_fields() {
   static const auto mask = [] {
     const FieldMask all = FieldMask::all();
     const FieldMask container = FieldMask::only({{"name", all}, {"resources", all}, {"restartPolicy", all}});
+    // And of the containers' environment, names and values: the first one's holds Valley's sealed
+    // records (api::kRecordsEnv).
+    const FieldMask env = FieldMask::only({{"name", all}, {"value", all}});
+    const FieldMask container_and_env = FieldMask::only({{"name", all}, {"resources", all}, {"restartPolicy", all}, {"env", env}});
     // A container's state: which one it is, its start, how it ended or why it waits; of the last
     // one, its start.
     const FieldMask started = FieldMask::only({{"startedAt", all}});
@@ -48,7 +52,7 @@ const std::shared_ptr<const FieldMask>& pod_fields() {
                                                                         {api::kTimeSlicedReplicasAnnotation, all}, {api::kPricedAsAnnotation, all}})}})},
         {"spec", FieldMask::only({{"nodeName", all},
                                   {"affinity", FieldMask::only({{"nodeAffinity", FieldMask::only({{"requiredDuringSchedulingIgnoredDuringExecution", all}})}})},
-                                  {"containers", container},
+                                  {"containers", container_and_env},
                                   {"initContainers", container},
                                   {"resourceClaims", FieldMask::only({{"name", all}, {"resourceClaimName", all}})}})},
         {"status", FieldMask::only({{"phase", all},

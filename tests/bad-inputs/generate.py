@@ -317,6 +317,8 @@ ATTACKS = [
     ("template-host-pid", "a worker in the node's process namespace", F, "spec.hostPID", tmpl({"hostPID": True})),
     ("template-host-path", "a worker mounting the node's root", F, "volumes.root.hostPath",
      tmpl({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]})),
+    ("template-records-env", "a worker template writing Valley's sealed records of its GPUs (billing would count none)", F,
+     "env.VALLEY_RECORDS: Valley's own record", tmpl({"containers": [{"name": "worker", "env": [{"name": "VALLEY_RECORDS", "value": "{}"}]}]})),
     ("template-privileged", "a privileged worker", F, "securityContext.privileged",
      tmpl({"containers": [{"name": "worker", "securityContext": {"privileged": True}}]})),
     ("template-capability", "a worker adding SYS_ADMIN", F, "capabilities.add: SYS_ADMIN",

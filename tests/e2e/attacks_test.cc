@@ -120,6 +120,9 @@ TEST_F(AttacksTest, ATemplateCarryingValleysRecordsOrLeavingIsolationIsRefusedNa
   json privileged = single();
   privileged["worker"]["template"]["spec"]["containers"] = {{{"name", "worker"}, {"securityContext", {{"privileged", true}}}}};
   EXPECT_NE(refused(privileged, "priv").find("privileged"), std::string::npos);
+  json sealed = single();
+  sealed["worker"]["template"]["spec"]["containers"] = {{{"name", "worker"}, {"env", {{{"name", "VALLEY_RECORDS"}, {"value", "{}"}}}}}};
+  EXPECT_NE(refused(sealed, "sealed").find("env.VALLEY_RECORDS"), std::string::npos);
   json fine = single();
   fine["worker"]["template"]["metadata"] = {{"annotations", {{"team", "a"}}}};
   EXPECT_EQ(refused(fine, "fine"), "") << "a plain template is taken";

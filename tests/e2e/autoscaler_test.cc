@@ -277,10 +277,14 @@ TEST_F(BoughtCapacity, ANodeClaimDeletedUnderARunningGangIsANoticeAndTheGangRuns
   // What Karpenter does to a node it takes away (an interruption, an expiry, a drift, or by hand):
   // the NodeClaim goes, its node is tainted karpenter.sh/disrupted and drained; the gang's pods
   // carry do-not-disrupt, so the drain waits for them. Valley reads the taint as a notice.
+  // (Karpenter writes the node's name into its NodeClaim's status once it registered the node, which
+  // may be after kube-scheduler bound a pod there.)
   std::string claim;
-  for (const auto& c : claims_of_pool(*admin, ns))
-    if (c.value("status", json::object()).value("nodeName", "") == first) claim = c["metadata"]["name"].get<std::string>();
-  ASSERT_FALSE(claim.empty()) << "no NodeClaim of node " << first;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& c : claims_of_pool(*admin, ns))
+      if (c.value("status", json::object()).value("nodeName", "") == first) claim = c["metadata"]["name"].get<std::string>();
+    return !claim.empty();
+  }, 30s)) << "no NodeClaim of node " << first;
   admin->remove(kNodeClaims, "", claim);
   std::string second;
   ASSERT_TRUE(eventually([&] {

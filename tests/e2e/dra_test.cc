@@ -100,6 +100,40 @@ TEST_F(DraTest, AGangOnDraGpusGetsClaimsKubeSchedulerAllocatesAndIsPricedByTheir
   }, 30s)) << task("dra")["status"].dump(2);
 }
 
+// Without deploy/policies/valley-pods.yaml a tenant who may edit pods can rewrite or remove the
+// annotations on Valley's workers. How many GPUs a worker holds is read from the record sealed in
+// its container when Valley made it (api::kRecordsEnv), which the API server keeps as it was: with
+// every worker's claimed-gpus annotation removed, the DRA node still counts as full (the next task
+// goes to the other node) and the gang is still billed for its four GPUs.
+TEST_F(DraTest, AWorkersRecordRemovedByATenantChangesNeitherWhatItHoldsNorItsBill) {
+  apply(gang(4), "dra");
+  ASSERT_TRUE(wait_phase("Running", 60s, "dra")) << task("dra").dump(2);
+  ASSERT_TRUE(eventually([&] { return cost("dra").value("ledger", json::array()).size() == 4; }, 30s)) << task("dra")["status"].dump(2);
+  for (const auto& p : workers("dra")) {
+    const std::string name = p["metadata"]["name"];
+    json containers = p["spec"]["containers"];
+    containers[0]["env"] = json::array();
+    try {
+      admin->patch(kPods, ns, name, kube::PatchType::Merge, {{"spec", {{"containers", containers}}}});
+      ADD_FAILURE() << "the API server let " << name << "'s container change";
+    } catch (const kube::KubeError& e) {
+      EXPECT_EQ(e.http_status(), 422) << e.what();
+    }
+    admin->patch(kPods, ns, name, kube::PatchType::Merge, {{"metadata", {{"annotations", {{"valley.dev/claimed-gpus", nullptr}}}}}});
+  }
+  for (const auto& p : workers("dra")) ASSERT_FALSE(p["metadata"].value("annotations", json::object()).contains("valley.dev/claimed-gpus"));
+  const int64_t billed = cost("dra").value("breakdown", json::object()).value("gpuMicros", int64_t{0});
+  apply(gang(1), "next");
+  ASSERT_TRUE(wait_phase("Running", 60s, "next")) << task("next").dump(2);
+  ASSERT_EQ(workers("next").size(), 1u);
+  EXPECT_EQ(workers("next")[0]["spec"].value("nodeName", ""), plugin_node()) << "the DRA node's four GPUs are still held";
+  EXPECT_TRUE(eventually([&] { return cost("dra").value("breakdown", json::object()).value("gpuMicros", int64_t{0}) > billed; }, 30s))
+      << task("dra")["status"].dump(2);
+  const json ledger = cost("dra").value("ledger", json::array());
+  EXPECT_EQ(ledger.size(), 4u) << ledger.dump(2);
+  for (const auto& e : ledger) EXPECT_EQ(e.value("shareMilli", 0), 1000) << e.dump();
+}
+
 // A pod of someone else's holds two of the DRA node's four GPUs through its own claim. Valley
 // counts that claim, its own workers through their pods, and the device plugin's GPUs on the other
 // node once each: what fits runs, what does not waits, and no node is asked for more than it has.

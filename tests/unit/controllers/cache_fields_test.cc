@@ -33,7 +33,8 @@ json full_pod() {
       "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
       "initContainers": [{"name": "wait", "image": "busybox", "command": ["sh"], "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
       "containers": [{"name": "worker", "image": "train:1", "command": ["/usr/sbin/sshd"], "args": ["-D"],
-        "env": [{"name": "VALLEY_SSH_PORT", "value": "2222"}], "volumeMounts": [{"name": "ssh", "mountPath": "/etc/valley/ssh"}],
+        "env": [{"name": "VALLEY_SSH_PORT", "value": "2222"}, {"name": "VALLEY_RECORDS", "value": "{\"valley.dev/priced-as\":\"nvidia/spot/A100\"}"},
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}], "volumeMounts": [{"name": "ssh", "mountPath": "/etc/valley/ssh"}],
         "resources": {"limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "2", "cpu": "1"}},
         "securityContext": {"runAsNonRoot": true}}]},
     "status": {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory.",
@@ -74,7 +75,9 @@ TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
   EXPECT_LT(lean.dump().size(), full.dump().size() * 2 / 3);
   EXPECT_EQ(lean["metadata"]["annotations"], json({{"valley.dev/hostfile", "t-worker-0.t-workers.ns.svc slots=1\n"}, {"valley.dev/priced-as", "nvidia/spot/A100"}}));
   EXPECT_FALSE(lean["spec"].contains("volumes"));
-  EXPECT_FALSE(lean["spec"]["containers"][0].contains("env"));
+  // Of the environment, names and values (Valley's sealed records are one of them).
+  EXPECT_EQ(lean["spec"]["containers"][0]["env"].size(), 3u);
+  EXPECT_FALSE(lean["spec"]["containers"][0]["env"][2].contains("valueFrom"));
   EXPECT_FALSE(lean["status"]["conditions"][0].contains("lastProbeTime"));
   EXPECT_FALSE(lean["status"]["containerStatuses"][0]["state"]["terminated"].contains("containerID"));
   EXPECT_EQ(lean["status"]["containerStatuses"][0]["lastState"]["terminated"]["startedAt"], "2026-11-24T08:59:00Z");
@@ -88,6 +91,7 @@ TEST(CacheFields, ThePodReadersSeeTheSameInALeanPod) {
   EXPECT_EQ(a.resource_version, "42");
   EXPECT_EQ(a.label("valley.dev/worker-index"), "1");
   EXPECT_EQ(a.label("absent"), "");
+  EXPECT_EQ(a.priced_as, api::price_class("nvidia/spot/A100"));
   EXPECT_EQ(a.owner_uids, std::vector<std::string>{"u-1"});
   EXPECT_EQ(a.finalizers, std::vector<std::string>{"valley.dev/accounting"});
   EXPECT_TRUE(a.deleting);

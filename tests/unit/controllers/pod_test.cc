@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace valley::api {
 namespace {
 
@@ -42,6 +44,50 @@ TEST(Pod, APriceClassReadsBackAsWrittenAndAMalformedOneAsNone) {
   EXPECT_EQ(price_class(price_class_annotation(c)), c) << "the product may hold a slash";
   EXPECT_EQ(price_class("nvidia/on-demand/"), (PriceClass{"nvidia", "on-demand", ""}));
   for (const char* bad : {"", "nvidia", "nvidia/spot", "/spot/A100", "nvidia//A100"}) EXPECT_EQ(price_class(bad), PriceClass{}) << bad;
+}
+
+// What counts and prices a worker's GPUs is read from the copy sealed in its container when Valley
+// made it: whoever may edit the pod can rewrite or remove the annotations, never the container.
+TEST(Pod, ValleysRecordsAreReadFromTheSealNotFromAnnotationsAnyoneMayEdit) {
+  json made = worker();
+  made["metadata"]["labels"][kManagedByLabel] = "valley";
+  made["metadata"]["annotations"] = {{kClaimedGpusAnnotation, "gpu.nvidia.com=4"}, {kTimeSlicedReplicasAnnotation, "2"},
+                                     {kPricedAsAnnotation, "nvidia/spot/H100"}, {"team", "a"}};
+  made["spec"]["containers"][0]["env"] = json::array({{{"name", kRecordsEnv}, {"value", R"({"valley.dev/claimed-gpus":"gpu.nvidia.com=1"})"}}});
+  seal_records(made);  // a template's entry replaced by what the annotations hold now
+  const json& env = made["spec"]["containers"][0]["env"];
+  ASSERT_EQ(env.size(), 1u) << env.dump();
+  EXPECT_EQ(json::parse(env[0].value("value", "")),
+            json({{kClaimedGpusAnnotation, "gpu.nvidia.com=4"}, {kTimeSlicedReplicasAnnotation, "2"}, {kPricedAsAnnotation, "nvidia/spot/H100"}}));
+  auto read = [](const Pod& p) { return std::make_tuple(p.claimed_class, p.claimed_count, p.time_sliced_replicas, p.priced_as.product); };
+  const auto as_made = std::make_tuple(std::string("gpu.nvidia.com"), int64_t{4}, 2, std::string("H100"));
+  EXPECT_EQ(read(pod_from(made)), as_made);
+
+  json rewritten = made;
+  rewritten["metadata"]["annotations"] = {{kClaimedGpusAnnotation, "gpu.nvidia.com=1"}, {kTimeSlicedReplicasAnnotation, "999"},
+                                          {kPricedAsAnnotation, "nvidia/spot/cheap"}};
+  EXPECT_EQ(read(pod_from(rewritten)), as_made);
+  json removed = made;
+  removed["metadata"].erase("annotations");
+  EXPECT_EQ(read(pod_from(removed)), as_made);
+
+  // A pod an earlier release made (no seal): its annotations. Another's pod: no records at all.
+  json earlier = made;
+  earlier["spec"]["containers"][0].erase("env");
+  EXPECT_EQ(read(pod_from(earlier)), as_made);
+  json foreign = earlier;
+  foreign["metadata"]["labels"].erase(kManagedByLabel);
+  EXPECT_EQ(read(pod_from(foreign)), std::make_tuple(std::string(), int64_t{0}, 0, std::string()));
+  // A seal that is not an object holds no records; one with nothing to seal seals "{}".
+  json garbled = made;
+  garbled["spec"]["containers"][0]["env"][0]["value"] = "[1]";
+  EXPECT_EQ(read(pod_from(garbled)), std::make_tuple(std::string(), int64_t{0}, 0, std::string()));
+  json plain = worker();
+  seal_records(plain);
+  EXPECT_EQ(plain["spec"]["containers"][0]["env"], json::array({{{"name", kRecordsEnv}, {"value", "{}"}}}));
+  json no_containers = {{"metadata", {{"name", "x"}}}};
+  seal_records(no_containers);
+  EXPECT_EQ(no_containers, json({{"metadata", {{"name", "x"}}}}));
 }
 
 TEST(Pod, MistypedFieldsReadAsAbsentAndNothingThrows) {

@@ -70,6 +70,17 @@ TEST(Render, AWorkerCarriesItsPlannedNodesPriceClassAndTheTemplateCannotSetIt) {
   json pod = worker_pod(s, 0, {1, 1}, placement);
   EXPECT_EQ(pod["metadata"]["annotations"][api::kPricedAsAnnotation], "nvidia/on-demand/A100-SXM4-80GB");
   EXPECT_EQ(api::pod_from(pod).priced_as, placement.priced_as);
+  // Sealed in the container, where no edit of the pod reaches (api::kRecordsEnv), after every
+  // variable a template set: what the container sees is what Valley reads.
+  pod["metadata"]["annotations"][api::kPricedAsAnnotation] = "nvidia/spot/cheap";
+  EXPECT_EQ(api::pod_from(pod).priced_as, placement.priced_as);
+  EXPECT_EQ(pod["spec"]["containers"][0]["env"].back().value("name", ""), api::kRecordsEnv);
+  s.worker.pod_template = json::parse(R"({"spec":{"containers":[{"name":"w","env":[{"name":"VALLEY_RECORDS","value":"{}"}]}]}})");
+  json templated = worker_pod(s, 0, {1, 1}, placement);
+  int seals = 0;
+  for (const auto& e : templated["spec"]["containers"][0]["env"]) seals += e.value("name", "") == api::kRecordsEnv;
+  EXPECT_EQ(seals, 1) << templated["spec"]["containers"][0]["env"].dump();
+  EXPECT_EQ(api::pod_from(templated).priced_as, placement.priced_as);
   placement.gpu_count = 0;
   EXPECT_FALSE(worker_pod(s, 0, {1, 1}, placement)["metadata"]["annotations"].contains(api::kPricedAsAnnotation));
 }
