@@ -27,6 +27,7 @@ Options default_options() {
           {"peer", "backfill"},
           {"load", "0"},
           {"usage-half-life-hours", "168"},
+          {"fair-share-weights", "entitled"},
           {"aging-step-minutes", std::to_string(Inputs{}.aging_step.count() / 60)}};
 }
 
@@ -82,6 +83,9 @@ Inputs read_inputs(Options& opt, double* kept_share) {
     if (!in.tenant_weights.empty()) in.tenant_weights = present;
   }
   in.usage_half_life = std::chrono::seconds(static_cast<int64_t>(std::stod(opt["usage-half-life-hours"]) * 3600));
+  if (opt["fair-share-weights"] != "entitled" && opt["fair-share-weights"] != "equal")
+    throw InputError("--fair-share-weights: entitled or equal, not " + opt["fair-share-weights"]);
+  in.equal_fair_share_weights = opt["fair-share-weights"] == "equal";
   in.workload = parse_workload(kube::read_file(opt["workload"], "workload"));
   in.pricing = read_policy(opt["pricing"]);
   // Measured pair rates: what the platform's PricingPolicy lists, and how fast pairs really run.

@@ -8,7 +8,10 @@
 //              [--duration-error 50] [--label NAME] [--load L] [--tenancy none,borrowing,strict]
 //              [--usage-half-life-hours 168] [--jobs-out] [--topology unaware,aware]
 //              [--placement-speed fewest|measured] [--pairs FILE] [--cloud FILE]
-//              [--peer backfill|kueue] [--aging-step-minutes 10]
+//              [--peer backfill|kueue] [--aging-step-minutes 10] [--fair-share-weights entitled|equal]
+//
+// --fair-share-weights equal: every tenant's fair-share weight (Tenant spec.weight) the same, its
+// nominal quotas still by entitlement, to measure what the weight moves.
 //
 // --aging-step-minutes: Valley's --planner-aging-step (a waiting task gains a priority point per
 // step; 0 turns aging off), to measure what it moves (the KPIs: starvation, inversions).
@@ -263,6 +266,7 @@ json write_figures(const Inputs& in, const std::vector<Result>& results, const B
               {"slice", {{"fromHour", std::stod(opt["from-hour"])}, {"toHour", std::stod(opt["to-hour"])}, {"jobs", in.jobs.size()},
                          {"load", std::stod(opt["load"])}, {"sampled", std::round(kept * 1000) / 1000}}},
               {"usageHalfLifeHours", std::stod(opt["usage-half-life-hours"])},
+              {"fairShareWeights", opt["fair-share-weights"]},
               {"cluster", opt["cluster"]},
               {"spot", opt.count("spot") ? opt["spot"] : ""},
               {"cloud", opt.count("cloud") ? opt["cloud"] : ""},

@@ -9,8 +9,9 @@
 
 namespace valley::sim::detail {
 
-// Each tenant's nominal quota in every pool, and its fair-share weight: its normalized weight.
-// Strict: nothing may be borrowed (what rounding leaves over stays idle).
+// Each tenant's nominal quota in every pool, its normalized entitlement; its fair-share weight the
+// same, or 1/n with equal_fair_share_weights. Strict: nothing may be borrowed (what rounding leaves
+// over stays idle).
 void Simulator::setup_tenants() {
   double total = 0;
   for (const auto& [name, w] : in_.tenant_weights) total += std::max(0.0, w);
@@ -19,10 +20,11 @@ void Simulator::setup_tenants() {
   for (const auto& n : nodes_) capacity[planner::pool_of(n.node)] += int64_t{n.pool->gpus_per_node} * 1000;
   for (const auto& [name, w] : in_.tenant_weights) {
     planner::Tenant t;
-    t.weight = std::max(0.0, w) / total;
+    const double entitled = std::max(0.0, w) / total;
+    t.weight = in_.equal_fair_share_weights ? 1.0 / static_cast<double>(in_.tenant_weights.size()) : entitled;
     for (const auto& [pool, milli] : capacity) {
       planner::PoolQuota q;
-      q.nominal_milli = static_cast<int64_t>(std::floor(static_cast<double>(milli) * t.weight));
+      q.nominal_milli = static_cast<int64_t>(std::floor(static_cast<double>(milli) * entitled));
       if (in_.tenancy == Tenancy::Strict) q.borrowing_limit_milli = 0;
       t.quota[pool] = q;
     }

@@ -94,6 +94,9 @@ struct Inputs {
   bool peer_as_kueue = false;
   // Each tenant's entitlement (any scale; normalized over these tenants). Empty: no tenant figures.
   std::map<std::string, double> tenant_weights;
+  // Fair-share weights (Tenant spec.weight) equal for every tenant instead of their entitlements;
+  // the nominal quotas stay by entitlement. The weight is a platform team's knob: this measures it.
+  bool equal_fair_share_weights = false;
   // Fairness and reclaim figures are taken in [0, window) (0: until the last arrival).
   int64_t window_seconds = 0;
   std::chrono::seconds usage_half_life{168 * 3600};

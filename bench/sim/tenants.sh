@@ -8,7 +8,9 @@
 # The slices are 48 hours spread over the trace's busy months (weeks 4, 6 and 9), fixed before any
 # result was seen.
 #   bench/sim/tenants.sh [OUT] [valley-sim args...]     OUT defaults to bench/results/tenants
-# (about 30 minutes on 2 cores; TENANTS_REPORT_ONLY=1 only rewrites OUT/tenants.md from the runs there)
+# Then Valley with Tenants again, every tenant's fair-share weight the same (--fair-share-weights
+# equal), for the scheduler's KPIs by knob (#73): the weight, and reclaim (borrowing against strict).
+# (about 40 minutes on 2 cores; TENANTS_REPORT_ONLY=1 only rewrites OUT/tenants.md from the runs there)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-bench/results/tenants}
@@ -21,12 +23,20 @@ gzip -dc bench/data/pollux-adaptdl/philly.csv.gz > bench/out/philly.csv  # kept 
     --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
     --workload bench/sim/inputs/workload.yaml --profiles bench/data/pollux-adaptdl --policy valley --tenancy none,borrowing,strict \
     --no-bound --out "$out/philly-$from" "$@" >/dev/null
+  # The fair-share weight as a knob: every tenant's the same, the quotas as before.
+  build/bin/valley-sim --label "philly-$from" --trace bench/out/philly.csv --from-hour "$from" --to-hour "$to" --load 1.2 \
+    --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
+    --workload bench/sim/inputs/workload.yaml --profiles bench/data/pollux-adaptdl --policy valley --tenancy borrowing \
+    --fair-share-weights equal --no-bound --out "$out/philly-$from-equal-weights" "$@" >/dev/null
 done
 python3 - "$out" <<'PY'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
 rows = ["| slice (jobs, sampled) | tenancy | Jain's index (hours measured) | lowest held / fair share while backlogged | tenants below 0.8 | owner claims | claim wait p50 / p95 / max (s) | GPU allocation in the slice | cost (USD) | mean JCT (h) | preemptions |",
         "| --- | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: |"]
+# The scheduler's KPIs (#73) by tenancy and fair-share weights: what the knobs move.
+kpis = ["| slice | tenancy | fair-share weights | starved, not by choice | priority inversions, GPU-hours | longest wait (h) | Jain over users | cost (USD) | mean JCT (h) |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
 detail = []
 for d in sorted(p for p in out.iterdir() if p.is_dir() and (p / "sim.json").exists()):
     s = json.loads((d / "sim.json").read_text())
@@ -39,6 +49,10 @@ for d in sorted(p for p in out.iterdir() if p.is_dir() and (p / "sim.json").exis
         low = min(ratios.items(), key=lambda kv: kv[1]) if ratios else None
         lowest = f"{low[1]:.2f} ({low[0]}, {p['tenants'][low[0]]['backloggedHours']} h)" if low else "n/a"
         below = ", ".join(f"{n} {r:.2f}" for n, r in sorted(ratios.items(), key=lambda kv: kv[1]) if r < 0.8) or "none"
+        weights = s.get("fairShareWeights", "entitled")
+        k = p["kpis"]
+        kpis.append(f"| {s['label']} | {p['policy']} | {weights} | {k['starvation']['starvedNotByChoice']} | {k['priorityInversions']['gpuHours']} | "
+                    f"{k['starvation']['longestWaitHours']} | {k['fairness']['jainOverUsers']} | {p['totalCost']} | {p['meanJctHours']} |")
         rows.append(f"| {d.name} ({s['slice']['jobs']}, {s['slice']['sampled']:.0%}) | {p['policy']} | {jain} | {lowest} | {below} | {c['count']} | "
                     f"{c['waitP50Seconds']:.0f} / {c['waitP95Seconds']:.0f} / {c['waitMaxSeconds']:.0f} | {p['windowAllocationPercent']}% | {p['totalCost']} | "
                     f"{p['meanJctHours']} | {p['preemptions']} |")
@@ -46,7 +60,7 @@ for d in sorted(p for p in out.iterdir() if p.is_dir() and (p / "sim.json").exis
         for name, t in sorted(p["tenants"].items(), key=lambda kv: -kv[1]["weight"]):
             if t["backloggedHours"] > 0:
                 detail.append(f"  {name}: {t['weight']:.3f} / {t['nominalGpus']} / {t['gpuHours']} / {t['backloggedHours']} / {t['shareWhenBacklogged']:.3f} vs {t['fairShareWhenBacklogged']:.3f} ({t['shareWhenBacklogged'] / t['fairShareWhenBacklogged'] if t['fairShareWhenBacklogged'] else 0:.2f})")
-(out / "tenants.md").write_text("\n".join(rows) + "\n" + "\n".join(detail) + "\n")
-print("\n".join(rows))
+(out / "tenants.md").write_text("\n".join(rows) + "\n\n" + "\n".join(kpis) + "\n" + "\n".join(detail) + "\n")
+print("\n".join(rows) + "\n\n" + "\n".join(kpis))
 PY
 echo "tenants: wrote $out/<slice>/sim.json and $out/tenants.md" >&2

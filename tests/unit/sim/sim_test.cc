@@ -209,6 +209,21 @@ TEST(SimTenants, AnOwnerGetsItsQuotaBackFromAnElasticBorrowerAtOnceButWaitsWitho
   EXPECT_LT(none.jain, 1.0);
 }
 
+TEST(SimTenants, EqualFairShareWeightsLeaveTheQuotasByEntitlement) {
+  auto in = small("pools:\n- {name: od, nodes: 2}\n", {{"a1", 0, 3600, 8, "a"}, {"b1", 0, 3600, 8, "b"}});
+  in.tenant_weights = {{"a", 3}, {"b", 1}};
+  in.tenancy = Tenancy::Borrowing;
+  const Result entitled = simulate(in, PolicyKind::Valley);
+  in.equal_fair_share_weights = true;
+  const Result equal = simulate(in, PolicyKind::Valley);
+  EXPECT_DOUBLE_EQ(entitled.tenants.at("a").weight, 0.75);
+  EXPECT_DOUBLE_EQ(equal.tenants.at("a").weight, 0.5);
+  for (const Result* r : {&entitled, &equal}) {
+    EXPECT_DOUBLE_EQ(r->tenants.at("a").nominal_gpus, 12);
+    EXPECT_DOUBLE_EQ(r->tenants.at("b").nominal_gpus, 4);
+  }
+}
+
 TEST(SimPolicies, ValleyRunsElasticallyOnWhatIsFree) {
   // One 8-GPU node: b (8 GPUs, elastic 4..8) shares with a (4 GPUs) by starting at 4, then grows.
   auto in = small("pools:\n- {name: od, nodes: 1}\n", {{"a", 0, 3600, 4, ""}, {"b", 0, 3600, 8, ""}});
