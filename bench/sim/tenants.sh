@@ -10,24 +10,24 @@
 #   bench/sim/tenants.sh [OUT] [valley-sim args...]     OUT defaults to bench/results/tenants
 # Then Valley with Tenants again, every tenant's fair-share weight the same (--fair-share-weights
 # equal), for the scheduler's KPIs by knob (#73): the weight, and reclaim (borrowing against strict).
-# (about 40 minutes on 2 cores; TENANTS_REPORT_ONLY=1 only rewrites OUT/tenants.md from the runs there)
+# (about an hour of one core: 48 min here at d3d7b09 with two replays at a time; TENANTS_REPORT_ONLY=1 only rewrites OUT/tenants.md from the runs there)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-bench/results/tenants}
 shift || true
 mkdir -p "$out" bench/out
 gzip -dc bench/data/pollux-adaptdl/philly.csv.gz > bench/out/philly.csv  # kept compressed in the repository (3.4 MB as text)
+replay() {  # FROM OUT-DIR valley-sim args...: Valley over the 48 hours from hour FROM
+  local from=$1 dir=$2
+  shift 2
+  build/bin/valley-sim --label "philly-$from" --trace bench/out/philly.csv --from-hour "$from" --to-hour "$((from + 48))" --load 1.2 \
+    --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
+    --workload bench/sim/inputs/workload.yaml --profiles bench/data/pollux-adaptdl --policy valley --no-bound --out "$dir" "$@" >/dev/null
+}
 [ -n "${TENANTS_REPORT_ONLY:-}" ] || for from in 720 1104 1536; do
-  to=$((from + 48))
-  build/bin/valley-sim --label "philly-$from" --trace bench/out/philly.csv --from-hour "$from" --to-hour "$to" --load 1.2 \
-    --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
-    --workload bench/sim/inputs/workload.yaml --profiles bench/data/pollux-adaptdl --policy valley --tenancy none,borrowing,strict \
-    --no-bound --out "$out/philly-$from" "$@" >/dev/null
+  replay "$from" "$out/philly-$from" --tenancy none,borrowing,strict "$@"
   # The fair-share weight as a knob: every tenant's the same, the quotas as before.
-  build/bin/valley-sim --label "philly-$from" --trace bench/out/philly.csv --from-hour "$from" --to-hour "$to" --load 1.2 \
-    --cluster bench/sim/inputs/cluster.yaml --spot bench/sim/inputs/spot.yaml --pricing deploy/samples/pricingpolicy-default.yaml \
-    --workload bench/sim/inputs/workload.yaml --profiles bench/data/pollux-adaptdl --policy valley --tenancy borrowing \
-    --fair-share-weights equal --no-bound --out "$out/philly-$from-equal-weights" "$@" >/dev/null
+  replay "$from" "$out/philly-$from-equal-weights" --tenancy borrowing --fair-share-weights equal "$@"
 done
 python3 - "$out" <<'PY'
 import json, pathlib, sys
