@@ -127,7 +127,8 @@ TEST_F(DraTest, AWorkersRecordRemovedByATenantChangesNeitherWhatItHoldsNorItsBil
   ASSERT_TRUE(wait_phase("Running", 60s, "next")) << task("next").dump(2);
   ASSERT_EQ(workers("next").size(), 1u);
   EXPECT_EQ(workers("next")[0]["spec"].value("nodeName", ""), plugin_node()) << "the DRA node's four GPUs are still held";
-  EXPECT_TRUE(eventually([&] { return cost("dra").value("breakdown", json::object()).value("gpuMicros", int64_t{0}) > billed; }, 30s))
+  // (The accrued cost is brought up to date every --cost-interval, 30 s by default.)
+  EXPECT_TRUE(eventually([&] { return cost("dra").value("breakdown", json::object()).value("gpuMicros", int64_t{0}) > billed; }, 90s))
       << task("dra")["status"].dump(2);
   const json ledger = cost("dra").value("ledger", json::array());
   EXPECT_EQ(ledger.size(), 4u) << ledger.dump(2);
