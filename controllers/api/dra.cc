@@ -60,7 +60,7 @@ DraClaim dra_claim_from(const json& claim) {
   c.created = kube::time_at(meta, "creationTimestamp");
   c.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   const json& labels = object_at(meta, "labels");
-  c.valley = string_at(labels, kManagedByLabel) == "valley";
+  c.valley = made_by_valley(labels);
   if (c.valley && string_at(labels, "valley.dev/role") == kSeatsClaimRole && !string_at(labels, "valley.dev/task").empty()) {
     c.seats_task = ns + "/" + string_at(labels, "valley.dev/task");
     c.seats_node = string_at(object_at(meta, "annotations"), kSeatsNodeAnnotation);

@@ -99,7 +99,7 @@ constexpr const char* kSealedRecords[] = {kClaimedGpusAnnotation, kGpuSeatAnnota
 // (what the container sees too), or an earlier release's annotations; none on another's pod.
 json records_of(const json& pod) {
   const json& meta = object_at(pod, "metadata");
-  if (string_at(object_at(meta, "labels"), kManagedByLabel) != "valley") return json::object();
+  if (!made_by_valley(object_at(meta, "labels"))) return json::object();
   const json& containers = array_at(object_at(pod, "spec"), "containers");
   const json* sealed = nullptr;
   if (!containers.empty())
@@ -110,6 +110,8 @@ json records_of(const json& pod) {
   return records.is_object() ? records : json::object();
 }
 }  // namespace
+
+bool made_by_valley(const json& labels) { return string_at(labels, kManagedByLabel) == kManagedByValley; }
 
 void seal_records(json& pod) {
   const json& containers = array_at(object_at(pod, "spec"), "containers");

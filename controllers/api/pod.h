@@ -68,8 +68,11 @@ struct PriceClass {
 std::string price_class_annotation(const PriceClass& c);
 PriceClass price_class(const std::string& annotation);  // vendor "" when absent or malformed
 
-// The label on every pod Valley makes.
+// The label on every pod Valley makes, and its value.
 inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedByValley = "valley";
+// An object's labels say Valley made it.
+bool made_by_valley(const nlohmann::json& labels);
 // The records above that count and price a pod's GPUs (all but the hostfile, which Valley rewrites)
 // are sealed when Valley makes the pod: copied, as one JSON object by annotation key, into this
 // variable of its first container's environment. A pod's containers cannot change once it exists,
@@ -144,6 +147,7 @@ struct PodContent {
 
   // The label's value, "" if it has none.
   const std::string& label(const std::string& key) const;
+  bool made_by_valley() const { return label(kManagedByLabel) == kManagedByValley; }
   std::string key() const { return ns.empty() ? name : ns + "/" + name; }
   bool operator==(const PodContent&) const = default;
 };

@@ -22,7 +22,7 @@ const std::string& node_of_pod(const api::Pod& pod) { return pod.node_name.empty
 
 // "ns/task" when the pod is one of Valley's workers, else "".
 std::string worker_of(const api::Pod& pod, std::string* epoch) {
-  if (pod.label(render::label::kManagedBy) != "valley" || pod.label(render::label::kRole) != "worker") return "";
+  if (!pod.made_by_valley() || pod.label(render::label::kRole) != "worker") return "";
   *epoch = pod.label(render::label::kEpoch);
   return pod.ns + "/" + pod.label(render::label::kTask);
 }

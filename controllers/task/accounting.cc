@@ -213,7 +213,7 @@ bool Accounting::release_foreign_pods(const std::string& ns, const std::string& 
   for (const auto& pod : cache_.pods_of_task(ns, task)) {
     const bool owned = !owner_uid.empty() && std::count(pod->owner_uids.begin(), pod->owner_uids.end(), owner_uid) > 0;
     if (owned) continue;
-    if (pod->label(render::label::kManagedBy) == "valley" && !pod->deleting) ok &= delete_detached(*pod, !owner_uid.empty());
+    if (pod->made_by_valley() && !pod->deleting) ok &= delete_detached(*pod, !owner_uid.empty());
     if (release_them && holds_accounting(*pod)) ok &= release(*pod);
   }
   return ok;

@@ -164,7 +164,7 @@ void Controllers::run(const std::atomic<bool>& stop) {
 }
 
 void Controllers::tell_if_foreign(const planner::PodPtr& pod) {
-  if (pod->label(render::label::kManagedBy) == "valley" || pod->phase != "Running" || !options_.in_scope(pod->ns)) return;
+  if (pod->made_by_valley() || pod->phase != "Running" || !options_.in_scope(pod->ns)) return;
   const auto held = gpu::gpu_usage(*pod);
   if (held.empty()) return;
   {

@@ -82,7 +82,7 @@ void collect_gpus(ClusterCache& cache) {
   m.foreign_gpu_pods.reset();
   for (const auto& p : cache.pods().store().list()) {
     if (p->phase != "Running") continue;
-    if (p->label(render::label::kManagedBy) != "valley") {
+    if (!p->made_by_valley()) {
       if (!gpu::gpu_usage(*p).empty()) m.foreign_gpu_pods.inc({p->ns});
       continue;
     }
