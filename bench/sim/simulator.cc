@@ -215,8 +215,17 @@ void Simulator::end_segment(SimJob& j) {
   touch(j);
 }
 
+namespace {
+// How many nodes a job's workers are on (the shape the operator records with a rate).
+int node_count(const SimJob& j) {
+  std::set<std::string> nodes;
+  for (const auto& w : j.workers) nodes.insert(w.node);
+  return static_cast<int>(nodes.size());
+}
+}  // namespace
+
 // Progress records: the workload writes latest.json {step, time} at each periodic checkpoint; two
-// records of one segment give its rate at that size (what the operator folds into status.scaling).
+// records of one segment give its rate at that size and shape (what the operator folds into status.scaling).
 void Simulator::learn() {
   if (!runs_operator_planner(policy_)) return;
   const int64_t period = in_.workload.checkpoint_every_seconds;
@@ -225,7 +234,7 @@ void Simulator::learn() {
     int records = static_cast<int>((now_ - j.progress_from) / period);
     for (int k = j.segment_records + 1; k <= records; ++k)
       if (k >= 2) {
-        j.scaling = planner::observe(j.scaling, j.gpus(), j.rate());
+        j.scaling = planner::observe(j.scaling, j.gpus(), j.rate(), node_count(j));
         touch(j);
       }
     j.segment_records = std::max(j.segment_records, records);

@@ -55,7 +55,7 @@ const json& status_schema() {
     "epoch": "integer", "epochReplicas": "integer", "desiredReplicas": "integer",
     "lastResizeTime": "string", "expectedStart": "string", "cheapCapacityUntil": "string",
     "slackSeconds": "integer",
-    "scaling": [{"workers": "integer", "stepsPerSecond": "number", "samples": "integer"}],
+    "scaling": [{"workers": "integer", "nodes": "integer", "stepsPerSecond": "number", "samples": "integer"}],
     "lastResizeReason": "string", "observedGeneration": "integer",
     "startTime": "string", "completionTime": "string",
     "history": [{"time": "string", "phase": "string", "workers": "integer", "reason": "string", "accruedMicros": "integer"}],

@@ -29,7 +29,8 @@ double work_done(const planner::Task& t, const api::TaskSpec& spec, const nlohma
 
 void status_inputs(planner::Task& t, const api::TaskSpec& spec, const nlohmann::json& status, const api::Policy* policy) {
   // References into the cached status, not copies (this runs for every changed task at every plan).
-  t.scaling = planner::scaling_from(kube::array_at(status, "scaling"));
+  t.shapes = planner::scaling_from(kube::array_at(status, "scaling"));
+  t.scaling = planner::by_size(t.shapes);
   t.idle = lifecycle::idle_shrink(status);
   if (auto pct = kube::int_at(kube::object_at(status, "utilization"), "gpuPercent")) t.gpu_percent = static_cast<int>(*pct);
   const double prior = policy ? static_cast<double>(policy->growth_min_marginal_milli) / 1000.0 : kDefaultGrowthPrior;

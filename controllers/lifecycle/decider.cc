@@ -465,6 +465,15 @@ void Decider::disrupted(const Disruption& d) {
             std::to_string(grace) + "s to checkpoint");
 }
 
+// How many nodes the running epoch's workers are bound to (the placement shape its progress was
+// measured on; a single task's pod counts as its worker).
+int Decider::epoch_nodes() const {
+  std::set<std::string> nodes;
+  for (const auto& p : o_.pods)
+    if (p.epoch == epoch_ && p.role != "launcher" && !p.node.empty() && !p.deleting && p.phase == "Running") nodes.insert(p.node);
+  return static_cast<int>(nodes.size());
+}
+
 // The workload's latest.json (read by the controller from the store) or, for stores Valley
 // cannot read, the checkpoint record a pod left as its termination message.
 void Decider::record_checkpoint() {
@@ -484,8 +493,8 @@ void Decider::record_checkpoint() {
     if (cur.is_object() && best->epoch > 0 && cur.value("epoch", 0) == best->epoch && best->epoch == epoch_ &&
         status_.value("replicas", 0) > 0)
       if (auto rate = planner::progress_rate(cur.value("step", int64_t{0}), cur.value("time", ""), best->step, best->time))
-        status_["scaling"] = planner::scaling_json(
-            planner::observe(planner::scaling_from(status_.value("scaling", json::array())), status_.value("replicas", 0), *rate));
+        status_["scaling"] = planner::scaling_json(planner::observe(planner::scaling_from(status_.value("scaling", json::array())),
+                                                                    status_.value("replicas", 0), *rate, epoch_nodes()));
     cur = c;
   }
 }

@@ -125,6 +125,8 @@ class Decider {
   // The workload's latest.json (read by the controller from the store) or, for stores Valley
   // cannot read, the checkpoint record a pod left as its termination message.
   void record_checkpoint();
+  // How many nodes the running epoch's workers are bound to (the shape its progress is measured on).
+  int epoch_nodes() const;
   // The epoch after a disruption is running: how long recovery took and what was lost.
   void recovered();
   bool epoch_has_pods() const {

@@ -219,6 +219,15 @@ class Plan {
   double movable_hours_left(size_t i) const;
   void by_worker_index();
 
+  // plan_shape.cc: growth judged by the placement shapes the task measured (scaling.h).
+  // Whether task i, at `workers`, measured its next growth step only on more nodes than 1 (so that a
+  // placement on fewer is untried).
+  bool narrower_step(size_t i, int workers) const;
+  // Trims the workers `added` to task i (placed `around` with them) until the step's shape pays by
+  // what the task measured; false (all given back) when nothing is left, or when exploring and the
+  // shape left is not an untried narrower one.
+  bool keep_paying_shape(size_t i, std::vector<Task::Worker>& added, std::vector<Task::Worker>& around, bool exploring);
+
   // plan_queue.cc
   std::vector<size_t> order(bool admitted, bool include_new = false) const;
   const std::vector<size_t>& age_rank() const;

@@ -222,8 +222,11 @@ void Plan::grow() {
     }
     // Nothing that goes first may be waiting for what this growth would take.
     if (one_before_waits(i)) continue;
-    if (d.workers >= target) continue;
     if (!interval_passed) continue;
+    // A step measured not to pay only on more nodes than it may take now is tried on fewer.
+    const bool exploring = !fresh && d.workers >= target && narrower_step(i, d.workers);
+    if (exploring) target = std::min(t.max_workers, d.workers + growth_step(d.workers, config_.min_gain_workers, config_.min_gain_fraction));
+    if (d.workers >= target) continue;
     PlaceOptions options;
     if (config_.placement == Placement::Price && !d.placement.empty()) {
       // The added workers' price must be paid by the step's marginal speedup; a reduceCost task
@@ -250,6 +253,7 @@ void Plan::grow() {
       added.push_back((*one)[0]);
       around.push_back((*one)[0]);
     }
+    if (!keep_paying_shape(i, added, around, exploring)) continue;
     int gain = static_cast<int>(added.size());
     int worth = t.pinned_workers ? 1
                                  : std::max(config_.min_gain_workers,
@@ -270,7 +274,11 @@ void Plan::grow() {
       std::string where;
       for (const auto& p : pools) where += (where.empty() ? "" : ", ") + p;
       std::string rule;
-      planner::target_size(t, before, config_, &rule);  // (the words only when it grew)
+      if (exploring)
+        rule = "measured at " + std::to_string(d.workers) + " workers only across more nodes than " + std::to_string(node_count(d.placement)) +
+               ": tried on fewer";
+      else
+        planner::target_size(t, before, config_, &rule);  // (the words only when it grew)
       d.reason = "grew " + std::to_string(before) + " -> " + std::to_string(d.workers) + ": " + rule + "; " +
                  std::to_string(gain) + (gain == 1 ? " worker" : " workers") + " placed on free " + where;
     } else if (lost_.count(i)) {

@@ -134,7 +134,10 @@ struct Task {
   bool selects_spot = false;  // its nodeSelector asks for spot capacity itself
   bool fastest = false;       // speed over cost: grows to max whenever GPUs are free
   bool hot_elastic = false;   // resized in place: a shrink drops its highest worker indices
-  Scaling scaling;            // measured rate per size (status.scaling)
+  Scaling scaling;            // measured rate per size (status.scaling by_size)
+  // Measured rate per size and placement shape (status.scaling as it is): growth onto a shape the
+  // task measured slower is judged by that measurement (shape_step_pays).
+  Scaling shapes;
   // What tasks of its kind measured (ScalingPriors), used while it has measured fewer than two sizes.
   std::shared_ptr<const Scaling> prior_scaling;
   // reduceCost: may wait for cheaper capacity until then (deadline slack or patience); unset = no limit.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "operator/kube/timefmt.h"
 
@@ -34,16 +35,29 @@ double rate_at(const Scaling& s, int n, double prior) {
 
 }  // namespace
 
-Scaling observe(Scaling s, int workers, double rate) {
+namespace {
+bool before(const ScalingSample& x, int workers, int nodes) { return x.workers < workers || (x.workers == workers && x.nodes < nodes); }
+}  // namespace
+
+Scaling observe(Scaling s, int workers, double rate, int nodes) {
   if (workers <= 0 || !(rate > 0) || !std::isfinite(rate)) return s;
-  auto it = std::lower_bound(s.begin(), s.end(), workers, [](const ScalingSample& x, int w) { return x.workers < w; });
-  if (it != s.end() && it->workers == workers) {
+  nodes = std::max(0, nodes);
+  auto it = std::lower_bound(s.begin(), s.end(), std::pair{workers, nodes},
+                             [](const ScalingSample& x, const std::pair<int, int>& k) { return before(x, k.first, k.second); });
+  if (it != s.end() && it->workers == workers && it->nodes == nodes) {
     it->rate = (it->rate * it->samples + rate) / (it->samples + 1);
     ++it->samples;
   } else {
-    s.insert(it, ScalingSample{workers, rate, 1});
+    s.insert(it, ScalingSample{workers, rate, 1, nodes});
   }
   return s;
+}
+
+Scaling by_size(const Scaling& shapes) {
+  Scaling out;
+  for (const auto& x : shapes)
+    if (out.empty() || out.back().workers != x.workers) out.push_back(x);
+  return out;
 }
 
 std::optional<double> progress_rate(int64_t step0, const std::string& time0, int64_t step1, const std::string& time1) {
@@ -65,19 +79,24 @@ Scaling scaling_from(const nlohmann::json& j) {
     int workers = w->get<int>();
     double rate = r->get<double>();
     if (workers <= 0 || !(rate > 0) || !std::isfinite(rate)) continue;
-    int samples = 1;
+    int samples = 1, nodes = 0;
     if (auto n = e.find("samples"); n != e.end() && n->is_number_integer()) samples = std::max(1, n->get<int>());
-    auto it = std::lower_bound(s.begin(), s.end(), workers, [](const ScalingSample& x, int v) { return x.workers < v; });
-    if (it != s.end() && it->workers == workers) continue;  // a duplicate: the first stands
-    s.insert(it, ScalingSample{workers, rate, samples});
+    if (auto n = e.find("nodes"); n != e.end() && n->is_number_integer()) nodes = std::max(0, n->get<int>());
+    auto it = std::lower_bound(s.begin(), s.end(), std::pair{workers, nodes},
+                               [](const ScalingSample& x, const std::pair<int, int>& k) { return before(x, k.first, k.second); });
+    if (it != s.end() && it->workers == workers && it->nodes == nodes) continue;  // a duplicate: the first stands
+    s.insert(it, ScalingSample{workers, rate, samples, nodes});
   }
   return s;
 }
 
 nlohmann::json scaling_json(const Scaling& s) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& x : s)
-    out.push_back({{"workers", x.workers}, {"stepsPerSecond", std::round(x.rate * 1e4) / 1e4}, {"samples", x.samples}});
+  for (const auto& x : s) {
+    nlohmann::json e = {{"workers", x.workers}, {"stepsPerSecond", std::round(x.rate * 1e4) / 1e4}, {"samples", x.samples}};
+    if (x.nodes > 0) e["nodes"] = x.nodes;
+    out.push_back(std::move(e));
+  }
   return out;
 }
 
@@ -145,6 +164,78 @@ int timely_size(const Scaling& s, int current, int min, int max, double min_marg
     if (r.measured_above) size = r.size;
   }
   return std::clamp(std::max(size, current), lo, hi);
+}
+
+namespace {
+// The widening factor for `added` nodes: one size's rate on more nodes over its rate on its fewest
+// recorded, averaged by nodes added, interpolated from (0, 1); the widest's beyond it. nullopt
+// without one size measured on two node counts.
+std::optional<double> widening(const Scaling& shapes, int added) {
+  std::map<int, std::pair<double, int>> by_added;  // nodes added -> (sum of ratios, count)
+  for (size_t a = 0; a < shapes.size();) {
+    size_t b = a;
+    while (b < shapes.size() && shapes[b].workers == shapes[a].workers) ++b;
+    const ScalingSample* fewest = nullptr;
+    for (size_t k = a; k < b; ++k)
+      if (shapes[k].nodes > 0) {
+        if (!fewest) fewest = &shapes[k];
+        else if (fewest->rate > 0) {
+          auto& [sum, n] = by_added[shapes[k].nodes - fewest->nodes];
+          sum += shapes[k].rate / fewest->rate;
+          ++n;
+        }
+      }
+    a = b;
+  }
+  if (by_added.empty()) return std::nullopt;
+  double lo_added = 0, lo_factor = 1;
+  for (const auto& [n, e] : by_added) {
+    const double factor = e.first / e.second;
+    if (added <= n) return lo_factor + (factor - lo_factor) * (added - lo_added) / (n - lo_added);
+    lo_added = n;
+    lo_factor = factor;
+  }
+  return lo_factor;
+}
+}  // namespace
+
+std::optional<bool> shape_step_pays(const Scaling& shapes, int from, int from_nodes, int to, int to_nodes, int min, double min_marginal) {
+  if (to <= from || to_nodes <= 0) return std::nullopt;
+  std::optional<double> to_rate;
+  const ScalingSample* below = nullptr;  // `to` on the most nodes measured below to_nodes
+  bool wider = false;
+  for (const auto& x : shapes) {
+    if (x.workers != to || x.nodes <= 0) continue;
+    if (x.nodes == to_nodes) to_rate = x.rate;
+    else if (x.nodes < to_nodes) below = &x;
+    else wider = true;
+  }
+  const Scaling sizes = by_size(shapes);
+  if (!to_rate && !below && wider) {
+    // Narrower than measured: untried, unless the widening the task measured says what it runs at
+    // there (its rate on the fewest nodes measured, narrowed back by the nodes taken away).
+    const ScalingSample* fewest = nullptr;
+    for (const auto& x : shapes)
+      if (x.workers == to && x.nodes > to_nodes && !fewest) fewest = &x;
+    auto factor = widening(shapes, fewest->nodes - to_nodes);
+    if (!factor || !(*factor > 0)) return true;
+    to_rate = fewest->rate / *factor;
+  }
+  if (!to_rate) {
+    // Widened from `to` on the most nodes measured below to_nodes, else (a size not measured) from
+    // the size curve on from_nodes.
+    const int base_nodes = below ? below->nodes : from_nodes;
+    if (base_nodes <= 0 || base_nodes >= to_nodes) return std::nullopt;
+    auto factor = widening(shapes, to_nodes - base_nodes);
+    if (!factor) return std::nullopt;
+    to_rate = (below ? below->rate : rate_at(sizes, to, 1.0)) * *factor;
+  }
+  double from_rate = rate_at(sizes, from, 1.0);
+  for (const auto& x : shapes)
+    if (x.workers == from && x.nodes == from_nodes && from_nodes > 0) from_rate = x.rate;
+  const double linear = linear_rate(sizes, min);
+  if (!(linear > 0)) return std::nullopt;
+  return (*to_rate - from_rate) / ((to - from) * linear) + 1e-9 >= min_marginal;
 }
 
 void ScalingPriors::record(const std::string& kind, const std::string& task, const Scaling& s) {

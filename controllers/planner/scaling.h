@@ -1,8 +1,8 @@
 // What a task's own progress says about how it scales, and the growth rule built on it (pure).
 //
-// Observations are the workload's progress (steps per second) measured at each worker count, from
-// two checkpoint records (latest.json) of one epoch; they live in the task's status.scaling, so they
-// survive operator restarts. The rule: a task grows only while the next workers pay for themselves,
+// Observations are the workload's progress (steps per second) measured at each worker count and
+// placement shape (how many nodes the workers ran on), from two checkpoint records (latest.json) of
+// one epoch; they live in the task's status.scaling, so they survive operator restarts. The rule: a task grows only while the next workers pay for themselves,
 // i.e. the marginal speedup per added worker is at least `min_marginal` of linear (linear = the
 // per-worker rate at the task's own minimum size). Each measured size is judged on its own step from
 // the size reached, so a dip does not hide a larger size that pays; sizes above every measurement are
@@ -25,18 +25,27 @@ struct ScalingSample {
   int workers = 0;
   double rate = 0;  // steps per second, mean over samples
   int samples = 0;
+  int nodes = 0;  // how many nodes the workers ran on; 0: not recorded (an earlier release's entry)
   bool operator==(const ScalingSample&) const = default;
 };
-using Scaling = std::vector<ScalingSample>;  // sorted by workers, one entry per size
+// Sorted by workers, then nodes. The rules below that judge sizes take one entry per size
+// (by_size); a task's status holds one per size and shape.
+using Scaling = std::vector<ScalingSample>;
 
-// Folds one measured rate at `workers` into the observations (running mean).
-Scaling observe(Scaling s, int workers, double rate);
+// Folds one measured rate at `workers` on `nodes` nodes into the observations (running mean).
+Scaling observe(Scaling s, int workers, double rate, int nodes = 0);
+
+// One entry per size: the one on the fewest nodes measured (an unrecorded shape first). The
+// planner places a gang on the fewest nodes it can, so that is what a size yields where it is put
+// as planned; growth onto a wider shape is judged by shape_step_pays.
+Scaling by_size(const Scaling& shapes);
 
 // The rate between two checkpoint records of one run (steps, RFC 3339 times); nullopt when they
 // are not comparable (same time, step not increasing).
 std::optional<double> progress_rate(int64_t step0, const std::string& time0, int64_t step1, const std::string& time1);
 
-// status.scaling <-> values; malformed entries are skipped (the status is the API server's, not ours).
+// status.scaling <-> values, one entry per size and shape; malformed entries are skipped (the status
+// is the API server's, not ours).
 Scaling scaling_from(const nlohmann::json& status_scaling);
 nlohmann::json scaling_json(const Scaling& s);
 
@@ -67,6 +76,23 @@ int paying_size(const Scaling& s, int current, int min, int max, int step_worker
 // `current`: a size measured not to pay is kept (no restart for cost alone) until something else
 // needs its GPUs.
 int timely_size(const Scaling& s, int current, int min, int max, double min_marginal);
+
+// Whether growing from `from` workers on `from_nodes` nodes to `to` workers on `to_nodes` pays (the
+// step's marginal speedup at least `min_marginal` of linear), by what the task measured of
+// placement shapes; nullopt when the shapes say nothing the size rule does not:
+// - `to` measured on `to_nodes`: that rate decides;
+// - `to` measured only on more nodes than `to_nodes`: its rate on the fewest of those narrowed back
+//   by the widening the task measured (below), else true: the narrower shape is untried (a size
+//   measured not to pay across nodes may pay on fewer);
+// - `to` measured only on fewer nodes: its rate on the most nodes measured below `to_nodes` times
+//   the widening factor for the nodes added: the ratio of one size's rate on more nodes to its rate
+//   on its fewest, as the task measured it, interpolated from 1 at no node added, the widest
+//   measured's beyond it; nullopt when it never measured one size on two node counts;
+// - `to` not measured, on more nodes than `from_nodes`: the size curve's rate at `to` (by_size,
+//   interpolated) widened by the nodes added to from_nodes, as above.
+// The rate at `from` is its measurement on `from_nodes`, else the size's (by_size). Entries
+// without a recorded shape take no part.
+std::optional<bool> shape_step_pays(const Scaling& shapes, int from, int from_nodes, int to, int to_nodes, int min, double min_marginal);
 
 // What the tasks of one kind (the same worker image) measured, pooled: a task that has not measured
 // two sizes itself sizes by it (paying_size on the pooled curve) instead of starting at its minimum
