@@ -1,5 +1,6 @@
 #include "bench/sim/input_files.h"
 
+#include <cstdlib>
 #include <set>
 
 #include "operator/flags.h"
@@ -24,6 +25,7 @@ Options default_options() {
           {"tenancy", "none"},
           {"topology", "unaware"},
           {"placement-speed", "fewest"},
+          {"shape-learning", "on"},
           {"peer", "backfill"},
           {"load", "0"},
           {"usage-half-life-hours", "168"},
@@ -95,9 +97,17 @@ Inputs read_inputs(Options& opt, double* kept_share) {
   for (const auto& app : in.workload.apps)
     in.speedups.emplace(app, Speedup::from_placements(kube::read_file(opt["profiles"] + "/" + app + "/placements.csv", "speedup profile"), drop));
   in.duration_error_percent = std::stoi(opt["duration-error"]);
-  if (opt["placement-speed"] != "fewest" && opt["placement-speed"] != "measured")
-    throw InputError("--placement-speed: fewest or measured, not " + opt["placement-speed"]);
-  in.placement_speed = opt["placement-speed"] == "measured";
+  const std::string& speed = opt["placement-speed"];
+  in.placement_speed = speed == "measured";
+  if (speed != "fewest" && speed != "measured") {
+    char* end = nullptr;
+    const double per_node = std::strtod(speed.c_str(), &end);
+    if (speed.empty() || *end != '\0' || !(per_node > 0 && per_node <= 1))
+      throw InputError("--placement-speed: fewest, measured, or a factor in (0, 1] per node added, not " + speed);
+    in.spread_per_node = per_node;
+  }
+  if (opt["shape-learning"] != "on" && opt["shape-learning"] != "off") throw InputError("--shape-learning: on or off, not " + opt["shape-learning"]);
+  in.shape_learning = opt["shape-learning"] == "on";
   if (opt["peer"] != "backfill" && opt["peer"] != "kueue") throw InputError("--peer: backfill or kueue, not " + opt["peer"]);
   in.peer_as_kueue = opt["peer"] == "kueue";
   const double aging = std::stod(opt["aging-step-minutes"]);

@@ -7,7 +7,7 @@
 //              [--slot-seconds 3600] [--no-bound] [--scratch DIR] [--profile-drop 8,12]
 //              [--duration-error 50] [--label NAME] [--load L] [--tenancy none,borrowing,strict]
 //              [--usage-half-life-hours 168] [--jobs-out] [--topology unaware,aware]
-//              [--placement-speed fewest|measured] [--pairs FILE] [--cloud FILE]
+//              [--placement-speed fewest|measured|F] [--shape-learning on|off] [--pairs FILE] [--cloud FILE]
 //              [--peer backfill|kueue] [--aging-step-minutes 10] [--fair-share-weights entitled|equal]
 //
 // --fair-share-weights equal: every tenant's fair-share weight (Tenant spec.weight) the same, its
@@ -36,7 +36,10 @@
 // --placement-speed measured: a job runs at the throughput Pollux measured for its placement (the
 // trace's duration holds on the fewest nodes, a wider placement is slower: Speedup::spread; a rack
 // beyond the fewest counts as a node); fewest (the default, what the economics figures use): every
-// placement runs as fast as the fewest nodes. --topology replays every policy unaware (no levels) and/or aware: racks (cluster pools'
+// placement runs as fast as the fewest nodes; a factor F in (0, 1]: a thin network between nodes,
+// each node (or rack) beyond the fewest multiplies the throughput by F. --shape-learning off: the
+// progress records name no nodes (as an earlier release's operator kept them), so growth is judged
+// by size only. --topology replays every policy unaware (no levels) and/or aware: racks (cluster pools'
 // nodesPerRack) are a topology level and each multi-worker job prefers one rack, as Kueue's TAS
 // would place it for the peers and Valley's planner does.
 //

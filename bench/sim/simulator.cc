@@ -234,7 +234,7 @@ void Simulator::learn() {
     int records = static_cast<int>((now_ - j.progress_from) / period);
     for (int k = j.segment_records + 1; k <= records; ++k)
       if (k >= 2) {
-        j.scaling = planner::observe(j.scaling, j.gpus(), j.rate(), node_count(j));
+        j.scaling = planner::observe(j.scaling, j.gpus(), j.rate(), in_.shape_learning ? node_count(j) : 0);
         touch(j);
       }
     j.segment_records = std::max(j.segment_records, records);
@@ -325,6 +325,7 @@ double Simulator::placement_factor(const SimJob& j) {
     spread_far_segments_ += extra_nodes >= 3;
     spread_rack_segments_ += extra_racks > 0;
   }
+  if (in_.spread_per_node > 0) return std::pow(in_.spread_per_node, extra_nodes + extra_racks);
   return j.speedup && in_.placement_speed ? j.speedup->spread(extra_nodes + extra_racks) : 1;
 }
 

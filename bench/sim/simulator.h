@@ -85,6 +85,12 @@ struct Inputs {
   // Jobs run at the throughput measured for their placement (Speedup::spread); else every placement
   // runs as fast as the fewest nodes (the trace's durations as they are).
   bool placement_speed = false;
+  // Above 0 (--placement-speed F): a cluster whose nodes talk over a thin network: each node (or
+  // rack) beyond the fewest multiplies a job's throughput by this, whatever Pollux measured.
+  double spread_per_node = 0;
+  // Progress records name the nodes they were measured on (status.scaling[].nodes), so the planner
+  // judges growth by placement shape; off: by size only, as an operator of an earlier release did.
+  bool shape_learning = true;
   // The peers as real Kueue runs MPIJobs (--peer kueue, bench/live's prediction): a job that runs
   // on either vendor is submitted for one, chosen at submission by bench/sim/submitter.h's rule (an
   // MPIJob names its GPU resource), and a gang preempts in one pool only, the cheapest where that

@@ -220,12 +220,12 @@ class Plan {
   void by_worker_index();
 
   // plan_shape.cc: growth judged by the placement shapes the task measured (scaling.h).
-  // Whether task i, at `workers`, measured its next growth step only on more nodes than 1 (so that a
-  // placement on fewer is untried).
-  bool narrower_step(size_t i, int workers) const;
+  // The size of task i's next growth step from `workers` when it was measured on more than one node
+  // (a placement on fewer may run faster than the size's mean, which did not pay); 0 otherwise.
+  int narrower_step(size_t i, int workers) const;
   // Trims the workers `added` to task i (placed `around` with them) until the step's shape pays by
   // what the task measured; false (all given back) when nothing is left, or when exploring and the
-  // shape left is not an untried narrower one.
+  // shape left is not measured (or estimated, or untried and narrower) to pay.
   bool keep_paying_shape(size_t i, std::vector<Task::Worker>& added, std::vector<Task::Worker>& around, bool exploring);
 
   // plan_queue.cc

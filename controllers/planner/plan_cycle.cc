@@ -223,9 +223,10 @@ void Plan::grow() {
     // Nothing that goes first may be waiting for what this growth would take.
     if (one_before_waits(i)) continue;
     if (!interval_passed) continue;
-    // A step measured not to pay only on more nodes than it may take now is tried on fewer.
-    const bool exploring = !fresh && d.workers >= target && narrower_step(i, d.workers);
-    if (exploring) target = std::min(t.max_workers, d.workers + growth_step(d.workers, config_.min_gain_workers, config_.min_gain_fraction));
+    // A size that did not pay as measured across nodes is tried where it would take fewer.
+    const int narrower = !fresh && d.workers >= target ? narrower_step(i, d.workers) : 0;
+    const bool exploring = narrower > 0;
+    if (exploring) target = narrower;
     if (d.workers >= target) continue;
     PlaceOptions options;
     if (config_.placement == Placement::Price && !d.placement.empty()) {
@@ -275,8 +276,8 @@ void Plan::grow() {
       for (const auto& p : pools) where += (where.empty() ? "" : ", ") + p;
       std::string rule;
       if (exploring)
-        rule = "measured at " + std::to_string(d.workers) + " workers only across more nodes than " + std::to_string(node_count(d.placement)) +
-               ": tried on fewer";
+        rule = "its measurements at " + std::to_string(d.workers) + " workers across more nodes did not pay; on " +
+               std::to_string(node_count(d.placement)) + (node_count(d.placement) == 1 ? " node" : " nodes") + " they may";
       else
         planner::target_size(t, before, config_, &rule);  // (the words only when it grew)
       d.reason = "grew " + std::to_string(before) + " -> " + std::to_string(d.workers) + ": " + rule + "; " +

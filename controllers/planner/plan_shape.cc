@@ -1,23 +1,20 @@
 // Growth judged by placement shape (plan.h): a step onto more nodes than the task measured as
-// paying is held to what it measured there, and a size that did not pay across nodes is tried again
-// on fewer when that is where it would now land.
+// paying is held to what it measured there, and a size whose mean over its shapes did not pay is
+// tried again on fewer nodes when that is where it would now land and the task's measurements say
+// it pays there (or nothing says it does not).
 #include <algorithm>
 
 #include "controllers/planner/plan.h"
 
 namespace valley::planner::detail {
 
-bool Plan::narrower_step(size_t i, int workers) const {
+int Plan::narrower_step(size_t i, int workers) const {
   const Task& t = tasks_[i];
-  if (t.shapes.empty() || t.pinned_workers || !t.idle.empty() || workers >= t.max_workers) return false;
+  if (t.pinned_workers || !t.idle.empty() || workers >= t.max_workers) return 0;
   const int next = std::min(t.max_workers, workers + growth_step(workers, config_.min_gain_workers, config_.min_gain_fraction));
-  bool measured = false;
-  for (const auto& x : t.shapes) {
-    if (x.workers != next) continue;
-    if (x.nodes <= 1) return false;  // on one node already, or a shape not recorded
-    measured = true;
-  }
-  return measured;
+  for (const auto& x : t.shapes)
+    if (x.workers == next && x.nodes > 1) return next;
+  return 0;
 }
 
 bool Plan::keep_paying_shape(size_t i, std::vector<Task::Worker>& added, std::vector<Task::Worker>& around, bool exploring) {

@@ -55,8 +55,16 @@ Scaling observe(Scaling s, int workers, double rate, int nodes) {
 
 Scaling by_size(const Scaling& shapes) {
   Scaling out;
-  for (const auto& x : shapes)
-    if (out.empty() || out.back().workers != x.workers) out.push_back(x);
+  for (const auto& x : shapes) {
+    if (out.empty() || out.back().workers != x.workers) {
+      out.push_back(x);
+      out.back().nodes = 0;
+      continue;
+    }
+    auto& size = out.back();
+    size.rate = (size.rate * size.samples + x.rate * x.samples) / (size.samples + x.samples);
+    size.samples += x.samples;
+  }
   return out;
 }
 

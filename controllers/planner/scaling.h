@@ -35,9 +35,8 @@ using Scaling = std::vector<ScalingSample>;
 // Folds one measured rate at `workers` on `nodes` nodes into the observations (running mean).
 Scaling observe(Scaling s, int workers, double rate, int nodes = 0);
 
-// One entry per size: the one on the fewest nodes measured (an unrecorded shape first). The
-// planner places a gang on the fewest nodes it can, so that is what a size yields where it is put
-// as planned; growth onto a wider shape is judged by shape_step_pays.
+// One entry per size: the mean over its shapes, by samples: what the size yielded where the planner
+// could put it. The size rules below judge that; shape_step_pays then judges the shape a step lands on.
 Scaling by_size(const Scaling& shapes);
 
 // The rate between two checkpoint records of one run (steps, RFC 3339 times); nullopt when they
@@ -90,8 +89,8 @@ int timely_size(const Scaling& s, int current, int min, int max, double min_marg
 //   measured's beyond it; nullopt when it never measured one size on two node counts;
 // - `to` not measured, on more nodes than `from_nodes`: the size curve's rate at `to` (by_size,
 //   interpolated) widened by the nodes added to from_nodes, as above.
-// The rate at `from` is its measurement on `from_nodes`, else the size's (by_size). Entries
-// without a recorded shape take no part.
+// The rate at `from` is its measurement on `from_nodes`, else the size curve's; linear is the size
+// rule's. Entries without a recorded shape teach no widening.
 std::optional<bool> shape_step_pays(const Scaling& shapes, int from, int from_nodes, int to, int to_nodes, int min, double min_marginal);
 
 // What the tasks of one kind (the same worker image) measured, pooled: a task that has not measured

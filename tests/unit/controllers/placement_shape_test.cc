@@ -22,7 +22,7 @@ Scaling shaped(std::initializer_list<std::tuple<int, int, double>> points) {
   return s;
 }
 
-TEST(PlacementShape, OneSizeOnTwoNodeCountsIsTwoMeasurementsAndTheFewestNodesSpeakForTheSize) {
+TEST(PlacementShape, OneSizeOnTwoNodeCountsIsTwoMeasurementsAndTheSizeIsTheirMean) {
   Scaling s = shaped({{4, 2, 2.4}, {4, 1, 4.0}, {4, 1, 3.8}, {2, 1, 2.0}});
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0], (ScalingSample{2, 2.0, 1, 1}));
@@ -30,7 +30,7 @@ TEST(PlacementShape, OneSizeOnTwoNodeCountsIsTwoMeasurementsAndTheFewestNodesSpe
   EXPECT_EQ(s[2], (ScalingSample{4, 2.4, 1, 2}));
   Scaling sizes = by_size(s);
   ASSERT_EQ(sizes.size(), 2u);
-  EXPECT_DOUBLE_EQ(sizes[1].rate, 3.9);  // on one node: where the planner puts 4 when it can
+  EXPECT_EQ(sizes[1], (ScalingSample{4, 3.4, 3, 0}));  // what 4 yielded where it was put, by samples
   // The status keeps the shape; an entry an earlier release wrote (no nodes) reads as unrecorded
   // and comes first for its size.
   const auto j = scaling_json(s);
@@ -42,7 +42,7 @@ TEST(PlacementShape, OneSizeOnTwoNodeCountsIsTwoMeasurementsAndTheFewestNodesSpe
   Scaling read = scaling_from(legacy);
   ASSERT_EQ(read.size(), 4u);
   EXPECT_EQ(read[1], (ScalingSample{4, 3.0, 1, 0}));
-  EXPECT_DOUBLE_EQ(by_size(read)[1].rate, 3.0);
+  EXPECT_DOUBLE_EQ(by_size(read)[1].rate, 3.3);
   EXPECT_FALSE(scaling_json(read)[1].contains("nodes"));
 }
 
@@ -55,10 +55,11 @@ TEST(PlacementShape, AStepIsJudgedOnTheShapeItLandsOn) {
   // slower than two workers on one node.
   EXPECT_EQ(shape_step_pays(s, 2, 1, 4, 3, 2, 0.0), false);
   // A size never measured, on the node count it grows from, is the size rule's to judge; on more
-  // nodes, the size curve's rate widened as measured: 6 on two nodes reads 6.0 x 0.6 = 3.6, 0.4 of linear.
+  // nodes, the size curve's rate widened as measured: 6 on two nodes reads 4.4 (extrapolated from
+  // 3.2 at 4, the mean of its shapes) x 0.6 = 2.64, 0.16 of linear.
   EXPECT_EQ(shape_step_pays(s, 2, 1, 6, 1, 2, kPaysFrom), std::nullopt);
   EXPECT_EQ(shape_step_pays(s, 2, 1, 6, 2, 2, kPaysFrom), false);
-  EXPECT_EQ(shape_step_pays(s, 2, 1, 6, 2, 2, 0.4), true);
+  EXPECT_EQ(shape_step_pays(s, 2, 1, 6, 2, 2, 0.15), true);
 }
 
 TEST(PlacementShape, ASizeMeasuredOnlyAcrossNodesIsUntriedOnFewer) {
@@ -76,10 +77,11 @@ TEST(PlacementShape, ASizeMeasuredOnlyAcrossNodesIsUntriedOnFewer) {
 TEST(PlacementShape, AWideningMeasuredAtOneSizeJudgesAnotherAndInterpolates) {
   // At 2 workers, two nodes ran at 0.5 of one; nothing was measured at 4 but on one node.
   Scaling s = shaped({{2, 1, 2.0}, {2, 3, 1.0}, {4, 1, 4.0}});
-  // Four on three nodes: 4.0 x 0.5 = 2.0, no gain over 2.0; on two: 4.0 x 0.75 (halfway) = 3.0.
+  // Four on three nodes: 4.0 x 0.5 = 2.0, no gain over 2.0; on two: 4.0 x 0.75 (halfway) = 3.0,
+  // against linear as the size rule reads it (two workers: 1.5 by the mean of their shapes, 0.75 each).
   EXPECT_EQ(shape_step_pays(s, 2, 1, 4, 3, 2, 0.01), false);
-  EXPECT_EQ(shape_step_pays(s, 2, 1, 4, 2, 2, 0.5), true);   // (3.0 - 2.0) / 2 = 0.5
-  EXPECT_EQ(shape_step_pays(s, 2, 1, 4, 2, 2, 0.6), false);
+  EXPECT_EQ(shape_step_pays(s, 2, 1, 4, 2, 2, 0.6), true);   // (3.0 - 2.0) / (2 x 0.75) = 0.67
+  EXPECT_EQ(shape_step_pays(s, 2, 1, 4, 2, 2, 0.7), false);
   // The rate at `from` is its own shape's: two workers on three nodes (1.0) to four on one.
   EXPECT_EQ(shape_step_pays(s, 2, 3, 4, 1, 2, kPaysFrom), true);
   // Entries without a recorded shape teach no widening.
@@ -118,7 +120,10 @@ size_t nodes_of(const Decision& d) {
 }
 
 TEST(PlacementShape, GrowthStopsShortOfAShapeMeasuredSlowerAndTakesItOnOneNode) {
-  const Scaling s = shaped({{2, 1, 2.0}, {4, 1, 4.0}, {4, 2, 2.4}});
+  // Four workers ran on one node three times (4.2) and across two once (2.4): by size 3.75, a step
+  // that pays (0.875 of linear).
+  const Scaling s = shaped({{2, 1, 2.0}, {4, 1, 4.2}, {4, 1, 4.2}, {4, 1, 4.2}, {4, 2, 2.4}});
+  ASSERT_EQ(paying_size(by_size(s), 2, 2, 4, 1, 0, kPaysFrom), 4);
   // One GPU left on n1: four workers would span n1 and n2, measured at 0.2 of linear. It grows to
   // three on n1 (a size not measured: the size rule's) and no further.
   Cluster one_left(1, s);
@@ -135,7 +140,7 @@ TEST(PlacementShape, GrowthStopsShortOfAShapeMeasuredSlowerAndTakesItOnOneNode) 
   EXPECT_EQ(room.decide().workers, 4) << room.decide().reason;
   EXPECT_EQ(nodes_of(room.decide()), 1u);
   // Measured by size only (an earlier release's status), the same task spans both nodes.
-  Cluster unshaped(2, shaped({{2, 0, 2.0}, {4, 0, 4.0}}));
+  Cluster unshaped(2, shaped({{2, 0, 2.0}, {4, 0, 3.75}}));
   EXPECT_EQ(unshaped.decide().workers, 4);
   EXPECT_EQ(nodes_of(unshaped.decide()), 2u);
 }
@@ -150,15 +155,24 @@ TEST(PlacementShape, ASizeThatDidNotPayAcrossNodesIsTriedOnOneWhenOneHoldsIt) {
   EXPECT_EQ(d.action, Action::Grow) << d.reason;
   EXPECT_EQ(d.workers, 4);
   EXPECT_EQ(nodes_of(d), 1u);
-  EXPECT_NE(d.reason.find("tried on fewer"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("across more nodes did not pay; on 1 node they may"), std::string::npos) << d.reason;
   // Where four would span two nodes again, it stays at two.
   Cluster spread(1, s);
   spread.config.min_gain_workers = 2;
   EXPECT_EQ(spread.decide().workers, 2) << spread.decide().reason;
-  // Once measured on one node too, that measurement decides (here: it does not pay there either).
+  // Once measured on one node too, that measurement decides: there it does not pay either, or it
+  // does, though the mean of both shapes does not.
   Cluster measured_both(0, shaped({{2, 1, 2.0}, {4, 2, 2.4}, {4, 1, 2.5}}));
-  measured_both.config.min_gain_workers = 2;
+  Cluster paid_on_one(0, shaped({{2, 1, 2.0}, {4, 2, 2.4}, {4, 1, 4.0}}));
+  Cluster paid_on_one_spread(1, shaped({{2, 1, 2.0}, {4, 2, 2.4}, {4, 1, 4.0}}));
+  for (Cluster* c : {&measured_both, &paid_on_one, &paid_on_one_spread}) c->config.min_gain_workers = 2;
   EXPECT_EQ(measured_both.decide().workers, 2) << measured_both.decide().reason;
+  EXPECT_EQ(paid_on_one.decide().workers, 4) << paid_on_one.decide().reason;
+  EXPECT_EQ(nodes_of(paid_on_one.decide()), 1u);
+  EXPECT_EQ(paid_on_one_spread.decide().workers, 2) << paid_on_one_spread.decide().reason;
+  // The exploration is of the next growth step only: from 2 by one worker, 3 was never measured.
+  Cluster one_step(0, shaped({{2, 1, 2.0}, {4, 2, 2.4}, {4, 1, 4.0}}));
+  EXPECT_EQ(one_step.decide().workers, 2) << one_step.decide().reason;
 }
 
 }  // namespace

@@ -109,6 +109,19 @@ TEST(SimPolicies, FifoRunsInArrivalOrderAndPricesGpuSeconds) {
   EXPECT_EQ(r.restarts, 0);
 }
 
+// --placement-speed F: each node beyond the fewest multiplies a job's throughput by F, whatever
+// its profile measured (a thin network between nodes).
+TEST(SimPolicies, OnAThinNetworkAGangOneNodeWiderRunsAtTheFactor) {
+  // a and b leave two GPUs on each node: c's four land two and two, one node wider than the fewest.
+  auto in = small("pools:\n- {name: od, nodes: 2}\n", {{"a", 0, 36000, 6, ""}, {"b", 0, 36000, 6, ""}, {"c", 10, 3600, 4, ""}});
+  const Result fewest = simulate(in, PolicyKind::Naive);
+  in.spread_per_node = 0.5;
+  const Result thin = simulate(in, PolicyKind::Naive);
+  EXPECT_EQ(job(fewest, "c").end - job(fewest, "c").start, 3600);
+  EXPECT_EQ(job(thin, "c").end - job(thin, "c").start, 7200);
+  EXPECT_EQ(job(thin, "a").end - job(thin, "a").start, 36000);  // on one node: as the trace says
+}
+
 TEST(SimPolicies, BackfillLetsASmallJobOvertakeAWaitingGang) {
   auto in = small("pools:\n- {name: od, nodes: 2}\n", {{"a", 0, 3600, 12, ""}, {"c", 10, 3600, 16, ""}, {"d", 20, 1800, 4, ""}});
   Result fifo = simulate(in, PolicyKind::Naive);
