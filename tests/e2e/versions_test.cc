@@ -69,7 +69,9 @@ TEST_F(VersionsTest, AnObjectWrittenThroughEitherVersionReadsBackIdenticalThroug
   const json beta = admin->create(tasks_path("v1beta1", ns), sample_task(ns, "written-beta", "v1beta1"));
   // A status written through the old version, as an operator of the last release writes it.
   json with_status = alpha;
-  with_status["status"] = {{"phase", "Running"}, {"replicas", 3}, {"reason", "Admitted"}};
+  // Progress by placement shape too: the schema keeps each entry's nodes (an unknown field would be pruned).
+  with_status["status"] = {{"phase", "Running"}, {"replicas", 3}, {"reason", "Admitted"},
+                           {"scaling", json::array({{{"workers", 3}, {"nodes", 2}, {"stepsPerSecond", 1.5}, {"samples", 2}}})}};
   admin->update(tasks_path("v1alpha1", ns, "written-alpha") + "/status", with_status);
 
   for (const auto& [name, first] : {std::pair{std::string("written-alpha"), alpha}, std::pair{std::string("written-beta"), beta}}) {
@@ -84,6 +86,8 @@ TEST_F(VersionsTest, AnObjectWrittenThroughEitherVersionReadsBackIdenticalThroug
   const json status = admin->get(tasks_path("v1beta1", ns, "written-alpha"))["status"];
   EXPECT_EQ(status.value("phase", ""), "Running");
   EXPECT_EQ(status.value("replicas", 0), 3);
+  ASSERT_TRUE(status.contains("scaling") && status["scaling"].is_array() && status["scaling"].size() == 1) << status.dump();
+  EXPECT_EQ(status["scaling"][0].value("nodes", 0), 2) << status.dump();
 
   // A cluster-scoped kind too.
   admin->create("/apis/valley.dev/v1alpha1/tenants",
