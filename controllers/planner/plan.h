@@ -227,6 +227,9 @@ class Plan {
   // what the task measured; false (all given back) when nothing is left, or when exploring and the
   // shape left is not measured (or estimated, or untried and narrower) to pay.
   bool keep_paying_shape(size_t i, std::vector<Task::Worker>& added, std::vector<Task::Worker>& around, bool exploring);
+  // Whether task i's current size, on the nodes it holds, was measured to pay over `target` (the
+  // size its shapes' means would take it back to): a narrower step that paid is kept, not undone.
+  bool shape_holds(size_t i, int target) const;
 
   // plan_queue.cc
   std::vector<size_t> order(bool admitted, bool include_new = false) const;

@@ -206,7 +206,7 @@ void Plan::grow() {
     const bool fresh = new_.count(i) > 0;
     const bool interval_passed = fresh || !t.last_resize || now_ - *t.last_resize >= config_.min_resize_interval;
     int target = planner::target_size(t, fresh ? 0 : d.workers, config_);
-    if (d.workers > target && !fresh && interval_passed && !t.pinned_workers) {
+    if (d.workers > target && !fresh && interval_passed && !t.pinned_workers && !shape_holds(i, target)) {
       // Measured not to pay: give the workers back (a checkpoint-restart at the smaller size).
       int from = d.workers;
       while (d.workers > target) release_last(i);

@@ -38,4 +38,12 @@ bool Plan::keep_paying_shape(size_t i, std::vector<Task::Worker>& added, std::ve
   return false;
 }
 
+bool Plan::shape_holds(size_t i, int target) const {
+  const Task& t = tasks_[i];
+  const Decision& d = decisions_[i];
+  if (t.shapes.empty() || !t.idle.empty() || target <= 0) return false;
+  const int nodes = static_cast<int>(node_count(d.placement));
+  return shape_step_pays(t.shapes, target, nodes, d.workers, nodes, t.min_workers, growth_threshold(t, config_)) == true;
+}
+
 }  // namespace valley::planner::detail

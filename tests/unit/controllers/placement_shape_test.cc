@@ -156,6 +156,28 @@ TEST(PlacementShape, ASizeThatDidNotPayAcrossNodesIsTriedOnOneWhenOneHoldsIt) {
   EXPECT_EQ(d.workers, 4);
   EXPECT_EQ(nodes_of(d), 1u);
   EXPECT_NE(d.reason.find("across more nodes did not pay; on 1 node they may"), std::string::npos) << d.reason;
+  // On priced nodes the step takes only capacity its size rule's marginal pays for (the mean of its
+  // shapes: 0.2 of linear, a quarter of the price it runs at): nothing as dear as n1.
+  Cluster priced(0, s);
+  priced.config.min_gain_workers = 2;
+  for (auto& n : priced.nodes) n.price_micros = 2'000'000;
+  EXPECT_EQ(priced.decide().workers, 2) << priced.decide().reason;
+  // Grown to four on one node (where cheaper capacity took it, or before prices) and measured there
+  // as paying: the mean of its shapes does not take it back to two.
+  Cluster grown(0, s);
+  grown.elastic.workers = {{"n1", "nvidia.com/gpu", 1, true, 0}, {"n1", "nvidia.com/gpu", 1, true, 1},
+                           {"n1", "nvidia.com/gpu", 1, true, 2}, {"n1", "nvidia.com/gpu", 1, true, 3}};
+  grown.elastic.shapes = observe(s, 4, 4.0, 1);
+  grown.elastic.scaling = by_size(grown.elastic.shapes);
+  ASSERT_EQ(paying_size(grown.elastic.scaling, 4, 2, 4, 2, 0, kPaysFrom), 2);  // (2.4 + 4.0) / 2: 0.6 of linear
+  EXPECT_EQ(grown.decide().workers, 4) << grown.decide().reason;
+  EXPECT_NE(grown.decide().action, Action::Shrink) << grown.decide().reason;
+  // Across two nodes instead, the same measurements give the two workers back.
+  grown.elastic.workers[2].node = grown.elastic.workers[3].node = "n2";
+  grown.nodes[0].free["nvidia.com/gpu"] = 2;
+  grown.nodes[1].free["nvidia.com/gpu"] = 4;
+  EXPECT_EQ(grown.decide().action, Action::Shrink) << grown.decide().reason;
+  EXPECT_EQ(grown.decide().workers, 2);
   // Where four would span two nodes again, it stays at two.
   Cluster spread(1, s);
   spread.config.min_gain_workers = 2;
