@@ -36,14 +36,18 @@ double rate_at(const Scaling& s, int n, double prior) {
 }  // namespace
 
 namespace {
-bool before(const ScalingSample& x, int workers, int nodes) { return x.workers < workers || (x.workers == workers && x.nodes < nodes); }
+// Where the entry of (workers, nodes) is or would go in sorted observations.
+Scaling::iterator slot(Scaling& s, int workers, int nodes) {
+  return std::lower_bound(s.begin(), s.end(), std::pair{workers, nodes}, [](const ScalingSample& x, const std::pair<int, int>& k) {
+    return x.workers < k.first || (x.workers == k.first && x.nodes < k.second);
+  });
+}
 }  // namespace
 
 Scaling observe(Scaling s, int workers, double rate, int nodes) {
   if (workers <= 0 || !(rate > 0) || !std::isfinite(rate)) return s;
   nodes = std::max(0, nodes);
-  auto it = std::lower_bound(s.begin(), s.end(), std::pair{workers, nodes},
-                             [](const ScalingSample& x, const std::pair<int, int>& k) { return before(x, k.first, k.second); });
+  auto it = slot(s, workers, nodes);
   if (it != s.end() && it->workers == workers && it->nodes == nodes) {
     it->rate = (it->rate * it->samples + rate) / (it->samples + 1);
     ++it->samples;
@@ -90,8 +94,7 @@ Scaling scaling_from(const nlohmann::json& j) {
     int samples = 1, nodes = 0;
     if (auto n = e.find("samples"); n != e.end() && n->is_number_integer()) samples = std::max(1, n->get<int>());
     if (auto n = e.find("nodes"); n != e.end() && n->is_number_integer()) nodes = std::max(0, n->get<int>());
-    auto it = std::lower_bound(s.begin(), s.end(), std::pair{workers, nodes},
-                               [](const ScalingSample& x, const std::pair<int, int>& k) { return before(x, k.first, k.second); });
+    auto it = slot(s, workers, nodes);
     if (it != s.end() && it->workers == workers && it->nodes == nodes) continue;  // a duplicate: the first stands
     s.insert(it, ScalingSample{workers, rate, samples, nodes});
   }
