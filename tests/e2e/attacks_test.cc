@@ -245,15 +245,18 @@ TEST_F(AttacksTest, WithThePodPolicyOnlyValleyMakesGpuPodsOrWritesItsRecordsOnTh
   ASSERT_NO_FATAL_FAILURE(install_policy("valley-pods.yaml"));
   json gpu_pod = {{"apiVersion", "v1"},
                   {"kind", "Pod"},
-                  {"metadata", {{"name", "mine"}}},
+                  {"metadata", json::object()},
                   {"spec",
                    {{"nodeSelector", {{"valley.dev/pool", pool_}}},
                     {"containers", json::array({{{"name", "c"}, {"image", "x"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
   std::string why;
+  int attempt = 0;
   ASSERT_TRUE(eventually([&] {
+    // A new name each try: a pod taken before the policy was seen may still be terminating.
+    gpu_pod["metadata"]["name"] = "mine-" + std::to_string(++attempt);
     try {
       admin->create(kPods, ns, gpu_pod);
-      admin->remove(kPods, ns, "mine");
+      admin->remove(kPods, ns, gpu_pod["metadata"]["name"].get<std::string>());
       return false;
     } catch (const kube::KubeError& e) {
       why = e.what();
