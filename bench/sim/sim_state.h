@@ -99,7 +99,9 @@ struct SimJob {
     for (const auto& w : workers) n += static_cast<int>(w.count);
     return n;
   }
-  // Its segment's placement: the share of the fewest-nodes speed it runs at (Speedup::spread).
+  // Its segment's placement: how many nodes its workers are on (the shape the operator records with
+  // a rate), and the share of the fewest-nodes speed it runs at there (Speedup::spread).
+  int nodes = 0;
   double placement_factor = 1;
   // On a shared GPU: the share of its rate alone it runs at beside the jobs on the GPU's other
   // replicas (the pair rates), 1 otherwise.
@@ -175,7 +177,8 @@ class Simulator {
   // new_epoch: its pods are new (false: those of an admission waiting for bought nodes start).
   void start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart, bool new_epoch = true);
   // How much wider than the fewest nodes (and racks) that hold them j's workers are; counted.
-  double placement_factor(const SimJob& j);
+  // Sets j.nodes and j.placement_factor from its workers' placement.
+  void place_segment(SimJob& j);
   void finish(SimJob& j);
   // A time-sliced node's replicas: j's replica workers take the lowest free slots there (sit) or give
   // them back (rise), and every job on the node's GPUs runs at its rate beside its partners then.

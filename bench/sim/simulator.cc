@@ -215,15 +215,6 @@ void Simulator::end_segment(SimJob& j) {
   touch(j);
 }
 
-namespace {
-// How many nodes a job's workers are on (the shape the operator records with a rate).
-int node_count(const SimJob& j) {
-  std::set<std::string> nodes;
-  for (const auto& w : j.workers) nodes.insert(w.node);
-  return static_cast<int>(nodes.size());
-}
-}  // namespace
-
 // Progress records: the workload writes latest.json {step, time} at each periodic checkpoint; two
 // records of one segment give its rate at that size and shape (what the operator folds into status.scaling).
 void Simulator::learn() {
@@ -234,7 +225,7 @@ void Simulator::learn() {
     int records = static_cast<int>((now_ - j.progress_from) / period);
     for (int k = j.segment_records + 1; k <= records; ++k)
       if (k >= 2) {
-        j.scaling = planner::observe(j.scaling, j.gpus(), j.rate(), in_.shape_learning ? node_count(j) : 0);
+        j.scaling = planner::observe(j.scaling, j.gpus(), j.rate(), in_.shape_learning ? j.nodes : 0);
         touch(j);
       }
     j.segment_records = std::max(j.segment_records, records);
@@ -244,7 +235,7 @@ void Simulator::learn() {
 void Simulator::start_segment(SimJob& j, std::vector<planner::Task::Worker> placement, bool restart, bool new_epoch) {
   j.workers = std::move(placement);
   sit(j);
-  j.placement_factor = placement_factor(j);
+  place_segment(j);
   j.launcher_node = launcher_node_for(j);
   j.segment_start = now_;
   j.progress_from = now_ + (restart ? in_.workload.restart_seconds : 0);
@@ -304,7 +295,7 @@ void Simulator::pair_rates_on(SimNode& n) {
 // The trace's durations hold on the fewest nodes; a job placed wider runs at the throughput Pollux
 // measured for that many more nodes (Speedup::spread). No trace measures racks: each rack beyond
 // the fewest that hold the nodes is charged as one more node.
-double Simulator::placement_factor(const SimJob& j) {
+void Simulator::place_segment(SimJob& j) {
   std::set<std::string> nodes, racks;
   int per_node = 1, per_rack = 0;
   for (const auto& w : j.workers) {
@@ -325,8 +316,11 @@ double Simulator::placement_factor(const SimJob& j) {
     spread_far_segments_ += extra_nodes >= 3;
     spread_rack_segments_ += extra_racks > 0;
   }
-  if (in_.spread_per_node > 0) return std::pow(in_.spread_per_node, extra_nodes + extra_racks);
-  return j.speedup && in_.placement_speed ? j.speedup->spread(extra_nodes + extra_racks) : 1;
+  j.nodes = static_cast<int>(nodes.size());
+  if (in_.spread_per_node > 0)
+    j.placement_factor = std::pow(in_.spread_per_node, extra_nodes + extra_racks);
+  else
+    j.placement_factor = j.speedup && in_.placement_speed ? j.speedup->spread(extra_nodes + extra_racks) : 1;
 }
 
 // Valley puts a launcher beside its worker 0; kube-scheduler puts the peers' (and Valley's before

@@ -300,8 +300,10 @@ node_restore_host_state() {
   # Flush what kubelet added (tables it may have touched), then put back what was there.
   local t
   for t in filter nat mangle; do iptables -t "$t" -F; iptables -t "$t" -X; ip6tables -t "$t" -F; ip6tables -t "$t" -X; done 2>/dev/null || true
-  iptables-restore < "$NODE/host-state/iptables"
-  ip6tables-restore < "$NODE/host-state/ip6tables"
+  # Without kube-router's and kubelet's own chains: a state saved while an earlier node's rules were
+  # still there names ipsets that are gone, and one refused line would refuse the whole table.
+  grep -v -e 'KUBE-' -e 'kube-router' "$NODE/host-state/iptables" | iptables-restore || log "could not restore the host's iptables rules"
+  grep -v -e 'KUBE-' -e 'kube-router' "$NODE/host-state/ip6tables" | ip6tables-restore || log "could not restore the host's ip6tables rules"
   rm -rf "$NODE/host-state"
 }
 

@@ -82,6 +82,11 @@ class SpotTest : public TaskTest {
     storage::CheckpointRecord r{step, kube::format_time(std::chrono::system_clock::now()), 1, 3, "ckpt.bin"};
     gw_->store(ns + "/job")->put(storage::kLatestKey, storage::to_json(r));
   }
+  // Writes the record and waits until the task's status shows it.
+  bool checkpointed(int64_t step) {
+    write_checkpoint(step);
+    return eventually([&] { return status().value("checkpoint", json::object()).value("step", 0) == step; }, 20s);
+  }
   json status() { return task().value("status", json::object()); }
   std::string node_of(const std::string& pod) { return admin->get(kPods, ns, pod)["spec"].value("nodeName", ""); }
   std::set<std::string> worker_nodes() {
@@ -200,14 +205,28 @@ TEST_F(SpotTest, AGangWhoseLauncherNoNodeCanHoldCreatesNoPodAndSaysWhy) {
   EXPECT_FALSE(status().contains("cost") && status()["cost"].value("accruedMicros", 0) > 0) << status().dump(2);
 }
 
+// Progress is learned with the shape it ran on: two checkpoint records of one epoch whose workers
+// hold one 8-GPU node each become status.scaling's entry for 2 workers on 2 nodes.
+TEST_F(SpotTest, ProgressIsLearnedWithHowManyNodesTheWorkersRanOn) {
+  apply(spot_spec(2, 2));
+  ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
+  ASSERT_EQ(worker_nodes().size(), 2u);
+  ASSERT_TRUE(checkpointed(1200)) << status().dump(2) << operator_log();
+  std::this_thread::sleep_for(2s);  // the records' times are to the second
+  write_checkpoint(1400);
+  ASSERT_TRUE(eventually([&] { return status().value("scaling", json::array()).size() == 1; }, 20s)) << status().dump(2) << operator_log();
+  const json entry = status()["scaling"][0];
+  EXPECT_EQ(entry.value("workers", 0), 2) << entry.dump();
+  EXPECT_EQ(entry.value("nodes", 0), 2) << entry.dump();
+  EXPECT_GT(entry.value("stepsPerSecond", 0.0), 0.0) << entry.dump();
+}
+
 TEST_F(SpotTest, TerminationNoticeTaintMovesTheTaskOffTheNodeFromItsCheckpoint) {
   apply(spot_spec(2, 3));
   ASSERT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
   ASSERT_EQ(worker_nodes().size(), 3u);
   ASSERT_EQ(status()["epoch"], 1);
-  write_checkpoint(1200);
-  ASSERT_TRUE(eventually([&] { return status().value("checkpoint", json::object()).value("step", 0) == 1200; }, 20s))
-      << status().dump(2) << operator_log();
+  ASSERT_TRUE(checkpointed(1200)) << status().dump(2) << operator_log();
   // The pods carry the checkpoint window and the store's credentials.
   json worker = admin->get(kPods, ns, "job-worker-0");
   EXPECT_EQ(worker["spec"]["terminationGracePeriodSeconds"], 30);
@@ -474,9 +493,7 @@ class GpuFaultTest : public SpotTest {
     apply(spot_spec(2, 3));
     EXPECT_TRUE(wait_phase("Running")) << status().dump(2) << operator_log();
     EXPECT_EQ(worker_nodes().size(), 3u);
-    write_checkpoint(1200);
-    EXPECT_TRUE(eventually([&] { return status().value("checkpoint", json::object()).value("step", 0) == 1200; }, 20s))
-        << status().dump(2) << operator_log();
+    EXPECT_TRUE(checkpointed(1200)) << status().dump(2) << operator_log();
     return node_of("job-worker-1");
   }
   void expect_moved_off_fault(const std::string& faulty, const std::string& words) {
