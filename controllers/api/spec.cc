@@ -126,7 +126,10 @@ ContainerSpec container(Reader& r, const json& c, const std::string& path) {
     }
   out.command = r.strings(c, "command", path + ".command");
   out.args = r.strings(c, "args", path + ".args");
-  if (const json* res = r.object(c, "resources", path + ".resources")) out.resources = *res;
+  if (const json* res = r.object(c, "resources", path + ".resources")) {
+    for (const auto& refusal : resource_escapes(*res, path + ".resources")) r.error(refusal);
+    out.resources = *res;
+  }
   if (const json* t = r.object(c, "template", path + ".template")) {
     for (const auto& refusal : template_escapes(*t, path + ".template")) r.error(refusal);
     out.pod_template = *t;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <string_view>
 
 #include "controllers/api/pod.h"
@@ -20,6 +21,12 @@ bool is_set(const json& o, const char* key) {
   return it != o.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty());
 }
 
+// A list with something in it (an empty one asks for nothing), or anything else but null.
+bool has_entries(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && !it->is_null() && !(it->is_array() && it->empty());
+}
+
 // Pod Security Standards, Baseline: the capabilities a container may add.
 bool baseline_capability(const std::string& c) {
   static constexpr std::array<std::string_view, 13> kAllowed = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
@@ -29,8 +36,29 @@ bool baseline_capability(const std::string& c) {
   return std::find(kAllowed.begin(), kAllowed.end(), name) != kAllowed.end();
 }
 
+// Calls f(field, key) for each key of the objects o.<field> (a map such as labels or limits).
+template <typename F>
+void each_key(const json& o, std::initializer_list<const char*> fields, F&& f) {
+  if (!o.is_object()) return;
+  for (const char* field : fields) {
+    auto it = o.find(field);
+    if (it == o.end() || !it->is_object()) continue;
+    for (const auto& [key, value] : it->items()) f(field, key);
+  }
+}
+
+void check_resources(const json& resources, const std::string& path, std::vector<std::string>& out) {
+  if (!resources.is_object()) return;
+  each_key(resources, {"limits", "requests"}, [&](const char* list, const std::string& name) {
+    if (is_gpu_device_resource(name))
+      out.push_back(path + "." + list + "." + name + ": a task's GPUs are spec.worker.gpus, placed and billed by Valley");
+  });
+  if (has_entries(resources, "claims")) out.push_back(path + ".claims: Valley claims the devices it places (spec.worker.devices)");
+}
+
 void check_container(const json& c, const std::string& path, std::vector<std::string>& out) {
   if (!c.is_object()) return;
+  if (auto r = c.find("resources"); r != c.end()) check_resources(*r, path + ".resources", out);
   const json sc = c.value("securityContext", json::object());
   if (sc.is_object()) {
     if (is_true(sc, "privileged")) out.push_back(path + ".securityContext.privileged: a privileged container is the node's root");
@@ -52,17 +80,25 @@ void check_container(const json& c, const std::string& path, std::vector<std::st
 }
 
 void check_metadata(const json& meta, const std::string& path, std::vector<std::string>& out) {
-  if (!meta.is_object()) return;
-  for (const char* field : {"labels", "annotations"}) {
-    auto it = meta.find(field);
-    if (it == meta.end() || !it->is_object()) continue;
-    for (const auto& [key, value] : it->items())
-      if (key.rfind(kValleyKeyPrefix, 0) == 0)
-        out.push_back(path + ".metadata." + field + "." + key + ": keys under " + kValleyKeyPrefix + " are Valley's own records");
-  }
+  each_key(meta, {"labels", "annotations"}, [&](const char* field, const std::string& key) {
+    if (key.rfind(kValleyKeyPrefix, 0) == 0)
+      out.push_back(path + ".metadata." + field + "." + key + ": keys under " + kValleyKeyPrefix + " are Valley's own records");
+  });
 }
 
 }  // namespace
+
+bool is_gpu_device_resource(const std::string& name) {
+  for (const char* prefix : {"nvidia.com/gpu", "nvidia.com/mig-", "amd.com/gpu", "gpu.intel.com/"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+std::vector<std::string> resource_escapes(const json& resources, const std::string& path) {
+  std::vector<std::string> out;
+  check_resources(resources, path, out);
+  return out;
+}
 
 std::vector<std::string> template_escapes(const json& pod_template, const std::string& path) {
   std::vector<std::string> out;
@@ -85,6 +121,8 @@ std::vector<std::string> template_escapes(const json& pod_template, const std::s
       if (v.is_object() && v.contains("hostPath"))
         out.push_back(sp + "volumes." + (v.value("name", json("?")).is_string() ? v.value("name", std::string("?")) : std::string("?")) +
                       ".hostPath: a directory of the node is not a tenant's");
+  if (has_entries(spec, "resourceClaims")) out.push_back(sp + "resourceClaims: Valley claims the devices it places (spec.worker.devices)");
+  if (auto r = spec.find("resources"); r != spec.end()) check_resources(*r, sp + "resources", out);  // pod-level
   if (spec.contains("tolerations") && spec["tolerations"].is_array())
     for (const auto& t : spec["tolerations"])
       if (t.is_object() && !is_set(t, "key") && t.value("operator", json("")) == "Exists")

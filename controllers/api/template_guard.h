@@ -8,7 +8,9 @@
 //              (preemption outside Valley's priorities and quota), a toleration of every taint;
 //   identity:  serviceAccountName / serviceAccount (the namespace's default account only);
 //   bookkeeping: labels and annotations under valley.dev/ (Valley's own records: replicas, seats),
-//              a container's VALLEY_RECORDS (their sealed copy, api::kRecordsEnv).
+//              a container's VALLEY_RECORDS (their sealed copy, api::kRecordsEnv);
+//   devices:   GPUs asked for by any container (spec.worker.gpus is the task's count, placed and
+//              billed by Valley), DRA claims (resourceClaims; Valley claims the devices it places).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -24,5 +26,14 @@ inline constexpr const char* kValleyKeyPrefix = "valley.dev/";
 // The refusals for `pod_template` (a PodTemplateSpec) at `path` (e.g. "spec.worker.template"), each
 // "<path>.<field>: <why>"; empty when it may be used.
 std::vector<std::string> template_escapes(const nlohmann::json& pod_template, const std::string& path);
+
+// A GPU device plugin's resource: nvidia.com/gpu and the names it shares under (MIG slices,
+// nvidia.com/gpu.shared), amd.com/gpu*, gpu.intel.com/*. Other extended resources (RDMA NICs, for
+// example) are the template's to ask for.
+bool is_gpu_device_resource(const std::string& name);
+
+// The refusals for a container's `resources` (ResourceRequirements) at `path`: a GPU in its limits
+// or requests, or DRA claims; empty when it may be used.
+std::vector<std::string> resource_escapes(const nlohmann::json& resources, const std::string& path);
 
 }  // namespace valley::api

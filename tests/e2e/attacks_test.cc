@@ -83,7 +83,8 @@ TEST_F(AttacksTest, ASecretReferenceOutsideTheNamespaceIsRefused) {
 // The reported free GPUs: the template's valley.dev/time-sliced-replicas made Valley count each GPU
 // as 1/999th. Without the admission policy Valley refuses the task (InvalidSpec, naming the field)
 // and creates no pod; with it the API server refuses it at once. The same for the template fields
-// that leave isolation (a node's directory here), and for a task padded toward the object limit.
+// that leave isolation (a node's directory here), a sidecar asking for GPUs of its own (held
+// outside the plan and the bill), and a task padded toward the object limit.
 TEST_F(AttacksTest, ATemplateCarryingValleysRecordsOrLeavingIsolationIsRefusedNamingTheField) {
   json replicas = single();
   replicas["worker"]["template"]["metadata"] = {{"annotations", {{"valley.dev/time-sliced-replicas", "999"}}}};
@@ -91,14 +92,19 @@ TEST_F(AttacksTest, ATemplateCarryingValleysRecordsOrLeavingIsolationIsRefusedNa
   host["worker"]["template"]["spec"]["volumes"] = {{{"name", "root"}, {"hostPath", {{"path", "/"}}}}};
   json padded = single();
   padded["worker"]["template"]["metadata"] = {{"annotations", {{"pad", std::string(300 * 1024, 'x')}}}};
-  const std::pair<std::string, json> cases[] = {{"replicas", replicas}, {"host", host}, {"padded", padded}};
-  const std::string expected[] = {"valley.dev/time-sliced-replicas", "volumes.root.hostPath", "at most 262144"};
+  json sidecar = single();  // GPUs beside spec.worker.gpus, outside the plan and the bill
+  sidecar["worker"]["template"]["spec"]["containers"] = {{{"name", "worker"}},
+                                                         {{"name", "side"}, {"image", "x"}, {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}};
+  const std::pair<std::string, json> cases[] = {{"replicas", replicas}, {"host", host}, {"padded", padded}, {"sidecar", sidecar}};
+  const std::string expected[] = {"valley.dev/time-sliced-replicas", "volumes.root.hostPath", "at most 262144",
+                                  "containers[side].resources.limits.nvidia.com/gpu"};
   // deploy/base's own binding of the guard, cluster-wide, where something installed it (the real
   // node's operator test does): the API server then refuses the first two itself.
   bool guarded = false;
   for (const auto& b : admin->list(kAdmissionBindings, "").items) guarded |= b["metadata"].value("name", "") == "valley-template-guard";
-  const std::string policy_words[] = {"valley.dev/ are Valley's own records", "template.spec.volumes.hostPath", ""};
-  for (size_t i = 0; i < 3; ++i) {
+  const std::string policy_words[] = {"valley.dev/ are Valley's own records", "template.spec.volumes.hostPath", "",
+                                      "the GPUs of a task are spec.worker.gpus"};
+  for (size_t i = 0; i < std::size(cases); ++i) {
     const auto& [name, spec] = cases[i];
     if (guarded && !policy_words[i].empty()) {
       EXPECT_NE(refused(spec, name).find(policy_words[i]), std::string::npos) << name;
@@ -123,6 +129,11 @@ TEST_F(AttacksTest, ATemplateCarryingValleysRecordsOrLeavingIsolationIsRefusedNa
   json sealed = single();
   sealed["worker"]["template"]["spec"]["containers"] = {{{"name", "worker"}, {"env", {{{"name", "VALLEY_RECORDS"}, {"value", "{}"}}}}}};
   EXPECT_NE(refused(sealed, "sealed").find("env.VALLEY_RECORDS"), std::string::npos);
+  EXPECT_NE(refused(sidecar, "sidecar2").find("the GPUs of a task are spec.worker.gpus"), std::string::npos);
+  // The launcher's own resources are the CRD's to check, with or without the policy.
+  json launcher = mpi_spec(1, 1);
+  launcher["master"]["resources"] = {{"limits", {{"nvidia.com/gpu", "4"}}}};
+  EXPECT_NE(refused(launcher, "launcher").find("limits.nvidia.com/gpu: the GPUs of a task"), std::string::npos);
   json fine = single();
   fine["worker"]["template"]["metadata"] = {{"annotations", {{"team", "a"}}}};
   EXPECT_EQ(refused(fine, "fine"), "") << "a plain template is taken";

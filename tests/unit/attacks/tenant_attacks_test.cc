@@ -13,6 +13,7 @@
 #include "controllers/api/pod.h"
 #include "controllers/api/spec.h"
 #include "controllers/api/template_guard.h"
+#include "controllers/api/vendors.h"
 #include "controllers/cost/engine.h"
 #include "controllers/gpu/resources.h"
 #include "controllers/inputs/snapshot.h"
@@ -154,6 +155,40 @@ TEST(TenantAttacks, ATemplateCarryingValleysRecordsOrLeavingIsolationIsRefusedFi
   const json plain = json::parse(R"({"metadata": {"labels": {"team": "a"}}, "spec": {"tolerations": [{"key": "spot", "operator": "Exists"}],
     "serviceAccountName": "default", "containers": [{"name": "worker", "securityContext": {"runAsUser": 1000}}]}})");
   EXPECT_TRUE(api::template_escapes(plain, "spec.worker.template").empty());
+}
+
+// GPUs asked for beside spec.worker.gpus (a launcher's limits, a sidecar's, an init container's, a
+// pod-level request, a DRA claim of the template's own) would run outside the plan and the bill:
+// each is refused, naming it; other extended resources (an RDMA NIC) are the template's to ask for.
+TEST(TenantAttacks, GpusAskedForOutsideSpecWorkerGpusAreRefusedFieldByField) {
+  const json tmpl = json::parse(R"({"spec": {
+    "resourceClaims": [{"name": "g", "resourceClaimName": "theirs"}],
+    "resources": {"limits": {"gpu.intel.com/xe": "1"}},
+    "initContainers": [{"name": "warm", "resources": {"requests": {"amd.com/gpu": "2"}}}],
+    "containers": [{"name": "main", "resources": {"limits": {"rdma/hca": "1", "cpu": "2"}, "claims": [{"name": "g"}]}},
+                   {"name": "side", "resources": {"limits": {"nvidia.com/gpu": "7"}}},
+                   {"name": "slice", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}]}})");
+  std::string all;
+  for (const auto& r : api::template_escapes(tmpl, "spec.worker.template")) all += r + "\n";
+  for (const char* field : {"spec.resourceClaims", "spec.resources.limits.gpu.intel.com/xe", "initContainers[warm].resources.requests.amd.com/gpu",
+                            "containers[main].resources.claims", "containers[side].resources.limits.nvidia.com/gpu",
+                            "containers[slice].resources.limits.nvidia.com/mig-1g.10gb"})
+    EXPECT_NE(all.find(field), std::string::npos) << field << " not refused:\n" << all;
+  EXPECT_EQ(all.find("rdma"), std::string::npos) << all;
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 6) << all;
+
+  const auto parsed = api::parse_task(task_object({{"master", {{"resources", {{"limits", {{"nvidia.com/gpu", "4"}}}}}}},
+                                                   {"worker", {{"resources", {{"requests", {{"nvidia.com/gpu.shared", "1"}, {"memory", "1Gi"}}}}}}}}));
+  EXPECT_NE(errors_of(parsed).find("spec.master.resources.limits.nvidia.com/gpu"), std::string::npos) << errors_of(parsed);
+  EXPECT_NE(errors_of(parsed).find("spec.worker.resources.requests.nvidia.com/gpu.shared"), std::string::npos) << errors_of(parsed);
+  const auto fine = api::parse_task(task_object({{"worker", {{"resources", {{"limits", {{"cpu", "4"}, {"rdma/hca", "1"}}}, {"claims", json::array()}}}}}}));
+  EXPECT_TRUE(fine.errors.empty()) << errors_of(fine);
+
+  // Every GPU resource Valley places is one the guard keeps to Valley.
+  std::vector<std::string> placed = {gpu::kTimeSliced, gpu::kIntelXe};
+  for (const char* vendor : api::kVendors) placed.push_back(gpu::whole_resource(vendor));
+  for (const auto& p : gpu::kMigProfiles) placed.push_back(p.resource);
+  for (const auto& r : placed) EXPECT_TRUE(api::is_gpu_device_resource(r)) << r;
 }
 
 // Attack 3 as reported: the worker template's annotation said the GPU was split 999 ways, and the
