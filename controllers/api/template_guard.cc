@@ -69,10 +69,16 @@ void check_container(const json& c, const std::string& path, std::vector<std::st
           out.push_back(path + ".securityContext.capabilities.add: " + (cap.is_string() ? cap.get<std::string>() : std::string("?")) +
                         " is beyond Pod Security Baseline");
   }
-  if (c.contains("env") && c["env"].is_array())
-    for (const auto& e : c["env"])
-      if (e.is_object() && e.value("name", json("")) == kRecordsEnv)
+  if (c.contains("env") && c["env"].is_array()) {
+    for (const auto& e : c["env"]) {
+      if (!e.is_object()) continue;
+      const json name = e.value("name", json(""));
+      if (name == kRecordsEnv)
         out.push_back(path + ".env." + kRecordsEnv + ": Valley's own record of the pod's GPUs, sealed when it makes the pod");
+      else if (name == kNvidiaVisibleDevices)
+        out.push_back(path + ".env." + kNvidiaVisibleDevices + ": the NVIDIA runtime would hand the container the GPUs it names, outside Valley's plan and bill");
+    }
+  }
   if (c.contains("ports") && c["ports"].is_array())
     for (const auto& p : c["ports"])
       if (p.is_object() && is_set(p, "hostPort") && !(p["hostPort"].is_number_integer() && p["hostPort"].get<int64_t>() == 0))

@@ -10,7 +10,8 @@
 //   bookkeeping: labels and annotations under valley.dev/ (Valley's own records: replicas, seats),
 //              a container's VALLEY_RECORDS (their sealed copy, api::kRecordsEnv);
 //   devices:   GPUs asked for by any container (spec.worker.gpus is the task's count, placed and
-//              billed by Valley), DRA claims (resourceClaims; Valley claims the devices it places).
+//              billed by Valley), DRA claims (resourceClaims; Valley claims the devices it places),
+//              a container's NVIDIA_VISIBLE_DEVICES (the NVIDIA runtime hands over the GPUs it names).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,10 @@
 #include <vector>
 
 namespace valley::api {
+
+// The NVIDIA container runtime's variable: the GPUs of the node a container is handed ("all" in
+// CUDA base images; "void": none, as without the runtime).
+inline constexpr const char* kNvidiaVisibleDevices = "NVIDIA_VISIBLE_DEVICES";
 
 // Valley's own key space in labels and annotations.
 inline constexpr const char* kValleyKeyPrefix = "valley.dev/";

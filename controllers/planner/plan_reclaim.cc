@@ -189,6 +189,19 @@ bool Plan::reclaim_in_pool_order(size_t i, int need) {
   return false;
 }
 
+namespace {
+// How one task's reason (its status and Events, which its namespace reads) names another: by its
+// key within the namespace, as a task of another namespace otherwise (whose names are not theirs
+// to read).
+std::string named_for(const Task& other, const Task& reader) {
+  const auto ns = [](const std::string& key) {
+    const size_t slash = key.find('/');
+    return slash == std::string::npos ? std::string() : key.substr(0, slash);
+  };
+  return ns(other.key) == ns(reader.key) ? other.key : "another namespace's task";
+}
+}  // namespace
+
 // The victims' decisions say for whom they gave workers back; the admitted task's, from whom.
 void Plan::finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved, size_t i) {
   const Task& for_task = tasks_[i];
@@ -198,10 +211,10 @@ void Plan::finish_reclaim(const std::vector<std::pair<size_t, Decision>>& saved,
     if (vd.workers == before.workers) continue;
     const Task& victim = tasks_[v];
     const bool other = quota_.enabled() && victim.tenant != for_task.tenant;
-    const std::string why = other ? for_task.key + ": tenant " + tenant_name(for_task.tenant) + " reclaims its quota lent to " +
-                                        tenant_name(victim.tenant)
-                                  : for_task.key + " (priority " + std::to_string(for_task.priority) + ")";
-    from += (from.empty() ? "" : ", ") + victim.key + (other ? " of tenant " + tenant_name(victim.tenant) : "") +
+    const std::string why = other ? named_for(for_task, victim) + ": tenant " + tenant_name(for_task.tenant) +
+                                        " reclaims its quota lent to " + tenant_name(victim.tenant)
+                                  : named_for(for_task, victim) + " (priority " + std::to_string(for_task.priority) + ")";
+    from += (from.empty() ? "" : ", ") + named_for(victim, for_task) + (other ? " of tenant " + tenant_name(victim.tenant) : "") +
             (vd.workers == 0 ? " preempted" : " shrunk " + std::to_string(before.workers) + " -> " + std::to_string(vd.workers));
     if (vd.workers == 0) {
       vd.action = Action::Preempt;

@@ -1,5 +1,7 @@
 #include "controllers/render/render.h"
 
+#include <string_view>
+
 #include "controllers/render/transfers.h"
 
 #include "controllers/api/dra.h"
@@ -59,6 +61,22 @@ void restrict_pod(json& ps, int64_t uid) {
       if (!sc.is_object()) sc = json::object();
       default_to(sc, "allowPrivilegeEscalation", false);
       default_to(sc, "capabilities", {{"drop", json::array({"ALL"})}});
+    }
+  }
+}
+
+// The NVIDIA runtime hands a container the GPUs its NVIDIA_VISIBLE_DEVICES names, and CUDA base
+// images set it to "all": every container but the one holding the plan's GPUs (the first, when
+// `first_holds_gpus`; the device plugin sets its variable) says "void", so an image's default cannot
+// reach the node's GPUs outside the plan and the bill.
+void hide_node_gpus(json& ps, bool first_holds_gpus) {
+  for (const char* list : {"initContainers", "containers"}) {
+    if (!ps.contains(list) || !ps[list].is_array()) continue;
+    for (size_t i = 0; i < ps[list].size(); ++i) {
+      json& c = ps[list][i];
+      if (!c.is_object() || (first_holds_gpus && i == 0 && std::string_view(list) == "containers")) continue;
+      if (!c.contains("env") || !c["env"].is_array()) c["env"] = json::array();
+      c["env"].push_back({{"name", api::kNvidiaVisibleDevices}, {"value", "void"}});
     }
   }
 }
@@ -320,6 +338,7 @@ json worker_pod(const TaskSpec& spec, int index, const Shape& shape, const Worke
          json::array({{{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {placement.node}}}})}}})}};
   }
   tolerate_gpu_taint(pod["spec"], placement);
+  hide_node_gpus(pod["spec"], placement.gpu_count > 0);
   api::seal_records(pod);
   return pod;
 }
@@ -494,6 +513,7 @@ json launcher_pod(const TaskSpec& spec, const Shape& shape, const LauncherPlacem
   if (!inits.is_array()) inits = json::array();
   inits.push_back(wait);  // after the user's own init containers
   ps["initContainers"] = inits;
+  hide_node_gpus(ps, false);
   api::seal_records(pod);
   return pod;
 }

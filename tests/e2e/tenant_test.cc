@@ -159,11 +159,13 @@ TEST_F(TenantTest, AGangLargerThanEitherPoolsNominalReclaimsAcrossBoth) {
       << task("gang").dump(2) << task_in(other, "wide").dump(2) << operator_log();
   ASSERT_TRUE(eventually([&] { return phase_in(other, "wide") == "Running" && workers_in(other, "wide") == 20; }, 90s))
       << task_in(other, "wide").dump(2);
-  // The gang's admission says whose workers it took.
+  // The gang's admission says whose workers it took: a task of tenant b, not named (its namespace's
+  // names are not a's to read).
   std::string admitted;
   for (const auto& c : task("gang")["status"].value("conditions", json::array()))
     if (c.value("type", "") == "Admitted") admitted = c.value("message", "");
-  EXPECT_NE(admitted.find("its GPUs come back from " + other + "/wide of tenant " + b + " shrunk 32 -> 20"), std::string::npos) << admitted;
+  EXPECT_NE(admitted.find("its GPUs come back from another namespace's task of tenant " + b + " shrunk 32 -> 20"), std::string::npos) << admitted;
+  EXPECT_EQ(admitted.find(other + "/wide"), std::string::npos) << admitted;
   const json shrunk = task_in(other, "wide");
   EXPECT_EQ(shrunk["status"]["restarts"].value("preemptions", 0), 0) << "shrinking was enough; no preemption";
   EXPECT_NE(shrunk["status"].value("lastResizeReason", "").find("tenant " + a + " reclaims its quota lent to " + b), std::string::npos)

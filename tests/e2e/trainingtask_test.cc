@@ -52,6 +52,12 @@ TEST_F(TaskTest, ApplyExpandsIntoLauncherWorkersServiceHostfileAndKeys) {
   ASSERT_EQ(all.size(), 4u);
   std::set<std::string> names;
   std::string last_worker_ready;
+  // What the NVIDIA runtime would hand a container (CUDA images say "all"): none to the launcher.
+  auto visible_gpus = [](const json& c) {
+    for (const auto& e : c.value("env", json::array()))
+      if (e.value("name", "") == "NVIDIA_VISIBLE_DEVICES") return e.value("value", "");
+    return std::string("(unset)");
+  };
   for (const auto& p : all) {
     names.insert(p["metadata"]["name"]);
     EXPECT_EQ(p["metadata"]["ownerReferences"][0]["uid"], uid);
@@ -61,9 +67,12 @@ TEST_F(TaskTest, ApplyExpandsIntoLauncherWorkersServiceHostfileAndKeys) {
       // It went out with the workers; its last init container holds mpirun until they answer.
       ASSERT_TRUE(p["spec"].contains("initContainers")) << p["spec"].dump(2);
       EXPECT_EQ(p["spec"]["initContainers"].back()["name"], "valley-wait-for-workers");
+      for (const char* list : {"containers", "initContainers"})
+        for (const auto& c : p["spec"][list]) EXPECT_EQ(visible_gpus(c), "void") << c.dump();
     } else {
       last_worker_ready = std::max(last_worker_ready, ready_time(p));
       EXPECT_EQ(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
+      EXPECT_EQ(visible_gpus(p["spec"]["containers"][0]), "(unset)") << "the device plugin names the worker's GPUs";
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"job-launcher", "job-worker-0", "job-worker-1", "job-worker-2"}));

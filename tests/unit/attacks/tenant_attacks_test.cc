@@ -191,6 +191,36 @@ TEST(TenantAttacks, GpusAskedForOutsideSpecWorkerGpusAreRefusedFieldByField) {
   for (const auto& r : placed) EXPECT_TRUE(api::is_gpu_device_resource(r)) << r;
 }
 
+// CUDA images set NVIDIA_VISIBLE_DEVICES=all, and the NVIDIA runtime hands a container the GPUs it
+// names: a launcher, a sidecar or a CPU-only worker on a GPU node would use GPUs no plan or bill
+// holds. Every container but the one holding the plan's GPUs says "void"; a template may not set it.
+TEST(TenantAttacks, OnlyTheContainerHoldingThePlansGpusMaySeeTheNodesGpus) {
+  const json tmpl = json::parse(R"({"spec": {"containers": [{"name": "worker"}, {"name": "side", "image": "cuda"}],
+                                            "initContainers": [{"name": "warm", "image": "cuda"}]}})");
+  api::ParsedTask parsed = api::parse_task(task_object({{"worker", {{"template", tmpl}}}}));
+  ASSERT_TRUE(parsed.spec) << errors_of(parsed);
+  auto visible = [](const json& c) -> std::string {
+    for (const auto& e : c.value("env", json::array()))
+      if (e.value("name", "") == api::kNvidiaVisibleDevices) return e.value("value", "?");
+    return "(unset)";
+  };
+  const json gpu_worker = render::worker_pod(*parsed.spec, 0, {1, 1}, {"nvidia", "nvidia.com/gpu", 1, "n1", "", {}});
+  EXPECT_EQ(visible(gpu_worker["spec"]["containers"][0]), "(unset)") << "the device plugin names its GPUs";
+  EXPECT_EQ(visible(gpu_worker["spec"]["containers"][1]), "void");
+  EXPECT_EQ(visible(gpu_worker["spec"]["initContainers"][0]), "void");
+  const json cpu_worker = render::worker_pod(*parsed.spec, 0, {1, 1}, {"", "", 0, "n1", "", {}});
+  EXPECT_EQ(visible(cpu_worker["spec"]["containers"][0]), "void");
+  const json launcher = render::launcher_pod(*parsed.spec, {1, 1}, {});
+  for (const char* list : {"containers", "initContainers"})
+    for (const auto& c : launcher["spec"][list]) EXPECT_EQ(visible(c), "void") << list << " " << c.value("name", "");
+
+  json asked = tmpl;
+  asked["spec"]["containers"][1]["env"] = {{{"name", api::kNvidiaVisibleDevices}, {"value", "all"}}};
+  std::string all;
+  for (const auto& r : api::template_escapes(asked, "spec.worker.template")) all += r + "\n";
+  EXPECT_NE(all.find("containers[side].env.NVIDIA_VISIBLE_DEVICES"), std::string::npos) << all;
+}
+
 // Attack 3 as reported: the worker template's annotation said the GPU was split 999 ways, and the
 // task accrued nothing. The pod never carries the template's valley.dev/ keys, and billing counts a
 // GPU by the node's split whatever the pod's own metadata says.

@@ -41,7 +41,7 @@ TEST(PlannerTenants, IdleQuotaIsLentAndReclaimedByShrinkingTheBorrowerFirst) {
   EXPECT_EQ(find(ds, "b/eval").action, Action::Admit);
   EXPECT_EQ(find(ds, "a/train").action, Action::Shrink);
   EXPECT_EQ(find(ds, "a/train").workers, 8);
-  EXPECT_EQ(find(ds, "a/train").reason, "shrunk for b/eval: tenant b reclaims its quota lent to a");
+  EXPECT_EQ(find(ds, "a/train").reason, "shrunk for another namespace's task: tenant b reclaims its quota lent to a");
 }
 
 // Plans x and y together and carries the decisions out an hour ago.
@@ -250,10 +250,10 @@ TEST(PlannerBigGangs, AGangLargerThanAnyOnePoolsNominalReclaimsAcrossPoolsByShri
   const Decision& a = find(ds, "a/gang");
   ASSERT_EQ(a.action, Action::Admit) << a.reason;
   EXPECT_EQ(a.workers, 12);
-  EXPECT_EQ(a.reason, "minimum gang of 12 fits; its GPUs come back from b/wide of tenant b shrunk 32 -> 20");
+  EXPECT_EQ(a.reason, "minimum gang of 12 fits; its GPUs come back from another namespace's task of tenant b shrunk 32 -> 20");
   EXPECT_EQ(find(ds, "b/wide").action, Action::Shrink);  // shrunk, not preempted
   EXPECT_EQ(find(ds, "b/wide").workers, 20);  // its 16 of nominal and 4 of what a does not use
-  EXPECT_EQ(find(ds, "b/wide").reason, "shrunk for a/gang: tenant a reclaims its quota lent to b");
+  EXPECT_EQ(find(ds, "b/wide").reason, "shrunk for another namespace's task: tenant a reclaims its quota lent to b");
 }
 
 TEST(PlannerBigGangs, AGangMayStartPartlyOnNominalAndPartlyOnBorrowedCapacityWithinItsFairShare) {
