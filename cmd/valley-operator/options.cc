@@ -9,6 +9,7 @@
 #include "operator/kube/config.h"
 #include "operator/kube/label_selector.h"
 #include "operator/metrics/registry.h"
+#include "operator/storage/address_filter.h"
 
 namespace valley::op {
 
@@ -261,9 +262,8 @@ task::ControllerOptions controller_options(const Flags& flags) {
   o.io_image = flags.get("io-image");
   o.data_cache_class = flags.get("data-cache-class");
   o.task_network_policies = flags.get_bool("task-network-policies");
-  static const std::regex cidr(R"(^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9a-fA-F:]+/[0-9]{1,3})$)");
   for (const auto& c : valley::split_list(flags.get("task-egress-except"))) {
-    if (!std::regex_match(c, cidr)) throw std::invalid_argument("--task-egress-except: \"" + c + "\" is not a CIDR");
+    if (!valley::storage::valid_cidr(c)) throw std::invalid_argument("--task-egress-except: \"" + c + "\" is not a CIDR");
     o.task_egress_except.push_back(c);
   }
   o.cost_interval = seconds("cost-interval");

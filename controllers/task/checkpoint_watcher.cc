@@ -7,8 +7,8 @@
 
 namespace valley::task {
 
-CheckpointWatcher::CheckpointWatcher(kube::Api& client, std::chrono::seconds interval, OnChange on_change)
-    : client_(client), interval_(interval), on_change_(std::move(on_change)) {}
+CheckpointWatcher::CheckpointWatcher(kube::Api& client, std::chrono::seconds interval, OnChange on_change, std::vector<std::string> denied_cidrs)
+    : client_(client), denied_cidrs_(std::move(denied_cidrs)), interval_(interval), on_change_(std::move(on_change)) {}
 
 void CheckpointWatcher::watch(const api::TaskSpec& spec) {
   if (spec.checkpoint_uri.rfind("s3://", 0) != 0) return;
@@ -52,7 +52,7 @@ void CheckpointWatcher::read(const std::string& key, Entry entry) {
   std::optional<storage::CheckpointRecord> record;
   std::string error;
   try {
-    if (auto store = storage::open_task_store(client_, entry.ns, entry.secret, entry.uri, "checkpoint", &error))
+    if (auto store = storage::open_task_store(client_, entry.ns, entry.secret, entry.uri, "checkpoint", &error, denied_cidrs_))
       if (auto text = store->get(storage::kLatestKey)) record = storage::parse_checkpoint_record(*text, &error);
   } catch (const std::exception& e) {
     error = e.what();

@@ -24,7 +24,8 @@ class CheckpointWatcher {
  public:
   // on_change(task key, error): a new record was read, or reading failed with a new error ("" = ok).
   using OnChange = std::function<void(const std::string& key, const std::string& error)>;
-  CheckpointWatcher(kube::Api& client, std::chrono::seconds interval, OnChange on_change);
+  // `denied_cidrs`: addresses a store read may not connect to (storage::with_operator_bounds).
+  CheckpointWatcher(kube::Api& client, std::chrono::seconds interval, OnChange on_change, std::vector<std::string> denied_cidrs = {});
 
   // Keeps watching the task while it lives (call on every reconcile; cheap). Tasks without an s3://
   // store are ignored.
@@ -45,6 +46,7 @@ class CheckpointWatcher {
   void read(const std::string& key, Entry entry);
 
   kube::Api& client_;
+  std::vector<std::string> denied_cidrs_;
   std::chrono::seconds interval_;
   OnChange on_change_;
   mutable std::mutex mu_;

@@ -40,8 +40,9 @@ TaskReconciler::TaskReconciler(kube::Api& client, kube::EventRecorder& events, C
                        checkpoint_errors_[key] = error;
                      }
                      enqueue(key);
-                   }),
-      transfers_(client_, options_.checkpoint_poll, [this](const std::string& key) { enqueue(key); }),
+                   },
+                   options_.task_egress_except),
+      transfers_(client_, options_.checkpoint_poll, [this](const std::string& key) { enqueue(key); }, options_.task_egress_except),
       loop_("trainingtask", "", options_.workers, [this](const std::string& key) { return reconcile(key); }) {}
 
 void TaskReconciler::observed_owned(const std::string& kind, const std::string& ns, const std::string& name, const std::string& uid) {

@@ -12,8 +12,8 @@
 
 namespace valley::task {
 
-TransferWatcher::TransferWatcher(kube::Api& client, std::chrono::seconds retry, OnChange on_change)
-    : client_(client), retry_(retry), on_change_(std::move(on_change)) {}
+TransferWatcher::TransferWatcher(kube::Api& client, std::chrono::seconds retry, OnChange on_change, std::vector<std::string> denied_cidrs)
+    : client_(client), denied_cidrs_(std::move(denied_cidrs)), retry_(retry), on_change_(std::move(on_change)) {}
 
 void TransferWatcher::check_data(const api::TaskSpec& spec) {
   if (!spec.data) return;
@@ -67,10 +67,10 @@ void TransferWatcher::run(const std::atomic<bool>& stop) {
 
 namespace {
 
-lifecycle::DataCheck check(kube::Api& client, const std::string& ns, const api::TaskSpec::Data& data) {
+lifecycle::DataCheck check(kube::Api& client, const std::string& ns, const api::TaskSpec::Data& data, const std::vector<std::string>& denied) {
   std::string error;
   try {
-    auto store = storage::open_task_store(client, ns, data.secret, data.uri, "data", &error);
+    auto store = storage::open_task_store(client, ns, data.secret, data.uri, "data", &error, denied);
     if (!store) return {false, error};
     // The whole set, once: its size is what a node's copy of it needs.
     lifecycle::DataCheck c{true, "", 0, 0};
@@ -87,11 +87,12 @@ lifecycle::DataCheck check(kube::Api& client, const std::string& ns, const api::
   }
 }
 
-nlohmann::json keep(kube::Api& client, const std::string& ns, const api::TaskSpec::Outputs& out, const nlohmann::json& task) {
+nlohmann::json keep(kube::Api& client, const std::string& ns, const api::TaskSpec::Outputs& out, const nlohmann::json& task,
+                    const std::vector<std::string>& denied) {
   nlohmann::json kept = {{"uri", out.uri}};
   std::string error;
   try {
-    auto store = storage::open_task_store(client, ns, out.secret, out.uri, "outputs", &error);
+    auto store = storage::open_task_store(client, ns, out.secret, out.uri, "outputs", &error, denied);
     if (!store) {
       kept["error"] = error;
       return kept;
@@ -122,8 +123,8 @@ nlohmann::json keep(kube::Api& client, const std::string& ns, const api::TaskSpe
 void TransferWatcher::work(const std::string& key, Entry entry) {
   std::optional<lifecycle::DataCheck> checked;
   std::optional<nlohmann::json> kept;
-  if (entry.data && !(entry.data_check && entry.data_check->ready)) checked = check(client_, entry.ns, *entry.data);
-  if (entry.outputs && !entry.task.is_null()) kept = keep(client_, entry.ns, *entry.outputs, entry.task);
+  if (entry.data && !(entry.data_check && entry.data_check->ready)) checked = check(client_, entry.ns, *entry.data, denied_cidrs_);
+  if (entry.outputs && !entry.task.is_null()) kept = keep(client_, entry.ns, *entry.outputs, entry.task, denied_cidrs_);
   bool changed = false;
   {
     std::lock_guard lock(mu_);

@@ -29,7 +29,8 @@ namespace valley::task {
 class TransferWatcher {
  public:
   using OnChange = std::function<void(const std::string& key)>;  // a result the task has not seen
-  TransferWatcher(kube::Api& client, std::chrono::seconds retry, OnChange on_change);
+  // `denied_cidrs`: addresses a store call may not connect to (storage::with_operator_bounds).
+  TransferWatcher(kube::Api& client, std::chrono::seconds retry, OnChange on_change, std::vector<std::string> denied_cidrs = {});
 
   void check_data(const api::TaskSpec& spec);  // cheap; call on every reconcile of a task with data
   std::optional<lifecycle::DataCheck> data(const std::string& key) const;
@@ -54,6 +55,7 @@ class TransferWatcher {
   void work(const std::string& key, Entry entry);
 
   kube::Api& client_;
+  std::vector<std::string> denied_cidrs_;
   std::chrono::seconds retry_;
   OnChange on_change_;
   mutable std::mutex mu_;

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "operator/kube/remote_clock.h"
+#include "operator/storage/address_filter.h"
 #include "operator/storage/s3_xml.h"
 #include "operator/text.h"
 
@@ -231,6 +232,20 @@ class S3Store : public ObjectStore {
 
   std::string uri(const std::string& key) const { return describe() + "/" + key; }
   // A successful response's body goes to the file; anything else (an error's XML) to the string.
+  // Before a request goes out on a connection: refused when the address it reached is denied.
+  struct Gate {
+    const std::vector<std::string>* denied;
+    std::string refused;  // "<address> (in <cidr>)"
+  };
+  static int check_address(void* data, char* primary_ip, char*, int, int) {
+    auto* gate = static_cast<Gate*>(data);
+    if (auto cidr = denied_by(primary_ip, *gate->denied)) {
+      gate->refused = std::string(primary_ip) + " (in " + *cidr + ")";
+      return CURL_PREREQFUNC_ABORT;
+    }
+    return CURL_PREREQFUNC_OK;
+  }
+
   static size_t to_sink(char* data, size_t size, size_t n, void* out) {
     auto* s = static_cast<Sink*>(out);
     if (*s->status == 0) curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, s->status);
@@ -303,6 +318,11 @@ class S3Store : public ObjectStore {
       curl_easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(settings_.call_timeout.count()));
     }
     if (!settings_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, settings_.ca_file.c_str());
+    Gate gate{&settings_.denied_cidrs, {}};
+    if (!settings_.denied_cidrs.empty()) {
+      curl_easy_setopt(curl, CURLOPT_PREREQFUNCTION, check_address);
+      curl_easy_setopt(curl, CURLOPT_PREREQDATA, &gate);
+    }
     Source source{call.source, call.source_size};
     if (call.source) {
       curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
@@ -328,6 +348,9 @@ class S3Store : public ObjectStore {
     const std::string what = call.bucket_only ? describe() : uri(call.key);
     if (sink.too_large)
       throw StoreError(call.method + " " + what + ": the answer is larger than " + std::to_string(settings_.max_answer_bytes >> 20) + " MiB");
+    if (!gate.refused.empty())
+      throw StoreError(call.method + " " + what + ": refused: the endpoint's address " + gate.refused +
+                       " is one the operator does not connect to for a task (link-local, or what its pods may not reach)");
     if (rc != CURLE_OK) throw StoreError(call.method + " " + what + ": " + curl_easy_strerror(rc));
     return {status, body};
   }
@@ -443,7 +466,9 @@ constexpr const char* kS3Variables[] = {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL
                                         "AWS_ACCESS_KEY_ID",   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_CA_BUNDLE"};
 }  // namespace
 
-S3Settings with_operator_bounds(S3Settings s) {
+S3Settings with_operator_bounds(S3Settings s, const std::vector<std::string>& denied_cidrs) {
+  s.denied_cidrs = kLinkLocal;
+  s.denied_cidrs.insert(s.denied_cidrs.end(), denied_cidrs.begin(), denied_cidrs.end());
   // A checkpoint record, a report or an error fits in a MiB, a listing page of 1,000 keys in a few
   // hundred KiB; half a minute is long for either. A data set's listing of more objects than this is
   // refused rather than held: the operator's store threads serve every tenant.

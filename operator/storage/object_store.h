@@ -51,9 +51,13 @@ struct S3Settings {
   uint64_t max_answer_bytes = uint64_t{64} << 20;
   std::chrono::seconds call_timeout{300};
   size_t max_listed = 0;  // 0: no bound
+  // Addresses a call may not connect to (CIDRs, address_filter.h): refused before a byte is sent.
+  std::vector<std::string> denied_cidrs;
 };
-// The bounds the operator reads tenants' stores with: its store threads serve every tenant.
-S3Settings with_operator_bounds(S3Settings s);
+// The bounds the operator reads tenants' stores with: its store threads serve every tenant, from
+// inside the cluster; it connects to no link-local address and none of `denied_cidrs` (what a
+// task's pods may not reach).
+S3Settings with_operator_bounds(S3Settings s, const std::vector<std::string>& denied_cidrs = {});
 // Keys: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, AWS_REGION or AWS_DEFAULT_REGION,
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_CA_BUNDLE. nullopt + error when
 // the keys or the endpoint are missing.

@@ -55,7 +55,9 @@ std::string s3_error_excerpt(const std::string& body) {
     std::string message = xml_element(body, "Message");
     return bounded_text(code, 100) + (message.empty() ? "" : ": " + bounded_text(message, 300));
   }
-  return bounded_text(body, 300);
+  // What answered is not an S3 store; what it said is not for the task's status to repeat (an
+  // endpoint a tenant names may be anything the operator can reach).
+  return "an answer that is not an S3 error (" + std::to_string(body.size()) + " bytes)";
 }
 
 ListPage parse_list_page(const std::string& xml, const std::string& prefix, const std::string& where) {

@@ -17,7 +17,8 @@ std::string xml_element(const std::string& xml, const std::string& name);
 // "&#34;"); an entity it cannot decode (out of range, not a number) is kept as written.
 std::string xml_text(const std::string& s);
 // An S3 error's Code and Message (its RequestId and HostId change with every request, and an error
-// that reads differently each time would be reported again at every poll); other bodies cut short.
+// that reads differently each time would be reported again at every poll); of another body only
+// its size (what answered is not a store, and its words are not the task's to read).
 std::string s3_error_excerpt(const std::string& body);
 
 struct ListPage {

@@ -6,7 +6,8 @@
 namespace valley::storage {
 
 std::unique_ptr<ObjectStore> open_task_store(kube::Api& client, const std::string& ns, const std::string& secret,
-                                                      const std::string& uri, const std::string& what, std::string* error) {
+                                             const std::string& uri, const std::string& what, std::string* error,
+                                             const std::vector<std::string>& denied_cidrs) {
   std::map<std::string, std::string> values;
   if (!secret.empty()) {
     try {
@@ -26,7 +27,7 @@ std::unique_ptr<ObjectStore> open_task_store(kube::Api& client, const std::strin
     *error = what + " store " + uri + ": " + (secret.empty() && location ? "no spec." + what + ".secretRef (" + why + ")" : why);
     return nullptr;
   }
-  return make_s3_store(*location, with_operator_bounds(*settings));
+  return make_s3_store(*location, with_operator_bounds(*settings, denied_cidrs));
 }
 
 }  // namespace valley::storage

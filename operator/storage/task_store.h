@@ -11,8 +11,10 @@
 namespace valley::storage {
 
 // nullptr + error ("<what> Secret ns/name: ...", "<what> store <uri>: ...") when the Secret cannot be
-// read or holds no usable keys; `what` names the spec field ("checkpoint", "data", "outputs").
+// read or holds no usable keys; `what` names the spec field ("checkpoint", "data", "outputs"). Read
+// with the operator's bounds (with_operator_bounds), connecting to none of `denied_cidrs`.
 std::unique_ptr<ObjectStore> open_task_store(kube::Api& client, const std::string& ns, const std::string& secret,
-                                             const std::string& uri, const std::string& what, std::string* error);
+                                             const std::string& uri, const std::string& what, std::string* error,
+                                             const std::vector<std::string>& denied_cidrs = {});
 
 }  // namespace valley::storage

@@ -10,11 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <thread>
 
 #include "controllers/task/poll_schedule.h"
+#include "operator/storage/address_filter.h"
 #include "operator/storage/object_store.h"
 #include "operator/storage/s3_xml.h"
 
@@ -48,6 +50,7 @@ class HostileEndpoint {
     thread_.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int requests() const { return requests_; }  // whole requests received
 
  private:
   void serve() {
@@ -61,6 +64,7 @@ class HostileEndpoint {
         if (got <= 0) break;
         request.append(buf, static_cast<size_t>(got));
       }
+      if (request.find("\r\n\r\n") != std::string::npos) ++requests_;
       for (const auto& piece : answer_(n)) {
         if (stop_ || ::send(c, piece.data(), piece.size(), MSG_NOSIGNAL) < 0) break;
         if (pause_.count()) std::this_thread::sleep_for(pause_);
@@ -72,6 +76,7 @@ class HostileEndpoint {
   std::chrono::milliseconds pause_;
   int fd_ = -1, port_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<int> requests_{0};
   std::thread thread_;
 };
 
@@ -82,6 +87,7 @@ std::unique_ptr<ObjectStore> store_at(const std::string& url, S3Settings bounds)
   settings->max_answer_bytes = bounds.max_answer_bytes;
   settings->call_timeout = bounds.call_timeout;
   settings->max_listed = bounds.max_listed;
+  settings->denied_cidrs = bounds.denied_cidrs;
   auto location = parse_location("s3://bkt/team", &error);
   return make_s3_store(*location, *settings);
 }
@@ -102,6 +108,60 @@ TEST(HostileStore, AnAnswerWithoutEndIsCutAtTheBound) {
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("larger than 2 MiB"), std::string::npos) << e.what();
   }
+}
+
+// An endpoint at an address the operator does not reach for tasks (here loopback, standing for the
+// cloud's metadata service or another tenant's pods) is refused once connected, before the request
+// goes out; the operator's bounds always deny link-local addresses.
+TEST(HostileStore, AnEndpointAtADeniedAddressIsNeverSentARequest) {
+  HostileEndpoint endpoint([&](int) { return std::vector<std::string>{headers(2), "{}"}; }, 0ms);
+  S3Settings bounds;
+  bounds.denied_cidrs = {"10.0.0.0/8", "127.0.0.0/8"};
+  auto store = store_at(endpoint.url(), bounds);
+  try {
+    (void)store->get("latest.json");
+    FAIL() << "a denied address was read";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("refused: the endpoint's address 127.0.0.1 (in 127.0.0.0/8)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(endpoint.requests(), 0);
+  bounds.denied_cidrs = {"10.0.0.0/8"};
+  EXPECT_EQ(store_at(endpoint.url(), bounds)->get("latest.json"), "{}") << "other addresses are read";
+
+  const auto operator_bounds = with_operator_bounds(S3Settings{}, {"10.96.0.0/12"}).denied_cidrs;
+  for (const char* c : {"169.254.0.0/16", "fe80::/10", "10.96.0.0/12"})
+    EXPECT_NE(std::find(operator_bounds.begin(), operator_bounds.end(), c), operator_bounds.end()) << c;
+}
+
+// What answers that is not an S3 store (an internal service, a metadata endpoint) is not repeated
+// into the task's status: only its size.
+TEST(HostileStore, AnAnswerThatIsNotAnS3ErrorIsNotRepeated) {
+  const std::string secret = "internal-token-0123456789";
+  HostileEndpoint endpoint([&](int) {
+    return std::vector<std::string>{"HTTP/1.1 500 Oops\r\nContent-Length: " + std::to_string(secret.size()) + "\r\nConnection: close\r\n\r\n", secret};
+  }, 0ms);
+  try {
+    (void)store_at(endpoint.url(), S3Settings{})->get("latest.json");
+    FAIL() << "an error was taken";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not an S3 error (25 bytes)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s3_error_excerpt("<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>"), "NoSuchKey: gone");
+}
+
+TEST(AddressFilter, AnAddressIsDeniedByThePrefixThatHoldsIt) {
+  const std::vector<std::string> cidrs = {"169.254.0.0/16", "fd00::/8", "10.96.0.0/12"};
+  EXPECT_EQ(denied_by("169.254.169.254", cidrs), "169.254.0.0/16");
+  EXPECT_EQ(denied_by("10.111.2.3", cidrs), "10.96.0.0/12");
+  EXPECT_EQ(denied_by("10.112.0.1", cidrs), std::nullopt) << "outside /12";
+  EXPECT_EQ(denied_by("fd12::1", cidrs), "fd00::/8");
+  EXPECT_EQ(denied_by("::ffff:169.254.1.1", cidrs), "169.254.0.0/16") << "IPv4-mapped";
+  EXPECT_EQ(denied_by("8.8.8.8", cidrs), std::nullopt);
+  EXPECT_EQ(denied_by("not-an-address", cidrs), std::nullopt);
+  EXPECT_EQ(denied_by("1.2.3.4", {"0.0.0.0/0"}), "0.0.0.0/0");
+  for (const char* good : {"10.0.0.0/8", "::/0", "fe80::/10", "1.2.3.4/32"}) EXPECT_TRUE(valid_cidr(good)) << good;
+  for (const char* bad : {"10.0.0.0", "10.0.0.0/33", "::/129", "x/8", "10.0.0.0/", "10.0.0.0/8a"}) EXPECT_FALSE(valid_cidr(bad)) << bad;
 }
 
 TEST(HostileStore, AnAnswerTrickledPastTheCallTimeoutEnds) {
