@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "controllers/task/poll_schedule.h"
@@ -92,6 +93,17 @@ std::unique_ptr<ObjectStore> store_at(const std::string& url, S3Settings bounds)
   return make_s3_store(*location, *settings);
 }
 
+// The StoreError `call` ends with; nullopt when it returns instead.
+template <typename F>
+std::optional<std::string> store_error(F&& call) {
+  try {
+    call();
+  } catch (const StoreError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
 std::string headers(size_t length) {
   return "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: " + std::to_string(length) + "\r\nConnection: close\r\n\r\n";
 }
@@ -102,12 +114,9 @@ TEST(HostileStore, AnAnswerWithoutEndIsCutAtTheBound) {
   S3Settings bounds;
   bounds.max_answer_bytes = 2 << 20;
   auto store = store_at(endpoint.url(), bounds);
-  try {
-    (void)store->get("latest.json");
-    FAIL() << "a 64 MiB answer was taken";
-  } catch (const StoreError& e) {
-    EXPECT_NE(std::string(e.what()).find("larger than 2 MiB"), std::string::npos) << e.what();
-  }
+  const auto error = store_error([&] { (void)store->get("latest.json"); });
+  ASSERT_TRUE(error) << "a 64 MiB answer was taken";
+  EXPECT_NE(error->find("larger than 2 MiB"), std::string::npos) << *error;
 }
 
 // An endpoint at an address the operator does not reach for tasks (here loopback, standing for the
@@ -118,12 +127,9 @@ TEST(HostileStore, AnEndpointAtADeniedAddressIsNeverSentARequest) {
   S3Settings bounds;
   bounds.denied_cidrs = {"10.0.0.0/8", "127.0.0.0/8"};
   auto store = store_at(endpoint.url(), bounds);
-  try {
-    (void)store->get("latest.json");
-    FAIL() << "a denied address was read";
-  } catch (const StoreError& e) {
-    EXPECT_NE(std::string(e.what()).find("refused: the endpoint's address 127.0.0.1 (in 127.0.0.0/8)"), std::string::npos) << e.what();
-  }
+  const auto error = store_error([&] { (void)store->get("latest.json"); });
+  ASSERT_TRUE(error) << "a denied address was read";
+  EXPECT_NE(error->find("refused: the endpoint's address 127.0.0.1 (in 127.0.0.0/8)"), std::string::npos) << *error;
   EXPECT_EQ(endpoint.requests(), 0);
   bounds.denied_cidrs = {"10.0.0.0/8"};
   EXPECT_EQ(store_at(endpoint.url(), bounds)->get("latest.json"), "{}") << "other addresses are read";
@@ -140,13 +146,10 @@ TEST(HostileStore, AnAnswerThatIsNotAnS3ErrorIsNotRepeated) {
   HostileEndpoint endpoint([&](int) {
     return std::vector<std::string>{"HTTP/1.1 500 Oops\r\nContent-Length: " + std::to_string(secret.size()) + "\r\nConnection: close\r\n\r\n", secret};
   }, 0ms);
-  try {
-    (void)store_at(endpoint.url(), S3Settings{})->get("latest.json");
-    FAIL() << "an error was taken";
-  } catch (const StoreError& e) {
-    EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("not an S3 error (25 bytes)"), std::string::npos) << e.what();
-  }
+  const auto error = store_error([&] { (void)store_at(endpoint.url(), S3Settings{})->get("latest.json"); });
+  ASSERT_TRUE(error) << "an error was taken";
+  EXPECT_EQ(error->find(secret), std::string::npos) << *error;
+  EXPECT_NE(error->find("not an S3 error (25 bytes)"), std::string::npos) << *error;
   EXPECT_EQ(s3_error_excerpt("<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>"), "NoSuchKey: gone");
 }
 
@@ -171,12 +174,9 @@ TEST(HostileStore, AnAnswerTrickledPastTheCallTimeoutEnds) {
   S3Settings bounds;
   bounds.call_timeout = 1s;
   auto store = store_at(endpoint.url(), bounds);
-  try {
-    (void)store->get("latest.json");
-    FAIL() << "a trickled answer was waited for";
-  } catch (const StoreError& e) {
-    EXPECT_NE(std::string(e.what()).find("imeout"), std::string::npos) << e.what();
-  }
+  const auto error = store_error([&] { (void)store->get("latest.json"); });
+  ASSERT_TRUE(error) << "a trickled answer was waited for";
+  EXPECT_NE(error->find("imeout"), std::string::npos) << *error;
 }
 
 TEST(HostileStore, AListingThatNeverEndsStopsAtTheBound) {
@@ -191,12 +191,9 @@ TEST(HostileStore, AListingThatNeverEndsStopsAtTheBound) {
   S3Settings bounds;
   bounds.max_listed = 250;
   auto store = store_at(endpoint.url(), bounds);
-  try {
-    (void)store->list();
-    FAIL() << "an endless listing was followed";
-  } catch (const StoreError& e) {
-    EXPECT_NE(std::string(e.what()).find("more than 250 objects"), std::string::npos) << e.what();
-  }
+  const auto error = store_error([&] { (void)store->list(); });
+  ASSERT_TRUE(error) << "an endless listing was followed";
+  EXPECT_NE(error->find("more than 250 objects"), std::string::npos) << *error;
 }
 
 TEST(S3Xml, AListingPageItCannotReadIsAStoreErrorSayingWhy) {
