@@ -95,7 +95,7 @@ void check_metadata(const json& meta, const std::string& path, std::vector<std::
 }  // namespace
 
 bool is_gpu_device_resource(const std::string& name) {
-  for (const char* prefix : {"nvidia.com/gpu", "nvidia.com/mig-", "amd.com/gpu", "gpu.intel.com/"})
+  for (const char* prefix : kGpuDeviceResourcePrefixes)
     if (name.rfind(prefix, 0) == 0) return true;
   return false;
 }

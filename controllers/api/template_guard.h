@@ -32,9 +32,13 @@ inline constexpr const char* kValleyKeyPrefix = "valley.dev/";
 // "<path>.<field>: <why>"; empty when it may be used.
 std::vector<std::string> template_escapes(const nlohmann::json& pod_template, const std::string& path);
 
-// A GPU device plugin's resource: nvidia.com/gpu and the names it shares under (MIG slices,
-// nvidia.com/gpu.shared), amd.com/gpu*, gpu.intel.com/*. Other extended resources (RDMA NICs, for
-// example) are the template's to ask for.
+// The prefixes of GPU device plugins' resources: nvidia.com/gpu and the names it shares under (MIG
+// slices, nvidia.com/gpu.shared), amd.com/gpu*, gpu.intel.com/*. The CRD's CEL rules and
+// deploy/policies/template-guard.yaml repeat them (a unit test holds the three equal).
+inline constexpr const char* kGpuDeviceResourcePrefixes[] = {"nvidia.com/gpu", "nvidia.com/mig-", "amd.com/gpu", "gpu.intel.com/"};
+
+// A resource under one of those prefixes. Other extended resources (RDMA NICs, for example) are the
+// template's to ask for.
 bool is_gpu_device_resource(const std::string& name);
 
 // The refusals for a container's `resources` (ResourceRequirements) at `path`: a GPU in its limits

@@ -193,6 +193,46 @@ TEST_F(TransfersTest, ATaskDeletedMidRunGoesOnlyOnceItsPartialOutputsAndReportAr
   EXPECT_EQ(report["history"].back().value("reason", ""), "Deleted") << report.dump(2);
 }
 
+// A task's store is named by its tenant (its Secret's AWS_ENDPOINT_URL), and the operator reads it
+// from inside the cluster: an address the operator is told its tasks may not reach
+// (--task-egress-except) is refused before any request goes out, and the task says so. The data
+// set is there, so the same task runs once the operator is not told to refuse the address.
+class StoreAddressTest : public TransfersTest {
+ protected:
+  std::vector<std::string> operator_flags() const override {
+    auto flags = TransfersTest::operator_flags();
+    if (deny_store_) flags.push_back("--task-egress-except=10.96.0.0/12," + host_of(gw_->endpoint()) + "/32");
+    return flags;
+  }
+  static std::string host_of(const std::string& url) {  // http://HOST:PORT
+    const auto start = url.find("//") + 2;
+    return url.substr(start, url.rfind(':') - start);
+  }
+  bool deny_store_ = true;
+};
+
+TEST_F(StoreAddressTest, AStoreAtAnAddressTheOperatorMayNotReachIsRefusedAndTheTaskSaysWhy) {
+  const std::string base = std::string("s3://") + testing::VersityGw::kBucket + "/" + ns;
+  gw_->store(ns + "/data")->put("train/shard-0.bin", std::string(4096, 'd'));
+  json spec = mpi_spec(1, 1, {{"sim.valley.dev/run-time", "2s"}});
+  spec["checkpoint"] = {{"uri", base + "/ckpt"}, {"secretRef", {{"name", "s3"}}}};
+  spec["data"] = {{"uri", base + "/data"}, {"mountPath", "/data"}};
+  apply(spec);
+  const std::string host = host_of(gw_->endpoint());
+  ASSERT_TRUE(eventually([&] { return status_field("reason") == "DataUnavailable"; }, 60s)) << task().dump(2) << operator_log();
+  const std::string message = status_field("message");
+  EXPECT_NE(message.find("refused: the endpoint's address " + host + " (in " + host + "/32)"), std::string::npos) << message;
+  EXPECT_EQ(status_field("phase"), "Pending");
+  std::this_thread::sleep_for(3s);  // planning rounds pass: still nothing made for it
+  EXPECT_TRUE(pods().empty());
+
+  // The same store, the operator not told to refuse its address: the data is listed and the task runs.
+  stop_operator();
+  deny_store_ = false;
+  start_operator();
+  ASSERT_TRUE(wait_phase("Succeeded", 120s)) << task()["status"].dump(2) << operator_log();
+}
+
 // A data cache (--data-cache-class): each worker's copy of the data set is a claim on its node,
 // made before the pod, owned by the task, and deleted when the task ends. Local PVs stand for a
 // node-local provisioner (kwok runs no containers; the copy reused across pods is the real node's test).

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <random>
+#include <regex>
+#include <set>
 #include <stdexcept>
 
 #include "controllers/api/conditions.h"
@@ -270,6 +273,41 @@ TEST(RequestPool, AJobThatThrowsIsPassedToTheCallerAndThePoolGoesOn) {
   ran = 0;
   pool.run_all(3, [&](size_t) { ++ran; });
   EXPECT_EQ(ran.load(), 3);
+}
+
+// The GPU resource prefixes are written three times: in C++ (the operator's own check), in the
+// CRD's CEL rules (refused at `kubectl apply`) and in the template guard policy. Each copy names
+// exactly the same prefixes, so none lets through a GPU the others refuse.
+TEST(TenantAttacks, EveryCopyOfTheGpuResourcePrefixesNamesTheSamePrefixes) {
+  const std::set<std::string> prefixes(std::begin(api::kGpuDeviceResourcePrefixes), std::end(api::kGpuDeviceResourcePrefixes));
+  auto lines_of = [](const std::string& relative) {
+    std::ifstream in(std::string(VALLEY_SOURCE_DIR) + "/" + relative);
+    EXPECT_TRUE(in.good()) << relative;
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  auto quoted_in = [](const std::string& line, const std::regex& pattern) {
+    std::set<std::string> found;
+    for (std::sregex_iterator it(line.begin(), line.end(), pattern), end; it != end; ++it) found.insert((*it)[1]);
+    return found;
+  };
+  // The CRD: every rule that refuses a GPU resource names them all (and nothing else).
+  const std::regex starts_with(R"(startsWith\('([^']+)'\))");
+  int rules = 0;
+  for (const auto& line : lines_of("crds/valley.dev_trainingtasks.yaml")) {
+    auto named = quoted_in(line, starts_with);
+    if (std::none_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return named.count(p); })) continue;
+    ++rules;
+    EXPECT_EQ(named, prefixes) << line;
+  }
+  EXPECT_EQ(rules, 4) << "the limits and requests rules (one schema for master and worker), with their messages";
+  // The policy: its gpuPrefixes variable.
+  const auto policy = lines_of("deploy/policies/template-guard.yaml");
+  const auto at = std::find_if(policy.begin(), policy.end(), [](const std::string& l) { return l.find("name: gpuPrefixes") != std::string::npos; });
+  ASSERT_NE(at, policy.end());
+  ASSERT_NE(at + 1, policy.end());
+  EXPECT_EQ(quoted_in(*(at + 1), std::regex(R"('([^']+)')")), prefixes) << *(at + 1);
 }
 
 }  // namespace
