@@ -342,6 +342,10 @@ void Decider::failed(const PodView& p) {
 
 // What outside the task's control is taking this pod of the current epoch away, if anything.
 std::optional<Decider::Disruption> Decider::pod_disruption(const PodView& p, int size) const {
+  // A worker already taken in place (its disruption decided), or one a Hot task's shrink is taking
+  // (the in-place replacement found no room and the plan shrank it away), is going whatever its
+  // node shows: not a disruption of the rest.
+  if (replacing(p) || (spec_->hot_elastic && p.role == "worker" && p.worker_index >= size && p.deleting)) return std::nullopt;
   const std::string who = "pod " + p.name + (p.node.empty() ? "" : " on node " + p.node);
   if (!p.disruption.empty()) {
     std::string cause = p.disruption == "PreemptionByScheduler" ? "PreemptedByScheduler"

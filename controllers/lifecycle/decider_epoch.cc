@@ -399,9 +399,11 @@ void Decider::ensure_objects(int workers) {
       set_condition(status_, "Restarting", false, "Running", "epoch " + std::to_string(epoch_) + " is running", now_, generation_);
     event("Normal", "Running", "Run", message);
   } else if (!running && phase_ == kRunning && !settling_) {
-    // The launcher is gone or not running although the task did not end (deleted by hand).
-    set_phase(kAdmitted, "PodsStarting", "waiting for the launcher of epoch " + std::to_string(epoch_));
-    set_condition(status_, "Running", false, "PodsStarting", "launcher not running", now_, generation_);
+    // The launcher is gone or not running although the task did not end (deleted by hand); a task
+    // without one has no worker Ready (its workers are ending, or were all taken).
+    const std::string epoch = std::to_string(epoch_);
+    set_phase(kAdmitted, "PodsStarting", has_launcher ? "waiting for the launcher of epoch " + epoch : "waiting for a worker of epoch " + epoch + " to be Ready");
+    set_condition(status_, "Running", false, "PodsStarting", has_launcher ? "launcher not running" : "no worker Ready", now_, generation_);
   }
   report_topology(workers, starts_running);
 }

@@ -17,7 +17,7 @@ port=17071
 say "A real MPI task on a real node: containerd and kubelet on this machine, real pods, real mpirun"
 # What it builds the first time (its Go components) is said as it goes rather than waited out in
 # silence; builds the demo started in the background are waited for (they hold locks).
-VALLEY_BUILD_DIR="$PWD/build" tests/cluster/cluster.sh node-up > .valley/logs/demo-node-up.log 2>&1 &
+VALLEY_BUILD_DIR="$PWD/build" VALLEY_SECOND_NODE=0 tests/cluster/cluster.sh node-up > .valley/logs/demo-node-up.log 2>&1 &
 up=$!
 tail -n +1 -f --pid=$up .valley/logs/demo-node-up.log 2>/dev/null | grep --line-buffered -E "^(building|built|waiting for|build_image:) " |
   sed -u 's/^/  /' &

@@ -136,7 +136,7 @@ binary_of() {
   case $1 in
     etcd) echo etcd ;; apiserver) echo kube-apiserver ;; controller-manager) echo kube-controller-manager ;;
     scheduler) echo kube-scheduler ;; kwok) echo kwok ;;
-    containerd|coredns|kubelet) echo "$1" ;; apiserver-proxy) echo socat ;; netpol) echo kube-router ;;
+    containerd|coredns|kubelet) echo "$1" ;; containerd-1|kubelet-1) echo "${1%-1}" ;; apiserver-proxy) echo socat ;; netpol) echo kube-router ;;
     dra-plugin) echo dra-example-kubeletplugin ;; karpenter) echo karpenter ;; kueue) echo kueue ;; *) die "unknown component $1" ;;
   esac
 }

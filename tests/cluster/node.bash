@@ -28,6 +28,14 @@
 #    operator's (deploy/Dockerfile), the example MPI workload's (deploy/examples/train/Dockerfile)
 #    and the PyTorch example's (deploy/examples/pytorch/Dockerfile).
 #
+# A second node, valley-node-1 (InternalIP 10.244.0.2 on the same bridge, pods from the upper half
+# of its range), is a kubelet and a containerd of its own beside the first (their own state, cgroup
+# root, pod log directory, ports), so that what happens to one node (a spot notice) can take one
+# worker of a task and not the others. It advertises 1 simulated GPU, is tainted
+# valley.dev/second-node=true:NoSchedule besides the real node's taint (only pods that ask for it run
+# there), and shares the first node's CoreDNS, Service address and enforcer, which enforces
+# NetworkPolicies for the first node's pods only (its pods reach and are reached like the first's).
+#
 # Host state it changes and `node-down` restores: the bridge, the mounts under $NODE, the kubepods
 # cgroups, the sysctls kubelet sets at start, the iptables rules kubelet and kube-router add (saved at
 # node-up) and kube-router's ipsets.
@@ -45,7 +53,15 @@ OPERATOR_IMAGE=localhost/valley-operator:dev  # the name deploy/overlays/dev giv
 KUBERNETES_SERVICE_IP=10.96.0.1  # the first address of cluster.sh's SERVICE_CIDR
 TRAIN_IMAGE=valley.local/valley-train:dev
 PYTORCH_IMAGE=valley.local/valley-pytorch-example:dev  # deploy/examples/pytorch: Debian's CPU torch, gloo
-NODE_COMPONENTS=(containerd coredns apiserver-proxy netpol kubelet dra-plugin)
+POD_RANGE_END=10.244.0.129
+SECOND_NODE=$NODE/second
+SECOND_NODE_NAME=valley-node-1
+SECOND_NODE_IP=10.244.0.2
+SECOND_NODE_GPUS=1
+SECOND_POD_RANGE_START=10.244.0.130
+SECOND_POD_RANGE_END=10.244.0.250
+SECOND_NODE_CGROUP=valley-node-1  # its kubelet's cgroup root (the first's is the hierarchy's root)
+NODE_COMPONENTS=(containerd coredns apiserver-proxy netpol kubelet dra-plugin containerd-1 kubelet-1)
 DRA_DRIVER=gpu.example.com  # the example driver's name and its DeviceClass's
 NETPOL_HEALTH_PORT=20244
 # The sysctls kubelet sets when protectKernelDefaults is false (its container manager's kernel
@@ -53,6 +69,7 @@ NETPOL_HEALTH_PORT=20244
 KUBELET_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 
 ctr_() { "$BIN/ctr" --address "$NODE/containerd/containerd.sock" -n k8s.io "$@"; }
+ctr_1() { "$BIN/ctr" --address "$SECOND_NODE/containerd/containerd.sock" -n k8s.io "$@"; }
 
 node_args_of() {
   case $1 in
@@ -63,63 +80,25 @@ node_args_of() {
     apiserver-proxy) echo TCP-LISTEN:443,bind=$KUBERNETES_SERVICE_IP,fork,reuseaddr TCP:127.0.0.1:$APISERVER_PORT ;;
     kubelet) echo --config="$NODE/kubelet.yaml" --kubeconfig="$PKI/node.kubeconfig" \
         --hostname-override=$NODE_NAME --node-ip=$NODE_IP --root-dir="$NODE/kubelet" \
-        --cert-dir="$NODE/kubelet/pki" \
-        --node-labels=valley.dev/real-node=true,nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB,nvidia.com/gpu.count=$NODE_GPUS,karpenter.sh/capacity-type=on-demand,topology.kubernetes.io/region=local,topology.kubernetes.io/zone=zone-a \
-        --v=1 ;;
+        --cert-dir="$NODE/kubelet/pki" --node-labels="$(node_labels $NODE_GPUS)" --v=1 ;;
+    containerd-1) echo --config="$SECOND_NODE/containerd.toml" ;;
+    kubelet-1) echo --config="$SECOND_NODE/kubelet.yaml" --kubeconfig="$PKI/node-1.kubeconfig" \
+        --hostname-override=$SECOND_NODE_NAME --node-ip=$SECOND_NODE_IP --root-dir="$SECOND_NODE/kubelet" \
+        --cert-dir="$SECOND_NODE/kubelet/pki" --node-labels="$(node_labels $SECOND_NODE_GPUS),valley.dev/second-node=true" --v=1 ;;
     dra-plugin) echo --node-name=$NODE_NAME --kubeconfig="$NODE/dra/kubeconfig" --num-devices=$NODE_GPUS \
         --cdi-root="$NODE/cdi" --kubelet-registrar-directory-path="$NODE/kubelet/plugins_registry" \
         --kubelet-plugins-directory-path="$NODE/kubelet/plugins" ;;
   esac
 }
 
-node_write_configs() {
-  mkdir -p "$NODE/containerd" "$NODE/cdi" "$NODE/cni/net.d" "$NODE/cni/ipam" "$NODE/kubelet/pki"
-  cat > "$NODE/containerd.toml" <<EOF
-version = 3
-root = "$NODE/containerd/root"
-state = "$NODE/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
-[grpc]
-  address = "$NODE/containerd/containerd.sock"
-[ttrpc]
-  address = "$NODE/containerd/containerd.sock.ttrpc"
-[debug]
-  level = "warn"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$NODE/containerd/opt"
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "overlayfs"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = "$PAUSE_IMAGE"
-[plugins."io.containerd.cri.v1.runtime"]
-  # runc cannot set the pause container's oom_score_adj below the sandbox's own (no CAP_SYS_RESOURCE).
-  restrict_oom_score_adj = true
-  enable_selinux = false
-  # Where the DRA plugin writes what a prepared claim gives a container.
-  enable_cdi = true
-  cdi_spec_dirs = ["$NODE/cdi"]
-  [plugins."io.containerd.cri.v1.runtime".containerd]
-    default_runtime_name = "runc"
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$NODE/cni/net.d"
-EOF
-  cat > "$NODE/cni/net.d/10-valley.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "valley",
-  "plugins": [{
-    "type": "bridge", "bridge": "$NODE_BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": true,
-    "ipam": {"type": "host-local", "dataDir": "$NODE/cni/ipam",
-             "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$POD_RANGE_START"}]],
-             "routes": [{"dst": "$SERVICE_CIDR", "gw": "$NODE_IP"}]}
-  }]
+# Labels of an A100 on-demand node of the local region with `gpus` simulated GPUs.
+node_labels() {
+  echo "valley.dev/real-node=true,nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB,nvidia.com/gpu.count=$1,karpenter.sh/capacity-type=on-demand,topology.kubernetes.io/region=local,topology.kubernetes.io/zone=zone-a"
 }
-EOF
+
+node_write_configs() {
+  node_write_runtime_config "$NODE" "$POD_RANGE_START" "$POD_RANGE_END"
+  node_write_runtime_config "$SECOND_NODE" "$SECOND_POD_RANGE_START" "$SECOND_POD_RANGE_END"
   # Pods' resolv.conf is built from this (plus the cluster's search path): the node's own resolver.
   echo "nameserver $NODE_IP" > "$NODE/resolv.conf"
   cat > "$NODE/Corefile" <<EOF
@@ -139,20 +118,91 @@ cluster.local:53 {
   }
 }
 EOF
-  cat > "$NODE/kubelet.yaml" <<EOF
+  node_write_kubelet_config "$NODE" "$NODE_IP" 10248 / '- {key: valley.dev/real-node, value: "true", effect: NoSchedule}'
+  node_write_kubelet_config "$SECOND_NODE" "$SECOND_NODE_IP" 10247 "/$SECOND_NODE_CGROUP" \
+    $'- {key: valley.dev/real-node, value: "true", effect: NoSchedule}\n- {key: valley.dev/second-node, value: "true", effect: NoSchedule}'
+  make_cert node "/O=system:nodes/CN=system:node:$NODE_NAME"
+  make_cert node-1 "/O=system:nodes/CN=system:node:$SECOND_NODE_NAME"
+  make_cert coredns "/CN=system:valley-coredns"
+  write_kubeconfig "$PKI/node.kubeconfig" node
+  write_kubeconfig "$PKI/node-1.kubeconfig" node-1
+  write_kubeconfig "$PKI/coredns.kubeconfig" coredns
+}
+
+# A node's containerd and CNI configuration under `dir`: its pods on the shared bridge, addresses
+# `first` to `last`; runc keeps its state there too.
+node_write_runtime_config() { # dir first last
+  local dir=$1 first=$2 last=$3
+  mkdir -p "$dir/containerd" "$dir/cdi" "$dir/cni/net.d" "$dir/cni/ipam" "$dir/kubelet/pki" "$dir/pod-logs"
+  cat > "$dir/containerd.toml" <<EOF
+version = 3
+root = "$dir/containerd/root"
+state = "$dir/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+[grpc]
+  address = "$dir/containerd/containerd.sock"
+[ttrpc]
+  address = "$dir/containerd/containerd.sock.ttrpc"
+[debug]
+  level = "warn"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$dir/containerd/opt"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+[plugins."io.containerd.cri.v1.runtime"]
+  # runc cannot set the pause container's oom_score_adj below the sandbox's own (no CAP_SYS_RESOURCE).
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  # Where the DRA plugin writes what a prepared claim gives a container.
+  enable_cdi = true
+  cdi_spec_dirs = ["$dir/cdi"]
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$dir/runc"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$dir/cni/net.d"
+EOF
+  cat > "$dir/cni/net.d/10-valley.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "valley",
+  "plugins": [{
+    "type": "bridge", "bridge": "$NODE_BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": true,
+    "ipam": {"type": "host-local", "dataDir": "$dir/cni/ipam",
+             "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$first", "rangeEnd": "$last"}]],
+             "routes": [{"dst": "$SERVICE_CIDR", "gw": "$NODE_IP"}]}
+  }]
+}
+EOF
+}
+
+# A node's kubelet configuration, $dir/kubelet.yaml.
+node_write_kubelet_config() { # dir ip healthz-port cgroup-root taints(YAML list lines)
+  local dir=$1 ip=$2 healthz_port=$3 cgroup_root=$4 taints=$5
+  cat > "$dir/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: $NODE_IP
+address: $ip
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-healthzPort: 10248
+healthzPort: $healthz_port
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
   x509: {clientCAFile: $PKI/ca.crt}
 authorization: {mode: Webhook}
-containerRuntimeEndpoint: unix://$NODE/containerd/containerd.sock
+containerRuntimeEndpoint: unix://$dir/containerd/containerd.sock
+# Its own cgroups and container logs: a kubelet removes what it finds there that is not its own.
+cgroupRoot: $cgroup_root
+podLogsDir: $dir/pod-logs
 # The sandbox: cgroup v1 (hybrid) with the cgroupfs driver, swap not off.
 cgroupDriver: cgroupfs
 failCgroupV1: false
@@ -161,7 +211,7 @@ clusterDomain: cluster.local
 clusterDNS: [$NODE_IP]
 resolvConf: $NODE/resolv.conf
 registerWithTaints:
-- {key: valley.dev/real-node, value: "true", effect: NoSchedule}
+$taints
 # A shared test machine: evict only when really short, and never collect the images built here.
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
 imageGCHighThresholdPercent: 100
@@ -169,10 +219,6 @@ imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 maxPods: 30
 EOF
-  make_cert node "/O=system:nodes/CN=system:node:$NODE_NAME"
-  make_cert coredns "/CN=system:valley-coredns"
-  write_kubeconfig "$PKI/node.kubeconfig" node
-  write_kubeconfig "$PKI/coredns.kubeconfig" coredns
 }
 
 # CoreDNS reads Services, EndpointSlices and Namespaces; the node's user gets the node role (the API
@@ -200,7 +246,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: "valley:node:$NODE_NAME"}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node"}
-subjects: [{kind: User, name: "system:node:$NODE_NAME"}]
+subjects: [{kind: User, name: "system:node:$NODE_NAME"}, {kind: User, name: "system:node:$SECOND_NODE_NAME"}]
 ---
 apiVersion: v1
 kind: ServiceAccount
@@ -307,6 +353,20 @@ node_restore_host_state() {
   rm -rf "$NODE/host-state"
 }
 
+# The second kubelet's cgroup root in every hierarchy (cgroup v1: a cpuset cgroup takes no task until
+# its CPUs and memory nodes are set, here its parent's).
+node_cgroup_root_up() {
+  local h
+  for h in /sys/fs/cgroup/*/; do
+    [ -f "$h/cgroup.procs" ] || continue
+    mkdir -p "$h$SECOND_NODE_CGROUP"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" > "$h$SECOND_NODE_CGROUP/cpuset.cpus"
+      cat "$h/cpuset.mems" > "$h$SECOND_NODE_CGROUP/cpuset.mems"
+    fi
+  done
+}
+
 node_network_up() {
   if ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
     ip link add "$NODE_BRIDGE" type bridge
@@ -316,6 +376,7 @@ node_network_up() {
   # minute (a sidecar uploading outputs as its neighbours stop timed out). Its own address holds.
   ip link set "$NODE_BRIDGE" address "$NODE_BRIDGE_MAC"
   ip addr show dev "$NODE_BRIDGE" | grep -q "inet $NODE_IP/" || ip addr add "$NODE_IP/24" dev "$NODE_BRIDGE"
+  ip addr show dev "$NODE_BRIDGE" | grep -q "inet $SECOND_NODE_IP/" || ip addr add "$SECOND_NODE_IP/32" dev "$NODE_BRIDGE"
   ip addr show dev "$NODE_BRIDGE" | grep -q "inet $KUBERNETES_SERVICE_IP/" || ip addr add "$KUBERNETES_SERVICE_IP/32" dev "$NODE_BRIDGE"
   ip link set "$NODE_BRIDGE" up
 }
@@ -343,17 +404,18 @@ node_build() {
 
 # Each tarball once per node (its name carries its inputs' key): a node-up of a node that is up
 # imports only what changed.
-node_import_images() {
-  local tarball
-  touch "$NODE/images-imported"
+node_import_images() { # [ctr function, node dir]
+  local ctr=${1:-ctr_} dir=${2:-$NODE} tarball
+  touch "$dir/images-imported"
   while read -r tarball; do
-    grep -qxF "$tarball" "$NODE/images-imported" && continue
-    ctr_ images import "$tarball" >/dev/null
-    echo "$tarball" >> "$NODE/images-imported"
+    grep -qxF "$tarball" "$dir/images-imported" && continue
+    "$ctr" images import "$tarball" >/dev/null
+    echo "$tarball" >> "$dir/images-imported"
   done < "$NODE/images"
 }
 
 containerd_ready() { ctr_ version; }
+second_containerd_ready() { ctr_1 version; }
 # An A query for the API server's Service straight to CoreDNS (no resolver of the host involved).
 dig_kubernetes() { python3 - "$NODE_IP" <<'EOF'
 import socket, struct, sys
@@ -372,16 +434,18 @@ node_publishes_dra_gpus() {
   kubectl get resourceslices --field-selector spec.nodeName=$NODE_NAME,spec.driver=$DRA_DRIVER \
     -o jsonpath='{.items[*].spec.devices[*].name}' | wc -w | grep -qx "$NODE_GPUS"
 }
-node_ready() {
-  kubectl get node $NODE_NAME -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True
+node_ready() { # [node]
+  kubectl get node "${1:-$NODE_NAME}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True
 }
-node_has_gpus() {
-  kubectl get node $NODE_NAME -o jsonpath='{.status.allocatable.nvidia\.com/gpu}' | grep -qx "$NODE_GPUS"
+second_node_ready() { node_ready $SECOND_NODE_NAME; }
+node_has_gpus() { # [node gpus]
+  kubectl get node "${1:-$NODE_NAME}" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}' | grep -qx "${2:-$NODE_GPUS}"
 }
+second_node_has_gpus() { node_has_gpus $SECOND_NODE_NAME $SECOND_NODE_GPUS; }
 # Extended resources are advertised by patching the node's status; kubelet keeps them.
-node_advertise_gpus() {
-  kubectl patch node $NODE_NAME --subresource=status --type=json \
-    -p "[{\"op\":\"add\",\"path\":\"/status/capacity/nvidia.com~1gpu\",\"value\":\"$NODE_GPUS\"}]" >/dev/null
+node_advertise_gpus() { # [node gpus]
+  kubectl patch node "${1:-$NODE_NAME}" --subresource=status --type=json \
+    -p "[{\"op\":\"add\",\"path\":\"/status/capacity/nvidia.com~1gpu\",\"value\":\"${2:-$NODE_GPUS}\"}]" >/dev/null
 }
 
 cmd_node_up() {
@@ -402,38 +466,54 @@ cmd_node_up() {
   start_component kubelet; wait_for "node $NODE_NAME Ready" node_ready
   node_advertise_gpus; wait_for "$NODE_GPUS simulated GPUs on $NODE_NAME" node_has_gpus
   start_component dra-plugin; wait_for "$NODE_GPUS simulated DRA GPUs ($DRA_DRIVER) on $NODE_NAME" node_publishes_dra_gpus
-  log "real node $NODE_NAME ready in $((SECONDS - start))s (images: $(wc -l < "$NODE/images"))"
+  # VALLEY_SECOND_NODE=0: the first node only (the demo's story uses one).
+  if [ "${VALLEY_SECOND_NODE:-1}" = 0 ]; then
+    log "real node $NODE_NAME ready in $((SECONDS - start))s (images: $(wc -l < "$NODE/images"))"
+    return 0
+  fi
+  node_cgroup_root_up
+  start_component containerd-1; wait_for "the second node's containerd" second_containerd_ready
+  node_import_images ctr_1 "$SECOND_NODE"
+  start_component kubelet-1; wait_for "node $SECOND_NODE_NAME Ready" second_node_ready
+  node_advertise_gpus $SECOND_NODE_NAME $SECOND_NODE_GPUS
+  wait_for "$SECOND_NODE_GPUS simulated GPU on $SECOND_NODE_NAME" second_node_has_gpus
+  log "real nodes $NODE_NAME and $SECOND_NODE_NAME ready in $((SECONDS - start))s (images: $(wc -l < "$NODE/images"))"
 }
 
 # Everything node-up made, in reverse: pods' containers, processes, mounts, cgroups, the bridge,
 # the host's sysctls and iptables rules, and the node object.
+node_stop_containers() { # suffix ("" or -1) ctr-function socket
+  if [ -S "$3" ] && running "containerd$1"; then
+    stop_component "kubelet$1"
+    local ids id
+    ids=$("$2" tasks list -q 2>/dev/null || true)
+    for id in $ids; do "$2" tasks kill -s KILL "$id" >/dev/null 2>&1 || true; done
+    sleep 1
+    for id in $ids; do "$2" tasks delete -f "$id" >/dev/null 2>&1 || true; done
+  fi
+}
+
 cmd_node_down() {
   [ -d "$NODE" ] || return 0
-  if [ -S "$NODE/containerd/containerd.sock" ] && running containerd; then
-    stop_component kubelet
-    local ids
-    ids=$(ctr_ tasks list -q 2>/dev/null || true)
-    for id in $ids; do ctr_ tasks kill -s KILL "$id" >/dev/null 2>&1 || true; done
-    sleep 1
-    for id in $ids; do ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true; done
-  fi
+  node_stop_containers "" ctr_ "$NODE/containerd/containerd.sock"
+  node_stop_containers -1 ctr_1 "$SECOND_NODE/containerd/containerd.sock"
   local c
   stop_component dra-plugin
-  for c in kubelet netpol apiserver-proxy coredns containerd; do stop_component "$c"; done
+  for c in kubelet-1 containerd-1 kubelet netpol apiserver-proxy coredns containerd; do stop_component "$c"; done
   # Leftover shims (each container's parent) and their containers.
   pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io -id .* -address $NODE/" 2>/dev/null || true
   local m
   for m in $(awk -v p="$NODE/" 'index($2, p) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
   for m in $(awk '$2 ~ "^/run/netns/cni-" {print $2}' /proc/mounts); do umount "$m" 2>/dev/null || true; rm -f "$m"; done
   local cg
-  for cg in /sys/fs/cgroup/*/kubepods; do
+  for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/"$SECOND_NODE_CGROUP"; do
     [ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   ip link del "$NODE_BRIDGE" 2>/dev/null || true
   node_restore_host_state
   # kube-router's ipsets, unreferenced once its iptables rules are gone.
   ipset list -n 2>/dev/null | grep -E '^(KUBE|kube-router)' | xargs -r -n1 ipset destroy 2>/dev/null || true
-  apiserver_ready 2>/dev/null && kubectl delete node $NODE_NAME --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  apiserver_ready 2>/dev/null && kubectl delete node $NODE_NAME $SECOND_NODE_NAME --ignore-not-found --wait=false >/dev/null 2>&1 || true
   apiserver_ready 2>/dev/null && kubectl delete resourceslices --field-selector spec.nodeName=$NODE_NAME --wait=false >/dev/null 2>&1 || true
   rm -rf "$NODE" "$BIN/socat"
   log "real node removed"
@@ -452,14 +532,17 @@ cmd_node_diagnose() {
   df -h "$NODE" 2>&1 | tail -1
   echo "--- Valley operators running on this machine"
   pgrep -af '[v]alley-operator' 2>/dev/null | cut -c1-250 || true
-  echo "--- pods on $NODE_NAME"
-  kubectl get pods -A --field-selector "spec.nodeName=$NODE_NAME" -o \
-    custom-columns='NS:.metadata.namespace,POD:.metadata.name,PHASE:.status.phase,WAITING:.status.containerStatuses[*].state.waiting.reason,INIT:.status.initContainerStatuses[*].state.waiting.reason,MESSAGE:.status.containerStatuses[*].state.waiting.message' 2>&1 | tail -15 | cut -c1-300 || true
+  echo "--- pods on $NODE_NAME and $SECOND_NODE_NAME"
+  local n
+  for n in $NODE_NAME $SECOND_NODE_NAME; do
+    kubectl get pods -A --field-selector "spec.nodeName=$n" -o \
+      custom-columns='NS:.metadata.namespace,POD:.metadata.name,PHASE:.status.phase,WAITING:.status.containerStatuses[*].state.waiting.reason,INIT:.status.initContainerStatuses[*].state.waiting.reason,MESSAGE:.status.containerStatuses[*].state.waiting.message' 2>&1 | tail -15 | cut -c1-300 || true
+  done
   echo "--- last warnings about pods"
   kubectl get events -A --field-selector type=Warning,involvedObject.kind=Pod --sort-by=.lastTimestamp \
     -o custom-columns='OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message' 2>&1 | tail -12 | cut -c1-300 || true
   local c
-  for c in kubelet containerd; do
+  for c in kubelet containerd kubelet-1 containerd-1; do
     echo "--- $c errors (last 10)"
     grep -aiE 'level=error|^E[0-9]{4} ' "$LOGS/$c.log" 2>/dev/null | grep -v 'code = NotFound' | tail -10 | cut -c1-300 || true
   done

@@ -7,9 +7,9 @@
 // One worker evicted goes the way one worker's spot notice or GPU fault does: that worker stops,
 // the others go on at the smaller world size in the same epoch, its replacement joins them.
 //
-// What the real node cannot show: NCCL and GPUs (its two GPUs are an extended resource with no
-// device behind them), and a spot notice that takes one worker but not the other (one node holds
-// both: the eviction stands for it; spot_test.cc shows the notice on kwok nodes). Label "real".
+// What the real nodes cannot show: NCCL and GPUs (their GPUs are an extended resource with no device
+// behind them). A spot notice that takes one worker but not the others needs two nodes: the second
+// test below; spot_test.cc shows the notice on kwok nodes. Label "real".
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -66,6 +66,24 @@ class RealNodePyTorchTest : public RealNodeTest {
               {"template", on_real_node()}}},
             {"checkpoint", {{"uri", "s3://" + std::string(testing::VersityGw::kBucket) + "/" + ns + "/"}, {"secretRef", {{"name", "s3-creds"}}}}},
             {"runPolicy", {{"backoffLimit", 2}}}};
+  }
+  // The loss kept falling across the resizes, the mean of each stretch between `bounds` (steps:
+  // 0, each resumption, the last) below the one before, and the model is in the store (the worker
+  // that ended as rank 0 wrote it, its sidecar kept it) at the last step and `final_world`. The means.
+  std::vector<double> expect_trained_through(const std::string& logs, const std::vector<int>& bounds, int final_world) {
+    const auto lines = progress(logs);
+    std::vector<double> means;
+    for (size_t k = 1; k < bounds.size(); ++k) means.push_back(mean_loss(lines, bounds[k - 1], bounds[k]));
+    for (size_t k = 1; k < means.size(); ++k) EXPECT_GT(means[k - 1], means[k]) << "stretch " << k << "\n" << logs;
+    EXPECT_GT(means.back(), 0) << logs;
+    EXPECT_TRUE(eventually([&] { return task()["status"].value("outputs", json::object()).contains("time"); }, 90s))
+        << task()["status"].dump(2) << operator_log();
+    auto outputs = s3_->store(ns + "/outputs");
+    EXPECT_TRUE(outputs->get("model.pt").has_value());
+    const json final_state = json::parse(outputs->get("final.json").value_or("{}"));
+    EXPECT_EQ(final_state.value("step", 0), bounds.back()) << final_state.dump();
+    EXPECT_EQ(final_state.value("worldSize", 0), final_world) << final_state.dump();
+    return means;
   }
   // The mean loss of the progress lines at `world` between two steps.
   static double mean_loss(const std::map<int, std::pair<double, int>>& lines, int from, int to) {
@@ -202,26 +220,141 @@ TEST_F(RealNodePyTorchTest, ItGrowsWhenAGpuFreesShrinksForHigherPriorityGoesOnWi
   ASSERT_TRUE(wait_phase("Succeeded", 300s)) << task().dump(2) << pod_log("job-worker-0") << describe_pods() << operator_log();
   log0 = pod_log("job-worker-0");
   // The loss kept falling across both changes: the mean of each stretch below the one before.
-  const auto lines = progress(log0 + log1);
-  const double before = mean_loss(lines, 0, resumed_at_2), grown = mean_loss(lines, resumed_at_2, resumed_at_1),
-               after_loss = mean_loss(lines, resumed_at_1, steps);
-  EXPECT_GT(before, grown) << log0 << log1;
-  EXPECT_GT(grown, after_loss) << log0 << log1;
-  EXPECT_GT(after_loss, 0) << log0;
-  // The model is in the store: the worker that ended as rank 0 wrote it, its sidecar kept it.
-  ASSERT_TRUE(eventually([&] { return task()["status"].value("outputs", json::object()).contains("time"); }, 90s))
-      << task()["status"].dump(2) << operator_log();
-  auto outputs = s3_->store(ns + "/outputs");
-  EXPECT_TRUE(outputs->get("model.pt").has_value());
-  const json final_state = json::parse(outputs->get("final.json").value_or("{}"));
-  EXPECT_EQ(final_state.value("step", 0), steps) << final_state.dump();
-  EXPECT_EQ(final_state.value("worldSize", 0), 2) << final_state.dump();
+  const auto loss = expect_trained_through(log0 + log1, {0, resumed_at_2, resumed_at_1, steps}, 2);
+  const double before = loss[0], grown = loss[1], after_loss = loss[2];
   std::printf("PyTorch on the real node: GPU freed -> world of 2 training %.1f s (resumed at step %d, SIGTERM's checkpoint: "
               "0 steps lost); higher-priority task -> world of 1 training %.1f s (resumed at step %d, stopped at %d); "
               "mean loss %.4f -> %.4f -> %.4f; worker 1 evicted -> world of 2 with its replacement training %.1f s later "
               "(%d start%s at world 1 between; resumed at step %lld, the evicted worker's SIGTERM checkpoint), same epoch\n",
               to_grown, resumed_at_2, to_shrunk, resumed_at_1, stopped_at_2, before, grown, after_loss, to_replaced, at_world_1,
               at_world_1 == 1 ? "" : "s", static_cast<long long>(on_eviction->step));
+}
+
+// The second real node (valley-node-1, 1 GPU, tainted so that only pods asking for it run there):
+// a task of 2 workers on the first node grows to 3 when the second node's GPU frees, and a spot
+// notice on the second node takes only the worker there: it checkpoints on SIGTERM and the two on
+// the first node go on at world size 2 from that checkpoint, in the same epoch.
+class RealNodesPyTorchTest : public RealNodePyTorchTest {
+ protected:
+  static constexpr const char* kSecondNode = "valley-node-1";  // node.bash's SECOND_NODE_NAME
+  static json tolerating_second_node(json tmpl) {
+    tmpl["spec"]["tolerations"].push_back({{"key", "valley.dev/second-node"}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+    return tmpl;
+  }
+  void SetUp() override {
+    RealNodePyTorchTest::SetUp();
+    try {
+      second_node_taints_ = admin->get(kNodes, "", kSecondNode)["spec"].value("taints", json::array());
+    } catch (const std::exception& e) {
+      GTEST_FAIL() << "no second real node (" << e.what() << "): run tests/cluster/cluster.sh node-up";
+    }
+  }
+  void TearDown() override {
+    // The notice goes with the test: the node serves the next one.
+    if (!second_node_taints_.is_null())
+      admin->patch(kNodes, "", kSecondNode, kube::PatchType::Merge, {{"spec", {{"taints", second_node_taints_}}}});
+    RealNodePyTorchTest::TearDown();
+  }
+  std::string node_of(const std::string& pod) {
+    try {
+      return admin->get(kPods, ns, pod)["spec"].value("nodeName", "");
+    } catch (const kube::KubeError&) {
+      return "";
+    }
+  }
+  // Every worker's log (rank 0 of a world may be any of them), as last read while its pod was there.
+  std::string worker_logs(int workers) {
+    std::string out;
+    for (int w = 0; w < workers; ++w) {
+      const std::string name = "job-worker-" + std::to_string(w);
+      if (std::string l = pod_log(name); !l.empty()) last_logs_[name] = l;
+      out += last_logs_[name];
+    }
+    return out;
+  }
+  json second_node_taints_;
+  std::map<std::string, std::string> last_logs_;
+};
+
+TEST_F(RealNodesPyTorchTest, ItGrowsOntoAFreedGpuOfAnotherNodeAndASpotNoticeThereTakesOnlyTheWorkerOnIt) {
+  const int steps = 3000;
+  // A task of another user holds the second node's GPU.
+  json blocker = {{"taskType", "Single"},
+                  {"image", kTrainImage},
+                  {"command", {"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}},
+                  {"worker", {{"gpus", "1"}, {"template", tolerating_second_node(on_real_node())}}}};
+  blocker["worker"]["template"]["spec"]["nodeSelector"]["valley.dev/second-node"] = "true";
+  apply(blocker, "blocker");
+  ASSERT_TRUE(wait_phase("Running", 180s, "blocker")) << task("blocker").dump(2) << describe_pods();
+  json spec = pytorch_spec(steps);
+  spec["replicas"] = {{"min", 2}, {"max", 3}};
+  spec["worker"]["template"] = tolerating_second_node(spec["worker"]["template"]);
+  apply(spec);
+  ASSERT_TRUE(wait_phase("Running", 300s)) << task().dump(2) << describe_pods() << operator_log();
+  EXPECT_EQ(task()["status"].value("replicas", 0), 2) << task()["status"].dump(2);
+  EXPECT_EQ(node_of("job-worker-0"), kRealNode);
+  EXPECT_EQ(node_of("job-worker-1"), kRealNode);
+  ASSERT_TRUE(eventually([&] { return progress(worker_logs(2)).count(300) > 0; }, 240s)) << worker_logs(2) << describe_pods();
+  const std::string uid0 = admin->get(kPods, ns, "job-worker-0")["metadata"]["uid"];
+  const std::string uid1 = admin->get(kPods, ns, "job-worker-1")["metadata"]["uid"];
+
+  // The blocker ends: the task grows onto the second node's GPU. torchrun restarts the two workers'
+  // processes (SIGTERM: a checkpoint) and they start again with the third at world size 3.
+  const auto freed = std::chrono::steady_clock::now();
+  admin->remove(kTrainingTasks, ns, "blocker");
+  ASSERT_TRUE(eventually([&] { return !starts_at(worker_logs(3), 3).empty(); }, 240s))
+      << task()["status"].dump(2) << worker_logs(3) << describe_pods() << operator_log();
+  const double to_grown = seconds_since(freed);
+  EXPECT_EQ(node_of("job-worker-2"), kSecondNode);
+  const int resumed_at_3 = starts_at(worker_logs(3), 3).front();
+  json st = task()["status"];
+  EXPECT_EQ(st.value("replicas", 0), 3) << st.dump(2);
+  EXPECT_EQ(st.value("epoch", 0), 1) << "a resize in place, not a new epoch: " << st.dump(2);
+  ASSERT_TRUE(eventually([&] {
+    const auto lines = progress(worker_logs(3));
+    return !lines.empty() && lines.rbegin()->first >= resumed_at_3 + 300;
+  }, 240s)) << worker_logs(3);
+
+  // A spot notice on the second node: its worker checkpoints on SIGTERM and goes; the first node's
+  // two restart at world size 2 from that checkpoint. No GPU is free for a replacement (the first
+  // node's two are the task's, the noticed node takes no pod): it goes on at 2, its minimum.
+  std::string log2;
+  const size_t starts_before = all_starts(worker_logs(2)).size();
+  json noticed = second_node_taints_;
+  noticed.push_back({{"key", "aws-node-termination-handler/spot-itn"}, {"value", "true"}, {"effect", "NoSchedule"}});
+  const auto notice = std::chrono::steady_clock::now();
+  admin->patch(kNodes, "", kSecondNode, kube::PatchType::Merge, {{"spec", {{"taints", noticed}}}});
+  std::optional<storage::CheckpointRecord> on_notice;
+  ASSERT_TRUE(eventually([&] {
+    if (std::string l = pod_log("job-worker-2"); !l.empty()) log2 = l;
+    if (auto c = latest_checkpoint(); c && c->world_size == 3 && c->step % 1000 != 0 && !on_notice) on_notice = c;
+    const auto starts = all_starts(worker_logs(2));
+    return starts.size() > starts_before && starts.back().first == 2;
+  }, 240s)) << task()["status"].dump(2) << worker_logs(2) << log2 << describe_pods() << operator_log();
+  const double to_shrunk = seconds_since(notice);
+  ASSERT_TRUE(on_notice) << "no checkpoint at world size 3 written on the notice's SIGTERM\n" << worker_logs(2) << log2;
+  const auto after = all_starts(worker_logs(2));
+  EXPECT_EQ(after.back().second, static_cast<int>(on_notice->step)) << "the world of 2 resumed from the noticed worker's checkpoint\n"
+                                                                     << worker_logs(2);
+  EXPECT_EQ(admin->get(kPods, ns, "job-worker-0")["metadata"]["uid"], uid0) << "the notice replaced worker 0";
+  EXPECT_EQ(admin->get(kPods, ns, "job-worker-1")["metadata"]["uid"], uid1) << "the notice replaced worker 1";
+  ASSERT_TRUE(eventually([&] { return node_of("job-worker-2").empty(); }, 60s)) << describe_pods();
+  st = task()["status"];
+  EXPECT_EQ(st.value("epoch", 0), 1) << "one worker's notice restarted the whole task: " << st.dump(2);
+  EXPECT_EQ(st["restarts"].value("disruptions", 0), 1) << st.dump(2);
+  EXPECT_EQ(st["restarts"].value("failures", 0), 0) << st.dump(2);
+  EXPECT_EQ(st["lastDisruption"].value("cause", ""), "NodeNotice") << st.dump(2);
+  EXPECT_TRUE(st["lastDisruption"].value("inPlace", false)) << st.dump(2);
+
+  ASSERT_TRUE(wait_phase("Succeeded", 300s)) << task().dump(2) << worker_logs(2) << describe_pods() << operator_log();
+  const std::string logs = worker_logs(2) + log2;
+  const int resumed_at_2 = after.back().second;
+  const auto loss = expect_trained_through(logs, {0, resumed_at_3, resumed_at_2, steps}, 2);
+  const double before = loss[0], grown = loss[1], after_loss = loss[2];
+  std::printf("PyTorch on two real nodes: GPU freed on the second -> world of 3 training %.1f s (resumed at step %d); "
+              "spot notice on the second -> world of 2 training %.1f s (resumed at step %d, the noticed worker's SIGTERM "
+              "checkpoint: 0 steps lost); mean loss %.4f -> %.4f -> %.4f, same epoch\n",
+              to_grown, resumed_at_3, to_shrunk, resumed_at_2, before, grown, after_loss);
 }
 
 }  // namespace

@@ -281,6 +281,31 @@ TEST(PyTorchLifecycle, ASpotNoticeOnOneWorkerReplacesItWhileTheOthersGoOnInTheSa
   EXPECT_NE(recovered.events[0].note.find("back at 3 workers"), std::string::npos) << recovered.events[0].note;
 }
 
+// No GPU for the replacement: the plan shrinks the task to the workers that stay. The worker on the
+// noticed node, still stopping beyond the new size, is the same disruption, not one of the gang.
+TEST(PyTorchLifecycle, AWorkerTakenInPlaceThatCannotBeReplacedIsAShrinkNotARestart) {
+  auto nodes = four_nodes();
+  nodes["n3"].notice = "aws-node-termination-handler/spot-itn";
+  Decision d = decide(three_on_nodes(running_status(1, 3), three_running(), nodes));
+  ASSERT_EQ(d.status["lastDisruption"]["inPlace"], true);
+  auto pods = three_running();
+  pods[2].deleting = true;
+  json status = d.status;
+  for (int round = 0; round < 2; ++round) {
+    Observed shrunk = three_on_nodes(status, pods, nodes);
+    shrunk.admission->workers = 2;
+    shrunk.admission->placement.resize(2);
+    Decision next = decide(shrunk);
+    EXPECT_EQ(next.status["epoch"], 1) << next.status.dump(2);
+    EXPECT_EQ(next.status["phase"], "Running") << next.status.dump(2);
+    EXPECT_EQ(next.status["restarts"]["disruptions"], 1) << next.status.dump(2);
+    EXPECT_EQ(next.status["epochReplicas"], 2) << next.status.dump(2);
+    for (const auto& p : next.delete_pods) EXPECT_EQ(p.name, "t-worker-2");
+    EXPECT_TRUE(next.create.empty());
+    status = next.status;
+  }
+}
+
 TEST(PyTorchLifecycle, AnEvictedWorkerIsReplacedInPlaceWithoutCountingAFailure) {
   auto pods = three_running();
   pods[1].phase = "Failed";
