@@ -15,6 +15,8 @@ python3 -c "import json, sys; r = json.load(open(sys.argv[1])); assert r['kept']
   fail "a re-plan of 20 running tasks did not keep them all"
 build/bin/bench_watch_decode 1000 > "$out/watch_decode.json"
 build/bin/bench_informer_memory .valley/kubeconfig 50 > "$out/informer_memory.json"
+python3 -c "import json, sys; r = json.load(open(sys.argv[1])); assert r['pods'] == 50 and r['create_failures'] == 0, r" "$out/informer_memory.json" ||
+  fail "the informer benchmark did not cache the 50 pods it meant to"
 bench/task_startup.sh 2 > "$out/task_startup.json"
 
 echo "bench-smoke: control plane, 3 tasks x (1 + 2) pods per system (the floor twice: before and after the operators)"

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <functional>
 #include <cstdio>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -36,25 +38,48 @@ int main(int argc, char** argv) {
   kube::Client client(kube::load_kubeconfig(kubeconfig), http);
   std::string ns = "bench-informer-" + std::to_string(::getpid());
   client.create(kube::resources::kNamespaces, "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  // The API server refuses pods of a namespace until the controller-manager has made its default
+  // ServiceAccount (a moment, or longer just after the control plane restarted).
+  for (int i = 0; i < 600; ++i) {
+    try {
+      client.get(kube::resources::kServiceAccounts, ns, "default");
+      break;
+    } catch (const kube::KubeError& e) {
+      if (e.http_status() != 404) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> creators;
   std::atomic<int> failed{0};
+  std::atomic<int> first_created{pods};
+  std::mutex error_mu;
+  std::string first_error;
   for (int t = 0; t < 16; ++t)
     creators.emplace_back([&, t] {
       for (int i = t; i < pods; i += 16) {
         try {
           client.create(kube::resources::kPods, ns, bench::sample_pod_spec("pod-" + std::to_string(i)));
-        } catch (const kube::KubeError&) {
-          ++failed;
+          int seen = first_created.load();
+          while (i < seen && !first_created.compare_exchange_weak(seen, i)) {
+          }
+        } catch (const kube::KubeError& e) {
+          std::lock_guard l(error_mu);
+          if (failed++ == 0) first_error = e.what();
         }
       }
     });
   for (auto& c : creators) c.join();
   double create_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (first_created.load() == pods) {
+    std::fprintf(stderr, "bench_informer_memory: no pod could be created (%d refused; the first: %s)\n", failed.load(), first_error.c_str());
+    client.remove(kube::resources::kNamespaces, "", ns);
+    return 1;
+  }
 
   // One pod as the server returns it: its JSON size, with and without managedFields.
-  nlohmann::json one = client.get(kube::resources::kPods, ns, "pod-0");
+  nlohmann::json one = client.get(kube::resources::kPods, ns, "pod-" + std::to_string(first_created.load()));
   size_t json_bytes = one.dump().size();
   one["metadata"].erase("managedFields");
   size_t json_bytes_stripped = one.dump().size();
