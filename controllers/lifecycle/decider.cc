@@ -342,10 +342,9 @@ void Decider::failed(const PodView& p) {
 
 // What outside the task's control is taking this pod of the current epoch away, if anything.
 std::optional<Decider::Disruption> Decider::pod_disruption(const PodView& p, int size) const {
-  // A worker already taken in place (its disruption decided), or one a Hot task's shrink is taking
-  // (the in-place replacement found no room and the plan shrank it away), is going whatever its
-  // node shows: not a disruption of the rest.
-  if (replacing(p) || (spec_->hot_elastic && p.role == "worker" && p.worker_index >= size && p.deleting)) return std::nullopt;
+  // (An in-place replacement that finds no room becomes a shrink: the worker taken is then beyond
+  // the size, and still no disruption.)
+  if (taken_by_valley(p, size)) return std::nullopt;
   const std::string who = "pod " + p.name + (p.node.empty() ? "" : " on node " + p.node);
   if (!p.disruption.empty()) {
     std::string cause = p.disruption == "PreemptionByScheduler" ? "PreemptedByScheduler"
@@ -372,8 +371,7 @@ std::optional<Decider::Disruption> Decider::pod_disruption(const PodView& p, int
   // Deleted, but not by Valley: Valley deletes a current-epoch pod only beyond the size (Hot
   // shrink), when it replaces it in place, or before it is bound (re-placement; before the epoch
   // runs, it may have been bound since, where the plan no longer has it).
-  const bool ours = o_.deleted_by_valley.count(p.uid) > 0 || replacing(p) ||
-                    (p.role == "worker" && (p.worker_index >= size || p.node.empty() || (phase_ != kRunning && replanned(p))));
+  const bool ours = p.role == "worker" && (p.worker_index >= size || p.node.empty() || (phase_ != kRunning && replanned(p)));
   // (A kubelet marks a deleted pod Failed once its containers stopped: still a deletion.)
   if (p.deleting && !ours && p.phase != "Succeeded") return Disruption{"PodDeleted", p.node, who + " was deleted"};
   return std::nullopt;
@@ -397,6 +395,10 @@ std::optional<Decider::Disruption> Decider::find_disruption() const {
       if (!current.count(name)) return Disruption{"PodDeleted", "", "pod " + name + " disappeared"};
   }
   return std::nullopt;
+}
+
+bool Decider::taken_by_valley(const PodView& p, int size) const {
+  return o_.deleted_by_valley.count(p.uid) > 0 || replacing(p) || (spec_->hot_elastic && p.role == "worker" && p.worker_index >= size);
 }
 
 bool Decider::replacing(const PodView& p) const {

@@ -121,6 +121,10 @@ class Decider {
   bool replaced_in_place();
   // The pod is one the last disruption replaces in place.
   bool replacing(const PodView& p) const;
+  // Valley itself is taking this pod of the current epoch away: this process deleted it, it is
+  // replaced in place, or it is a Hot task's worker beyond the size (its shrink). Such a pod is no
+  // disruption of the rest, whatever its node shows.
+  bool taken_by_valley(const PodView& p, int size) const;
   void disrupted(const Disruption& d);
   // The workload's latest.json (read by the controller from the store) or, for stores Valley
   // cannot read, the checkpoint record a pod left as its termination message.

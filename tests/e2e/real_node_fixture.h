@@ -203,13 +203,12 @@ class RealNodeTest : public TaskTest {
     if (!std::regex_search(log, m, std::regex("done step=" + std::to_string(steps) + " loss=([0-9.eE+-]+)"))) return std::nullopt;
     return std::stod(m[1]);
   }
-  void add_blocker(const std::string& name, int gpus, int priority = 0) {
-    json c = on_real_node();
+  void add_blocker(const std::string& name, int gpus, int priority = 0, json tmpl = on_real_node()) {
     json spec = {{"taskType", "Single"},
                  {"image", kTrainImage},
                  // Exits on SIGTERM at once (a shell as PID 1 has no default action for it).
                  {"command", {"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}},
-                 {"worker", {{"gpus", std::to_string(gpus)}, {"template", c}}}};
+                 {"worker", {{"gpus", std::to_string(gpus)}, {"template", std::move(tmpl)}}}};
     if (priority != 0) spec["priority"] = priority;
     apply(spec, name);
   }

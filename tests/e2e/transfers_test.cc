@@ -201,12 +201,8 @@ class StoreAddressTest : public TransfersTest {
  protected:
   std::vector<std::string> operator_flags() const override {
     auto flags = TransfersTest::operator_flags();
-    if (deny_store_) flags.push_back("--task-egress-except=10.96.0.0/12," + host_of(gw_->endpoint()) + "/32");
+    if (deny_store_) flags.push_back("--task-egress-except=10.96.0.0/12," + gw_->host() + "/32");
     return flags;
-  }
-  static std::string host_of(const std::string& url) {  // http://HOST:PORT
-    const auto start = url.find("//") + 2;
-    return url.substr(start, url.rfind(':') - start);
   }
   bool deny_store_ = true;
 };
@@ -218,7 +214,7 @@ TEST_F(StoreAddressTest, AStoreAtAnAddressTheOperatorMayNotReachIsRefusedAndTheT
   spec["checkpoint"] = {{"uri", base + "/ckpt"}, {"secretRef", {{"name", "s3"}}}};
   spec["data"] = {{"uri", base + "/data"}, {"mountPath", "/data"}};
   apply(spec);
-  const std::string host = host_of(gw_->endpoint());
+  const std::string& host = gw_->host();
   ASSERT_TRUE(eventually([&] { return status_field("reason") == "DataUnavailable"; }, 60s)) << task().dump(2) << operator_log();
   const std::string message = status_field("message");
   EXPECT_NE(message.find("refused: the endpoint's address " + host + " (in " + host + "/32)"), std::string::npos) << message;

@@ -25,6 +25,7 @@ class VersityGw {
   explicit VersityGw(std::string host = "127.0.0.1", bool metadata = false);
   ~VersityGw();
   std::string endpoint() const { return "http://" + host_ + ":" + std::to_string(port_); }
+  const std::string& host() const { return host_; }
   const std::filesystem::path& root() const { return root_; }
   // AWS_* values a client (or a workload's environment) uses to reach it.
   std::map<std::string, std::string> env(const std::string& secret = kSecret) const;
